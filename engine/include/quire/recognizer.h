@@ -1,0 +1,39 @@
+// Recognizers turn a prepared page image into text with lines, words, boxes and confidences.
+#pragma once
+
+#include <atomic>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <opencv2/core.hpp>
+
+#include "quire/geometry.h"
+#include "quire/status.h"
+
+namespace quire {
+
+struct RecognizerOptions {
+    std::string engine = "tesseract";  // "tesseract" (more engines arrive with later work)
+    std::string languages = "eng";     // '+'-separated, e.g. "eng+chi_sim"
+    std::string tessdataDir;           // empty: Tesseract's default (TESSDATA_PREFIX or built-in)
+};
+
+class Recognizer {
+public:
+    virtual ~Recognizer() = default;
+    virtual std::string name() const = 0;
+    virtual std::string version() const = 0;
+    // `gray` is 8-bit; returned boxes are in `gray`'s pixel coordinates.
+    virtual Result<PageText> recognize(const cv::Mat& gray, int dpi,
+                                       const std::atomic<bool>* cancel = nullptr) = 0;
+};
+
+// The languages installed for Tesseract (names of *.traineddata).
+std::vector<std::string> availableTesseractLanguages(const std::string& tessdataDir = {});
+// Checks that every requested language is installed; the message lists what is available.
+Status checkTesseractLanguages(const std::string& languages, const std::string& tessdataDir = {});
+
+Result<std::unique_ptr<Recognizer>> createRecognizer(const RecognizerOptions& options);
+
+}  // namespace quire

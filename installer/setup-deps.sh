@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Installs every Debian 12 package that Quire's build, tests and demo need.
+# Idempotent and non-interactive: re-running it installs nothing new.
+# Why each package is here: see README.md, "Dependencies".
+set -euo pipefail
+
+PACKAGES=(
+  # toolchain
+  build-essential cmake ninja-build ccache pkg-config git
+  # Qt 6.4: Core/Gui/Widgets/Concurrent/Sql/Test, QtPdf, Svg, linguist tools
+  qt6-base-dev qt6-base-dev-tools qt6-pdf-dev qt6-svg-dev qt6-tools-dev qt6-tools-dev-tools
+  qt6-l10n-tools libqt6sql6-sqlite
+  # engine libraries
+  libopencv-dev libtesseract-dev libleptonica-dev libtiff-dev libsqlite3-dev sqlite3
+  libspdlog-dev libquazip1-qt6-dev libqpdf-dev libopenblas-dev
+  # recognition languages
+  tesseract-ocr tesseract-ocr-eng tesseract-ocr-chi-sim tesseract-ocr-frk tesseract-ocr-deu
+  # test oracles: DOCX -> text, PDF -> text, XML schema validation
+  libreoffice-writer-nogui poppler-utils libxml2-utils
+  # sample-volume generator and accuracy tooling (Debian's python, not pyenv's)
+  python3 python3-pil python3-numpy python3-pyphen python3-levenshtein fonts-dejavu-core fonts-liberation2
+)
+
+missing=()
+for p in "${PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+
+if ((${#missing[@]})); then
+  echo "setup-deps: installing ${#missing[@]} package(s): ${missing[*]}"
+  SUDO=""
+  [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+  export DEBIAN_FRONTEND=noninteractive
+  $SUDO apt-get update -qq
+  $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+else
+  echo "setup-deps: all ${#PACKAGES[@]} packages present"
+fi
