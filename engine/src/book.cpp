@@ -86,7 +86,23 @@ const QRegularExpression& edgeNumberRe() {
     return re;
 }
 
+// "12 NOTES ON RECORDS" or "CHAPTER TITLE 13": a running head even when it does not repeat.
+bool capsWithNumber(const std::string& s) {
+    if (!edgeNumberRe().match(q(s)).hasMatch()) return false;
+    int letters = 0, upper = 0;
+    for (const QChar c : q(s))
+        if (c.isLetter()) ++letters, upper += c.isUpper();
+    return letters >= 4 && upper >= letters * 0.9;
+}
+
 bool isShortLine(const std::string& s) { return wordCountOf(s) <= 10 && q(s).size() <= 80; }
+
+const QRegularExpression& chapterRe() {
+    static const QRegularExpression re(
+        QStringLiteral(R"(^(chapter|book|part|section|canto|act|letter|kapitel|buch|teil)\b|^第.{1,6}[章节回卷部])"),
+        QRegularExpression::CaseInsensitiveOption);
+    return re;
+}
 
 struct Candidate {
     std::string line;
@@ -96,6 +112,8 @@ struct Candidate {
 
 Candidate candidateOf(const std::string& line) {
     Candidate c;
+    // "CHAPTER II" repeats in form from chapter to chapter but is a heading, not furniture.
+    if (chapterRe().match(q(line).trimmed()).hasMatch()) return c;
     c.line = line;
     c.key = furnitureKey(line);
     c.isNumber = pageNumberRe().match(q(line)).hasMatch();
@@ -111,14 +129,22 @@ std::string extractNumber(const std::string& line) {
 }
 
 bool looksLikeHeading(const std::vector<std::string>& para, double heightRatio, int* level) {
+    const QRegularExpression& chapter = chapterRe();
+    // "CHAPTER II" with its title on the next line or two is one heading.
+    if (para.size() > 1 && para.size() <= 3 && wordCountOf(para[0]) <= 4 &&
+        chapter.match(q(para[0]).trimmed()).hasMatch()) {
+        bool shortLines = true;
+        for (const auto& l : para) shortLines = shortLines && wordCountOf(l) <= 9 && !endsSentence(l + "x");
+        if (shortLines) {
+            *level = 1;
+            return true;
+        }
+    }
     if (para.size() != 1) return false;
     const std::string& s = para[0];
     if (wordCountOf(s) > 9 || q(s).size() > 70) return false;
     const QString t = q(s).trimmed();
     if (t.isEmpty() || QStringLiteral(",;-").contains(t.back())) return false;
-    static const QRegularExpression chapter(
-        QStringLiteral(R"(^(chapter|book|part|section|canto|act|letter|kapitel|buch|teil)\b|^第.{1,6}[章节回卷部])"),
-        QRegularExpression::CaseInsensitiveOption);
     int letters = 0, upper = 0;
     for (const QChar c : t)
         if (c.isLetter()) ++letters, upper += c.isUpper();
@@ -180,15 +206,17 @@ Book assembleBook(const std::vector<BookPageInput>& pages) {
     }
     // A candidate is furniture when it is a bare page number, or when a similar line stands at the
     // same edge within two pages (running heads alternate between verso and recto).
+    // Four pages either side: chapter openings without a running head interrupt the pattern.
     auto repeated = [&](const std::vector<Candidate>& c, size_t i) {
         if (c[i].key.size() < 2) return false;
-        for (size_t j = (i >= 2 ? i - 2 : 0); j <= std::min(n - 1, i + 2); ++j)
+        for (size_t j = (i >= 4 ? i - 4 : 0); j <= std::min(n - 1, i + 4); ++j)
             if (j != i && similarity(c[i].key, c[j].key) >= 0.7) return true;
         return false;
     };
     for (size_t i = 0; i < n; ++i) {
         if (paras[i].empty()) continue;
-        const bool head = !heads[i].line.empty() && (heads[i].isNumber || repeated(heads, i));
+        const bool head = !heads[i].line.empty() &&
+                          (heads[i].isNumber || repeated(heads, i) || capsWithNumber(heads[i].line));
         if (head) {
             book.furniture[i].header = heads[i].line;
             book.furniture[i].pageNumber = extractNumber(heads[i].line);
@@ -235,9 +263,14 @@ Book assembleBook(const std::vector<BookPageInput>& pages) {
                 lastPage = int(i);
                 continue;
             }
-            const bool continues = p == 0 && !pendingLines.empty() &&
-                                   (endsWithHyphen(pendingLines.back()) || !endsSentence(pendingLines.back()) ||
-                                    startsLower(para[0]));
+            // Across a page break a paragraph continues unless the last one clearly ended; inside a
+            // page, only an unfinished sentence running into a lower-case start is joined (a
+            // recognizer sometimes splits a paragraph's last line off).
+            const std::string& prev = pendingLines.empty() ? std::string() : pendingLines.back();
+            const bool continues =
+                !pendingLines.empty() &&
+                (p == 0 ? (endsWithHyphen(prev) || !endsSentence(prev) || startsLower(para[0]))
+                        : ((endsWithHyphen(prev) || !endsSentence(prev)) && startsLower(para[0])));
             if (!continues) {
                 flush(lastPage);
                 pendingFirst = int(i);
