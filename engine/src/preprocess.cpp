@@ -84,7 +84,9 @@ cv::Mat rotationMatrix(cv::Size size, double deg) {
 
 double estimateSkewDegrees(const cv::Mat& gray, double maxDegrees) {
     double scale = 1;
-    const cv::Mat mask = inkMask(gray, 1600, &scale);
+    // Flatten the lighting first: a shadowed gutter or a dark corner would otherwise enter the ink
+    // mask as a solid band and outweigh a short page's few text lines.
+    const cv::Mat mask = inkMask(normalizeBackground(gray), 1600, &scale);
     std::vector<cv::Point> pts;
     cv::findNonZero(mask, pts);
     if (pts.size() < 200) return 0.0;  // blank page: nothing to measure
@@ -104,6 +106,9 @@ double estimateSkewDegrees(const cv::Mat& gray, double maxDegrees) {
     };
     const double coarse = best(-maxDegrees, maxDegrees, 0.25);
     const double fine = best(coarse - 0.25, coarse + 0.25, 0.02);
+    // No clear peak (pictures, blank or ruled pages): leave the page as it is.
+    const double level = profileScore(pts, mask.rows, mask.cols, 0.0);
+    if (profileScore(pts, mask.rows, mask.cols, fine) < level * 1.05 && std::abs(fine) > 0.3) return 0.0;
     // `fine` is the rotation that levels the lines; the page's skew is its opposite.
     return -fine;
 }

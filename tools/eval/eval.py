@@ -1,0 +1,195 @@
+#!/usr/bin/python3
+"""Accuracy and speed of Quire against the `tesseract` command-line tool, in one run.
+
+Reads a MANIFEST.tsv (columns: set page image gt language ...; an image "file.pdf#N" means page N
+of a PDF), transcribes every page with quire-cli (one project per language) and with the tesseract
+CLI (--psm 3, OMP_THREAD_LIMIT=1, the same number of parallel workers), and reports CER and WER per
+page, per set and in total, plus pages per minute for each.
+
+CER/WER: Levenshtein distance over the ground-truth length after Unicode NFC and whitespace
+collapsing; for Chinese (language zh) all whitespace is removed and WER is not reported.
+"""
+import argparse
+import collections
+import concurrent.futures
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+import unicodedata
+
+import Levenshtein
+
+LANG = {"en": "eng", "zh": "chi_sim", "de": "frk"}
+
+
+def normalize(text, cjk):
+    text = unicodedata.normalize("NFC", text)
+    if cjk:
+        return "".join(text.split())
+    return " ".join(text.split())
+
+
+def word_distance(hyp, gt):
+    vocab = {}
+    def enc(ws):
+        return "".join(chr(0xF0000 + vocab.setdefault(w, len(vocab))) for w in ws)
+    return Levenshtein.distance(enc(hyp.split()), enc(gt.split()))
+
+
+def score(hyp, gt, cjk):
+    h, g = normalize(hyp, cjk), normalize(gt, cjk)
+    cer = Levenshtein.distance(h, g) / max(1, len(g))
+    wer = None if cjk else word_distance(h, g) / max(1, len(g.split()))
+    return cer, wer, len(g), (None if cjk else len(g.split()))
+
+
+def split_image(image):
+    path, _, page = image.partition("#")
+    return path, (int(page) if page else 1)
+
+
+def run_quire(cli, rows, base, threads, lang, workdir, dpi):
+    project = os.path.join(workdir, f"eval-{lang}.quire")
+    files = []
+    for r in rows:
+        p, _ = split_image(r["image"])
+        full = os.path.join(base, p)
+        if full not in files:
+            files.append(full)
+    start = time.monotonic()
+    proc = subprocess.run([cli, "transcribe", *files, "--project", project, "--lang", lang, "--threads",
+                           str(threads), "--dpi", str(dpi), "--json"], capture_output=True, text=True)
+    elapsed = time.monotonic() - start
+    if proc.returncode not in (0, 3):
+        sys.exit(f"quire-cli failed ({proc.returncode}): {proc.stderr}")
+    status = subprocess.run([cli, "status", "--project", project, "--json", "--pages"], capture_output=True, text=True)
+    pages = json.loads(status.stdout)["pageList"]
+    by_key = {(os.path.realpath(p["file"]), p["filePage"]): p.get("text", "") for p in pages}
+    out = {}
+    for r in rows:
+        p, n = split_image(r["image"])
+        out[r["key"]] = by_key.get((os.path.realpath(os.path.join(base, p)), n), "")
+    return out, elapsed
+
+
+def tesseract_page(image, page, lang, tmp, dpi):
+    src = image
+    if image.lower().endswith(".pdf"):
+        prefix = os.path.join(tmp, f"pdf-{os.getpid()}-{page}-{abs(hash(image))}")
+        subprocess.run(["pdftoppm", "-r", str(dpi), "-gray", "-f", str(page), "-l", str(page), "-png", image, prefix],
+                       check=True)
+        src = next(os.path.join(tmp, f) for f in os.listdir(tmp) if f.startswith(os.path.basename(prefix)))
+    env = dict(os.environ, OMP_THREAD_LIMIT="1")
+    proc = subprocess.run(["tesseract", src, "-", "-l", lang, "--psm", "3"], capture_output=True, text=True, env=env)
+    return proc.stdout
+
+
+def run_tesseract(rows, base, threads, lang, workdir, dpi):
+    start = time.monotonic()
+    out = {}
+    with concurrent.futures.ThreadPoolExecutor(threads) as pool:
+        futures = {}
+        for r in rows:
+            p, n = split_image(r["image"])
+            futures[pool.submit(tesseract_page, os.path.join(base, p), n, lang, workdir, dpi)] = r["key"]
+        for f in concurrent.futures.as_completed(futures):
+            out[futures[f]] = f.result()
+    return out, time.monotonic() - start
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("manifest")
+    ap.add_argument("--quire-cli", default=os.path.join(os.path.dirname(__file__), "..", "..", "build", "app", "quire-cli"))
+    ap.add_argument("--threads", type=int, default=os.cpu_count() or 1)
+    ap.add_argument("--dpi", type=int, default=300, help="rendering resolution for PDF pages (both engines)")
+    ap.add_argument("--sets", default="", help="comma-separated sets to include (default: all)")
+    ap.add_argument("--no-tesseract-cli", action="store_true")
+    ap.add_argument("--markdown", help="also write the tables as Markdown to this file")
+    ap.add_argument("--hyp-dir", help="write each engine's page texts here")
+    args = ap.parse_args()
+
+    base = os.path.dirname(os.path.abspath(args.manifest))
+    rows = []
+    with open(args.manifest, encoding="utf-8") as f:
+        header = f.readline().rstrip("\n").split("\t")
+        for line in f:
+            if not line.strip():
+                continue
+            r = dict(zip(header, line.rstrip("\n").split("\t")))
+            if args.sets and r["set"] not in args.sets.split(","):
+                continue
+            r["key"] = f'{r["set"]}/{r["page"]}'
+            rows.append(r)
+    by_lang = collections.defaultdict(list)
+    for r in rows:
+        by_lang[r["language"]].append(r)
+
+    engines = ["quire"] + ([] if args.no_tesseract_cli else ["tesseract-cli"])
+    hyps = {e: {} for e in engines}
+    seconds = collections.Counter()
+    with tempfile.TemporaryDirectory() as tmp:
+        for lang, lrows in by_lang.items():
+            tl = LANG.get(lang, lang)
+            h, t = run_quire(os.path.abspath(args.quire_cli), lrows, base, args.threads, tl, tmp, args.dpi)
+            hyps["quire"].update(h)
+            seconds["quire"] += t
+            if "tesseract-cli" in hyps:
+                h, t = run_tesseract(lrows, base, args.threads, tl, tmp, args.dpi)
+                hyps["tesseract-cli"].update(h)
+                seconds["tesseract-cli"] += t
+
+    lines = []
+    def emit(s=""):
+        print(s)
+        lines.append(s)
+
+    emit("| set | page | " + " | ".join(f"{e} CER | {e} WER" for e in engines) + " |")
+    emit("|---|---|" + "---|---|" * len(engines))
+    agg = collections.defaultdict(lambda: [0.0, 0, 0.0, 0])  # (engine, group) -> cer_edits, chars, wer_edits, words
+    for r in rows:
+        cjk = r["language"] == "zh"
+        gt = open(os.path.join(base, r["gt"]), encoding="utf-8").read()
+        cells = []
+        for e in engines:
+            cer, wer, nchars, nwords = score(hyps[e].get(r["key"], ""), gt, cjk)
+            cells.append(f"{cer * 100:.2f}% | " + ("n/a" if wer is None else f"{wer * 100:.2f}%"))
+            for g in (r["set"], f"all {r['language']}", "all"):
+                a = agg[(e, g)]
+                a[0] += cer * nchars
+                a[1] += nchars
+                if wer is not None:
+                    a[2] += wer * nwords
+                    a[3] += nwords
+        emit(f"| {r['set']} | {r['page']} | " + " | ".join(cells) + " |")
+        if args.hyp_dir:
+            for e in engines:
+                d = os.path.join(args.hyp_dir, e)
+                os.makedirs(d, exist_ok=True)
+                with open(os.path.join(d, r["key"].replace("/", "_") + ".txt"), "w", encoding="utf-8") as f:
+                    f.write(hyps[e].get(r["key"], ""))
+    emit()
+    groups = list(dict.fromkeys([r["set"] for r in rows] + [f"all {r['language']}" for r in rows] + ["all"]))
+    emit("| set | pages | " + " | ".join(f"{e} CER | {e} WER" for e in engines) + " |")
+    emit("|---|---|" + "---|---|" * len(engines))
+    for g in groups:
+        n = sum(1 for r in rows if g == "all" or r["set"] == g or g == f"all {r['language']}")
+        cells = []
+        for e in engines:
+            c, nc, w, nw = agg[(e, g)]
+            cells.append(f"{c / max(1, nc) * 100:.2f}% | " + (f"{w / nw * 100:.2f}%" if nw else "n/a"))
+        emit(f"| {g} | {n} | " + " | ".join(cells) + " |")
+    emit()
+    for e in engines:
+        emit(f"{e}: {len(rows)} pages in {seconds[e]:.1f} s with {args.threads} worker(s) = "
+             f"{len(rows) / seconds[e] * 60:.1f} pages/min")
+    if args.markdown:
+        with open(args.markdown, "w", encoding="utf-8") as f:
+            f.write("\n".join(lines) + "\n")
+
+
+if __name__ == "__main__":
+    main()
