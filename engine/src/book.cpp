@@ -179,8 +179,10 @@ std::string joinLines(const std::vector<std::string>& lines) {
             out = line;
             continue;
         }
-        if (endsWithHyphen(out.toStdString()) && startsLower(lines[i])) {
-            out.chop(1);  // drop the hyphen, join the halves
+        if (endsWithHyphen(out.toStdString())) {
+            // "hyphen-" + "ated": a broken word, the hyphen goes; "Anglo-" + "Saxon": a compound,
+            // the hyphen stays; either way no space.
+            if (startsLower(lines[i])) out.chop(1);
             out += line;
         } else {
             out += ' ';

@@ -182,9 +182,22 @@ int findSpreadGutter(const cv::Mat& gray) {
     int minX = -1;
     for (int x = from; x < to; ++x)
         if (smooth.at<double>(0, x) < minVal) minVal = smooth.at<double>(0, x), minX = x;
+    double total = 0;
+    for (int x = 0; x < n; ++x) total += cols.at<double>(0, x);
+    const double meanCol = total / n;
+    // The gutter is the middle of the widest near-blank run, not its first blank column.
+    const double limit = minVal + 0.02 * meanCol;
+    int bestLen = 0, runStart = -1;
+    for (int x = from; x <= to; ++x) {
+        const bool blank = x < to && smooth.at<double>(0, x) <= limit;
+        if (blank && runStart < 0) runStart = x;
+        if (!blank && runStart >= 0) {
+            if (x - runStart > bestLen) bestLen = x - runStart, minX = (runStart + x) / 2;
+            runStart = -1;
+        }
+    }
     double left = 0, right = 0;
     for (int x = 0; x < n; ++x) (x < minX ? left : right) += cols.at<double>(0, x);
-    const double meanCol = (left + right) / n;
     // Both halves carry text and the gutter is nearly blank.
     if (minX < 0 || left < 0.2 * (left + right) || right < 0.2 * (left + right) || minVal > 0.15 * meanCol)
         return -1;

@@ -1,0 +1,64 @@
+#include "test_util.h"
+
+#include <QDir>
+#include <QFile>
+#include <QProcess>
+
+#include <opencv2/imgproc.hpp>
+
+#include <fstream>
+#include <sstream>
+
+namespace quire::test {
+
+QString sourceDir() { return QStringLiteral(QUIRE_SOURCE_DIR); }
+QString samplePdf() { return sourceDir() + "/resources/samples/sample_volume.pdf"; }
+
+QString sharedDir() {
+    for (const QString& d : {QStringLiteral(QUIRE_SHARED_DIR), sourceDir() + "/../shared"})
+        if (QDir(d).exists("schemas")) return QDir(d).canonicalPath();
+    return {};
+}
+
+CliResult runProgram(const QString& program, const QStringList& args, int timeoutMs) {
+    QProcess p;
+    p.start(program, args);
+    CliResult r;
+    if (!p.waitForStarted(20000)) return r;
+    if (!p.waitForFinished(timeoutMs)) {
+        p.kill();
+        p.waitForFinished();
+    }
+    r.exitCode = p.exitStatus() == QProcess::NormalExit ? p.exitCode() : -2;
+    r.out = QString::fromUtf8(p.readAllStandardOutput());
+    r.err = QString::fromUtf8(p.readAllStandardError());
+    return r;
+}
+
+CliResult runCli(const QStringList& args, int timeoutMs) {
+    return runProgram(QStringLiteral(QUIRE_CLI_PATH), args, timeoutMs);
+}
+
+cv::Mat textPage(const std::vector<std::string>& lines, int width, int height, double scale) {
+    cv::Mat page(height, width, CV_8UC1, cv::Scalar(255));
+    int y = int(120 * scale);
+    for (const auto& l : lines) {
+        cv::putText(page, l, {int(100 * scale), y}, cv::FONT_HERSHEY_DUPLEX, scale, cv::Scalar(0), 2, cv::LINE_AA);
+        y += int(60 * scale);
+    }
+    return page;
+}
+
+std::string readFile(const QString& path) {
+    std::ifstream in(path.toStdString(), std::ios::binary);
+    std::ostringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
+}
+
+void writeFile(const QString& path, const std::string& data) {
+    std::ofstream out(path.toStdString(), std::ios::binary);
+    out.write(data.data(), std::streamsize(data.size()));
+}
+
+}  // namespace quire::test

@@ -1,0 +1,30 @@
+#pragma once
+
+#include <QString>
+#include <QStringList>
+
+#include <opencv2/core.hpp>
+#include <string>
+
+namespace quire::test {
+
+QString sourceDir();
+QString samplePdf();
+// ../shared beside the checkout; empty when absent.
+QString sharedDir();
+
+struct CliResult {
+    int exitCode = -1;
+    QString out, err;
+};
+CliResult runCli(const QStringList& args, int timeoutMs = 600000);
+// Runs any program; exit code -1 when it could not start.
+CliResult runProgram(const QString& program, const QStringList& args, int timeoutMs = 600000);
+
+// A white page with `lines` of black text (Hershey font), at roughly 300 dpi proportions.
+cv::Mat textPage(const std::vector<std::string>& lines, int width = 1700, int height = 2200, double scale = 1.4);
+
+std::string readFile(const QString& path);
+void writeFile(const QString& path, const std::string& data);
+
+}  // namespace quire::test

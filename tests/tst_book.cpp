@@ -1,0 +1,91 @@
+#include <QTest>
+
+#include "quire/book.h"
+
+using namespace quire;
+
+namespace {
+BookPageInput page(const std::string& text) {
+    BookPageInput p;
+    p.text = text;
+    return p;
+}
+}  // namespace
+
+class TestBook : public QObject {
+    Q_OBJECT
+private slots:
+    void joinsHyphenatedLines_data() {
+        QTest::addColumn<QStringList>("lines");
+        QTest::addColumn<QString>("joined");
+        QTest::newRow("hyphen") << QStringList{"a hyphen-", "ated word"} << "a hyphenated word";
+        QTest::newRow("capital after hyphen is kept") << QStringList{"the Anglo-", "Saxon age"} << "the Anglo-Saxon age";
+        QTest::newRow("soft hyphen") << QStringList{QString("inter") + QChar(0x00AD), "national"} << "international";
+        QTest::newRow("dash alone") << QStringList{"it was -", "over"} << "it was - over";
+        QTest::newRow("plain") << QStringList{"one", "two"} << "one two";
+    }
+    void joinsHyphenatedLines() {
+        QFETCH(QStringList, lines);
+        QFETCH(QString, joined);
+        std::vector<std::string> v;
+        for (const auto& l : lines) v.push_back(l.toStdString());
+        QCOMPARE(QString::fromStdString(joinLines(v)), joined);
+    }
+
+    void runningHeadsAndNumbersLeaveTheBody() {
+        std::vector<BookPageInput> pages = {
+            page("CHAPTER I\nThe Start\n\nIt was a dark night and the\nwind was high.\n\n1"),
+            page("2 THE BOOK OF THINGS\n\nThen came the morning, slow and\ngrey."),
+            page("THE START 3\n\nNobody spoke at breakfast; the hyphen-"),
+            page("4 THE BOOK OF THINGS\n\nated word was found.\n\n- 4 -"),
+        };
+        const Book book = assembleBook(pages);
+        QCOMPARE(QString::fromStdString(book.furniture[1].header), QString("2 THE BOOK OF THINGS"));
+        QCOMPARE(QString::fromStdString(book.furniture[1].pageNumber), QString("2"));
+        QCOMPARE(QString::fromStdString(book.furniture[2].header), QString("THE START 3"));
+        QCOMPARE(QString::fromStdString(book.furniture[0].footer), QString("1"));
+        QCOMPARE(QString::fromStdString(book.furniture[3].footer), QString("- 4 -"));
+        QCOMPARE(int(book.paragraphs.size()), 4);
+        QCOMPARE(book.paragraphs[0].headingLevel, 1);
+        QCOMPARE(QString::fromStdString(book.paragraphs[0].text), QString("CHAPTER I The Start"));
+        QCOMPARE(QString::fromStdString(book.paragraphs[1].text), QString("It was a dark night and the wind was high."));
+        QCOMPARE(QString::fromStdString(book.paragraphs[2].text), QString("Then came the morning, slow and grey."));
+        // A paragraph and a hyphenated word carried across the page break, the running head dropped.
+        QCOMPARE(QString::fromStdString(book.paragraphs[3].text),
+                 QString("Nobody spoke at breakfast; the hyphenated word was found."));
+        QCOMPARE(book.paragraphs[3].firstPage, 2);
+        QCOMPARE(book.paragraphs[3].lastPage, 3);
+    }
+
+    void finishedParagraphDoesNotRunOn() {
+        const Book book = assembleBook({page("The end of a chapter."), page("New things begin here.")});
+        QCOMPARE(int(book.paragraphs.size()), 2);
+    }
+
+    void bodyTextIsNeverTakenForFurniture() {
+        // Long first lines are body text even when they repeat.
+        const std::string line = "This sentence is far too long to be a running header of any book at all";
+        const Book book = assembleBook({page(line + "."), page(line + "!")});
+        QCOMPARE(int(book.paragraphs.size()), 2);
+        QVERIFY(book.furniture[0].header.empty());
+    }
+
+    void correctionKeepsWordBoxes() {
+        PageText layout;
+        Line l;
+        l.words = {{"Tbe", {10, 10, 30, 20}, 40}, {"cat", {50, 10, 30, 20}, 95}, {"sat", {90, 10, 30, 20}, 90}};
+        layout.lines = {l};
+        const PageText out = alignCorrection(layout, "The cat sat down");
+        QCOMPARE(int(out.lines.size()), 1);
+        const auto& w = out.lines[0].words;
+        QCOMPARE(int(w.size()), 4);
+        QCOMPARE(QString::fromStdString(w[0].text), QString("The"));
+        QCOMPARE(w[0].box.x, 10);
+        QCOMPARE(w[0].confidence, 100.0f);  // corrected by a person
+        QCOMPARE(w[1].confidence, 95.0f);   // unchanged
+        QVERIFY(w[3].box.x > w[2].box.right());  // inserted after its neighbour
+    }
+};
+
+QTEST_GUILESS_MAIN(TestBook)
+#include "tst_book.moc"

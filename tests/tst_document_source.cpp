@@ -1,0 +1,217 @@
+#include <QTemporaryDir>
+#include <QTest>
+
+#include <opencv2/imgcodecs.hpp>
+#include <opencv2/imgproc.hpp>
+#include <tiffio.h>
+
+#include "quire/document_source.h"
+#include "test_util.h"
+
+using namespace quire;
+using namespace quire::test;
+
+class TestDocumentSource : public QObject {
+    Q_OBJECT
+
+    QTemporaryDir m_dir;
+    QString path(const QString& name) const { return m_dir.filePath(name); }
+
+    // Multi-page TIFF written with libtiff: `photometric` 1 gray / 2 RGB / 5 CMYK, 8 or 16 bits.
+    void writeTiff(const QString& file, int pages, int spp, int bits, int photometric) {
+        TIFF* t = TIFFOpen(file.toLocal8Bit().constData(), "w");
+        QVERIFY(t);
+        const int w = 320, h = 200;
+        for (int p = 0; p < pages; ++p) {
+            TIFFSetField(t, TIFFTAG_IMAGEWIDTH, w);
+            TIFFSetField(t, TIFFTAG_IMAGELENGTH, h);
+            TIFFSetField(t, TIFFTAG_SAMPLESPERPIXEL, spp);
+            TIFFSetField(t, TIFFTAG_BITSPERSAMPLE, bits);
+            TIFFSetField(t, TIFFTAG_PHOTOMETRIC, photometric);
+            TIFFSetField(t, TIFFTAG_PLANARCONFIG, PLANARCONFIG_CONTIG);
+            TIFFSetField(t, TIFFTAG_XRESOLUTION, 300.0f);
+            TIFFSetField(t, TIFFTAG_YRESOLUTION, 300.0f);
+            TIFFSetField(t, TIFFTAG_RESOLUTIONUNIT, RESUNIT_INCH);
+            TIFFSetField(t, TIFFTAG_SUBFILETYPE, FILETYPE_PAGE);
+            TIFFSetField(t, TIFFTAG_PAGENUMBER, p, pages);
+            std::vector<uint8_t> row(size_t(w * spp * bits / 8));
+            for (int y = 0; y < h; ++y) {
+                for (size_t i = 0; i < row.size(); ++i) row[i] = uint8_t((y + p * 40) & 0xff);
+                TIFFWriteScanline(t, row.data(), uint32_t(y), 0);
+            }
+            TIFFWriteDirectory(t);
+        }
+        TIFFClose(t);
+    }
+
+private slots:
+    void naturalOrder_data() {
+        QTest::addColumn<QString>("a");
+        QTest::addColumn<QString>("b");
+        QTest::newRow("p2<p10") << "p2.png" << "p10.png";
+        QTest::newRow("case") << "Page9" << "page10";
+        QTest::newRow("zeros") << "p002" << "p10";
+        QTest::newRow("prefix") << "scan" << "scan1";
+        QTest::newRow("huge numbers") << "p99999999999999999998" << "p99999999999999999999";
+    }
+    void naturalOrder() {
+        QFETCH(QString, a);
+        QFETCH(QString, b);
+        QVERIFY(naturalLess(a.toStdString(), b.toStdString()));
+        QVERIFY(!naturalLess(b.toStdString(), a.toStdString()));
+    }
+
+    void imageFormats_data() {
+        QTest::addColumn<QString>("name");
+        QTest::addColumn<int>("type");
+        QTest::newRow("png gray 8") << "g8.png" << CV_8UC1;
+        QTest::newRow("png gray 16") << "g16.png" << CV_16UC1;
+        QTest::newRow("png rgb") << "rgb.png" << CV_8UC3;
+        QTest::newRow("png rgba") << "rgba.png" << CV_8UC4;
+        QTest::newRow("jpeg") << "rgb.jpg" << CV_8UC3;
+        QTest::newRow("bmp") << "rgb.bmp" << CV_8UC3;
+    }
+    void imageFormats() {
+        QFETCH(QString, name);
+        QFETCH(int, type);
+        cv::Mat m(150, 240, type, cv::Scalar::all(type == CV_16UC1 ? 40000 : 180));
+        QVERIFY(cv::imwrite(path(name).toStdString(), m));
+        auto src = openSource(path(name).toStdString());
+        QVERIFY2(src, src.status().message().c_str());
+        QCOMPARE((*src)->pageCount(), 1);
+        auto page = (*src)->loadPage(0);
+        QVERIFY2(page, page.status().message().c_str());
+        QCOMPARE(page->image.cols, 240);
+        QCOMPARE(page->image.depth(), CV_8U);
+        QVERIFY(page->image.channels() == 1 || page->image.channels() == 3);
+        const double expected = type == CV_16UC1 ? 40000 / 257.0 : 180;
+        QVERIFY(std::abs(cv::mean(page->image)[0] - expected) < 3);
+    }
+
+    void tiffPages_data() {
+        QTest::addColumn<int>("spp");
+        QTest::addColumn<int>("bits");
+        QTest::addColumn<int>("photometric");
+        QTest::newRow("gray 8") << 1 << 8 << PHOTOMETRIC_MINISBLACK;
+        QTest::newRow("gray 16") << 1 << 16 << PHOTOMETRIC_MINISBLACK;
+        QTest::newRow("rgb") << 3 << 8 << PHOTOMETRIC_RGB;
+        QTest::newRow("cmyk") << 4 << 8 << PHOTOMETRIC_SEPARATED;
+    }
+    void tiffPages() {
+        QFETCH(int, spp);
+        QFETCH(int, bits);
+        QFETCH(int, photometric);
+        const QString file = path(QString("multi-%1-%2-%3.tif").arg(spp).arg(bits).arg(photometric));
+        writeTiff(file, 3, spp, bits, photometric);
+        auto src = openSource(file.toStdString());
+        QVERIFY2(src, src.status().message().c_str());
+        QCOMPARE((*src)->kind(), SourceKind::Tiff);
+        QCOMPARE((*src)->pageCount(), 3);
+        for (int p = 0; p < 3; ++p) {
+            auto page = (*src)->loadPage(p);
+            QVERIFY2(page, page.status().message().c_str());
+            QCOMPARE(page->image.cols, 320);
+            QCOMPARE(page->dpi, 300);
+        }
+        QVERIFY(!(*src)->loadPage(3));
+    }
+
+    void folderInNaturalOrder() {
+        QVERIFY(QDir(m_dir.path()).mkpath("folder"));
+        for (int n : {10, 2, 1}) {
+            cv::Mat m(100, 100, CV_8UC1, cv::Scalar(n * 20));
+            cv::imwrite(path(QString("folder/p%1.png").arg(n)).toStdString(), m);
+        }
+        writeFile(path("folder/notes.txt"), "not a page");
+        auto src = openSource(path("folder").toStdString());
+        QVERIFY2(src, src.status().message().c_str());
+        QCOMPARE((*src)->pageCount(), 3);
+        QCOMPARE(QString::fromStdString((*src)->pageFile(0).filename().string()), QString("p1.png"));
+        QCOMPARE(QString::fromStdString((*src)->pageFile(1).filename().string()), QString("p2.png"));
+        QCOMPARE(QString::fromStdString((*src)->pageFile(2).filename().string()), QString("p10.png"));
+        auto page = (*src)->loadPage(2);
+        QVERIFY(page);
+        QCOMPARE(int(cv::mean(page->image)[0] + 0.5), 200);
+    }
+
+    void pdfPagesRenderAtRequestedDpi() {
+        SourceOptions opt;
+        opt.pdfDpi = 100;
+        auto src = openSource(samplePdf().toStdString(), opt);
+        QVERIFY2(src, src.status().message().c_str());
+        QVERIFY((*src)->pageCount() >= 8);
+        auto page = (*src)->loadPage(0);
+        QVERIFY(page);
+        QCOMPARE(page->dpi, 100);
+        QCOMPARE(page->image.cols, 550);  // 5.5 in at 100 dpi
+        QVERIFY(!(*src)->textLayer(0));   // a scan: no text layer
+    }
+
+    void badInputs_data() {
+        QTest::addColumn<QString>("name");
+        QTest::addColumn<QByteArray>("content");
+        QTest::addColumn<int>("code");
+        QTest::addColumn<QString>("words");
+        QTest::newRow("zero bytes") << "empty.pdf" << QByteArray() << int(ErrorCode::Corrupt) << "empty";
+        QTest::newRow("text as png") << "notes.png" << QByteArray("just some text\n") << int(ErrorCode::UnsupportedFormat)
+                                     << "not a PDF";
+        QTest::newRow("truncated pdf") << "trunc.pdf" << QByteArray("%PDF-1.7\n1 0 obj\n<< /Type /Cat")
+                                       << int(ErrorCode::Corrupt) << "not a valid PDF";
+    }
+    void badInputs() {
+        QFETCH(QString, name);
+        QFETCH(QByteArray, content);
+        QFETCH(int, code);
+        QFETCH(QString, words);
+        writeFile(path(name), content.toStdString());
+        auto src = openSource(path(name).toStdString());
+        QVERIFY(!src);
+        QCOMPARE(int(src.status().code()), code);
+        const QString msg = QString::fromStdString(src.status().message());
+        QVERIFY2(msg.contains(name), qPrintable(msg));
+        QVERIFY2(msg.contains(words), qPrintable(msg));
+    }
+
+    void missingPath() {
+        auto src = openSource(path("nope.tif").toStdString());
+        QVERIFY(!src);
+        QCOMPARE(src.status().code(), ErrorCode::NotFound);
+    }
+
+    void truncatedImagesFailAtDecode() {
+        cv::Mat m(400, 400, CV_8UC1);
+        cv::randu(m, 0, 255);
+        cv::imwrite(path("full.png").toStdString(), m);
+        const std::string png = readFile(path("full.png"));
+        writeFile(path("cut.png"), png.substr(0, png.size() / 2));
+        auto src = openSource(path("cut.png").toStdString());
+        QVERIFY(src);
+        auto page = (*src)->loadPage(0);
+        QVERIFY(!page);
+        QCOMPARE(page.status().code(), ErrorCode::Corrupt);
+        QVERIFY(QString::fromStdString(page.status().message()).contains("cut.png"));
+
+        writeTiff(path("full.tif"), 1, 1, 8, PHOTOMETRIC_MINISBLACK);
+        const std::string tif = readFile(path("full.tif"));
+        writeFile(path("cut.tif"), tif.substr(0, 5000));
+        auto t = openSource(path("cut.tif").toStdString());
+        if (t) QVERIFY(!(*t)->loadPage(0));  // opens (header intact) but cannot decode
+        else QCOMPARE(t.status().code(), ErrorCode::Corrupt);
+    }
+
+    void hugeImageRefusedBeforeDecoding() {
+        // A 30000 x 30000 PNG header (1-bit) is refused from its header: no 900 MB allocation.
+        std::string png("\x89PNG\r\n\x1a\n", 8);
+        auto be = [](uint32_t v) { return std::string{char(v >> 24), char(v >> 16), char(v >> 8), char(v)}; };
+        std::string ihdr = "IHDR" + be(30000) + be(30000) + std::string("\x01\x00\x00\x00\x00", 5);
+        png += be(13) + ihdr + be(0);  // CRC is not checked before the size test
+        writeFile(path("huge.png"), png);
+        auto src = openSource(path("huge.png").toStdString());
+        QVERIFY(!src);
+        QCOMPARE(src.status().code(), ErrorCode::TooLarge);
+        QVERIFY(QString::fromStdString(src.status().message()).contains("30000x30000"));
+    }
+};
+
+QTEST_GUILESS_MAIN(TestDocumentSource)
+#include "tst_document_source.moc"

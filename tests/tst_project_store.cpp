@@ -1,0 +1,192 @@
+#include <QTemporaryDir>
+#include <QTest>
+
+#include <sqlite3.h>
+
+#include "quire/project_store.h"
+#include "test_util.h"
+
+using namespace quire;
+using namespace quire::test;
+
+namespace {
+
+PageText samplePage(const std::string& firstWord) {
+    PageText t;
+    t.width = 1000, t.height = 1400, t.dpi = 300;
+    t.engine = "test", t.engineVersion = "1", t.language = "eng";
+    Line l;
+    l.box = {100, 100, 800, 40};
+    l.words = {{firstWord, {100, 100, 200, 40}, 91.0f}, {"world", {320, 100, 200, 40}, 55.0f}};
+    t.lines.push_back(l);
+    return t;
+}
+
+void execSql(const QString& file, const char* sql) {
+    sqlite3* db = nullptr;
+    QCOMPARE(sqlite3_open(file.toUtf8().constData(), &db), SQLITE_OK);
+    QCOMPARE(sqlite3_exec(db, sql, nullptr, nullptr, nullptr), SQLITE_OK);
+    sqlite3_close(db);
+}
+
+}  // namespace
+
+class TestProjectStore : public QObject {
+    Q_OBJECT
+    QTemporaryDir m_dir;
+
+    std::unique_ptr<ProjectStore> fresh(const QString& name, int pages = 3) {
+        auto store = ProjectStore::open(m_dir.filePath(name).toStdString());
+        if (!store) return nullptr;
+        DocumentRecord d{0, "/books/" + name.toStdString() + ".pdf", "pdf", "hash1", 100, 0, 0};
+        std::vector<std::pair<std::string, int>> files;
+        for (int i = 0; i < pages; ++i) files.emplace_back(d.path, i);
+        if (!(*store)->addDocument(d, files)) return nullptr;
+        return std::move(*store);
+    }
+
+private slots:
+    void createsWithSchemaAndPragmas() {
+        auto store = fresh("a.quire");
+        QVERIFY(store);
+        sqlite3* db = store->handle();
+        auto one = [&](const char* sql) {
+            sqlite3_stmt* st = nullptr;
+            sqlite3_prepare_v2(db, sql, -1, &st, nullptr);
+            sqlite3_step(st);
+            const QString v = QString::fromUtf8(reinterpret_cast<const char*>(sqlite3_column_text(st, 0)));
+            sqlite3_finalize(st);
+            return v;
+        };
+        QCOMPARE(one("PRAGMA user_version"), QString::number(ProjectStore::kSchemaVersion));
+        QCOMPARE(one("PRAGMA journal_mode"), QString("wal"));
+        QCOMPARE(one("PRAGMA foreign_keys"), QString("1"));
+        QCOMPARE(*store->integrityCheck(), std::string("ok"));
+        QCOMPARE(store->counts()->pages, 3);
+        QCOMPARE(store->counts()->queued, 3);
+    }
+
+    void resultsAndCorrections() {
+        auto store = fresh("b.quire");
+        QVERIFY(store);
+        auto pages = store->pages();
+        QCOMPARE(int(pages->size()), 3);
+        const int64_t id = (*pages)[1].id;
+        PageOutcome o;
+        o.text = samplePage("hello");
+        o.region = {0, 0, 1000, 1400};
+        o.flagged = true;
+        QVERIFY(store->saveResult(id, {o}));
+        QCOMPARE(*store->effectiveText(id), std::string("hello world"));
+        auto layout = store->layout(id);
+        QCOMPARE(int(layout->lines.size()), 1);
+        QCOMPARE(layout->lines[0].words[1].box.x, 320);
+        QCOMPARE(layout->lines[0].words[1].confidence, 55.0f);
+        // Every edit is kept; the newest wins over the engine's text.
+        QVERIFY(store->addCorrection(id, "hello wor1d"));
+        QVERIFY(store->addCorrection(id, "hello, world"));
+        QCOMPARE(*store->effectiveText(id), std::string("hello, world"));
+        QCOMPARE(int(store->corrections(id)->size()), 2);
+        // Re-recognising the page never touches the corrections.
+        o.text = samplePage("jello");
+        QVERIFY(store->saveResult(id, {o}));
+        QCOMPARE(*store->effectiveText(id), std::string("hello, world"));
+        QCOMPARE(*store->engineText(id), std::string("jello world"));
+        const auto c = store->counts();
+        QCOMPARE(c->done, 1);
+        QCOMPARE(c->flagged, 1);
+        QCOMPARE(c->corrected, 1);
+        QCOMPARE(int(store->queuedPages()->size()), 2);
+    }
+
+    void splitSpreadBecomesTwoPages() {
+        auto store = fresh("c.quire", 2);
+        QVERIFY(store);
+        const int64_t id = (*store->pages())[0].id;
+        PageOutcome left, right;
+        left.text = samplePage("left");
+        left.region = {0, 0, 500, 1400};
+        right.text = samplePage("right");
+        right.region = {500, 0, 500, 1400};
+        QVERIFY(store->saveResult(id, {left, right}));
+        auto pages = store->pages();
+        QCOMPARE(int(pages->size()), 3);
+        QCOMPARE((*pages)[0].part, 1);
+        QCOMPARE((*pages)[1].part, 2);
+        QCOMPARE((*pages)[1].region.x, 500);
+        QCOMPARE(*store->effectiveText((*pages)[1].id), std::string("right world"));
+        QCOMPARE((*pages)[2].status, PageStatus::Queued);
+    }
+
+    void changedSourceRequeuesAndKeepsCorrections() {
+        auto store = fresh("d.quire", 3);
+        QVERIFY(store);
+        auto pages = *store->pages();
+        PageOutcome o;
+        o.text = samplePage("x");
+        for (const auto& p : pages) QVERIFY(store->saveResult(p.id, {o}));
+        QVERIFY(store->addCorrection(pages[2].id, "typed by hand"));
+        const auto doc = (*store->documents())[0];
+        // The file now has two pages: page 3 had a correction, so it stays (failed, with a reason).
+        QVERIFY(store->requeueDocument(doc.id, "hash2", 90, {{doc.path, 0}, {doc.path, 1}}));
+        auto after = *store->pages();
+        QCOMPARE(int(after.size()), 3);
+        QCOMPARE(after[0].status, PageStatus::Queued);
+        QCOMPARE(after[2].status, PageStatus::Failed);
+        QCOMPARE(*store->effectiveText(after[2].id), std::string("typed by hand"));
+        QCOMPARE((*store->findDocument(doc.path))->sha256, std::string("hash2"));
+    }
+
+    void refusesNewerSchema() {
+        const QString file = m_dir.filePath("newer.quire");
+        { QVERIFY(fresh("newer.quire")); }
+        execSql(file, "PRAGMA user_version=99");
+        auto store = ProjectStore::open(file.toStdString());
+        QVERIFY(!store);
+        QCOMPARE(store.status().code(), ErrorCode::NewerSchema);
+        QVERIFY(QString::fromStdString(store.status().message()).contains("newer version of Quire"));
+        // Refusing it did not alter it.
+        sqlite3* db = nullptr;
+        sqlite3_open(file.toUtf8().constData(), &db);
+        sqlite3_stmt* st = nullptr;
+        sqlite3_prepare_v2(db, "PRAGMA user_version", -1, &st, nullptr);
+        sqlite3_step(st);
+        QCOMPARE(sqlite3_column_int(st, 0), 99);
+        sqlite3_finalize(st);
+        sqlite3_close(db);
+    }
+
+    void refusesNonProjects_data() {
+        QTest::addColumn<QByteArray>("content");
+        QTest::addColumn<bool>("foreignSqlite");
+        QTest::newRow("text") << QByteArray("hello, I am not a database at all...") << false;
+        QTest::newRow("foreign sqlite") << QByteArray() << true;
+    }
+    void refusesNonProjects() {
+        QFETCH(QByteArray, content);
+        QFETCH(bool, foreignSqlite);
+        const QString file = m_dir.filePath(QString("not-%1.quire").arg(foreignSqlite));
+        if (foreignSqlite) execSql(file, "CREATE TABLE t(x); INSERT INTO t VALUES(1);");
+        else writeFile(file, content.toStdString());
+        const std::string before = readFile(file);
+        auto store = ProjectStore::open(file.toStdString());
+        QVERIFY(!store);
+        QCOMPARE(store.status().code(), ErrorCode::Corrupt);
+        QVERIFY(QString::fromStdString(store.status().message()).contains("not a Quire project"));
+        QCOMPARE(readFile(file), before);
+    }
+
+    void runsAreRecorded() {
+        auto store = fresh("e.quire");
+        auto run = store->beginRun("{\"languages\":\"eng\"}");
+        QVERIFY(run);
+        auto second = store->beginRun("{\"languages\":\"deu\"}");  // the first one was interrupted
+        QVERIFY(store->finishRun(*second, "finished"));
+        auto last = store->lastRun();
+        QCOMPARE((*last)->state, std::string("finished"));
+        QCOMPARE((*last)->params, std::string("{\"languages\":\"deu\"}"));
+    }
+};
+
+QTEST_GUILESS_MAIN(TestProjectStore)
+#include "tst_project_store.moc"
