@@ -1,0 +1,198 @@
+#include <QDir>
+#include <QRegularExpression>
+#include <QStandardPaths>
+#include <QTemporaryDir>
+#include <QTest>
+
+#include <opencv2/imgcodecs.hpp>
+
+#include "quire/exporters.h"
+#include "test_util.h"
+
+using namespace quire;
+using namespace quire::test;
+
+namespace {
+
+// Lines of words laid out left to right at the given rows; paragraph changes at blank entries.
+PageText makeLayout(const std::vector<std::string>& lines, int width, int height) {
+    PageText t;
+    t.width = width, t.height = height, t.dpi = 300;
+    t.engine = "test", t.engineVersion = "1", t.language = "eng";
+    int y = 120, para = 0;
+    for (const auto& text : lines) {
+        if (text.empty()) {
+            ++para;
+            continue;
+        }
+        Line l;
+        l.paragraph = para;
+        int x = 140;
+        std::istringstream in(text);
+        std::string w;
+        while (in >> w) {
+            const int ww = int(w.size()) * 30;
+            l.words.push_back({w, {x, y, ww, 50}, 92});
+            x += ww + 25;
+        }
+        for (const auto& word : l.words) l.box = l.box.united(word.box);
+        t.lines.push_back(l);
+        y += 84;
+    }
+    return t;
+}
+
+QString normalized(const QString& s) { return s.simplified(); }
+
+}  // namespace
+
+class TestExporters : public QObject {
+    Q_OBJECT
+    QTemporaryDir m_dir;
+    std::unique_ptr<ProjectStore> m_store;
+    QString m_out;
+
+    const std::vector<std::vector<std::string>> kPages = {
+        {"CHAPTER ONE", "", "It was the best of times and the", "worst of times, said the hyphen-", "ated narrator."},
+        {"2 A TALE OF TESTS", "", "Archivists read every page & check", "each <word> \"twice\"."},
+    };
+
+private slots:
+    void initTestCase() {
+        m_store = std::move(*ProjectStore::open(m_dir.filePath("e.quire").toStdString()));
+        std::vector<std::pair<std::string, int>> files;
+        for (size_t i = 0; i < kPages.size(); ++i) {
+            // The scan the text layer goes on: a real image file on disk.
+            const QString img = m_dir.filePath(QString("scan%1.png").arg(i + 1));
+            QVERIFY(cv::imwrite(img.toStdString(), textPage(kPages[i], 1700, 2200, 1.2)));
+            files.emplace_back(img.toStdString(), 0);
+            DocumentRecord d{0, img.toStdString(), "image", "h" + std::to_string(i), 1, 0, 0};
+            QVERIFY(m_store->addDocument(d, {files.back()}));
+        }
+        auto pages = *m_store->pages();
+        for (size_t i = 0; i < pages.size(); ++i) {
+            PageOutcome o;
+            o.text = makeLayout(kPages[i], 1700, 2200);
+            o.region = {0, 0, 1700, 2200};
+            QVERIFY(m_store->saveResult(pages[i].id, {o}));
+        }
+        m_out = m_dir.filePath("out");
+        ExportOptions opt;
+        opt.outDir = m_out.toStdString();
+        opt.formats = *parseExportFormats("all");
+        auto written = exportProject(*m_store, opt);
+        QVERIFY2(written, written.status().message().c_str());
+        QCOMPARE(int(written->size()), 7);
+    }
+
+    void markdownFlowsAcrossPagesAndLines() {
+        const QString md = QString::fromStdString(readFile(m_out + "/book.md"));
+        QVERIFY2(md.startsWith("# CHAPTER ONE\n"), qPrintable(md));
+        QVERIFY(md.contains("said the hyphenated narrator."));
+        QVERIFY(!md.contains("A TALE OF TESTS"));  // running head left out of the body
+        QVERIFY(md.contains("each \\<word> \"twice\"."));
+        QVERIFY(!md.contains("hyphen-"));
+        const QString txt = QString::fromStdString(readFile(m_out + "/book.txt"));
+        QVERIFY(txt.contains("Archivists read every page & check each <word> \"twice\"."));
+    }
+
+    void altoAndPageValidateAgainstTheirSchemas() {
+        const QString shared = sharedDir();
+        if (shared.isEmpty()) QSKIP("../shared/schemas not present");
+        for (const auto& [dir, xsd] : {std::pair{"book.alto", "alto44.xsd"}, std::pair{"book.page", "page2019.xsd"}}) {
+            const QStringList files = QDir(m_out + "/" + dir).entryList({"*.xml"});
+            QCOMPARE(files.size(), 2);
+            QStringList args{"--noout", "--nonet", "--schema", shared + "/schemas/" + xsd};
+            for (const auto& f : files) args << m_out + "/" + dir + "/" + f;
+            const auto r = runProgram("xmllint", args);
+            QVERIFY2(r.exitCode == 0, qPrintable(r.err));
+        }
+        const QString alto = QString::fromStdString(readFile(m_out + "/book.alto/0001.xml"));
+        QVERIFY(alto.contains("<HYP CONTENT=\"-\"/>"));
+        QVERIFY(alto.contains("CONTENT=\"hyphen\""));
+        QVERIFY(alto.contains("SUBS_TYPE=\"HypPart1\" SUBS_CONTENT=\"hyphenated\""));
+        QVERIFY(alto.contains("SUBS_TYPE=\"HypPart2\" SUBS_CONTENT=\"hyphenated\""));
+        QVERIFY(alto.contains("<MeasurementUnit>pixel</MeasurementUnit>"));
+    }
+
+    void hocrIsWellFormed() {
+        const auto r = runProgram("xmllint", {"--noout", "--nonet", m_out + "/book.hocr"});
+        QVERIFY2(r.exitCode == 0, qPrintable(r.err));
+        const QString h = QString::fromStdString(readFile(m_out + "/book.hocr"));
+        QCOMPARE(h.count("name=\"ocr-system\""), 1);
+        QCOMPARE(h.count("name=\"ocr-capabilities\""), 1);
+        QCOMPARE(h.count("class=\"ocr_page\""), 2);
+        QVERIFY(h.contains("x_wconf 92"));
+        QVERIFY(h.contains("&lt;word&gt;"));
+    }
+
+    void docxOpensInLibreOffice() {
+        if (QStandardPaths::findExecutable("soffice").isEmpty()) QSKIP("LibreOffice is not installed");
+        QTemporaryDir profile;
+        const auto r = runProgram("soffice", {"-env:UserInstallation=file://" + profile.path(), "--headless",
+                                              "--convert-to", "txt:Text (encoded):UTF8", "--outdir", m_out + "/lo",
+                                              m_out + "/book.docx"},
+                                  180000);
+        QVERIFY2(r.exitCode == 0, qPrintable(r.err + r.out));
+        const QString fromDocx = QString::fromStdString(readFile(m_out + "/lo/book.txt")).remove(QChar(0xFEFF));
+        const QString txt = QString::fromStdString(readFile(m_out + "/book.txt"));
+        QCOMPARE(normalized(fromDocx), normalized(txt));
+    }
+
+    void searchablePdfHasInvisibleWordsOverTheUntouchedScan() {
+        const QString pdf = m_out + "/book.pdf";
+        const auto text = runProgram("pdftotext", {pdf, "-"});
+        QCOMPARE(text.exitCode, 0);
+        QVERIFY2(text.out.contains("worst of times, said the hyphen"), qPrintable(text.out));  // pdftotext joins hyphens itself
+        QVERIFY(text.out.contains("Archivists read every page"));
+        // Rendered at the scan's resolution, the page is the scan: the text layer draws nothing.
+        const auto render = runProgram("pdftoppm", {"-r", "300", "-f", "1", "-l", "1", "-gray", "-png", pdf,
+                                                    m_dir.filePath("render")});
+        QCOMPARE(render.exitCode, 0);
+        const QStringList pngs = QDir(m_dir.path()).entryList({"render*.png"});
+        QCOMPARE(pngs.size(), 1);
+        const cv::Mat rendered = cv::imread(m_dir.filePath(pngs[0]).toStdString(), cv::IMREAD_GRAYSCALE);
+        const cv::Mat scan = cv::imread(m_dir.filePath("scan1.png").toStdString(), cv::IMREAD_GRAYSCALE);
+        QCOMPARE(rendered.size(), scan.size());
+        QVERIFY(cv::norm(rendered, scan, cv::NORM_L1) / double(scan.total()) < 0.5);
+        // PNG data is passed through: the PDF is barely larger than the scans.
+        const qint64 scans = QFileInfo(m_dir.filePath("scan1.png")).size() + QFileInfo(m_dir.filePath("scan2.png")).size();
+        QVERIFY2(QFileInfo(pdf).size() < scans + 60 * 1024,
+                 qPrintable(QString("%1 vs %2").arg(QFileInfo(pdf).size()).arg(scans)));
+    }
+
+    void correctionsWinInEveryExport() {
+        const int64_t id = (*m_store->pages())[1].id;
+        QVERIFY(m_store->addCorrection(id, "2 A TALE OF TESTS\n\nArchivists read every leaf & check\neach <word> \"twice\"."));
+        ExportOptions opt;
+        opt.outDir = (m_out + "2").toStdString();
+        opt.formats = {ExportFormat::Markdown, ExportFormat::Pdf, ExportFormat::Alto};
+        QVERIFY(exportProject(*m_store, opt));
+        QVERIFY(QString::fromStdString(readFile(m_out + "2/book.md")).contains("every leaf & check"));
+        QVERIFY(runProgram("pdftotext", {m_out + "2/book.pdf", "-"}).out.contains("every leaf"));
+        QVERIFY(QString::fromStdString(readFile(m_out + "2/book.alto/0002.xml")).contains("CONTENT=\"leaf\""));
+    }
+
+    void unwritableOutputIsAClearError() {
+        writeFile(m_dir.filePath("afile"), "x");
+        ExportOptions opt;
+        opt.outDir = m_dir.filePath("afile/sub").toStdString();
+        opt.formats = {ExportFormat::Markdown};
+        auto r = exportProject(*m_store, opt);
+        QVERIFY(!r);
+        QCOMPARE(r.status().code(), ErrorCode::Io);
+        QVERIFY(QString::fromStdString(r.status().message()).contains("afile/sub"));
+    }
+
+    void hostileTextStaysValidXml() {
+        BookPageInput in;
+        in.page.sourceFile = "x.png";
+        in.layout = makeLayout({std::string("bad \x01\x02 ctrl \xff\xfe bytes \xe2\x80\xae rtl"), "ok"}, 800, 600);
+        const std::string alto = toAlto(in, 1, nullptr);
+        writeFile(m_dir.filePath("hostile.xml"), alto);
+        QCOMPARE(runProgram("xmllint", {"--noout", m_dir.filePath("hostile.xml")}).exitCode, 0);
+    }
+};
+
+QTEST_GUILESS_MAIN(TestExporters)
+#include "tst_exporters.moc"
