@@ -1,0 +1,270 @@
+// quire-cli end to end: a real transcription and export, and every kind of bad input answered with
+// a message naming the file, a documented exit code, and the project left intact.
+#include <QDir>
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QJsonObject>
+#include <QStandardPaths>
+#include <QTemporaryDir>
+#include <QTest>
+
+#include <opencv2/imgcodecs.hpp>
+#include <unistd.h>
+
+#include "test_util.h"
+
+using namespace quire::test;
+
+namespace {
+
+uint32_t crc32(const std::string& data) {
+    uint32_t table[256];
+    for (uint32_t i = 0; i < 256; ++i) {
+        uint32_t c = i;
+        for (int k = 0; k < 8; ++k) c = c & 1 ? 0xEDB88320u ^ (c >> 1) : c >> 1;
+        table[i] = c;
+    }
+    uint32_t c = 0xFFFFFFFFu;
+    for (unsigned char b : data) c = table[(c ^ b) & 0xFF] ^ (c >> 8);
+    return c ^ 0xFFFFFFFFu;
+}
+
+std::string be32(uint32_t v) { return {char(v >> 24), char(v >> 16), char(v >> 8), char(v)}; }
+
+std::string chunk(const std::string& type, const std::string& data) {
+    return be32(uint32_t(data.size())) + type + data + be32(crc32(type + data));
+}
+
+// A valid 30000 x 30000 1-bit PNG (all white), about 110 KB on disk.
+std::string hugePng() {
+    const int side = 30000, rowBytes = side / 8 + 1;
+    QByteArray raw(qsizetype(rowBytes) * side, '\xff');
+    for (int y = 0; y < side; ++y) raw[qsizetype(y) * rowBytes] = 0;  // filter byte
+    const QByteArray z = qCompress(raw, 9).mid(4);  // zlib stream without Qt's length prefix
+    std::string png("\x89PNG\r\n\x1a\n", 8);
+    png += chunk("IHDR", be32(side) + be32(side) + std::string("\x01\x00\x00\x00\x00", 5));
+    png += chunk("IDAT", z.toStdString());
+    png += chunk("IEND", "");
+    return png;
+}
+
+std::string zeroPagePdf() {
+    std::string body = "%PDF-1.4\n";
+    std::vector<size_t> offs;
+    offs.push_back(body.size());
+    body += "1 0 obj << /Type /Catalog /Pages 2 0 R >> endobj\n";
+    offs.push_back(body.size());
+    body += "2 0 obj << /Type /Pages /Kids [] /Count 0 >> endobj\n";
+    const size_t xref = body.size();
+    body += "xref\n0 3\n0000000000 65535 f \n";
+    for (size_t o : offs) {
+        char line[32];
+        std::snprintf(line, sizeof line, "%010zu 00000 n \n", o);
+        body += line;
+    }
+    body += "trailer << /Size 3 /Root 1 0 R >>\nstartxref\n" + std::to_string(xref) + "\n%%EOF\n";
+    return body;
+}
+
+}  // namespace
+
+class TestCli : public QObject {
+    Q_OBJECT
+    QTemporaryDir m_dir;
+    QString m_project, m_good;
+    QByteArray m_statusBefore;
+
+    QJsonObject status(const QString& project) {
+        const auto r = runCli({"status", "--project", project, "--json", "--pages"});
+        return QJsonDocument::fromJson(r.out.toUtf8()).object();
+    }
+    // The project answers, is sound, and holds exactly what it held before.
+    void verifyIntact() {
+        const QJsonObject s = status(m_project);
+        QCOMPARE(s.value("integrity").toString(), QString("ok"));
+        QCOMPARE(QJsonDocument(s).toJson(), m_statusBefore);
+    }
+
+private slots:
+    void initTestCase() {
+        m_project = m_dir.filePath("base.quire");
+        m_good = m_dir.filePath("good page.png");
+        QVERIFY(cv::imwrite(m_good.toStdString(),
+                            textPage({"Quire keeps every page safe.", "Nothing typed is ever lost."})));
+        const auto r = runCli({"transcribe", m_good, "--project", m_project, "--threads", "1"});
+        QVERIFY2(r.exitCode == 0, qPrintable(r.err));
+        const QJsonObject s = status(m_project);
+        QCOMPARE(s.value("done").toInt(), 1);
+        QVERIFY(s.value("pageList").toArray()[0].toObject().value("text").toString().contains("every page safe"));
+        m_statusBefore = QJsonDocument(s).toJson();
+    }
+
+    void transcribesAndExportsTheSampleVolume() {
+        const QString project = m_dir.filePath("sample.quire");
+        const QString out = m_dir.filePath("sample-out");
+        const auto r = runCli({"transcribe", samplePdf(), "--project", project, "--export", "md,docx,pdf", "--out", out,
+                               "--json"});
+        QVERIFY2(r.exitCode == 0, qPrintable(r.err));
+        QVERIFY(r.out.contains("\"event\":\"summary\""));
+        const QString md = QString::fromStdString(readFile(out + "/book.md"));
+        QVERIFY(md.startsWith("# CHAPTER I"));
+        QVERIFY(!md.contains("NOTES ON THE KEEPING OF RECORDS"));  // running heads are not body text
+        // The word hyphenated across the page 4/5 break is whole in the export.
+        QVERIFY2(md.contains("A single leaking pipe") || md.contains("single leaking"), qPrintable(md));
+        QVERIFY(QFileInfo(out + "/book.docx").size() > 2000);
+        QVERIFY(QFileInfo(out + "/book.pdf").size() < QFileInfo(samplePdf()).size() * 1.2);
+        // A second run finds nothing to do and redoes no page.
+        const auto again = runCli({"transcribe", samplePdf(), "--project", project, "--json"});
+        QCOMPARE(again.exitCode, 0);
+        QVERIFY(!again.out.contains("\"event\":\"page\""));
+    }
+
+    void badInput_data() {
+        QTest::addColumn<QString>("file");
+        QTest::addColumn<QByteArray>("content");
+        QTest::addColumn<int>("exitCode");
+        QTest::addColumn<QString>("words");
+        const std::string sample = readFile(samplePdf());
+        QTest::newRow("zero bytes") << "zero.png" << QByteArray() << 2 << "empty (0 bytes)";
+        QTest::newRow("truncated pdf") << "truncated.pdf" << QByteArray::fromStdString(sample.substr(0, 1500)) << 2
+                                       << "";
+        QTest::newRow("zero-page pdf") << "nopages.pdf" << QByteArray::fromStdString(zeroPagePdf()) << 2
+                                       << "no pages";
+        QTest::newRow("text named png") << "letter.png" << QByteArray("Dear archivist,\n") << 2
+                                        << "not a PDF, TIFF, PNG, JPEG or BMP";
+        QTest::newRow("huge image") << "huge.png" << QByteArray::fromStdString(hugePng()) << 2 << "30000x30000";
+    }
+    void badInput() {
+        QFETCH(QString, file);
+        QFETCH(QByteArray, content);
+        QFETCH(int, exitCode);
+        QFETCH(QString, words);
+        const QString path = m_dir.filePath(file);
+        writeFile(path, content.toStdString());
+        const auto r = runCli({"transcribe", path, "--project", m_project});
+        QCOMPARE(r.exitCode, exitCode);
+        QVERIFY2(r.err.contains(file), qPrintable(r.err));
+        QVERIFY2(r.err.contains(words), qPrintable(r.err));
+        verifyIntact();
+    }
+
+    void encryptedPdf() {
+        if (QStandardPaths::findExecutable("qpdf").isEmpty()) QSKIP("qpdf tool not installed");
+        const QString enc = m_dir.filePath("locked.pdf");
+        const auto q = runProgram("qpdf", {"--encrypt", "secret", "owner", "256", "--", samplePdf(), enc});
+        QCOMPARE(q.exitCode, 0);
+        const auto r = runCli({"transcribe", enc, "--project", m_project});
+        QCOMPARE(r.exitCode, 2);
+        QVERIFY2(r.err.contains("locked.pdf") && r.err.contains("needs a password"), qPrintable(r.err));
+        verifyIntact();
+    }
+
+    void truncatedTiffIsAFailedPageNamingTheFile() {
+        const QString tif = m_dir.filePath("cut.tif");
+        QVERIFY(cv::imwrite(tif.toStdString(), textPage({"a page that will be cut short"})));
+        writeFile(tif, readFile(tif).substr(0, 3000));
+        const QString project = m_dir.filePath("tiff.quire");
+        const auto r = runCli({"transcribe", tif, "--project", project});
+        QCOMPARE(r.exitCode, 2);
+        QVERIFY2(r.err.contains("cut.tif"), qPrintable(r.err));
+        const QJsonObject s = status(project);
+        QCOMPARE(s.value("integrity").toString(), QString("ok"));
+        if (s.value("pages").toInt() > 0) {
+            QCOMPARE(s.value("failed").toInt(), 1);
+            QVERIFY(s.value("pageList").toArray()[0].toObject().value("failure").toString().contains("cut.tif"));
+        }
+    }
+
+    void missingPath() {
+        const auto r = runCli({"transcribe", m_dir.filePath("no-such-scan.tif"), "--project", m_project});
+        QCOMPARE(r.exitCode, 2);
+        QVERIFY(r.err.contains("no-such-scan.tif") && r.err.contains("no such file"));
+        verifyIntact();
+    }
+
+    void unreadableFile() {
+        const QString secret = m_dir.filePath("secret.png");
+        QVERIFY(cv::imwrite(secret.toStdString(), textPage({"private"})));
+        QVERIFY(QFile::setPermissions(secret, QFileDevice::WriteOwner));
+        CliResult r;
+        if (geteuid() == 0) {
+            // Root reads everything; drop to nobody for this one, on a copy of the project it can write.
+            if (QStandardPaths::findExecutable("setpriv").isEmpty()) QSKIP("setpriv not available to drop root");
+            QTemporaryDir open;
+            QFile::setPermissions(open.path(), QFileDevice::Permissions(0x7777));
+            QFile::setPermissions(m_dir.path(), QFileDevice::Permissions(0x7755));
+            const QString copy = open.filePath("copy.quire");
+            QVERIFY(QFile::copy(m_project, copy));
+            QFile::setPermissions(copy, QFileDevice::Permissions(0x6666));
+            r = runProgram("setpriv", {"--reuid=65534", "--regid=65534", "--clear-groups", QStringLiteral(QUIRE_CLI_PATH),
+                                       "transcribe", secret, "--project", copy});
+        } else {
+            r = runCli({"transcribe", secret, "--project", m_project});
+        }
+        QCOMPARE(r.exitCode, 2);
+        QVERIFY2(r.err.contains("secret.png") && r.err.contains("ermission denied"), qPrintable(r.err));
+        verifyIntact();
+    }
+
+    void unwritableOutputFolder() {
+        writeFile(m_dir.filePath("plainfile"), "x");
+        const QString out = m_dir.filePath("plainfile/exports");
+        auto r = runCli({"export", "--project", m_project, "--format", "md", "--out", out});
+        QCOMPARE(r.exitCode, 2);
+        QVERIFY2(r.err.contains("plainfile/exports"), qPrintable(r.err));
+        r = runCli({"transcribe", m_good, "--project", m_project, "--export", "md", "--out", out});
+        QCOMPARE(r.exitCode, 2);
+        verifyIntact();
+    }
+
+    void projectThatIsNotSqlite() {
+        const QString bogus = m_dir.filePath("bogus.quire");
+        writeFile(bogus, "this is a shopping list, not a project");
+        const auto r = runCli({"transcribe", m_good, "--project", bogus});
+        QCOMPARE(r.exitCode, 2);
+        QVERIFY2(r.err.contains("bogus.quire") && r.err.contains("not a Quire project"), qPrintable(r.err));
+        QCOMPARE(readFile(bogus), std::string("this is a shopping list, not a project"));
+    }
+
+    void projectFromANewerVersion() {
+        const QString newer = m_dir.filePath("newer.quire");
+        QVERIFY(QFile::copy(m_project, newer));
+        QCOMPARE(runProgram("sqlite3", {newer, "PRAGMA user_version=42"}).exitCode, 0);
+        const std::string before = readFile(newer);
+        const auto r = runCli({"transcribe", m_good, "--project", newer});
+        QCOMPARE(r.exitCode, 2);
+        QVERIFY2(r.err.contains("newer version of Quire"), qPrintable(r.err));
+        QCOMPARE(readFile(newer), before);
+    }
+
+    void badUsage_data() {
+        QTest::addColumn<QStringList>("args");
+        QTest::newRow("no command") << QStringList{};
+        QTest::newRow("unknown command") << QStringList{"frobnicate"};
+        QTest::newRow("unknown option") << QStringList{"status", "--project", "x.quire", "--colour"};
+        QTest::newRow("no project") << QStringList{"transcribe", "a.png"};
+        QTest::newRow("missing language") << QStringList{"transcribe", "--project", "PROJECT", "--lang", "klingon"};
+        QTest::newRow("bad format") << QStringList{"export", "--project", "PROJECT", "--format", "rtf", "--out", "x"};
+    }
+    void badUsage() {
+        QFETCH(QStringList, args);
+        args.replaceInStrings("PROJECT", m_project);
+        const auto r = runCli(args);
+        QCOMPARE(r.exitCode, 2);
+        QVERIFY(!r.err.isEmpty());
+        verifyIntact();
+    }
+
+    void statusAndCorrect() {
+        auto r = runCli({"correct", "--project", m_project, "--page", "1", "--text", "Quire keeps every page safe."});
+        QCOMPARE(r.exitCode, 0);
+        const QJsonObject s = status(m_project);
+        QCOMPARE(s.value("corrected").toInt(), 1);
+        QCOMPARE(s.value("pageList").toArray()[0].toObject().value("text").toString(),
+                 QString("Quire keeps every page safe."));
+        m_statusBefore = QJsonDocument(s).toJson();
+    }
+};
+
+QTEST_GUILESS_MAIN(TestCli)
+#include "tst_cli.moc"
