@@ -92,7 +92,8 @@ Result<FileFormat> sniff(const fs::path& path) {
     };
     if (starts("\x89PNG\r\n\x1a\n", 8)) return FileFormat::Png;
     if (starts("\xff\xd8\xff", 3)) return FileFormat::Jpeg;
-    if (starts("II*\0", 4) || starts("MM\0*", 4)) return FileFormat::Tiff;
+    if (starts("II*\0", 4) || starts("MM\0*", 4) || starts("II+\0", 4) || starts("MM\0+", 4))
+        return FileFormat::Tiff;  // classic and BigTIFF
     if (starts("BM", 2) && n >= 26) return FileFormat::Bmp;
     // PDF allows junk before the header within the first 1024 bytes.
     const std::string_view view(reinterpret_cast<const char*>(head.data()), n);
