@@ -290,7 +290,11 @@ int cmdDevices() {
 
 int main(int argc, char** argv) {
     // One single-threaded Tesseract per worker is ~2.5x faster per page than its OpenMP threads here.
-    setenv("OMP_THREAD_LIMIT", "1", 0);
+    // OpenMP reads its limit when the library loads, before main: so set it and start again.
+    if (!std::getenv("OMP_THREAD_LIMIT")) {
+        setenv("OMP_THREAD_LIMIT", "1", 1);
+        execv("/proc/self/exe", argv);  // returns only on failure; then carry on as we are
+    }
     QCoreApplication app(argc, argv);
     QCoreApplication::setApplicationName("quire-cli");
     QCoreApplication::setApplicationVersion(QUIRE_VERSION_STRING);

@@ -29,6 +29,7 @@ struct PreparedRegion {
     cv::Mat image;       // 8-bit gray, deskewed
     cv::Rect sourceRect; // where the region lies in the source page
     double skewDegrees = 0;  // measured skew; the image was rotated by -skew
+    double backgroundUnevenness = 0;  // see kUnevenLight
     // Maps a box in `image` coordinates back to source page coordinates.
     Box toSource(const Box& b) const;
 };
@@ -40,6 +41,10 @@ struct PreprocessResult {
 cv::Mat toGray8(const cv::Mat& image);
 double estimateSkewDegrees(const cv::Mat& gray, double maxDegrees);
 cv::Mat normalizeBackground(const cv::Mat& gray);
+// Also reports the paper's brightness spread (5th-95th percentile over the median).
+cv::Mat normalizeBackground(const cv::Mat& gray, double* unevenness);
+// Pages whose paper brightness varies more than this are flattened before recognition.
+constexpr double kUnevenLight = 0.12;
 cv::Mat binarizeAdaptive(const cv::Mat& gray);
 // x of the gutter of a two-page spread, or -1 when the image is not a spread.
 int findSpreadGutter(const cv::Mat& gray);
