@@ -17,6 +17,8 @@ PACKAGES=(
   tesseract-ocr tesseract-ocr-eng tesseract-ocr-chi-sim tesseract-ocr-frk tesseract-ocr-deu
   # test oracles: DOCX -> text, PDF -> text, XML schema validation
   libreoffice-writer-nogui poppler-utils libxml2-utils qpdf
+  # desktop application: spell checking, offscreen screenshots, desktop-file and AppStream checks
+  libhunspell-dev hunspell-en-us desktop-file-utils appstream
   # sample-volume generator and accuracy tooling (Debian's python, not pyenv's)
   python3 python3-pil python3-numpy python3-pyphen python3-levenshtein fonts-dejavu-core fonts-liberation2
 )

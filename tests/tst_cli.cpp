@@ -119,6 +119,40 @@ private slots:
         QVERIFY(!again.out.contains("\"event\":\"page\""));
     }
 
+    void pdfTextLayerIsReportedAndCanBeKept() {
+        // A searchable PDF made by Quire carries a text layer: a new run says so.
+        const QString out = m_dir.filePath("layer-out");
+        QCOMPARE(runCli({"export", "--project", m_project, "--format", "pdf", "--out", out}).exitCode, 0);
+        const QString pdf = out + "/book.pdf";
+        auto r = runCli({"transcribe", pdf, "--project", m_dir.filePath("layer1.quire")});
+        QCOMPARE(r.exitCode, 0);
+        QVERIFY2(r.err.contains("already carry a text layer") && r.err.contains("recognised the scans anyway"),
+                 qPrintable(r.err));
+        QJsonObject page = status(m_dir.filePath("layer1.quire")).value("pageList").toArray()[0].toObject();
+        QVERIFY(page.value("hasTextLayer").toBool());
+        // Kept on request: the page's text is the layer's, no recognition needed.
+        r = runCli({"transcribe", pdf, "--project", m_dir.filePath("layer2.quire"), "--pdf-text", "keep"});
+        QCOMPARE(r.exitCode, 0);
+        QVERIFY(r.err.contains("kept their text"));
+        page = status(m_dir.filePath("layer2.quire")).value("pageList").toArray()[0].toObject();
+        QVERIFY2(page.value("text").toString().contains("every page safe"), qPrintable(page.value("text").toString()));
+    }
+
+    void changedSourceIsQueuedAgainKeepingCorrections() {
+        const QString scan = m_dir.filePath("changing.png");
+        const QString project = m_dir.filePath("changing.quire");
+        QVERIFY(cv::imwrite(scan.toStdString(), textPage({"The first version of this page."})));
+        QCOMPARE(runCli({"transcribe", scan, "--project", project}).exitCode, 0);
+        QCOMPARE(runCli({"correct", "--project", project, "--page", "1", "--text", "Typed by the archivist."}).exitCode, 0);
+        QVERIFY(cv::imwrite(scan.toStdString(), textPage({"A rescanned, second version."})));
+        const auto r = runCli({"transcribe", scan, "--project", project, "--json"});
+        QCOMPARE(r.exitCode, 0);
+        QVERIFY2(r.out.contains("changed on disk") && r.out.contains("\"event\":\"page\""), qPrintable(r.out));
+        const QJsonObject page = status(project).value("pageList").toArray()[0].toObject();
+        QCOMPARE(page.value("text").toString(), QString("Typed by the archivist."));
+        QVERIFY(page.value("corrected").toBool());
+    }
+
     void badInput_data() {
         QTest::addColumn<QString>("file");
         QTest::addColumn<QByteArray>("content");

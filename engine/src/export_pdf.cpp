@@ -144,12 +144,26 @@ bool isBilevel(const cv::Mat& m) {
     return true;
 }
 
-Result<cv::Mat> decodeRegion(const PageRecord& page) {
-    SourceOptions opt;
-    opt.pdfDpi = page.dpi > 0 ? page.dpi : 300;
-    auto src = openSource(page.sourceFile, opt);
-    if (!src) return src.status();
-    auto img = (*src)->loadPage(page.filePage);
+// The last source opened stays open: pages come in book order, and reopening a multi-page TIFF
+// for each of its pages would make the export quadratic in the page count.
+struct SourceCache {
+    std::string path;
+    int dpi = 0;
+    std::unique_ptr<DocumentSource> source;
+};
+
+Result<cv::Mat> decodeRegion(const PageRecord& page, SourceCache& cache) {
+    const int dpi = page.dpi > 0 ? page.dpi : 300;
+    if (!cache.source || cache.path != page.sourceFile || cache.dpi != dpi) {
+        SourceOptions opt;
+        opt.pdfDpi = dpi;
+        auto src = openSource(page.sourceFile, opt);
+        if (!src) return src.status();
+        cache.source = std::move(*src);
+        cache.path = page.sourceFile;
+        cache.dpi = dpi;
+    }
+    auto img = cache.source->loadPage(page.filePage);
     if (!img) return img.status();
     cv::Mat m = img->image;
     if (page.region.w > 0 && page.region.h > 0) {
@@ -263,6 +277,7 @@ Status writeSearchablePdf(const std::vector<BookPageInput>& pages, const fs::pat
         pdf.emptyPDF();
         const QPDFObjectHandle font = makeFont(pdf, readFile(fontPath));
         auto lazy = std::make_shared<LazyImages>();
+        auto cache = std::make_shared<SourceCache>();
         std::map<std::string, std::unique_ptr<QPDF>> sources;  // source PDFs stay open until written
         QPDFPageDocumentHelper out(pdf);
         for (size_t i = 0; i < pages.size(); ++i) {
@@ -315,7 +330,7 @@ Status writeSearchablePdf(const std::vector<BookPageInput>& pages, const fs::pat
                     dict.replaceKey("/BitsPerComponent", QPDFObjectHandle::newInteger(8));
                     image.replaceStreamData(bytes, QPDFObjectHandle::newName("/DCTDecode"), QPDFObjectHandle::newNull());
                 } else {
-                    auto m = decodeRegion(page);
+                    auto m = decodeRegion(page, *cache);
                     if (!m) return m.status();
                     w = m->cols, h = m->rows;
                     const bool bilevel = isBilevel(*m);
@@ -324,8 +339,8 @@ Status writeSearchablePdf(const std::vector<BookPageInput>& pages, const fs::pat
                     dict.replaceKey("/BitsPerComponent", QPDFObjectHandle::newInteger(bilevel ? 1 : 8));
                     image.replaceStreamData(lazy, QPDFObjectHandle::newNull(), QPDFObjectHandle::newNull());
                     const PageRecord copy = page;
-                    lazy->add(image.getObjGen(), [copy, bilevel] {
-                        auto again = decodeRegion(copy);
+                    lazy->add(image.getObjGen(), [copy, bilevel, cache] {
+                        auto again = decodeRegion(copy, *cache);
                         return again ? packImage(*again, bilevel) : std::string();
                     });
                 }

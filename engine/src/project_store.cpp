@@ -336,7 +336,16 @@ Result<PageRecord> ProjectStore::page(int64_t pageId) {
         if (!q.status()) return q.status();
         return Status(ErrorCode::NotFound, "no page with id " + std::to_string(pageId));
     }
-    return readPage(q);
+    PageRecord rec = readPage(q);
+    // Its 1-based place in the book: pages before it in (document position, index, part) order.
+    Stmt seq(m_db,
+             "SELECT count(*) FROM pages p JOIN documents d ON d.id=p.document_id, "
+             "(SELECT d0.position AS pos, p0.source_index AS si, p0.part AS pt FROM pages p0 "
+             " JOIN documents d0 ON d0.id=p0.document_id WHERE p0.id=?) me "
+             "WHERE (d.position, p.source_index, p.part) <= (me.pos, me.si, me.pt)");
+    seq.bind(1, pageId);
+    if (seq.step()) rec.sequence = seq.i32(0);
+    return rec;
 }
 
 Result<std::vector<PageRecord>> ProjectStore::queuedPages() {

@@ -13,6 +13,12 @@
 
 #include "bounded_queue.h"
 
+#ifdef __linux__
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#endif
+
 namespace fs = std::filesystem;
 
 namespace quire {
@@ -113,6 +119,13 @@ PageText textFromLayer(const std::string& text, int w, int h, int dpi) {
     return page;
 }
 
+void lowerThisThreadsPriority() {
+#ifdef __linux__
+    // On Linux a nice value belongs to the thread (task) it is set on.
+    setpriority(PRIO_PROCESS, static_cast<id_t>(syscall(SYS_gettid)), 10);
+#endif
+}
+
 struct Job {
     PageRecord page;
     PageImage image;
@@ -186,10 +199,14 @@ Result<RunSummary> runTranscription(ProjectStore& store, const TranscribeParams&
 
     // Loader: decodes queued pages in book order, one source open at a time.
     std::thread loader([&] {
+        if (params.backgroundPriority) lowerThisThreadsPriority();
         std::unique_ptr<DocumentSource> src;
+        Status openError;
         int64_t srcDoc = -1;
         std::map<int64_t, int> textLayerPages;
         for (const auto& page : *queued) {
+            while (params.pause && params.pause->load() && !cancelled())
+                std::this_thread::sleep_for(std::chrono::milliseconds(50));
             if (cancelled()) break;
             Job job;
             job.page = page;
@@ -197,9 +214,10 @@ Result<RunSummary> runTranscription(ProjectStore& store, const TranscribeParams&
                 src.reset();
                 srcDoc = page.documentId;
                 auto s = openSource(docPath[page.documentId], params.source);
+                openError = s ? Status::ok() : s.status();
                 if (s) src = std::move(*s);
-                else job.loadError = s.status();
             }
+            if (!src) job.loadError = openError;
             if (src && job.loadError) {
                 auto img = src->loadPage(page.sourceIndex);
                 if (img) job.image = std::move(*img);
@@ -208,8 +226,6 @@ Result<RunSummary> runTranscription(ProjectStore& store, const TranscribeParams&
                     job.textLayer = src->textLayer(page.sourceIndex);
                     if (job.textLayer) ++textLayerPages[page.documentId];
                 }
-            } else if (!src && job.loadError.isOk()) {
-                job.loadError = Status(ErrorCode::Unreadable, docPath[page.documentId] + ": cannot open");
             }
             if (!jobs.push(std::move(job))) break;
         }
@@ -226,6 +242,7 @@ Result<RunSummary> runTranscription(ProjectStore& store, const TranscribeParams&
     std::mutex initMutex;
     for (int t = 0; t < threads; ++t) {
         workers.emplace_back([&] {
+            if (params.backgroundPriority) lowerThisThreadsPriority();
             auto rec = createRecognizer(params.recognizer);
             if (!rec) {
                 std::lock_guard lock(initMutex);

@@ -54,6 +54,11 @@ struct TranscribeParams {
     std::function<void(const PageEvent&)> onPage;
     std::function<void(const std::string&)> onLog;  // warnings and notes, in words
     const std::atomic<bool>* cancel = nullptr;
+    // While set, no new page is started (pages in flight finish and are committed).
+    const std::atomic<bool>* pause = nullptr;
+    // Run the loader and recognizer threads at a lower scheduling priority, so an interactive
+    // process (the GUI thread) stays responsive while every core recognises.
+    bool backgroundPriority = false;
 
     std::string toJson() const;  // stored with the run, for resume
 };

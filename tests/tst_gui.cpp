@@ -1,0 +1,195 @@
+// The archivist's day in the GUI, offscreen: create a project from the sample, transcribe it,
+// jump to a flagged page, correct a word, reopen, export. Plus bad input and a killed GUI.
+#include <QAbstractItemModelTester>
+#include <QApplication>
+#include <QListView>
+#include <QProcess>
+#include <QSignalSpy>
+#include <QTemporaryDir>
+#include <QTest>
+
+#include <quazip.h>
+#include <quazipfile.h>
+
+#include "main_window.h"
+#include "page_editor.h"
+#include "page_list_model.h"
+#include "page_view.h"
+#include "settings.h"
+#include "test_util.h"
+
+using namespace quire;
+using namespace quire::ui;
+using namespace quire::test;
+
+namespace {
+QString docxText(const QString& file) {
+    QuaZip zip(file);
+    if (!zip.open(QuaZip::mdUnzip) || !zip.setCurrentFile("word/document.xml")) return {};
+    QuaZipFile f(&zip);
+    if (!f.open(QIODevice::ReadOnly)) return {};
+    return QString::fromUtf8(f.readAll());
+}
+}  // namespace
+
+class TestGui : public QObject {
+    Q_OBJECT
+    QTemporaryDir m_dir;
+    QString m_project;
+
+private slots:
+    void initTestCase() {
+        Settings s;
+        s.setFlagBelow(96);  // flag the sample's weaker pages so there is proofreading to do
+        s.setThreads(2);
+        s.setLanguages("eng");
+        m_project = m_dir.filePath("sample.quire");
+    }
+
+    void archivistsDay() {
+        QString corrected;
+        int flaggedRow = -1;
+        {
+            MainWindow w;
+            w.resize(1300, 850);
+            w.show();
+            QAbstractItemModelTester tester(w.pageModel(), QAbstractItemModelTester::FailureReportingMode::QtTest);
+            QAbstractItemModelTester proxyTester(w.pageList()->model(), QAbstractItemModelTester::FailureReportingMode::QtTest);
+            QSignalSpy finished(&w, &MainWindow::runFinished);
+            QVERIFY(w.newProject({samplePdf()}, m_project, true));
+            QVERIFY(w.isRunning());
+            QVERIFY(finished.wait(300000));
+            QCOMPARE(finished.first().first().toBool(), true);
+            qInfo("longest GUI stall during the sample run: %d ms", w.longestStallMs());
+            QVERIFY(w.pageModel()->rowCount() >= 8);
+            auto counts = w.store()->counts();
+            QCOMPARE(counts->done, counts->pages);
+            QVERIFY2(counts->flagged > 0, "no flagged page to proofread");
+
+            // F8: the first flagged page.
+            w.goToRow(0);
+            QTest::keyClick(&w, Qt::Key_F8);
+            flaggedRow = w.currentRow();
+            const PageRecord* page = w.pageModel()->page(flaggedRow);
+            QVERIFY(page && page->flagged);
+            QTRY_VERIFY_WITH_TIMEOUT(w.pageImageShown(), 30000);
+
+            // Type a word at the end of the page; the correction is in the database within a second.
+            QSignalSpy saved(&w, &MainWindow::correctionSaved);
+            w.editor()->setFocus();
+            w.editor()->moveCursor(QTextCursor::End);
+            QTest::keyClicks(w.editor(), " Quiremark");
+            QVERIFY2(w.editor()->toPlainText().endsWith("Quiremark"), qPrintable(w.editor()->toPlainText().right(80)));
+            QVERIFY2(saved.wait(PageEditor::kSaveDelayMs + 1500), qPrintable(w.lastError()));
+            corrected = w.editor()->toPlainText();
+            auto c = w.store()->latestCorrection(page->id);
+            QVERIFY(c && c->has_value());
+            QCOMPARE(QString::fromStdString((*c)->text), corrected);
+            QVERIFY(corrected.endsWith("Quiremark"));
+
+            // Clicking into the text highlights a box on the scan, and the other way round.
+            QTextCursor cur = w.editor()->textCursor();
+            cur.setPosition(1);
+            w.editor()->setTextCursor(cur);
+            QVERIFY(w.pageView()->highlightedWord() >= 0);
+
+            // Proofread marks the page and moves on.
+            QTest::keyClick(&w, Qt::Key_Return, Qt::ControlModifier);
+            QVERIFY(w.store()->page(page->id)->proofread);
+            w.goToRow(flaggedRow);
+            w.pageView()->setZoom(0.8);
+            w.close();
+        }
+        {
+            MainWindow w;
+            w.show();
+            QVERIFY(w.openProject(m_project));
+            QCOMPARE(w.currentRow(), flaggedRow);  // the page is restored
+            QCOMPARE(w.editor()->toPlainText(), corrected);
+            QTRY_VERIFY_WITH_TIMEOUT(w.pageImageShown(), 30000);
+            QTRY_VERIFY(std::abs(w.pageView()->zoom() - 0.8) < 0.01);  // and the zoom
+            QVERIFY(!w.resumeOffered());  // the run had finished
+            const QString out = m_dir.filePath("export");
+            QVERIFY(w.exportBook(out, {"docx", "md"}));
+            QVERIFY2(docxText(out + "/book.docx").contains("Quiremark"), "the correction is not in the DOCX");
+            QVERIFY(QString::fromStdString(readFile(out + "/book.md")).contains("Quiremark"));
+            w.close();
+        }
+    }
+
+    void badInputLeavesTheOpenProjectAlone() {
+        MainWindow w;
+        w.show();
+        QVERIFY(w.openProject(m_project));
+        const int pages = w.pageModel()->rowCount();
+        const QString corrupt = m_dir.filePath("corrupt.pdf");
+        writeFile(corrupt, "%PDF-1.7\n1 0 obj << /Type /Catalog");
+        QVERIFY(!w.newProject({corrupt}, m_dir.filePath("new.quire")));
+        QVERIFY2(w.lastError().contains("corrupt.pdf"), qPrintable(w.lastError()));
+        QVERIFY(!QFileInfo::exists(m_dir.filePath("new.quire")));
+        QVERIFY(QDir(m_dir.path()).mkpath("empty-folder"));
+        QVERIFY(!w.newProject({m_dir.filePath("empty-folder")}, m_dir.filePath("new2.quire")));
+        QVERIFY(w.lastError().contains("no page images"));
+        // A project from a newer Quire is refused with a message.
+        const QString newer = m_dir.filePath("newer.quire");
+        QVERIFY(QFile::copy(m_project, newer));
+        QCOMPARE(runProgram("sqlite3", {newer, "PRAGMA user_version=7"}).exitCode, 0);
+        QVERIFY(!w.openProject(newer));
+        QVERIFY(w.lastError().contains("newer version of Quire"));
+        QCOMPARE(w.projectPath(), m_project);
+        QCOMPARE(w.pageModel()->rowCount(), pages);
+    }
+
+    void killedGuiKeepsPagesAndTypedCorrection() {
+        const QString project = m_dir.filePath("killed.quire");
+        QProcess gui;
+        QStringList env = QProcess::systemEnvironment();
+        gui.setEnvironment(env << "QT_QPA_PLATFORM=offscreen");
+        gui.start(QStringLiteral(QUIRE_GUI_PATH), {"--new", samplePdf(), "--project", project, "--type-into-editor",
+                                                  "Typed before the crash"});
+        QVERIFY(gui.waitForStarted());
+        QString out;
+        QTRY_VERIFY_WITH_TIMEOUT((out += QString::fromUtf8(gui.readAllStandardOutput())).contains("typed") ||
+                                     gui.state() != QProcess::Running, 60000);
+        QVERIFY2(gui.state() == QProcess::Running, qPrintable(out + gui.readAllStandardError()));
+        // Let a couple of pages finish, then kill -9 in the middle of the run.
+        int done = 0;
+        QElapsedTimer t;
+        t.start();
+        while (done < 2 && t.elapsed() < 120000) {
+            QTest::qWait(200);
+            auto store = ProjectStore::open(project.toStdString(), ProjectStore::Mode::ReadOnly);
+            if (store) done = (*store)->counts()->done;
+        }
+        gui.kill();
+        gui.waitForFinished();
+        auto store = ProjectStore::open(project.toStdString(), ProjectStore::Mode::OpenExisting);
+        QVERIFY(store);
+        QCOMPARE((*store)->integrityCheck().value(), std::string("ok"));
+        QVERIFY((*store)->counts()->done >= 2);
+        QVERIFY((*store)->counts()->corrected >= 1);
+        bool found = false;
+        for (const auto& p : *(*store)->pages())
+            if (auto c = (*store)->latestCorrection(p.id); c && c->has_value())
+                found = found || QString::fromStdString((*c)->text).contains("Typed before the crash");
+        QVERIFY(found);
+        // Reopening offers to resume the interrupted run.
+        (*store).reset();
+        MainWindow w;
+        w.show();
+        QVERIFY(w.openProject(project));
+        QVERIFY(w.resumeOffered());
+    }
+};
+
+int main(int argc, char** argv) {
+    // Settings of the test go to a scratch folder, never the user's.
+    QTemporaryDir config;
+    qputenv("XDG_CONFIG_HOME", config.path().toLocal8Bit());
+    qputenv("QT_QPA_PLATFORM", "offscreen");
+    QApplication app(argc, argv);
+    TestGui t;
+    return QTest::qExec(&t, argc, argv);
+}
+
+#include "tst_gui.moc"

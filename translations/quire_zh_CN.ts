@@ -1,0 +1,576 @@
+<?xml version='1.0' encoding='utf-8'?>
+<TS version="2.1" language="zh_CN">
+<context>
+    <name>main</name>
+    <message>
+        <source>Scanned volumes to proofread, exportable text</source>
+        <translation>扫描书卷转为可校对、可导出的文本</translation>
+    </message>
+    <message>
+        <source>Project file to open or create.</source>
+        <translation>要打开或创建的项目文件。</translation>
+    </message>
+    <message>
+        <source>Create the project from the given scans.</source>
+        <translation>用给定的扫描文件创建项目。</translation>
+    </message>
+    <message>
+        <source>Start (or resume) transcription at once.</source>
+        <translation>立即开始（或继续）转录。</translation>
+    </message>
+    <message>
+        <source>Page to show (1-based).</source>
+        <translation>要显示的页（从 1 开始）。</translation>
+    </message>
+    <message>
+        <source>Save a screenshot of the window and quit.</source>
+        <translation>保存窗口截图后退出。</translation>
+    </message>
+    <message>
+        <source>light, dark or system (overrides the setting).</source>
+        <translation>light、dark 或 system（覆盖设置）。</translation>
+    </message>
+    <message>
+        <source>Interface language, e.g. zh_CN.</source>
+        <translation>界面语言，例如 zh_CN。</translation>
+    </message>
+    <message>
+        <source>Type this text into the editor (tests).</source>
+        <translation>在编辑器中输入这段文字（测试用）。</translation>
+    </message>
+    <message>
+        <source>A project, or scans with --new.</source>
+        <translation>一个项目，或配合 --new 使用的扫描文件。</translation>
+    </message>
+</context>
+<context>
+    <name>quire::ui::ExportDialog</name>
+    <message>
+        <source>Export Book</source>
+        <translation>导出全书</translation>
+    </message>
+    <message>
+        <source>Word document (DOCX)</source>
+        <translation>Word 文档（DOCX）</translation>
+    </message>
+    <message>
+        <source>Markdown</source>
+        <translation>Markdown</translation>
+    </message>
+    <message>
+        <source>Plain text</source>
+        <translation>纯文本</translation>
+    </message>
+    <message>
+        <source>Searchable PDF</source>
+        <translation>可搜索 PDF</translation>
+    </message>
+    <message>
+        <source>hOCR</source>
+        <translation>hOCR</translation>
+    </message>
+    <message>
+        <source>ALTO XML (one file per page)</source>
+        <translation>ALTO XML（每页一个文件）</translation>
+    </message>
+    <message>
+        <source>PAGE XML (one file per page)</source>
+        <translation>PAGE XML（每页一个文件）</translation>
+    </message>
+    <message>
+        <source>Choose…</source>
+        <translation>选择…</translation>
+    </message>
+    <message>
+        <source>Export to folder</source>
+        <translation>导出到文件夹</translation>
+    </message>
+    <message>
+        <source>Folder:</source>
+        <translation>文件夹：</translation>
+    </message>
+    <message>
+        <source>Export</source>
+        <translation>导出</translation>
+    </message>
+</context>
+<context>
+    <name>quire::ui::MainWindow</name>
+    <message>
+        <source>Longest GUI stall during this run: %1 ms</source>
+        <translation>本次运行界面最长卡顿：%1 毫秒</translation>
+    </message>
+    <message>
+        <source>The scan of this page cannot be shown: %1</source>
+        <translation>无法显示此页的扫描图像：%1</translation>
+    </message>
+    <message>
+        <source>All pages</source>
+        <translation>全部页面</translation>
+    </message>
+    <message>
+        <source>Flagged</source>
+        <translation>已标记</translation>
+    </message>
+    <message>
+        <source>Failed</source>
+        <translation>失败</translation>
+    </message>
+    <message>
+        <source>Not proofread</source>
+        <translation>未校对</translation>
+    </message>
+    <message>
+        <source>Pages</source>
+        <translation>页面</translation>
+    </message>
+    <message>
+        <source>Your correction could not be saved: %1</source>
+        <translation>您的修改无法保存：%1</translation>
+    </message>
+    <message>
+        <source>Log</source>
+        <translation>日志</translation>
+    </message>
+    <message>
+        <source>Longest GUI stall during this run: -</source>
+        <translation>本次运行界面最长卡顿：-</translation>
+    </message>
+    <message>
+        <source>Engine</source>
+        <translation>引擎</translation>
+    </message>
+    <message>
+        <source>&amp;File</source>
+        <translation>文件(&amp;F)</translation>
+    </message>
+    <message>
+        <source>&amp;New Project from Files…</source>
+        <translation>从文件新建项目(&amp;N)…</translation>
+    </message>
+    <message>
+        <source>New Project from &amp;Folder…</source>
+        <translation>从文件夹新建项目(&amp;F)…</translation>
+    </message>
+    <message>
+        <source>&amp;Open Project…</source>
+        <translation>打开项目(&amp;O)…</translation>
+    </message>
+    <message>
+        <source>Open &amp;Recent</source>
+        <translation>最近打开(&amp;R)</translation>
+    </message>
+    <message>
+        <source>&amp;Export Book…</source>
+        <translation>导出全书(&amp;E)…</translation>
+    </message>
+    <message>
+        <source>&amp;Quit</source>
+        <translation>退出(&amp;Q)</translation>
+    </message>
+    <message>
+        <source>&amp;Edit</source>
+        <translation>编辑(&amp;E)</translation>
+    </message>
+    <message>
+        <source>&amp;Undo</source>
+        <translation>撤销(&amp;U)</translation>
+    </message>
+    <message>
+        <source>&amp;Redo</source>
+        <translation>重做(&amp;R)</translation>
+    </message>
+    <message>
+        <source>Mark Page &amp;Proofread</source>
+        <translation>标记本页已校对(&amp;P)</translation>
+    </message>
+    <message>
+        <source>&amp;Next Flagged Page</source>
+        <translation>下一个已标记页(&amp;N)</translation>
+    </message>
+    <message>
+        <source>P&amp;revious Flagged Page</source>
+        <translation>上一个已标记页(&amp;R)</translation>
+    </message>
+    <message>
+        <source>Next Page</source>
+        <translation>下一页</translation>
+    </message>
+    <message>
+        <source>Previous Page</source>
+        <translation>上一页</translation>
+    </message>
+    <message>
+        <source>&amp;Settings…</source>
+        <translation>设置(&amp;S)…</translation>
+    </message>
+    <message>
+        <source>&amp;View</source>
+        <translation>视图(&amp;V)</translation>
+    </message>
+    <message>
+        <source>Fit &amp;Width</source>
+        <translation>适合宽度(&amp;W)</translation>
+    </message>
+    <message>
+        <source>Fit &amp;Page</source>
+        <translation>适合页面(&amp;P)</translation>
+    </message>
+    <message>
+        <source>&amp;Actual Size</source>
+        <translation>实际大小(&amp;A)</translation>
+    </message>
+    <message>
+        <source>Zoom &amp;In</source>
+        <translation>放大(&amp;I)</translation>
+    </message>
+    <message>
+        <source>Zoom &amp;Out</source>
+        <translation>缩小(&amp;O)</translation>
+    </message>
+    <message>
+        <source>&amp;Run</source>
+        <translation>运行(&amp;R)</translation>
+    </message>
+    <message>
+        <source>&amp;Start / Resume</source>
+        <translation>开始/继续(&amp;S)</translation>
+    </message>
+    <message>
+        <source>&amp;Pause</source>
+        <translation>暂停(&amp;P)</translation>
+    </message>
+    <message>
+        <source>&amp;Cancel</source>
+        <translation>取消(&amp;C)</translation>
+    </message>
+    <message>
+        <source>&amp;Help</source>
+        <translation>帮助(&amp;H)</translation>
+    </message>
+    <message>
+        <source>&amp;About Quire</source>
+        <translation>关于 Quire(&amp;A)</translation>
+    </message>
+    <message>
+        <source>About Quire</source>
+        <translation>关于 Quire</translation>
+    </message>
+    <message>
+        <source>&lt;b&gt;Quire&lt;/b&gt; %1&lt;br&gt;Scanned volumes to proofread, exportable text.</source>
+        <translation>&lt;b&gt;Quire&lt;/b&gt; %1&lt;br&gt;扫描书卷转为可校对、可导出的文本。</translation>
+    </message>
+    <message>
+        <source>Main</source>
+        <translation>主工具栏</translation>
+    </message>
+    <message>
+        <source> [transcribing]</source>
+        <translation> [转录中]</translation>
+    </message>
+    <message>
+        <source> [%1 pages to do]</source>
+        <translation> [还有 %1 页待处理]</translation>
+    </message>
+    <message>
+        <source> [read-only]</source>
+        <translation> [只读]</translation>
+    </message>
+    <message>
+        <source>warning: </source>
+        <translation>警告：</translation>
+    </message>
+    <message>
+        <source>Quire</source>
+        <translation>Quire</translation>
+    </message>
+    <message>
+        <source>Cannot add %1: %2</source>
+        <translation>无法添加 %1：%2</translation>
+    </message>
+    <message>
+        <source>%1 already exists; open it instead, or choose another name.</source>
+        <translation>%1 已存在；请直接打开它，或换一个名称。</translation>
+    </message>
+    <message>
+        <source>Cannot open %1: %2</source>
+        <translation>无法打开 %1：%2</translation>
+    </message>
+    <message>
+        <source>%1 is read-only here; corrections cannot be saved.</source>
+        <translation>%1 在此处为只读；修改无法保存。</translation>
+    </message>
+    <message>
+        <source>Resume transcription?</source>
+        <translation>继续转录？</translation>
+    </message>
+    <message>
+        <source>The last run of this project stopped with %1 pages still to do. Resume it now?</source>
+        <translation>该项目上次运行中断时还有 %1 页未处理。现在继续吗？</translation>
+    </message>
+    <message>
+        <source>Page %1: %2</source>
+        <translation>第 %1 页：%2</translation>
+    </message>
+    <message>
+        <source>No flagged page after this one</source>
+        <translation>此页之后没有已标记页</translation>
+    </message>
+    <message>
+        <source>No flagged page before this one</source>
+        <translation>此页之前没有已标记页</translation>
+    </message>
+    <message>
+        <source>Transcription started (%1, languages %2)</source>
+        <translation>转录已开始（%1，语言 %2）</translation>
+    </message>
+    <message>
+        <source>Paused: pages in progress finish, no new page starts</source>
+        <translation>已暂停：进行中的页面会完成，不再开始新页面</translation>
+    </message>
+    <message>
+        <source>Resumed</source>
+        <translation>已继续</translation>
+    </message>
+    <message>
+        <source>Cancelling: pages in progress are finished and saved</source>
+        <translation>正在取消：进行中的页面会完成并保存</translation>
+    </message>
+    <message>
+        <source>%1/%2 pages · %3 flagged · %4 failed · %5 pages/min · ETA %6</source>
+        <translation>%1/%2 页 · %3 页已标记 · %4 页失败 · 每分钟 %5 页 · 预计剩余 %6</translation>
+    </message>
+    <message>
+        <source>The run stopped: %1</source>
+        <translation>运行已停止：%1</translation>
+    </message>
+    <message>
+        <source>Cancelled: %1. Start again to resume.</source>
+        <translation>已取消：%1。再次开始即可继续。</translation>
+    </message>
+    <message>
+        <source>Finished: %1</source>
+        <translation>已完成：%1</translation>
+    </message>
+    <message>
+        <source>Longest GUI stall during the run: %1 ms</source>
+        <translation>运行期间界面最长卡顿：%1 毫秒</translation>
+    </message>
+    <message>
+        <source>Exporting the book…</source>
+        <translation>正在导出全书…</translation>
+    </message>
+    <message>
+        <source>Cancel</source>
+        <translation>取消</translation>
+    </message>
+    <message>
+        <source>Export failed: %1</source>
+        <translation>导出失败：%1</translation>
+    </message>
+    <message>
+        <source>Exported %1 to %2</source>
+        <translation>已将 %1 导出到 %2</translation>
+    </message>
+    <message>
+        <source>Choose scans</source>
+        <translation>选择扫描文件</translation>
+    </message>
+    <message>
+        <source>Scans (*.pdf *.tif *.tiff *.png *.jpg *.jpeg *.bmp);;All files (*)</source>
+        <translation>扫描文件 (*.pdf *.tif *.tiff *.png *.jpg *.jpeg *.bmp);;所有文件 (*)</translation>
+    </message>
+    <message>
+        <source>Save the new project as</source>
+        <translation>新项目另存为</translation>
+    </message>
+    <message>
+        <source>Quire projects (*.quire)</source>
+        <translation>Quire 项目 (*.quire)</translation>
+    </message>
+    <message>
+        <source>Choose a folder of page images</source>
+        <translation>选择页面图像所在的文件夹</translation>
+    </message>
+    <message>
+        <source>Open project</source>
+        <translation>打开项目</translation>
+    </message>
+</context>
+<context>
+    <name>quire::ui::PageListDelegate</name>
+    <message>
+        <source>queued</source>
+        <translation>排队中</translation>
+    </message>
+    <message>
+        <source>running</source>
+        <translation>处理中</translation>
+    </message>
+    <message>
+        <source>done</source>
+        <translation>完成</translation>
+    </message>
+    <message>
+        <source>flagged</source>
+        <translation>已标记</translation>
+    </message>
+    <message>
+        <source>failed</source>
+        <translation>失败</translation>
+    </message>
+    <message>
+        <source>proofread</source>
+        <translation>已校对</translation>
+    </message>
+</context>
+<context>
+    <name>quire::ui::PageListModel</name>
+    <message>
+        <source>Page %1</source>
+        <translation>第 %1 页</translation>
+    </message>
+    <message>
+        <source>, page %1</source>
+        <translation>，第 %1 页</translation>
+    </message>
+    <message>
+        <source>confidence %1</source>
+        <translation>置信度 %1</translation>
+    </message>
+</context>
+<context>
+    <name>quire::ui::RunChart</name>
+    <message>
+        <source>Throughput and memory appear here during a run</source>
+        <translation>运行时在此显示吞吐量和内存</translation>
+    </message>
+    <message>
+        <source>p/min</source>
+        <translation>页/分</translation>
+    </message>
+    <message>
+        <source>MiB</source>
+        <translation>MiB</translation>
+    </message>
+    <message numerus="yes">
+        <source>%n page(s)</source>
+        <translation>
+            <numerusform>%n 页</numerusform></translation>
+    </message>
+</context>
+<context>
+    <name>quire::ui::SettingsDialog</name>
+    <message>
+        <source>Settings</source>
+        <translation>设置</translation>
+    </message>
+    <message>
+        <source>Automatic</source>
+        <translation>自动</translation>
+    </message>
+    <message>
+        <source>Tesseract</source>
+        <translation>Tesseract</translation>
+    </message>
+    <message>
+        <source>Recognition engine:</source>
+        <translation>识别引擎：</translation>
+    </message>
+    <message>
+        <source>Installed: %1. Combine with '+', e.g. eng+chi_sim</source>
+        <translation>已安装：%1。可用“+”组合，例如 eng+chi_sim</translation>
+    </message>
+    <message>
+        <source>Languages:</source>
+        <translation>语言：</translation>
+    </message>
+    <message>
+        <source>one per core</source>
+        <translation>每核一个</translation>
+    </message>
+    <message>
+        <source>CPU threads:</source>
+        <translation>CPU 线程：</translation>
+    </message>
+    <message>
+        <source>CPU</source>
+        <translation>CPU</translation>
+    </message>
+    <message>
+        <source>GPU: %1</source>
+        <translation>GPU：%1</translation>
+    </message>
+    <message>
+        <source>Device (reader engine):</source>
+        <translation>设备（阅读器引擎）：</translation>
+    </message>
+    <message>
+        <source>Pages whose mean word confidence is below this are flagged for proofreading</source>
+        <translation>平均词置信度低于此值的页面会被标记以供校对</translation>
+    </message>
+    <message>
+        <source>Flag pages below confidence:</source>
+        <translation>低于此置信度时标记页面：</translation>
+    </message>
+    <message>
+        <source>PDF rendering (dpi):</source>
+        <translation>PDF 渲染分辨率（dpi）：</translation>
+    </message>
+    <message>
+        <source>Straighten skewed pages</source>
+        <translation>校正倾斜页面</translation>
+    </message>
+    <message>
+        <source>Even out uneven lighting</source>
+        <translation>均衡不均匀的光照</translation>
+    </message>
+    <message>
+        <source>Binarise before recognition</source>
+        <translation>识别前二值化</translation>
+    </message>
+    <message>
+        <source>Split two-page spreads</source>
+        <translation>拆分双页跨页</translation>
+    </message>
+    <message>
+        <source>Preprocessing:</source>
+        <translation>预处理：</translation>
+    </message>
+    <message>
+        <source>Follow the system</source>
+        <translation>跟随系统</translation>
+    </message>
+    <message>
+        <source>Light</source>
+        <translation>浅色</translation>
+    </message>
+    <message>
+        <source>Dark</source>
+        <translation>深色</translation>
+    </message>
+    <message>
+        <source>Theme:</source>
+        <translation>主题：</translation>
+    </message>
+    <message>
+        <source>Interface language:</source>
+        <translation>界面语言：</translation>
+    </message>
+    <message>
+        <source>Theme and interface language apply the next time Quire starts.</source>
+        <translation>主题和界面语言将在下次启动 Quire 时生效。</translation>
+    </message>
+</context>
+<context>
+    <name>quire::ui::TranscriptionWorker</name>
+    <message>
+        <source>Page %1 failed: %2</source>
+        <translation>第 %1 页失败：%2</translation>
+    </message>
+    <message>
+        <source>%1 of %2 pages done, %3 flagged, %4 failed</source>
+        <translation>已完成 %1/%2 页，%3 页已标记，%4 页失败</translation>
+    </message>
+</context>
+</TS>

@@ -1,0 +1,25 @@
+#pragma once
+
+#include <QDialog>
+#include <QMap>
+
+class QCheckBox;
+class QLineEdit;
+
+namespace quire::ui {
+
+class Settings;
+
+class ExportDialog : public QDialog {
+    Q_OBJECT
+public:
+    ExportDialog(Settings& settings, QWidget* parent = nullptr);
+    QString folder() const;
+    QStringList formats() const;
+
+private:
+    QLineEdit* m_folder;
+    QMap<QString, QCheckBox*> m_boxes;
+};
+
+}  // namespace quire::ui

@@ -1,0 +1,703 @@
+#include "main_window.h"
+
+#include <QAction>
+#include <QApplication>
+#include <QCloseEvent>
+#include <QComboBox>
+#include <QDateTime>
+#include <QDockWidget>
+#include <QDragEnterEvent>
+#include <QFileDialog>
+#include <QFileInfo>
+#include <QLabel>
+#include <QListView>
+#include <QMenuBar>
+#include <QMessageBox>
+#include <QMimeData>
+#include <QPlainTextEdit>
+#include <QProgressBar>
+#include <QProgressDialog>
+#include <QSplitter>
+#include <QStatusBar>
+#include <QToolBar>
+#include <QVBoxLayout>
+#include <QtConcurrent/QtConcurrentRun>
+
+#include "export_dialog.h"
+#include "page_editor.h"
+#include "page_list_delegate.h"
+#include "page_list_model.h"
+#include "page_view.h"
+#include "quire/book.h"
+#include "quire/document_source.h"
+#include "quire/exporters.h"
+#include "run_chart.h"
+#include "settings.h"
+#include "settings_dialog.h"
+
+namespace quire::ui {
+
+namespace {
+QString duration(double secs) {
+    if (secs < 0) return QStringLiteral("?");
+    const int s = int(secs + 0.5);
+    return s >= 3600 ? QStringLiteral("%1h%2m").arg(s / 3600).arg((s / 60) % 60, 2, 10, QChar('0'))
+                     : QStringLiteral("%1m%2s").arg(s / 60).arg(s % 60, 2, 10, QChar('0'));
+}
+}  // namespace
+
+MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent), m_settings(std::make_unique<Settings>()) {
+    setAcceptDrops(true);
+    setObjectName("MainWindow");
+    buildLayout();
+    buildActions();
+    m_worker = new TranscriptionWorker;
+    m_worker->moveToThread(&m_thread);
+    connect(&m_thread, &QThread::finished, m_worker, &QObject::deleteLater);
+    connect(m_worker, &TranscriptionWorker::progress, this, &MainWindow::onProgress);
+    connect(m_worker, &TranscriptionWorker::pageFinished, this, &MainWindow::onPageFinished);
+    connect(m_worker, &TranscriptionWorker::textStreamed, m_editor, &PageEditor::appendStreamed);
+    connect(m_worker, &TranscriptionWorker::logMessage, this, &MainWindow::log);
+    connect(m_worker, &TranscriptionWorker::finished, this, &MainWindow::onRunFinished);
+    m_thread.start();
+
+    // Event-loop stall monitor: a 10 ms timer that measures how late it fires.
+    m_stallTimer.setInterval(10);
+    connect(&m_stallTimer, &QTimer::timeout, this, [this] {
+        const int late = int(m_stallClock.restart()) - 10;
+        if (m_running && late > m_longestStallMs) {
+            m_longestStallMs = late;
+            m_stallLabel->setText(tr("Longest GUI stall during this run: %1 ms").arg(late));
+        }
+    });
+    m_stallClock.start();
+    m_stallTimer.start();
+
+    connect(&m_imageWatcher, &QFutureWatcher<QImage>::finished, this, [this] {
+        const PageRecord* p = m_model->page(m_currentRow);
+        if (!p || p->id != m_currentPageId) return;
+        const QImage img = m_imageWatcher.result();
+        if (img.isNull()) {
+            m_view->clearPage(tr("The scan of this page cannot be shown: %1").arg(QString::fromStdString(p->sourceFile)));
+            return;
+        }
+        const QPoint origin = p->part > 0 ? QPoint(p->region.x, p->region.y) : QPoint();
+        m_view->setPage(img, m_editor->alignedWords(), origin, 60.0f);
+        m_imageShownFor = p->id;
+        emit pageShown(m_currentRow);
+    });
+    restoreGeometry(m_settings->windowGeometry());
+    restoreState(m_settings->windowState());
+    updateTitle();
+    updateActions();
+}
+
+MainWindow::~MainWindow() {
+    if (m_worker) m_worker->cancel();
+    m_thread.quit();
+    m_thread.wait();
+}
+
+void MainWindow::buildLayout() {
+    m_model = new PageListModel(this);
+    m_proxy = new PageFilterProxy(this);
+    m_proxy->setSourceModel(m_model);
+    m_list = new QListView;
+    m_list->setObjectName("pageList");
+    m_list->setModel(m_proxy);
+    m_list->setItemDelegate(new PageListDelegate(m_list));
+    m_list->setUniformItemSizes(true);
+    m_list->setSelectionMode(QAbstractItemView::SingleSelection);
+    connect(m_list->selectionModel(), &QItemSelectionModel::currentChanged, this, [this](const QModelIndex& idx) {
+        if (idx.isValid()) showRow(m_proxy->mapToSource(idx).row());
+    });
+    m_filter = new QComboBox;
+    m_filter->addItems({tr("All pages"), tr("Flagged"), tr("Failed"), tr("Not proofread")});
+    connect(m_filter, &QComboBox::currentIndexChanged, this,
+            [this](int i) { m_proxy->setFilter(PageFilterProxy::Filter(i)); });
+    auto* browser = new QWidget;
+    auto* bl = new QVBoxLayout(browser);
+    bl->setContentsMargins(2, 2, 2, 2);
+    bl->addWidget(m_filter);
+    bl->addWidget(m_list);
+    auto* browserDock = new QDockWidget(tr("Pages"), this);
+    browserDock->setObjectName("pagesDock");
+    browserDock->setWidget(browser);
+    addDockWidget(Qt::LeftDockWidgetArea, browserDock);
+
+    m_view = new PageView;
+    m_editor = new PageEditor;
+    m_editor->setObjectName("editor");
+    auto* split = new QSplitter(Qt::Horizontal);
+    split->addWidget(m_view);
+    split->addWidget(m_editor);
+    split->setStretchFactor(0, 3);
+    split->setStretchFactor(1, 2);
+    split->setSizes({640, 460});
+    setCentralWidget(split);
+    connect(m_view, &PageView::wordClicked, this, [this](int) {
+        const int i = m_view->highlightedWord();
+        int k = 0;
+        for (const auto& l : m_editor->alignedWords().lines)
+            for (const auto& w : l.words)
+                if (k++ == i) m_editor->selectWordWithBox(w.box);
+    });
+    connect(m_editor, &PageEditor::wordActivated, this, [this](const quire::Box& box) {
+        int k = 0;
+        for (const auto& l : m_editor->alignedWords().lines)
+            for (const auto& w : l.words) {
+                if (w.box.x == box.x && w.box.y == box.y && w.box.w == box.w && w.box.h == box.h) {
+                    m_view->highlightWord(k);
+                    return;
+                }
+                ++k;
+            }
+    });
+    connect(m_editor, &PageEditor::correctionReady, this, [this](qint64 pageId, const QString& text) {
+        if (!m_store) return;
+        auto id = m_store->addCorrection(pageId, text.toStdString());
+        if (!id) {
+            showError(tr("Your correction could not be saved: %1").arg(QString::fromStdString(id.status().message())));
+            return;
+        }
+        if (auto rec = m_store->page(pageId)) m_model->updatePage(*rec);
+        emit correctionSaved(pageId);
+    });
+
+    m_log = new QPlainTextEdit;
+    m_log->setReadOnly(true);
+    m_log->setObjectName("log");
+    auto* logDock = new QDockWidget(tr("Log"), this);
+    logDock->setObjectName("logDock");
+    logDock->setWidget(m_log);
+    addDockWidget(Qt::BottomDockWidgetArea, logDock);
+
+    m_chart = new RunChart;
+    m_stallLabel = new QLabel(tr("Longest GUI stall during this run: -"));
+    auto* engine = new QWidget;
+    auto* el = new QVBoxLayout(engine);
+    el->addWidget(m_chart);
+    el->addWidget(m_stallLabel);
+    auto* engineDock = new QDockWidget(tr("Engine"), this);
+    engineDock->setObjectName("engineDock");
+    engineDock->setWidget(engine);
+    addDockWidget(Qt::BottomDockWidgetArea, engineDock);
+    tabifyDockWidget(logDock, engineDock);
+    logDock->raise();
+    resizeDocks({logDock}, {150}, Qt::Vertical);
+    resizeDocks({browserDock}, {240}, Qt::Horizontal);
+
+    m_progress = new QProgressBar;
+    m_progress->setMaximumWidth(260);
+    m_progress->setTextVisible(true);
+    m_progressLabel = new QLabel;
+    statusBar()->addPermanentWidget(m_progressLabel);
+    statusBar()->addPermanentWidget(m_progress);
+}
+
+void MainWindow::buildActions() {
+    QMenu* file = menuBar()->addMenu(tr("&File"));
+    QAction* newAct = file->addAction(QIcon::fromTheme("document-new"), tr("&New Project from Files…"), this,
+                                      &MainWindow::chooseNewProject);
+    newAct->setShortcut(QKeySequence::New);
+    file->addAction(QIcon::fromTheme("folder-new"), tr("New Project from &Folder…"), this,
+                    &MainWindow::chooseNewProjectFromFolder);
+    QAction* openAct = file->addAction(QIcon::fromTheme("document-open"), tr("&Open Project…"), this,
+                                       &MainWindow::chooseOpenProject);
+    openAct->setShortcut(QKeySequence::Open);
+    m_recentMenu = file->addMenu(tr("Open &Recent"));
+    rebuildRecentMenu();
+    file->addSeparator();
+    m_exportAct = file->addAction(QIcon::fromTheme("document-export"), tr("&Export Book…"), this,
+                                  &MainWindow::showExportDialog);
+    m_exportAct->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_E));
+    file->addSeparator();
+    QAction* quit = file->addAction(QIcon::fromTheme("application-exit"), tr("&Quit"), this, &QWidget::close);
+    quit->setShortcut(QKeySequence::Quit);
+
+    QMenu* edit = menuBar()->addMenu(tr("&Edit"));
+    QAction* undo = edit->addAction(tr("&Undo"), m_editor, &QPlainTextEdit::undo);
+    undo->setShortcut(QKeySequence::Undo);
+    QAction* redo = edit->addAction(tr("&Redo"), m_editor, &QPlainTextEdit::redo);
+    redo->setShortcut(QKeySequence::Redo);
+    edit->addSeparator();
+    m_proofAct = edit->addAction(tr("Mark Page &Proofread"), this, &MainWindow::markProofread);
+    m_proofAct->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_Return));
+    QAction* nextF = edit->addAction(tr("&Next Flagged Page"), this, [this] { nextFlagged(); });
+    nextF->setShortcut(QKeySequence(Qt::Key_F8));
+    QAction* prevF = edit->addAction(tr("P&revious Flagged Page"), this, [this] { previousFlagged(); });
+    prevF->setShortcut(QKeySequence(Qt::SHIFT | Qt::Key_F8));
+    QAction* nextP = edit->addAction(tr("Next Page"), this, [this] { goToRow(m_currentRow + 1); });
+    nextP->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_PageDown));
+    QAction* prevP = edit->addAction(tr("Previous Page"), this, [this] { goToRow(m_currentRow - 1); });
+    prevP->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_PageUp));
+    edit->addSeparator();
+    edit->addAction(QIcon::fromTheme("preferences-system"), tr("&Settings…"), this, &MainWindow::showSettingsDialog)
+        ->setShortcut(QKeySequence::Preferences);
+
+    QMenu* view = menuBar()->addMenu(tr("&View"));
+    view->addAction(tr("Fit &Width"), m_view, &PageView::fitWidth)->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_2));
+    view->addAction(tr("Fit &Page"), m_view, &PageView::fitPage)->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_3));
+    view->addAction(tr("&Actual Size"), m_view, &PageView::actualSize)->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_1));
+    view->addAction(tr("Zoom &In"), m_view, [this] { m_view->zoomBy(1.25); })->setShortcut(QKeySequence::ZoomIn);
+    view->addAction(tr("Zoom &Out"), m_view, [this] { m_view->zoomBy(0.8); })->setShortcut(QKeySequence::ZoomOut);
+
+    QMenu* run = menuBar()->addMenu(tr("&Run"));
+    m_startAct = run->addAction(QIcon::fromTheme("media-playback-start"), tr("&Start / Resume"), this, &MainWindow::startRun);
+    m_startAct->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_R));
+    m_pauseAct = run->addAction(QIcon::fromTheme("media-playback-pause"), tr("&Pause"));
+    m_pauseAct->setCheckable(true);
+    connect(m_pauseAct, &QAction::toggled, this, &MainWindow::setPaused);
+    m_cancelAct = run->addAction(QIcon::fromTheme("media-playback-stop"), tr("&Cancel"), this, &MainWindow::cancelRun);
+
+    QMenu* help = menuBar()->addMenu(tr("&Help"));
+    help->addAction(tr("&About Quire"), this, [this] {
+        QMessageBox::about(this, tr("About Quire"),
+                           tr("<b>Quire</b> %1<br>Scanned volumes to proofread, exportable text.").arg(QUIRE_VERSION_STRING));
+    });
+
+    QToolBar* tb = addToolBar(tr("Main"));
+    tb->setObjectName("mainToolBar");
+    tb->addAction(newAct);
+    tb->addAction(openAct);
+    tb->addSeparator();
+    tb->addAction(m_startAct);
+    tb->addAction(m_pauseAct);
+    tb->addAction(m_cancelAct);
+    tb->addSeparator();
+    tb->addAction(m_proofAct);
+    tb->addAction(m_exportAct);
+}
+
+void MainWindow::rebuildRecentMenu() {
+    m_recentMenu->clear();
+    for (const QString& p : m_settings->recentProjects())
+        m_recentMenu->addAction(QFileInfo(p).fileName(), this, [this, p] { openProject(p); })->setToolTip(p);
+    m_recentMenu->setEnabled(!m_recentMenu->isEmpty());
+}
+
+QString MainWindow::projectPath() const { return m_store ? QString::fromStdString(m_store->path().string()) : QString(); }
+
+void MainWindow::updateTitle() {
+    QString title = QStringLiteral("Quire");
+    if (m_store) {
+        title = QFileInfo(projectPath()).fileName() + QStringLiteral(" — Quire");
+        if (m_running) title += tr(" [transcribing]");
+        else if (auto c = m_store->counts(); c && c->queued > 0) title += tr(" [%1 pages to do]").arg(c->queued);
+        if (m_store->readOnly()) title += tr(" [read-only]");
+    }
+    setWindowTitle(title);
+}
+
+void MainWindow::updateActions() {
+    const bool open = bool(m_store);
+    m_startAct->setEnabled(open && !m_running && !m_store->readOnly());
+    m_pauseAct->setEnabled(m_running);
+    m_cancelAct->setEnabled(m_running);
+    m_exportAct->setEnabled(open);
+    m_proofAct->setEnabled(open && m_currentRow >= 0);
+}
+
+void MainWindow::log(const QString& message, bool warning) {
+    m_log->appendPlainText(QDateTime::currentDateTime().toString("HH:mm:ss ") + (warning ? tr("warning: ") : QString()) + message);
+}
+
+void MainWindow::showError(const QString& message) {
+    m_lastError = message;
+    log(message, true);
+    auto* box = new QMessageBox(QMessageBox::Warning, tr("Quire"), message, QMessageBox::Ok, this);
+    box->setAttribute(Qt::WA_DeleteOnClose);
+    box->open();  // never blocks the event loop (or a test)
+}
+
+bool MainWindow::newProject(const QStringList& inputs, const QString& projectPath, bool start) {
+    // Check the inputs before anything is created or the open project is touched.
+    for (const QString& in : inputs) {
+        auto src = openSource(in.toStdString());
+        if (!src) {
+            showError(tr("Cannot add %1: %2").arg(in, QString::fromStdString(src.status().message())));
+            return false;
+        }
+    }
+    if (QFileInfo::exists(projectPath)) {
+        showError(tr("%1 already exists; open it instead, or choose another name.").arg(projectPath));
+        return false;
+    }
+    auto store = ProjectStore::open(projectPath.toStdString(), ProjectStore::Mode::OpenOrCreate);
+    if (!store) {
+        showError(QString::fromStdString(store.status().message()));
+        return false;
+    }
+    TranscribeParams params = paramsFromSettings();
+    for (const QString& in : inputs) params.inputs.emplace_back(in.toStdString());
+    if (Status s = registerInputs(**store, params); !s) {
+        showError(QString::fromStdString(s.message()));
+        return false;
+    }
+    store->reset();
+    if (!openProject(projectPath)) return false;
+    if (start) startRun();
+    return true;
+}
+
+bool MainWindow::openProject(const QString& path) {
+    auto store = ProjectStore::open(path.toStdString(), ProjectStore::Mode::OpenExisting);
+    if (!store) {
+        showError(tr("Cannot open %1: %2").arg(path, QString::fromStdString(store.status().message())));
+        return false;  // the open project stays as it was
+    }
+    closeProject();
+    m_store = std::move(*store);
+    m_settings->addRecentProject(path);
+    rebuildRecentMenu();
+    m_editor->setSpellLanguage(m_settings->languages());
+    reloadPages();
+    if (m_store->readOnly()) log(tr("%1 is read-only here; corrections cannot be saved.").arg(path), true);
+    restoreUiState();
+    // A run that was killed or cancelled offers to go on.
+    auto last = m_store->lastRun();
+    auto counts = m_store->counts();
+    m_resumeOffered = false;
+    if (last && last->has_value() && counts && counts->queued > 0 && (*last)->state != "finished") {
+        m_resumeOffered = true;
+        auto* box = new QMessageBox(QMessageBox::Question, tr("Resume transcription?"),
+                                    tr("The last run of this project stopped with %1 pages still to do. Resume it now?")
+                                        .arg(counts->queued),
+                                    QMessageBox::Yes | QMessageBox::No, this);
+        box->setAttribute(Qt::WA_DeleteOnClose);
+        connect(box, &QMessageBox::finished, this, [this](int r) {
+            if (r == QMessageBox::Yes) startRun();
+        });
+        box->open();
+    }
+    updateTitle();
+    updateActions();
+    return true;
+}
+
+void MainWindow::closeProject() {
+    if (!m_store) return;
+    if (m_running) {
+        m_worker->cancel();
+        QElapsedTimer t;
+        t.start();
+        while (m_running && t.elapsed() < 60000) QCoreApplication::processEvents(QEventLoop::AllEvents, 50);
+    }
+    m_editor->flush();
+    saveUiState();
+    m_editor->clearPage();
+    m_view->clearPage();
+    m_model->setPages({});
+    m_store.reset();
+    m_currentRow = -1;
+    m_currentPageId = -1;
+}
+
+void MainWindow::reloadPages() {
+    if (!m_store) return;
+    auto pages = m_store->pages();
+    if (!pages) {
+        showError(QString::fromStdString(pages.status().message()));
+        return;
+    }
+    m_model->setPages(std::move(*pages));
+}
+
+void MainWindow::saveUiState() {
+    if (!m_store || m_store->readOnly() || m_currentRow < 0) return;
+    (void)m_store->setMeta("ui.page", std::to_string(m_currentRow));
+    (void)m_store->setMeta("ui.zoom", std::to_string(m_view->zoom()));
+    (void)m_store->setMeta("ui.zoomMode", std::to_string(int(m_view->zoomMode())));
+    const QPoint s = m_view->scrollPosition();
+    (void)m_store->setMeta("ui.scroll", std::to_string(s.x()) + "," + std::to_string(s.y()));
+}
+
+void MainWindow::restoreUiState() {
+    const int row = QString::fromStdString(m_store->meta("ui.page").value()).toInt();
+    const double zoom = QString::fromStdString(m_store->meta("ui.zoom").value()).toDouble();
+    const int mode = QString::fromStdString(m_store->meta("ui.zoomMode").value()).toInt();
+    const QStringList scroll = QString::fromStdString(m_store->meta("ui.scroll").value()).split(',');
+    goToRow(std::clamp(row, 0, std::max(0, m_model->rowCount() - 1)));
+    auto apply = [this, zoom, mode, scroll] {
+        if (mode == int(PageView::ZoomMode::Custom) && zoom > 0) m_view->setZoom(zoom);
+        else if (mode == int(PageView::ZoomMode::FitPage)) m_view->fitPage();
+        if (scroll.size() == 2) m_view->setScrollPosition({scroll[0].toInt(), scroll[1].toInt()});
+    };
+    if (pageImageShown()) apply();
+    else {
+        auto conn = std::make_shared<QMetaObject::Connection>();
+        *conn = connect(this, &MainWindow::pageShown, this, [this, conn, apply](int) {
+            disconnect(*conn);
+            apply();
+        });
+    }
+}
+
+void MainWindow::goToRow(int row) {
+    if (row < 0 || row >= m_model->rowCount()) return;
+    const QModelIndex idx = m_proxy->mapFromSource(m_model->index(row));
+    if (idx.isValid()) m_list->setCurrentIndex(idx);
+    else showRow(row);  // filtered out of the list: show it anyway
+}
+
+void MainWindow::showRow(int row) {
+    const PageRecord* p = m_model->page(row);
+    if (!p || !m_store) return;
+    if (row == m_currentRow && p->id == m_currentPageId) return;
+    m_editor->flush();
+    m_currentRow = row;
+    m_currentPageId = p->id;
+    m_imageShownFor = -1;
+    auto text = m_store->effectiveText(p->id);
+    auto layout = m_store->layout(p->id);
+    m_editor->setPage(p->id, QString::fromStdString(text ? *text : std::string()), layout ? *layout : PageText(), 60.0f);
+    m_editor->setReadOnly(m_store->readOnly());
+    const PageRecord copy = *p;
+    m_imageWatcher.setFuture(QtConcurrent::run([copy] { return loadPageImage(copy); }));
+    updateActions();
+    statusBar()->showMessage(tr("Page %1: %2").arg(p->sequence).arg(QString::fromStdString(p->sourceFile)), 4000);
+}
+
+bool MainWindow::nextFlagged() {
+    for (int r = m_currentRow + 1; r < m_model->rowCount(); ++r)
+        if (m_model->page(r)->flagged && !m_model->page(r)->proofread) {
+            goToRow(r);
+            return true;
+        }
+    statusBar()->showMessage(tr("No flagged page after this one"), 3000);
+    return false;
+}
+
+bool MainWindow::previousFlagged() {
+    for (int r = m_currentRow - 1; r >= 0; --r)
+        if (m_model->page(r)->flagged && !m_model->page(r)->proofread) {
+            goToRow(r);
+            return true;
+        }
+    statusBar()->showMessage(tr("No flagged page before this one"), 3000);
+    return false;
+}
+
+void MainWindow::markProofread() {
+    const PageRecord* p = m_model->page(m_currentRow);
+    if (!p || !m_store) return;
+    m_editor->flush();
+    if (Status s = m_store->setProofread(p->id, !p->proofread); !s) {
+        showError(QString::fromStdString(s.message()));
+        return;
+    }
+    if (auto rec = m_store->page(p->id)) m_model->updatePage(*rec);
+    if (m_model->page(m_currentRow)->proofread) nextFlagged();
+}
+
+TranscribeParams MainWindow::paramsFromSettings() const {
+    TranscribeParams p;
+    p.recognizer.engine = "tesseract";
+    p.recognizer.languages = m_settings->languages().toStdString();
+    p.threads = m_settings->threads();
+    p.flag.meanBelow = m_settings->flagBelow();
+    p.preprocess.deskew = m_settings->deskew();
+    p.preprocess.normalizeBackground = m_settings->normalizeBackground();
+    p.preprocess.binarize = m_settings->binarize();
+    p.preprocess.split = m_settings->splitSpreads() ? SplitMode::Auto : SplitMode::None;
+    p.source.pdfDpi = m_settings->pdfDpi();
+    p.backgroundPriority = true;  // the GUI thread must never wait for a core
+    return p;
+}
+
+void MainWindow::startRun() {
+    if (!m_store || m_running) return;
+    m_editor->flush();
+    RunRequest req;
+    req.projectPath = projectPath();
+    req.params = paramsFromSettings();
+    m_running = true;
+    m_longestStallMs = 0;
+    m_stallClock.restart();  // work done before the run (e.g. creating the project) is not a stall of it
+    m_chart->clear();
+    m_pauseAct->setChecked(false);
+    log(tr("Transcription started (%1, languages %2)").arg("tesseract", m_settings->languages()));
+    QMetaObject::invokeMethod(m_worker, [w = m_worker, req] { w->run(req); }, Qt::QueuedConnection);
+    updateTitle();
+    updateActions();
+}
+
+void MainWindow::setPaused(bool paused) {
+    if (!m_running) return;
+    m_worker->setPaused(paused);
+    log(paused ? tr("Paused: pages in progress finish, no new page starts") : tr("Resumed"));
+}
+
+void MainWindow::cancelRun() {
+    if (!m_running) return;
+    m_worker->setPaused(false);
+    m_worker->cancel();
+    log(tr("Cancelling: pages in progress are finished and saved"));
+}
+
+void MainWindow::onProgress(const RunSample& s) {
+    m_progress->setMaximum(std::max(1, s.total));
+    m_progress->setValue(s.pagesDone);
+    m_progressLabel->setText(tr("%1/%2 pages · %3 flagged · %4 failed · %5 pages/min · ETA %6")
+                                 .arg(s.pagesDone).arg(s.total).arg(s.flagged).arg(s.failed)
+                                 .arg(s.pagesPerMinute, 0, 'f', 1).arg(duration(s.etaSeconds)));
+    if (s.pagesDone > 0) m_chart->addSample(s.pagesDone, s.pagesPerMinute, s.residentMiB);
+}
+
+void MainWindow::onPageFinished(qint64 pageId, int, const QString&, bool) {
+    if (!m_store) return;
+    auto rec = m_store->page(pageId);
+    if (!rec) return;
+    const bool newRow = m_model->rowOf(pageId) < 0;
+    m_model->updatePage(*rec);
+    if (newRow) return;
+    if (pageId == m_currentPageId) {
+        // The page on screen was just recognised: show its text unless the user is typing in it.
+        const QString shown = m_editor->toPlainText();
+        if (shown.isEmpty()) {
+            m_currentPageId = -1;
+            showRow(m_model->rowOf(pageId));
+        }
+    }
+    if (m_currentRow < 0) goToRow(0);
+}
+
+void MainWindow::onRunFinished(bool ok, bool cancelled, const QString& message) {
+    m_running = false;
+    if (!ok) showError(tr("The run stopped: %1").arg(message));
+    else log(cancelled ? tr("Cancelled: %1. Start again to resume.").arg(message) : tr("Finished: %1").arg(message));
+    log(tr("Longest GUI stall during the run: %1 ms").arg(m_longestStallMs));
+    reloadPages();
+    if (m_currentRow >= 0) {
+        const int row = m_currentRow;
+        m_currentRow = -1;
+        goToRow(row);
+    } else {
+        goToRow(0);
+    }
+    updateTitle();
+    updateActions();
+    emit runFinished(ok);
+}
+
+bool MainWindow::exportBook(const QString& dir, const QStringList& formats) {
+    if (!m_store) return false;
+    m_editor->flush();
+    auto fmts = parseExportFormats(formats.join(',').toStdString());
+    if (!fmts) {
+        showError(QString::fromStdString(fmts.status().message()));
+        return false;
+    }
+    m_settings->setLastExportDir(dir);
+    m_settings->setExportFormats(formats);
+    QProgressDialog progress(tr("Exporting the book…"), tr("Cancel"), 0, int(fmts->size()), this);
+    progress.setWindowModality(Qt::WindowModal);
+    progress.setMinimumDuration(300);
+    auto cancel = std::make_shared<std::atomic<bool>>(false);
+    connect(&progress, &QProgressDialog::canceled, this, [cancel] { *cancel = true; });
+    const std::string path = m_store->path().string();
+    const auto formatsList = *fmts;
+    QFuture<Status> future = QtConcurrent::run([path, dir, formatsList, cancel, &progress]() -> Status {
+        // The export thread has its own connection to the project.
+        auto store = ProjectStore::open(path, ProjectStore::Mode::OpenExisting);
+        if (!store) return store.status();
+        ExportOptions opt;
+        opt.outDir = dir.toStdString();
+        opt.formats = formatsList;
+        opt.cancel = cancel.get();
+        opt.onProgress = [&progress](int done, int, const std::string&) {
+            QMetaObject::invokeMethod(&progress, [&progress, done] { progress.setValue(done); });
+        };
+        auto r = exportProject(**store, opt);
+        return r ? Status::ok() : r.status();
+    });
+    QFutureWatcher<Status> watcher;
+    QEventLoop loop;
+    connect(&watcher, &QFutureWatcher<Status>::finished, &loop, &QEventLoop::quit);
+    watcher.setFuture(future);
+    if (!future.isFinished()) loop.exec();
+    progress.setValue(progress.maximum());
+    const Status s = future.result();
+    if (!s) {
+        if (s.code() != ErrorCode::Cancelled) showError(tr("Export failed: %1").arg(QString::fromStdString(s.message())));
+        return false;
+    }
+    log(tr("Exported %1 to %2").arg(formats.join(", "), dir));
+    return true;
+}
+
+void MainWindow::chooseNewProject() {
+    const QStringList files = QFileDialog::getOpenFileNames(
+        this, tr("Choose scans"), m_settings->lastOpenDir(),
+        tr("Scans (*.pdf *.tif *.tiff *.png *.jpg *.jpeg *.bmp);;All files (*)"));
+    if (files.isEmpty()) return;
+    m_settings->setLastOpenDir(QFileInfo(files.first()).absolutePath());
+    const QString project = QFileDialog::getSaveFileName(
+        this, tr("Save the new project as"), QFileInfo(files.first()).absolutePath() + "/" +
+                                                  QFileInfo(files.first()).completeBaseName() + ".quire",
+        tr("Quire projects (*.quire)"));
+    if (!project.isEmpty()) newProject(files, project);
+}
+
+void MainWindow::chooseNewProjectFromFolder() {
+    const QString dir = QFileDialog::getExistingDirectory(this, tr("Choose a folder of page images"), m_settings->lastOpenDir());
+    if (dir.isEmpty()) return;
+    m_settings->setLastOpenDir(dir);
+    const QString project = QFileDialog::getSaveFileName(this, tr("Save the new project as"), dir + ".quire",
+                                                         tr("Quire projects (*.quire)"));
+    if (!project.isEmpty()) newProject({dir}, project);
+}
+
+void MainWindow::chooseOpenProject() {
+    const QString p = QFileDialog::getOpenFileName(this, tr("Open project"), m_settings->lastOpenDir(),
+                                                   tr("Quire projects (*.quire)"));
+    if (p.isEmpty()) return;
+    m_settings->setLastOpenDir(QFileInfo(p).absolutePath());
+    openProject(p);
+}
+
+void MainWindow::showExportDialog() {
+    ExportDialog dlg(*m_settings, this);
+    if (dlg.exec() == QDialog::Accepted) exportBook(dlg.folder(), dlg.formats());
+}
+
+void MainWindow::showSettingsDialog() {
+    SettingsDialog dlg(*m_settings, this);
+    if (dlg.exec() == QDialog::Accepted) m_editor->setSpellLanguage(m_settings->languages());
+}
+
+void MainWindow::closeEvent(QCloseEvent* e) {
+    m_editor->flush();
+    saveUiState();
+    if (m_running) {
+        m_worker->cancel();
+        QElapsedTimer t;
+        t.start();
+        while (m_running && t.elapsed() < 60000) QCoreApplication::processEvents(QEventLoop::AllEvents, 50);
+    }
+    m_settings->setWindowGeometry(saveGeometry());
+    m_settings->setWindowState(saveState());
+    e->accept();
+}
+
+void MainWindow::dragEnterEvent(QDragEnterEvent* e) {
+    if (e->mimeData()->hasUrls()) e->acceptProposedAction();
+}
+
+void MainWindow::dropEvent(QDropEvent* e) {
+    QStringList files;
+    for (const QUrl& u : e->mimeData()->urls())
+        if (u.isLocalFile()) files << u.toLocalFile();
+    if (files.isEmpty()) return;
+    if (files.size() == 1 && files.first().endsWith(".quire")) {
+        openProject(files.first());
+        return;
+    }
+    const QString project = QFileDialog::getSaveFileName(this, tr("Save the new project as"),
+                                                         QFileInfo(files.first()).absolutePath() + "/" +
+                                                             QFileInfo(files.first()).completeBaseName() + ".quire",
+                                                         tr("Quire projects (*.quire)"));
+    if (!project.isEmpty()) newProject(files, project);
+}
+
+}  // namespace quire::ui

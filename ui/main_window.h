@@ -1,0 +1,131 @@
+// The archivist's window: page browser, scan and editor side by side, live transcription with
+// progress, log and engine panels, export and settings.
+#pragma once
+
+#include <QElapsedTimer>
+#include <QFutureWatcher>
+#include <QImage>
+#include <QMainWindow>
+#include <QThread>
+#include <QTimer>
+
+#include <memory>
+
+#include "quire/project_store.h"
+#include "transcription_worker.h"
+
+class QComboBox;
+class QLabel;
+class QListView;
+class QPlainTextEdit;
+class QProgressBar;
+class QAction;
+class QMenu;
+
+namespace quire::ui {
+
+class PageListModel;
+class PageFilterProxy;
+class PageView;
+class PageEditor;
+class RunChart;
+class Settings;
+
+class MainWindow : public QMainWindow {
+    Q_OBJECT
+public:
+    explicit MainWindow(QWidget* parent = nullptr);
+    ~MainWindow() override;
+
+    // The programmatic surface used by menus, drag and drop, the command line and the tests.
+    bool newProject(const QStringList& inputs, const QString& projectPath, bool start = true);
+    bool openProject(const QString& path);
+    void closeProject();
+    void startRun();
+    void setPaused(bool paused);
+    void cancelRun();
+    bool isRunning() const { return m_running; }
+    bool exportBook(const QString& dir, const QStringList& formats);
+
+    void goToRow(int row);  // row of the page list (unfiltered)
+    bool nextFlagged();
+    bool previousFlagged();
+    void markProofread();
+
+    QString projectPath() const;
+    int currentRow() const { return m_currentRow; }
+    PageEditor* editor() const { return m_editor; }
+    PageView* pageView() const { return m_view; }
+    PageListModel* pageModel() const { return m_model; }
+    QListView* pageList() const { return m_list; }
+    QString lastError() const { return m_lastError; }
+    int longestStallMs() const { return m_longestStallMs; }
+    bool resumeOffered() const { return m_resumeOffered; }
+    bool pageImageShown() const { return m_imageShownFor == m_currentPageId && m_currentPageId >= 0; }
+    ProjectStore* store() const { return m_store.get(); }
+
+signals:
+    void runFinished(bool ok);
+    void correctionSaved(qint64 pageId);
+    void pageShown(int row);
+
+protected:
+    void closeEvent(QCloseEvent* e) override;
+    void dragEnterEvent(QDragEnterEvent* e) override;
+    void dropEvent(QDropEvent* e) override;
+
+private:
+    void buildActions();
+    void buildLayout();
+    void updateTitle();
+    void updateActions();
+    void reloadPages();
+    void showRow(int row);
+    void showError(const QString& message);
+    void log(const QString& message, bool warning = false);
+    void saveUiState();
+    void restoreUiState();
+    void rebuildRecentMenu();
+    TranscribeParams paramsFromSettings() const;
+    void onPageFinished(qint64 pageId, int sequence, const QString& status, bool flagged);
+    void onProgress(const RunSample& s);
+    void onRunFinished(bool ok, bool cancelled, const QString& message);
+    void chooseNewProject();
+    void chooseNewProjectFromFolder();
+    void chooseOpenProject();
+    void showExportDialog();
+    void showSettingsDialog();
+
+    std::unique_ptr<Settings> m_settings;
+    std::unique_ptr<ProjectStore> m_store;
+    PageListModel* m_model = nullptr;
+    PageFilterProxy* m_proxy = nullptr;
+    QListView* m_list = nullptr;
+    QComboBox* m_filter = nullptr;
+    PageView* m_view = nullptr;
+    PageEditor* m_editor = nullptr;
+    QPlainTextEdit* m_log = nullptr;
+    RunChart* m_chart = nullptr;
+    QLabel* m_stallLabel = nullptr;
+    QProgressBar* m_progress = nullptr;
+    QLabel* m_progressLabel = nullptr;
+    QMenu* m_recentMenu = nullptr;
+    QAction *m_startAct = nullptr, *m_pauseAct = nullptr, *m_cancelAct = nullptr, *m_exportAct = nullptr,
+            *m_proofAct = nullptr;
+
+    QThread m_thread;
+    TranscriptionWorker* m_worker = nullptr;
+    bool m_running = false;
+    int m_currentRow = -1;
+    qint64 m_currentPageId = -1;
+    qint64 m_imageShownFor = -1;
+    QFutureWatcher<QImage> m_imageWatcher;
+    QString m_lastError;
+    bool m_resumeOffered = false;
+
+    QTimer m_stallTimer;
+    QElapsedTimer m_stallClock;
+    int m_longestStallMs = 0;
+};
+
+}  // namespace quire::ui

@@ -1,0 +1,78 @@
+// The side-by-side editor: the current page's text, low-confidence words highlighted, spelling
+// underlined (hunspell, in the project's language), every edit handed on for saving within a
+// second. Words map to their boxes on the scan in both directions.
+#pragma once
+
+#include <QPlainTextEdit>
+#include <QSyntaxHighlighter>
+#include <QTimer>
+
+#include <memory>
+
+#include "quire/geometry.h"
+
+class Hunspell;
+
+namespace quire::ui {
+
+class PageHighlighter;
+
+class PageEditor : public QPlainTextEdit {
+    Q_OBJECT
+public:
+    explicit PageEditor(QWidget* parent = nullptr);
+    ~PageEditor() override;
+
+    // Loads a page: `text` is the effective text, `layout` the engine's words with boxes.
+    void setPage(qint64 pageId, const QString& text, const PageText& layout, float lowConfidence);
+    void clearPage();
+    qint64 pageId() const { return m_pageId; }
+    // Appends streamed text for a page still being written (token by token or a page at once).
+    void appendStreamed(qint64 pageId, const QString& chunk, bool pageComplete);
+    void setSpellLanguage(const QString& tesseractLanguages);
+    bool spellCheckAvailable() const { return m_hunspell != nullptr; }
+    bool isMisspelled(const QString& word) const;
+
+    // Saves now what is pending (page change, focus loss, close).
+    void flush();
+    void selectWordWithBox(const quire::Box& box);
+    // The aligned word under the cursor (box and confidence), if any.
+    const Word* wordAtCursor() const;
+    const PageText& alignedWords() const { return m_aligned; }
+
+    static constexpr int kSaveDelayMs = 700;
+
+signals:
+    void correctionReady(qint64 pageId, const QString& text);
+    void wordActivated(const quire::Box& box);
+
+protected:
+    void focusOutEvent(QFocusEvent* e) override;
+
+private:
+    void realign();
+    int tokenIndexAt(int position) const;
+    qint64 m_pageId = -1;
+    QString m_savedText, m_lastText;
+    PageText m_layout, m_aligned;
+    float m_lowConfidence = 60;
+    QTimer m_saveTimer, m_alignTimer;
+    bool m_loading = false;
+    std::unique_ptr<Hunspell> m_hunspell;
+    PageHighlighter* m_highlighter = nullptr;
+    friend class PageHighlighter;
+};
+
+class PageHighlighter : public QSyntaxHighlighter {
+    Q_OBJECT
+public:
+    PageHighlighter(PageEditor* editor);
+
+protected:
+    void highlightBlock(const QString& text) override;
+
+private:
+    PageEditor* m_editor;
+};
+
+}  // namespace quire::ui

@@ -1,0 +1,178 @@
+#include "page_view.h"
+
+#include <QEvent>
+#include <QGraphicsPixmapItem>
+#include <QGraphicsRectItem>
+#include <QGraphicsScene>
+#include <QMouseEvent>
+#include <QScrollBar>
+#include <QWheelEvent>
+
+#include "palette_colors.h"
+
+namespace quire::ui {
+
+PageView::PageView(QWidget* parent) : QGraphicsView(parent) {
+    setScene(new QGraphicsScene(this));
+    setDragMode(QGraphicsView::ScrollHandDrag);
+    setTransformationAnchor(QGraphicsView::AnchorUnderMouse);
+    setRenderHints(QPainter::SmoothPixmapTransform | QPainter::Antialiasing);
+    setBackgroundRole(QPalette::Dark);
+}
+
+void PageView::setPage(const QImage& scan, const PageText& words, QPoint origin, float lowConfidence) {
+    scene()->clear();
+    m_wordItems.clear();
+    m_highlight = nullptr;
+    m_highlighted = -1;
+    m_origin = origin;
+    m_lowConfidence = lowConfidence;
+    m_wordBoxes.clear();
+    m_wordConf.clear();
+    m_lineBoxes.clear();
+    for (const auto& l : words.lines) {
+        m_lineBoxes.push_back(l.box);
+        for (const auto& w : l.words) {
+            m_wordBoxes.push_back(w.box);
+            m_wordConf.push_back(w.confidence);
+        }
+    }
+    QPixmap pm = QPixmap::fromImage(scan);
+    m_pixmap = scene()->addPixmap(pm);
+    m_pixmap->setTransformationMode(Qt::SmoothTransformation);
+    scene()->setSceneRect(pm.rect());
+    rebuildBoxes();
+    applyMode();
+}
+
+void PageView::clearPage(const QString& message) {
+    scene()->clear();
+    m_pixmap = nullptr;
+    m_highlight = nullptr;
+    m_wordItems.clear();
+    if (!message.isEmpty()) scene()->addText(message);
+}
+
+void PageView::rebuildBoxes() {
+    const QColor line = boxColor(palette(), false);
+    for (const quire::Box& b : m_lineBoxes) {
+        if (b.empty()) continue;
+        auto* r = scene()->addRect(QRectF(b.x - m_origin.x(), b.y - m_origin.y(), b.w, b.h), QPen(line, 0));
+        r->setZValue(1);
+    }
+    const QColor low = lowConfidenceColor(palette());
+    for (size_t i = 0; i < m_wordBoxes.size(); ++i) {
+        const quire::Box& b = m_wordBoxes[i];
+        const bool isLow = m_wordConf[i] < m_lowConfidence;
+        QColor fill = low;
+        fill.setAlpha(isLow ? 70 : 0);
+        auto* r = scene()->addRect(QRectF(b.x - m_origin.x(), b.y - m_origin.y(), b.w, b.h),
+                                   QPen(boxColor(palette(), true), 0), QBrush(fill));
+        r->setZValue(2);
+        r->setData(0, int(i));
+        m_wordItems.push_back(r);
+    }
+}
+
+void PageView::highlightWord(int index) {
+    m_highlighted = index;
+    if (m_highlight) {
+        scene()->removeItem(m_highlight);
+        delete m_highlight;
+        m_highlight = nullptr;
+    }
+    if (index < 0 || index >= int(m_wordBoxes.size()) || m_wordBoxes[size_t(index)].empty()) return;
+    const quire::Box& b = m_wordBoxes[size_t(index)];
+    QColor c = palette().color(QPalette::Highlight);
+    QColor fill = c;
+    fill.setAlpha(90);
+    m_highlight = scene()->addRect(QRectF(b.x - m_origin.x() - 3, b.y - m_origin.y() - 3, b.w + 6, b.h + 6),
+                                   QPen(c, 3), QBrush(fill));
+    m_highlight->setZValue(3);
+    ensureVisible(m_highlight, 60, 60);
+}
+
+void PageView::fitWidth() {
+    m_mode = ZoomMode::FitWidth;
+    applyMode();
+}
+void PageView::fitPage() {
+    m_mode = ZoomMode::FitPage;
+    applyMode();
+}
+void PageView::actualSize() { setZoom(1.0); }
+
+void PageView::applyMode() {
+    if (!m_pixmap) return;
+    const QRectF r = scene()->sceneRect();
+    if (r.isEmpty()) return;
+    const QSizeF vp = viewport()->size();
+    double z = zoom();
+    if (m_mode == ZoomMode::FitWidth) z = (vp.width() - 4) / r.width();
+    else if (m_mode == ZoomMode::FitPage) z = std::min((vp.width() - 4) / r.width(), (vp.height() - 4) / r.height());
+    else return;
+    setTransform(QTransform::fromScale(z, z));
+    emit zoomChanged(z);
+}
+
+double PageView::zoom() const { return transform().m11(); }
+
+void PageView::setZoom(double z) {
+    m_mode = ZoomMode::Custom;
+    z = std::clamp(z, 0.05, 8.0);
+    setTransform(QTransform::fromScale(z, z));
+    emit zoomChanged(z);
+}
+
+void PageView::zoomBy(double factor) { setZoom(zoom() * factor); }
+
+QPoint PageView::scrollPosition() const { return {horizontalScrollBar()->value(), verticalScrollBar()->value()}; }
+
+void PageView::setScrollPosition(QPoint p) {
+    horizontalScrollBar()->setValue(p.x());
+    verticalScrollBar()->setValue(p.y());
+}
+
+void PageView::wheelEvent(QWheelEvent* e) {
+    if (e->modifiers() & Qt::ControlModifier) {
+        zoomBy(e->angleDelta().y() > 0 ? 1.15 : 1 / 1.15);
+        e->accept();
+        return;
+    }
+    QGraphicsView::wheelEvent(e);
+}
+
+void PageView::mousePressEvent(QMouseEvent* e) {
+    if (e->button() == Qt::LeftButton) {
+        for (QGraphicsItem* item : items(e->position().toPoint())) {
+            const QVariant idx = item->data(0);
+            if (idx.isValid()) {
+                highlightWord(idx.toInt());
+                emit wordClicked(idx.toInt());
+                break;
+            }
+        }
+    }
+    QGraphicsView::mousePressEvent(e);
+}
+
+void PageView::resizeEvent(QResizeEvent* e) {
+    QGraphicsView::resizeEvent(e);
+    applyMode();
+}
+
+void PageView::changeEvent(QEvent* e) {
+    QGraphicsView::changeEvent(e);
+    if (e->type() == QEvent::PaletteChange && m_pixmap) {
+        const int h = m_highlighted;
+        const QPixmap pm = m_pixmap->pixmap();
+        scene()->clear();
+        m_wordItems.clear();
+        m_highlight = nullptr;
+        m_pixmap = scene()->addPixmap(pm);
+        rebuildBoxes();
+        highlightWord(h);
+    }
+}
+
+}  // namespace quire::ui

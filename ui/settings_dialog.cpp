@@ -1,0 +1,104 @@
+#include "settings_dialog.h"
+
+#include <QCheckBox>
+#include <QComboBox>
+#include <QDialogButtonBox>
+#include <QDoubleSpinBox>
+#include <QFormLayout>
+#include <QLabel>
+#include <QLineEdit>
+#include <QSpinBox>
+#include <QVBoxLayout>
+
+#include "quire/backend.h"
+#include "quire/recognizer.h"
+#include "settings.h"
+
+namespace quire::ui {
+
+SettingsDialog::SettingsDialog(Settings& settings, QWidget* parent) : QDialog(parent), m_settings(settings) {
+    setWindowTitle(tr("Settings"));
+    auto* form = new QFormLayout;
+    m_engine = new QComboBox;
+    m_engine->addItem(tr("Automatic"), "auto");
+    m_engine->addItem(tr("Tesseract"), "tesseract");
+    m_engine->setCurrentIndex(std::max(0, m_engine->findData(settings.engine())));
+    form->addRow(tr("Recognition engine:"), m_engine);
+    m_languages = new QLineEdit(settings.languages());
+    QStringList installed;
+    for (const auto& l : availableTesseractLanguages()) installed << QString::fromStdString(l);
+    m_languages->setToolTip(tr("Installed: %1. Combine with '+', e.g. eng+chi_sim").arg(installed.join(", ")));
+    form->addRow(tr("Languages:"), m_languages);
+    m_threads = new QSpinBox;
+    m_threads->setRange(0, 64);
+    m_threads->setSpecialValueText(tr("one per core"));
+    m_threads->setValue(settings.threads());
+    form->addRow(tr("CPU threads:"), m_threads);
+    m_device = new QComboBox;
+    m_device->addItem(tr("CPU"), "cpu");
+    std::string why;
+    const auto gpus = gpuDevices(&why);
+    for (const auto& g : gpus) m_device->addItem(tr("GPU: %1").arg(QString::fromStdString(g.name)), "gpu");
+    m_device->setCurrentIndex(std::max(0, m_device->findData(settings.device())));
+    m_device->setToolTip(gpus.empty() ? QString::fromStdString(why) : QString());
+    form->addRow(tr("Device (reader engine):"), m_device);
+    m_flag = new QDoubleSpinBox;
+    m_flag->setRange(0, 100);
+    m_flag->setDecimals(0);
+    m_flag->setValue(settings.flagBelow());
+    m_flag->setToolTip(tr("Pages whose mean word confidence is below this are flagged for proofreading"));
+    form->addRow(tr("Flag pages below confidence:"), m_flag);
+    m_dpi = new QSpinBox;
+    m_dpi->setRange(72, 1200);
+    m_dpi->setValue(settings.pdfDpi());
+    form->addRow(tr("PDF rendering (dpi):"), m_dpi);
+    m_deskew = new QCheckBox(tr("Straighten skewed pages"));
+    m_deskew->setChecked(settings.deskew());
+    m_normalize = new QCheckBox(tr("Even out uneven lighting"));
+    m_normalize->setChecked(settings.normalizeBackground());
+    m_binarize = new QCheckBox(tr("Binarise before recognition"));
+    m_binarize->setChecked(settings.binarize());
+    m_split = new QCheckBox(tr("Split two-page spreads"));
+    m_split->setChecked(settings.splitSpreads());
+    form->addRow(tr("Preprocessing:"), m_deskew);
+    form->addRow(QString(), m_normalize);
+    form->addRow(QString(), m_binarize);
+    form->addRow(QString(), m_split);
+    m_theme = new QComboBox;
+    m_theme->addItem(tr("Follow the system"), "system");
+    m_theme->addItem(tr("Light"), "light");
+    m_theme->addItem(tr("Dark"), "dark");
+    m_theme->setCurrentIndex(std::max(0, m_theme->findData(settings.theme())));
+    form->addRow(tr("Theme:"), m_theme);
+    m_uiLanguage = new QComboBox;
+    m_uiLanguage->addItem(tr("Follow the system"), "system");
+    m_uiLanguage->addItem(QStringLiteral("English"), "en");
+    m_uiLanguage->addItem(QStringLiteral("简体中文"), "zh_CN");
+    m_uiLanguage->setCurrentIndex(std::max(0, m_uiLanguage->findData(settings.uiLanguage())));
+    form->addRow(tr("Interface language:"), m_uiLanguage);
+    auto* layout = new QVBoxLayout(this);
+    layout->addLayout(form);
+    layout->addWidget(new QLabel(tr("Theme and interface language apply the next time Quire starts.")));
+    auto* buttons = new QDialogButtonBox(QDialogButtonBox::Ok | QDialogButtonBox::Cancel);
+    connect(buttons, &QDialogButtonBox::accepted, this, &QDialog::accept);
+    connect(buttons, &QDialogButtonBox::rejected, this, &QDialog::reject);
+    layout->addWidget(buttons);
+}
+
+void SettingsDialog::accept() {
+    m_settings.setEngine(m_engine->currentData().toString());
+    m_settings.setLanguages(m_languages->text().trimmed().isEmpty() ? "eng" : m_languages->text().trimmed());
+    m_settings.setThreads(m_threads->value());
+    m_settings.setDevice(m_device->currentData().toString());
+    m_settings.setFlagBelow(m_flag->value());
+    m_settings.setPdfDpi(m_dpi->value());
+    m_settings.setDeskew(m_deskew->isChecked());
+    m_settings.setNormalizeBackground(m_normalize->isChecked());
+    m_settings.setBinarize(m_binarize->isChecked());
+    m_settings.setSplitSpreads(m_split->isChecked());
+    m_settings.setTheme(m_theme->currentData().toString());
+    m_settings.setUiLanguage(m_uiLanguage->currentData().toString());
+    QDialog::accept();
+}
+
+}  // namespace quire::ui

@@ -1,0 +1,30 @@
+#pragma once
+
+#include <QDialog>
+
+class QCheckBox;
+class QComboBox;
+class QDoubleSpinBox;
+class QLineEdit;
+class QSpinBox;
+
+namespace quire::ui {
+
+class Settings;
+
+class SettingsDialog : public QDialog {
+    Q_OBJECT
+public:
+    SettingsDialog(Settings& settings, QWidget* parent = nullptr);
+    void accept() override;
+
+private:
+    Settings& m_settings;
+    QComboBox *m_engine, *m_device, *m_theme, *m_uiLanguage;
+    QLineEdit* m_languages;
+    QSpinBox *m_threads, *m_dpi;
+    QDoubleSpinBox* m_flag;
+    QCheckBox *m_deskew, *m_normalize, *m_binarize, *m_split;
+};
+
+}  // namespace quire::ui
