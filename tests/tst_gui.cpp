@@ -11,7 +11,10 @@
 #include <quazip.h>
 #include <quazipfile.h>
 
+#include <tiffio.h>
+
 #include "main_window.h"
+#include "quire/transcriber.h"
 #include "page_editor.h"
 #include "page_list_model.h"
 #include "page_view.h"
@@ -138,6 +141,45 @@ private slots:
         QVERIFY(w.lastError().contains("newer version of Quire"));
         QCOMPARE(w.projectPath(), m_project);
         QCOMPARE(w.pageModel()->rowCount(), pages);
+    }
+
+    void largeVolumeOpensAndScrolls() {
+        // 2,000 queued pages (one multi-page TIFF): the window shows them all, thumbnails come later.
+        const QString tif = m_dir.filePath("long.tif");
+        TIFF* t = TIFFOpen(tif.toLocal8Bit().constData(), "w");
+        const cv::Mat page = textPage({"a page"}, 400, 560, 1.0);
+        for (int p = 0; p < 2000; ++p) {
+            TIFFSetField(t, TIFFTAG_IMAGEWIDTH, page.cols);
+            TIFFSetField(t, TIFFTAG_IMAGELENGTH, page.rows);
+            TIFFSetField(t, TIFFTAG_SAMPLESPERPIXEL, 1);
+            TIFFSetField(t, TIFFTAG_BITSPERSAMPLE, 8);
+            TIFFSetField(t, TIFFTAG_PHOTOMETRIC, PHOTOMETRIC_MINISBLACK);
+            TIFFSetField(t, TIFFTAG_COMPRESSION, COMPRESSION_ADOBE_DEFLATE);
+            for (int y = 0; y < page.rows; ++y) TIFFWriteScanline(t, const_cast<uchar*>(page.ptr(y)), uint32_t(y), 0);
+            TIFFWriteDirectory(t);
+        }
+        TIFFClose(t);
+        const QString project = m_dir.filePath("long.quire");
+        {
+            auto store = ProjectStore::open(project.toStdString());
+            QVERIFY(store);
+            TranscribeParams params;
+            params.inputs = {tif.toStdString()};
+            QVERIFY(registerInputs(**store, params));
+        }
+        MainWindow w;
+        w.show();
+        QElapsedTimer timer;
+        timer.start();
+        QVERIFY(w.openProject(project));
+        QCoreApplication::processEvents();
+        const qint64 openMs = timer.elapsed();
+        QCOMPARE(w.pageModel()->rowCount(), 2000);
+        // Scrolling to the end asks only for the thumbnails in view.
+        w.goToRow(1999);
+        QCOMPARE(w.currentRow(), 1999);
+        QTRY_VERIFY_WITH_TIMEOUT(w.pageImageShown(), 30000);
+        qInfo("opened a 2,000-page project in %lld ms; showed its last page after %lld ms", openMs, timer.elapsed());
     }
 
     void killedGuiKeepsPagesAndTypedCorrection() {

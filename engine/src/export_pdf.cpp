@@ -40,6 +40,14 @@ bool isPdfFile(const fs::path& p) {
     return std::string_view(head, size_t(in.gcount())).find("%PDF-") != std::string_view::npos;
 }
 
+bool isPngOrJpeg(const fs::path& p) {
+    std::ifstream in(p, std::ios::binary);
+    char head[8] = {};
+    in.read(head, sizeof head);
+    if (in.gcount() < 8) return false;
+    return std::memcmp(head, "\x89PNG\r\n\x1a\n", 8) == 0 || std::memcmp(head, "\xff\xd8\xff", 3) == 0;
+}
+
 fs::path findGlyphlessFont() {
     std::vector<fs::path> dirs;
     if (const char* env = std::getenv("TESSDATA_PREFIX"); env && *env) dirs.emplace_back(env);
@@ -309,7 +317,8 @@ Status writeSearchablePdf(const std::vector<BookPageInput>& pages, const fs::pat
                 // Image page: the scan itself, then the words.
                 QPDFObjectHandle image = pdf.makeIndirectObject(QPDFObjectHandle::newStream(&pdf));
                 int w = 0, h = 0;
-                std::string bytes = whole ? readFile(page.sourceFile) : std::string();
+                // Only single-image PNG/JPEG files can pass through; a multi-page TIFF is never read whole.
+                std::string bytes = whole && isPngOrJpeg(page.sourceFile) ? readFile(page.sourceFile) : std::string();
                 const auto png = whole ? pngPassThrough(bytes) : std::nullopt;
                 const auto jpg = whole && !png ? jpegInfo(bytes) : std::nullopt;
                 auto dict = image.getDict();
