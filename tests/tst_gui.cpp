@@ -211,10 +211,15 @@ private slots:
         QVERIFY((*store)->counts()->done >= 2);
         QVERIFY((*store)->counts()->corrected >= 1);
         bool found = false;
-        for (const auto& p : *(*store)->pages())
-            if (auto c = (*store)->latestCorrection(p.id); c && c->has_value())
+        QString all;
+        const auto pages = (*store)->pages();  // kept alive: iterating *temporary() would dangle
+        QVERIFY(pages);
+        for (const auto& p : *pages)
+            if (auto c = (*store)->latestCorrection(p.id); c && c->has_value()) {
+                all += QString("page %1: %2\n").arg(p.sequence).arg(QString::fromStdString((*c)->text));
                 found = found || QString::fromStdString((*c)->text).contains("Typed before the crash");
-        QVERIFY(found);
+            }
+        QVERIFY2(found, qPrintable(all));
         // Reopening offers to resume the interrupted run.
         (*store).reset();
         MainWindow w;

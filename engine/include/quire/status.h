@@ -60,7 +60,10 @@ public:
     T&& value() && { return std::move(*m_value); }
     T* operator->() { return &*m_value; }
     const T* operator->() const { return &*m_value; }
-    T& operator*() { return *m_value; }
+    T& operator*() & { return *m_value; }
+    const T& operator*() const& { return *m_value; }
+    // By value on a temporary, so `for (x : *f())` cannot dangle.
+    T operator*() && { return std::move(*m_value); }
 
 private:
     std::optional<T> m_value;
