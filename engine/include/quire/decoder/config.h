@@ -1,0 +1,34 @@
+// The decoder family's configuration (config.json beside the weights; docs/MODEL_FORMAT.md).
+#pragma once
+
+#include <filesystem>
+#include <string>
+
+#include "quire/status.h"
+
+namespace quire::decoder {
+
+struct ModelConfig {
+    int vocabSize = 0;
+    int hiddenSize = 0;
+    int numLayers = 0;
+    int numHeads = 0;
+    int numKvHeads = 0;
+    int headDim = 0;
+    int intermediateSize = 0;
+    int visualDim = 0;  // width of the visual tokens entering the projector
+    float rmsNormEps = 1e-5f;
+    double ropeTheta = 10000.0;
+    int maxPositions = 4096;  // the rotary range the model was trained on
+    bool tieWordEmbeddings = true;
+    int bosTokenId = 1, eosTokenId = 2, pageBreakTokenId = 3;
+
+    static Result<ModelConfig> fromJson(const std::string& json, const std::string& where);
+    static Result<ModelConfig> load(const std::filesystem::path& file);
+    std::string toJson() const;
+    Status validate(const std::string& where) const;
+    int groupSize() const { return numHeads / numKvHeads; }
+    size_t kvBytesPerToken() const { return size_t(2) * numLayers * numKvHeads * headDim * sizeof(float); }
+};
+
+}  // namespace quire::decoder

@@ -1,0 +1,106 @@
+// Continuous decoding of a whole volume with constant KV memory.
+//
+// The sequence is [sinks: BOS + prompt] then, interleaved as the caller feeds them, the visual
+// tokens of each page and the generated text. A generated token attends to:
+//   Full   every earlier token;
+//   RSwa   sinks, every page's visual tokens, and the last `recentTokens` generated tokens
+//          (Unlimited-OCR's R-SWA);
+//   SrSwa  sinks, the visual tokens of a window of pages around the current one, up to
+//          `gatedPages` earlier pages chosen by the page gate and inside each up to
+//          `blocksPerGatedPage` 16-token blocks chosen by Quest bounds, and the recent tokens.
+// Visual tokens of a page attend to the sinks and, causally, to their own page.
+// With budgets that cover everything, SrSwa computes exactly what RSwa computes.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "quire/decoder/model.h"
+
+namespace quire::decoder {
+
+constexpr int kBlockTokens = 16;
+
+enum class AttentionMode { Full, RSwa, SrSwa };
+const char* attentionModeName(AttentionMode m);
+Result<AttentionMode> parseAttentionMode(const std::string& s);
+
+struct AttentionParams {
+    AttentionMode mode = AttentionMode::SrSwa;
+    int recentTokens = 128;        // n: generated tokens kept (self included)
+    int windowBefore = 1;          // pages before the current one in the window
+    int windowAfter = 2;           // pages after it (fed ahead); W = 1 + before + after
+    int gatedPages = 4;            // k_p
+    int blocksPerGatedPage = 8;    // k_b
+    int gateRefreshSteps = 8;      // the page gate is re-evaluated this often and at each page break
+    int gateQueryTokens = 16;      // running mean of this many recent pre-rotary queries
+    int maxPageTokens = 512;       // visual tokens a page may bring (sizes the fixed pool)
+    int maxSinkTokens = 64;
+};
+
+struct StepResult {
+    const std::vector<float>* logits = nullptr;  // [vocab], valid until the next call
+    int page = 0;                                // the page the step belongs to
+};
+
+struct SessionStats {
+    size_t poolCapacityBytes = 0;  // KV memory reserved for the sequence ("device" memory)
+    size_t poolUsedBytes = 0;
+    size_t hostBytes = 0;          // offloaded pages (keys/values kept in host memory)
+    int attendedTokens = 0;        // tokens the last step attended to (layer 0)
+    int64_t position = 0;          // absolute position of the next token
+    int currentPage = 0;
+};
+
+class DecodeSession {
+public:
+    DecodeSession(std::shared_ptr<const ModelWeights> model, AttentionParams params);
+    ~DecodeSession();
+
+    Status begin(const std::vector<int>& sinkTokens);
+    // Visual tokens of page `page` ([count, visualDim], row-major). Pages are fed in order.
+    Status addPage(int page, const float* visual, int count);
+    // Feeds the previous output token (the page-break token moves to the next page) and returns
+    // the logits of the next one.
+    Result<StepResult> step(int inputToken);
+
+    SessionStats stats() const;
+    const AttentionParams& params() const { return m_params; }
+    int pagesAdded() const;
+    // Per layer, the tokens the last step attended to, as (absolute position) lists: for tests and
+    // the attention-mass recall benchmark.
+    std::vector<std::vector<int64_t>> lastAttendedPositions() const;
+
+private:
+    struct Impl;
+    std::unique_ptr<Impl> d;
+    AttentionParams m_params;
+};
+
+// Greedy decoding with a sliding-window no-repeat n-gram ban and a loop detector.
+struct GreedyOptions {
+    int noRepeatNgram = 35;
+    int ngramWindow = 1024;
+    int maxTokensPerPage = 2048;
+    int loopMinRepeats = 4;    // a period repeated this many times in a row ...
+    int loopMaxPeriod = 64;    // ... up to this length counts as a loop
+};
+
+class GreedySampler {
+public:
+    explicit GreedySampler(GreedyOptions o = {}) : m_opt(o) {}
+    // The best token not banned by the n-gram rule.
+    int pick(const std::vector<float>& logits) const;
+    void push(int token);
+    bool looping() const;
+    const std::vector<int>& history() const { return m_history; }
+
+private:
+    GreedyOptions m_opt;
+    std::vector<int> m_history;
+};
+
+}  // namespace quire::decoder

@@ -1,0 +1,69 @@
+#include "quire/decoder/config.h"
+
+#include <QFile>
+#include <QJsonDocument>
+#include <QJsonObject>
+
+namespace quire::decoder {
+
+Result<ModelConfig> ModelConfig::fromJson(const std::string& json, const std::string& where) {
+    QJsonParseError err{};
+    const auto doc = QJsonDocument::fromJson(QByteArray::fromStdString(json), &err);
+    if (err.error != QJsonParseError::NoError || !doc.isObject())
+        return Status(ErrorCode::Corrupt, where + ": not a JSON object (" + err.errorString().toStdString() + ")");
+    const QJsonObject o = doc.object();
+    ModelConfig c;
+    auto integer = [&](const char* key, int& out, bool required) -> Status {
+        if (!o.contains(key)) return required ? Status(ErrorCode::Corrupt, where + ": '" + key + "' is missing") : Status::ok();
+        const double v = o.value(key).toDouble(-1);
+        if (v < 0 || v > 1e9 || v != std::floor(v)) return Status(ErrorCode::Corrupt, where + ": '" + key + "' must be a non-negative integer");
+        out = int(v);
+        return Status::ok();
+    };
+    for (auto [key, field] : std::initializer_list<std::pair<const char*, int*>>{
+             {"vocab_size", &c.vocabSize}, {"hidden_size", &c.hiddenSize}, {"num_layers", &c.numLayers},
+             {"num_heads", &c.numHeads}, {"num_kv_heads", &c.numKvHeads}, {"head_dim", &c.headDim},
+             {"intermediate_size", &c.intermediateSize}, {"visual_dim", &c.visualDim}})
+        if (Status s = integer(key, *field, true); !s) return s;
+    for (auto [key, field] : std::initializer_list<std::pair<const char*, int*>>{
+             {"max_position_embeddings", &c.maxPositions}, {"bos_token_id", &c.bosTokenId},
+             {"eos_token_id", &c.eosTokenId}, {"page_break_token_id", &c.pageBreakTokenId}})
+        if (Status s = integer(key, *field, false); !s) return s;
+    c.rmsNormEps = float(o.value("rms_norm_eps").toDouble(c.rmsNormEps));
+    c.ropeTheta = o.value("rope_theta").toDouble(c.ropeTheta);
+    c.tieWordEmbeddings = o.value("tie_word_embeddings").toBool(c.tieWordEmbeddings);
+    if (Status s = c.validate(where); !s) return s;
+    return c;
+}
+
+Status ModelConfig::validate(const std::string& where) const {
+    auto bad = [&](const std::string& why) { return Status(ErrorCode::Corrupt, where + ": " + why); };
+    if (vocabSize < 4 || hiddenSize < 1 || numLayers < 1 || numHeads < 1 || numKvHeads < 1 || headDim < 2 ||
+        intermediateSize < 1 || visualDim < 1)
+        return bad("sizes must be positive (vocab at least 4)");
+    if (numHeads % numKvHeads) return bad("num_heads must be a multiple of num_kv_heads");
+    if (headDim % 2) return bad("head_dim must be even for rotary positions");
+    if (maxPositions < 16) return bad("max_position_embeddings is too small");
+    for (int id : {bosTokenId, eosTokenId, pageBreakTokenId})
+        if (id < 0 || id >= vocabSize) return bad("special token ids must lie inside the vocabulary");
+    if (!(ropeTheta > 1) || !(rmsNormEps > 0)) return bad("rope_theta and rms_norm_eps must be positive");
+    return Status::ok();
+}
+
+Result<ModelConfig> ModelConfig::load(const std::filesystem::path& file) {
+    QFile f(QString::fromStdString(file.string()));
+    if (!f.open(QIODevice::ReadOnly)) return Status(ErrorCode::NotFound, file.string() + ": cannot read the model config");
+    return fromJson(f.readAll().toStdString(), file.string());
+}
+
+std::string ModelConfig::toJson() const {
+    QJsonObject o{{"model_type", "quire-srswa-decoder"}, {"vocab_size", vocabSize}, {"hidden_size", hiddenSize},
+                  {"num_layers", numLayers}, {"num_heads", numHeads}, {"num_kv_heads", numKvHeads},
+                  {"head_dim", headDim}, {"intermediate_size", intermediateSize}, {"visual_dim", visualDim},
+                  {"rms_norm_eps", double(rmsNormEps)}, {"rope_theta", ropeTheta},
+                  {"max_position_embeddings", maxPositions}, {"tie_word_embeddings", tieWordEmbeddings},
+                  {"bos_token_id", bosTokenId}, {"eos_token_id", eosTokenId}, {"page_break_token_id", pageBreakTokenId}};
+    return QJsonDocument(o).toJson(QJsonDocument::Indented).toStdString();
+}
+
+}  // namespace quire::decoder

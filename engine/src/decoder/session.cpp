@@ -1,0 +1,569 @@
+#include "quire/decoder/session.h"
+
+#include <cblas.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <numeric>
+
+namespace quire::decoder {
+
+const char* attentionModeName(AttentionMode m) {
+    switch (m) {
+        case AttentionMode::Full: return "full";
+        case AttentionMode::RSwa: return "rswa";
+        case AttentionMode::SrSwa: return "srswa";
+    }
+    return "?";
+}
+
+Result<AttentionMode> parseAttentionMode(const std::string& s) {
+    if (s == "full") return AttentionMode::Full;
+    if (s == "rswa") return AttentionMode::RSwa;
+    if (s == "srswa") return AttentionMode::SrSwa;
+    return Status(ErrorCode::InvalidArgument, "unknown attention mode '" + s + "' (full, rswa, srswa)");
+}
+
+namespace {
+
+enum class BlockKind { Sink, Visual, Generated };
+
+// One 16-token block of keys (rotated at their absolute positions) and values, for every layer.
+struct Block {
+    BlockKind kind = BlockKind::Sink;
+    int page = -1;
+    int count = 0;
+    int64_t pos0 = 0;         // absolute position of token 0; tokens are consecutive
+    int64_t genIndex0 = 0;    // for generated blocks: generated-token index of token 0
+    int slot = -1;            // pool slot, or -1 when offloaded to host memory
+    std::vector<float> host;  // offloaded data (same layout as a slot)
+    std::vector<float> kMin, kMax;  // Quest bounds per [layer][kvHead][dim], over stored keys
+    bool sealed = false;      // no more tokens go in
+};
+
+void rmsnorm(const float* x, const float* w, float* out, int n, float eps) {
+    double ss = 0;
+    for (int i = 0; i < n; ++i) ss += double(x[i]) * x[i];
+    const float r = float(1.0 / std::sqrt(ss / n + eps));
+    for (int i = 0; i < n; ++i) out[i] = x[i] * r * w[i];
+}
+
+void gemv(const std::vector<float>& w, int rows, int cols, const float* x, float* y, float beta = 0.f) {
+    cblas_sgemv(CblasRowMajor, CblasNoTrans, rows, cols, 1.0f, w.data(), cols, x, 1, beta, y, 1);
+}
+
+}  // namespace
+
+struct DecodeSession::Impl {
+    std::shared_ptr<const ModelWeights> model;
+    const ModelConfig& c;
+    AttentionParams p;
+    // Layout of one block: K then V, each [layer][kvHead][token][dim].
+    size_t halfFloats, blockFloats;
+    std::vector<float> pool;       // slots
+    std::vector<int> freeSlots;
+    int capacitySlots = 0;
+    bool fixedPool = false;
+    std::vector<Block> blocks;     // every block ever written, in write order
+    std::vector<int> sinkBlocks;
+    std::map<int, std::vector<int>> pageBlocks;
+    std::vector<int> genBlocks;    // live generated blocks, oldest first
+    std::map<int, std::vector<float>> pageSummary;  // page -> [layer][kvHead][dim] mean pre-rotary key
+    std::map<int, int> pageTokens;
+    int64_t position = 0, generated = 0;
+    int currentPage = 0;
+    bool pageFedSinceLastGen = false;
+    std::vector<double> invFreq;
+    // Gate state.
+    std::vector<std::vector<float>> recentQueries;  // ring of [layer][kvHead][dim]
+    int recentQueryNext = 0, stepsSinceGate = 0;
+    std::vector<int> gated;
+    // Scratch.
+    std::vector<float> x, h, q, k, v, att, tmp, gateBuf, upBuf, logits, scores;
+    std::vector<std::vector<int64_t>> lastPositions;
+    int lastAttended = 0;
+
+    Impl(std::shared_ptr<const ModelWeights> m, AttentionParams params) : model(std::move(m)), c(model->config), p(params) {
+        halfFloats = size_t(c.numLayers) * c.numKvHeads * kBlockTokens * c.headDim;
+        blockFloats = 2 * halfFloats;
+        invFreq.resize(size_t(c.headDim / 2));
+        for (int i = 0; i < c.headDim / 2; ++i) invFreq[size_t(i)] = std::pow(c.ropeTheta, -2.0 * i / c.headDim);
+        fixedPool = p.mode == AttentionMode::SrSwa;
+        if (fixedPool) {
+            const int perPage = (p.maxPageTokens + kBlockTokens - 1) / kBlockTokens;
+            const int window = 1 + p.windowBefore + p.windowAfter;
+            // Sinks, the window's pages plus one being fed, the ring (+2 partially filled), and the
+            // staging area the gated blocks are copied into on a GPU.
+            capacitySlots = (p.maxSinkTokens + kBlockTokens - 1) / kBlockTokens + (window + 1) * perPage +
+                            (p.recentTokens + kBlockTokens - 1) / kBlockTokens + 2 + p.gatedPages * p.blocksPerGatedPage;
+            pool.assign(size_t(capacitySlots) * blockFloats, 0.f);
+            for (int s = capacitySlots - 1; s >= 0; --s) freeSlots.push_back(s);
+        }
+        const int H = c.hiddenSize, Q = c.numHeads * c.headDim, KV = c.numKvHeads * c.headDim;
+        x.resize(size_t(H)), h.resize(size_t(H)), q.resize(size_t(Q)), k.resize(size_t(KV)), v.resize(size_t(KV));
+        att.resize(size_t(Q)), tmp.resize(size_t(std::max(H, Q))), gateBuf.resize(size_t(c.intermediateSize));
+        upBuf.resize(size_t(c.intermediateSize)), logits.resize(size_t(c.vocabSize));
+        recentQueries.assign(size_t(std::max(1, p.gateQueryTokens)), {});
+        lastPositions.resize(size_t(c.numLayers));
+    }
+
+    float* data(Block& b) { return b.slot >= 0 ? &pool[size_t(b.slot) * blockFloats] : b.host.data(); }
+    const float* data(const Block& b) const { return b.slot >= 0 ? &pool[size_t(b.slot) * blockFloats] : b.host.data(); }
+    size_t kIndex(int layer, int g, int t) const {
+        return ((size_t(layer) * c.numKvHeads + g) * kBlockTokens + t) * c.headDim;
+    }
+
+    Result<int> newBlock(BlockKind kind, int page) {
+        int slot;
+        if (fixedPool) {
+            if (freeSlots.empty())
+                return Status(ErrorCode::Internal, "KV pool exhausted: the fixed budget is too small for these settings");
+            slot = freeSlots.back();
+            freeSlots.pop_back();
+        } else {
+            slot = capacitySlots++;
+            pool.resize(size_t(capacitySlots) * blockFloats);
+        }
+        Block b;
+        b.kind = kind, b.page = page, b.slot = slot, b.pos0 = position;
+        b.kMin.assign(size_t(c.numLayers) * c.numKvHeads * c.headDim, INFINITY);
+        b.kMax.assign(b.kMin.size(), -INFINITY);
+        blocks.push_back(std::move(b));
+        return int(blocks.size()) - 1;
+    }
+
+    void releaseSlot(Block& b) {
+        if (b.slot < 0) return;
+        if (fixedPool) freeSlots.push_back(b.slot);
+        b.slot = -1;
+    }
+
+    void offload(Block& b) {  // keys and values move to host memory; bounds stay
+        if (b.slot < 0) return;
+        b.host.assign(data(b), data(b) + blockFloats);
+        releaseSlot(b);
+    }
+
+    void rotate(float* vec, int64_t pos) const {
+        const int half = c.headDim / 2;
+        for (int i = 0; i < half; ++i) {
+            const double a = double(pos) * invFreq[size_t(i)];
+            const float cs = float(std::cos(a)), sn = float(std::sin(a));
+            const float x0 = vec[i], x1 = vec[i + half];
+            vec[i] = x0 * cs - x1 * sn;
+            vec[i + half] = x0 * sn + x1 * cs;
+        }
+    }
+
+    // A contiguous run of attended tokens in one block.
+    struct Span {
+        const Block* block;
+        int first, last;  // token range [first, last)
+        int64_t queryPos; // position the query is rotated to for this span (the position frame)
+    };
+
+    // Frames positions: when the attended set spans more positions than the model was trained on,
+    // it is laid out contiguously (gaps removed) ending at the query; otherwise positions are
+    // absolute. Rotation is relative, so this only changes the position the query is rotated to.
+    void frame(std::vector<Span>& spans, int64_t queryPos) const {
+        std::sort(spans.begin(), spans.end(), [](const Span& a, const Span& b) {
+            return a.block->pos0 + a.first < b.block->pos0 + b.first;
+        });
+        if (spans.empty()) return;
+        const int64_t span = queryPos - (spans.front().block->pos0 + spans.front().first);
+        if (span < c.maxPositions) {
+            for (auto& s : spans) s.queryPos = queryPos;
+            return;
+        }
+        int64_t total = 0;
+        for (const auto& s : spans) total += s.last - s.first;
+        int64_t virt = 0;  // virtual position of the span's first token; the query sits at total - 1
+        for (auto& s : spans) {
+            const int64_t abs = s.block->pos0 + s.first;
+            s.queryPos = abs - virt + (total - 1);
+            virt += s.last - s.first;
+        }
+    }
+
+    // Attention of the current token (pre-rotary q for all heads) over `spans`, into att.
+    void attend(int layer, const std::vector<Span>& spans) {
+        const int D = c.headDim, G = c.groupSize();
+        const float scale = float(1.0 / std::sqrt(double(D)));
+        int total = 0;
+        for (const auto& s : spans) total += s.last - s.first;
+        scores.resize(size_t(total));
+        std::vector<float> qr(static_cast<size_t>(D));
+        for (int hh = 0; hh < c.numHeads; ++hh) {
+            const int g = hh / G;
+            const float* qh = &q[size_t(hh) * D];
+            int idx = 0;
+            int64_t rotatedFor = INT64_MIN;
+            for (const auto& s : spans) {
+                if (s.queryPos != rotatedFor) {
+                    std::copy(qh, qh + D, qr.begin());
+                    rotate(qr.data(), s.queryPos);
+                    rotatedFor = s.queryPos;
+                }
+                const float* base = data(*s.block);
+                for (int t = s.first; t < s.last; ++t) {
+                    const float* kk = base + kIndex(layer, g, t);
+                    float dot = 0;
+                    for (int i = 0; i < D; ++i) dot += qr[size_t(i)] * kk[i];
+                    scores[size_t(idx++)] = dot * scale;
+                }
+            }
+            const float mx = *std::max_element(scores.begin(), scores.end());
+            double sum = 0;
+            for (auto& sc : scores) sum += (sc = std::exp(sc - mx));
+            float* out = &att[size_t(hh) * D];
+            std::fill(out, out + D, 0.f);
+            idx = 0;
+            for (const auto& s : spans) {
+                const float* base = data(*s.block) + halfFloats;
+                for (int t = s.first; t < s.last; ++t) {
+                    const float w = float(scores[size_t(idx++)] / sum);
+                    const float* vv = base + kIndex(layer, g, t);
+                    for (int i = 0; i < D; ++i) out[i] += w * vv[i];
+                }
+            }
+        }
+    }
+
+    std::vector<Span> wholeBlocks(const std::vector<int>& ids) const {
+        std::vector<Span> out;
+        for (int id : ids) out.push_back({&blocks[size_t(id)], 0, blocks[size_t(id)].count, 0});
+        return out;
+    }
+
+    // The spans a generated token attends to at `layer` (the current token is already written).
+    std::vector<Span> generatedSet(int layer) {
+        std::vector<Span> spans = wholeBlocks(sinkBlocks);
+        const int64_t oldestRecent = generated - p.recentTokens;  // index of the first token kept (self is generated-1)
+        for (int id : genBlocks) {
+            const Block& b = blocks[size_t(id)];
+            int first = 0;
+            if (p.mode != AttentionMode::Full) first = int(std::clamp<int64_t>(oldestRecent - b.genIndex0, 0, b.count));
+            if (first < b.count) spans.push_back({&b, first, b.count, 0});
+        }
+        if (p.mode == AttentionMode::Full) {
+            // Full keeps every generated block (genBlocks holds all of them) and every page.
+            for (const auto& [page, ids] : pageBlocks) append(spans, ids);
+        } else if (p.mode == AttentionMode::RSwa) {
+            for (const auto& [page, ids] : pageBlocks) append(spans, ids);
+        } else {
+            for (const auto& [page, ids] : pageBlocks)
+                if (inWindow(page)) append(spans, ids);
+            selectGatedBlocks(layer, spans);
+        }
+        return spans;
+    }
+
+    void append(std::vector<Span>& spans, const std::vector<int>& ids) const {
+        for (int id : ids) spans.push_back({&blocks[size_t(id)], 0, blocks[size_t(id)].count, 0});
+    }
+
+    bool inWindow(int page) const { return page >= currentPage - p.windowBefore && page <= currentPage + p.windowAfter; }
+
+    // Quest: per block, Σ max(q·min, q·max) bounds q·k from above; the best k_b blocks of each gated page.
+    void selectGatedBlocks(int layer, std::vector<Span>& spans) {
+        const int D = c.headDim, G = c.groupSize();
+        std::vector<float> qr(static_cast<size_t>(D));
+        for (int page : gated) {
+            const auto& ids = pageBlocks[page];
+            std::vector<std::pair<float, int>> scored;
+            for (int id : ids) {
+                const Block& b = blocks[size_t(id)];
+                // Nominal frame: the block as if it stood right before the window.
+                const int64_t rel = std::min<int64_t>(position - b.pos0, c.maxPositions / 2);
+                const int64_t qpos = b.pos0 + rel;
+                float score = 0;
+                for (int hh = 0; hh < c.numHeads; ++hh) {
+                    const int g = hh / G;
+                    std::copy(&q[size_t(hh) * D], &q[size_t(hh) * D] + D, qr.begin());
+                    rotate(qr.data(), qpos);
+                    const size_t o = (size_t(layer) * c.numKvHeads + g) * D;
+                    for (int i = 0; i < D; ++i)
+                        score += std::max(qr[size_t(i)] * b.kMin[o + i], qr[size_t(i)] * b.kMax[o + i]);
+                }
+                scored.push_back({score, id});
+            }
+            const size_t keep = std::min(scored.size(), size_t(p.blocksPerGatedPage));
+            std::partial_sort(scored.begin(), scored.begin() + long(keep), scored.end(),
+                              [](const auto& a, const auto& b) { return a.first > b.first || (a.first == b.first && a.second < b.second); });
+            for (size_t i = 0; i < keep; ++i) {
+                const Block& b = blocks[size_t(scored[i].second)];
+                spans.push_back({&b, 0, b.count, 0});
+            }
+        }
+    }
+
+    // The page gate: cosine between the running mean of recent pre-rotary queries and each earlier
+    // page's mean pre-rotary key, summed over layers; the best k_p pages outside the window.
+    void refreshGate() {
+        gated.clear();
+        if (p.mode != AttentionMode::SrSwa || p.gatedPages <= 0) return;
+        const size_t n = size_t(c.numLayers) * c.numKvHeads * c.headDim;
+        std::vector<float> gq(n, 0.f);
+        int have = 0;
+        for (const auto& r : recentQueries)
+            if (!r.empty()) {
+                for (size_t i = 0; i < n; ++i) gq[i] += r[i];
+                ++have;
+            }
+        std::vector<std::pair<double, int>> scored;
+        for (const auto& [page, summary] : pageSummary) {
+            if (page >= currentPage - p.windowBefore) continue;  // only earlier pages
+            double score = 0;
+            const size_t per = size_t(c.numKvHeads) * c.headDim;
+            for (int l = 0; l < c.numLayers; ++l) {
+                double dot = 0, na = 0, nb = 0;
+                for (size_t i = l * per; i < (l + 1) * per; ++i)
+                    dot += double(gq[i]) * summary[i], na += double(gq[i]) * gq[i], nb += double(summary[i]) * summary[i];
+                score += (na > 0 && nb > 0) ? dot / std::sqrt(na * nb) : 0.0;
+            }
+            scored.push_back({have ? score : 0.0, page});
+        }
+        std::stable_sort(scored.begin(), scored.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+        for (size_t i = 0; i < scored.size() && int(i) < p.gatedPages; ++i) gated.push_back(scored[i].second);
+        std::sort(gated.begin(), gated.end());
+    }
+
+    // Runs the layers for the token whose input embedding is in x; its key/value go to block
+    // `blockId` at slot `t`. `setFor(layer)` gives the spans to attend (the token itself included).
+    template <typename SetFor, typename OnQuery>
+    void forward(int blockId, int t, SetFor setFor, OnQuery onQuery) {
+        const int H = c.hiddenSize, Q = c.numHeads * c.headDim, KV = c.numKvHeads * c.headDim, D = c.headDim;
+        for (int l = 0; l < c.numLayers; ++l) {
+            const LayerWeights& L = model->layers[size_t(l)];
+            rmsnorm(x.data(), L.attnNorm.data(), h.data(), H, c.rmsNormEps);
+            gemv(L.wq, Q, H, h.data(), q.data());
+            gemv(L.wk, KV, H, h.data(), k.data());
+            gemv(L.wv, KV, H, h.data(), v.data());
+            onQuery(l);
+            Block& b = blocks[size_t(blockId)];
+            float* base = data(b);
+            for (int g = 0; g < c.numKvHeads; ++g) {
+                float* kk = base + kIndex(l, g, t);
+                std::copy(&k[size_t(g) * D], &k[size_t(g) * D] + D, kk);
+                rotate(kk, b.pos0 + t);
+                std::copy(&v[size_t(g) * D], &v[size_t(g) * D] + D, base + halfFloats + kIndex(l, g, t));
+                const size_t o = (size_t(l) * c.numKvHeads + g) * D;
+                for (int i = 0; i < D; ++i) {
+                    b.kMin[o + i] = std::min(b.kMin[o + i], kk[i]);
+                    b.kMax[o + i] = std::max(b.kMax[o + i], kk[i]);
+                }
+            }
+            b.count = std::max(b.count, t + 1);
+            std::vector<Span> spans = setFor(l);
+            frame(spans, b.pos0 + t);
+            lastPositions[size_t(l)].clear();
+            for (const auto& s : spans)
+                for (int tt = s.first; tt < s.last; ++tt) lastPositions[size_t(l)].push_back(s.block->pos0 + tt);
+            if (l == 0) lastAttended = int(lastPositions[0].size());
+            attend(l, spans);
+            gemv(L.wo, H, Q, att.data(), tmp.data());
+            for (int i = 0; i < H; ++i) x[size_t(i)] += tmp[size_t(i)];
+            rmsnorm(x.data(), L.mlpNorm.data(), h.data(), H, c.rmsNormEps);
+            gemv(L.wGate, c.intermediateSize, H, h.data(), gateBuf.data());
+            gemv(L.wUp, c.intermediateSize, H, h.data(), upBuf.data());
+            for (int i = 0; i < c.intermediateSize; ++i) {
+                const float gv = gateBuf[size_t(i)];
+                gateBuf[size_t(i)] = gv / (1.0f + std::exp(-gv)) * upBuf[size_t(i)];
+            }
+            gemv(L.wDown, H, c.intermediateSize, gateBuf.data(), tmp.data());
+            for (int i = 0; i < H; ++i) x[size_t(i)] += tmp[size_t(i)];
+        }
+    }
+
+    void computeLogits() {
+        rmsnorm(x.data(), model->finalNorm.data(), h.data(), c.hiddenSize, c.rmsNormEps);
+        cblas_sgemv(CblasRowMajor, CblasNoTrans, c.vocabSize, c.hiddenSize, 1.0f, model->head(), c.hiddenSize,
+                    h.data(), 1, 0.0f, logits.data(), 1);
+    }
+
+    void embed(int token) {
+        const float* e = &model->embed[size_t(token) * c.hiddenSize];
+        std::copy(e, e + c.hiddenSize, x.begin());
+    }
+};
+
+DecodeSession::DecodeSession(std::shared_ptr<const ModelWeights> model, AttentionParams params)
+    : d(std::make_unique<Impl>(std::move(model), params)), m_params(params) {}
+
+DecodeSession::~DecodeSession() = default;
+
+int DecodeSession::pagesAdded() const { return int(d->pageBlocks.size()); }
+
+Status DecodeSession::begin(const std::vector<int>& sinkTokens) {
+    if (!d->blocks.empty()) return Status(ErrorCode::InvalidArgument, "begin: the session has already started");
+    if (sinkTokens.empty() || int(sinkTokens.size()) > m_params.maxSinkTokens)
+        return Status(ErrorCode::InvalidArgument, "begin: between 1 and " + std::to_string(m_params.maxSinkTokens) + " sink tokens");
+    for (size_t i = 0; i < sinkTokens.size(); ++i) {
+        const int tok = sinkTokens[i];
+        if (tok < 0 || tok >= d->c.vocabSize) return Status(ErrorCode::InvalidArgument, "begin: token out of range");
+        if (d->sinkBlocks.empty() || d->blocks[size_t(d->sinkBlocks.back())].count == kBlockTokens) {
+            auto id = d->newBlock(BlockKind::Sink, -1);
+            if (!id) return id.status();
+            d->sinkBlocks.push_back(*id);
+        }
+        const int id = d->sinkBlocks.back();
+        const int t = d->blocks[size_t(id)].count;
+        d->embed(tok);
+        d->forward(id, t, [&](int) {
+            auto spans = d->wholeBlocks(d->sinkBlocks);
+            return spans;
+        }, [](int) {});
+        ++d->position;
+    }
+    return Status::ok();
+}
+
+Status DecodeSession::addPage(int page, const float* visual, int count) {
+    auto& c = d->c;
+    if (d->sinkBlocks.empty()) return Status(ErrorCode::InvalidArgument, "addPage: begin() first");
+    if (count <= 0 || count > m_params.maxPageTokens)
+        return Status(ErrorCode::InvalidArgument, "addPage: a page brings 1 to " + std::to_string(m_params.maxPageTokens) + " visual tokens");
+    if (d->pageBlocks.count(page) || (!d->pageBlocks.empty() && page != d->pageBlocks.rbegin()->first + 1))
+        return Status(ErrorCode::InvalidArgument, "addPage: pages are fed once each, in order");
+    // Generated tokens after this page start a new block (positions inside a block stay consecutive).
+    if (!d->genBlocks.empty()) d->blocks[size_t(d->genBlocks.back())].sealed = true;
+    std::vector<int>& ids = d->pageBlocks[page];
+    std::vector<float> summary(size_t(c.numLayers) * c.numKvHeads * c.headDim, 0.f);
+    for (int i = 0; i < count; ++i) {
+        if (ids.empty() || d->blocks[size_t(ids.back())].count == kBlockTokens) {
+            auto id = d->newBlock(BlockKind::Visual, page);
+            if (!id) return id.status();
+            ids.push_back(*id);
+        }
+        const int id = ids.back();
+        const int t = d->blocks[size_t(id)].count;
+        // Projector: hidden = W v + b.
+        cblas_sgemv(CblasRowMajor, CblasNoTrans, c.hiddenSize, c.visualDim, 1.0f, d->model->visualW.data(), c.visualDim,
+                    visual + size_t(i) * c.visualDim, 1, 0.0f, d->x.data(), 1);
+        for (int j = 0; j < c.hiddenSize; ++j) d->x[size_t(j)] += d->model->visualB[size_t(j)];
+        d->forward(id, t, [&](int) {
+            auto spans = d->wholeBlocks(d->sinkBlocks);
+            d->append(spans, ids);  // causal: the current block holds tokens up to t
+            return spans;
+        }, [&](int l) {
+            const size_t o = size_t(l) * c.numKvHeads * c.headDim;
+            for (size_t j = 0; j < size_t(c.numKvHeads) * c.headDim; ++j) summary[o + j] += d->k[j] / float(count);
+        });
+        ++d->position;
+    }
+    d->pageSummary[page] = std::move(summary);
+    d->pageTokens[page] = count;
+    d->pageFedSinceLastGen = true;
+    return Status::ok();
+}
+
+Result<StepResult> DecodeSession::step(int inputToken) {
+    auto& c = d->c;
+    if (d->sinkBlocks.empty()) return Status(ErrorCode::InvalidArgument, "step: begin() first");
+    if (inputToken < 0 || inputToken >= c.vocabSize) return Status(ErrorCode::InvalidArgument, "step: token out of range");
+    const bool pageBreak = inputToken == c.pageBreakTokenId && d->generated > 0;
+    if (pageBreak) ++d->currentPage;
+    if (m_params.mode == AttentionMode::SrSwa) {
+        // Pages that left the window go to host memory; their bounds and summaries stay.
+        for (auto& [page, ids] : d->pageBlocks)
+            if (!d->inWindow(page))
+                for (int id : ids) d->offload(d->blocks[size_t(id)]);
+    }
+    // The block of the new generated token.
+    if (d->genBlocks.empty() || d->blocks[size_t(d->genBlocks.back())].count == kBlockTokens ||
+        d->blocks[size_t(d->genBlocks.back())].sealed) {
+        auto id = d->newBlock(BlockKind::Generated, d->currentPage);
+        if (!id) return id.status();
+        d->blocks[size_t(*id)].genIndex0 = d->generated;
+        d->genBlocks.push_back(*id);
+    }
+    const int id = d->genBlocks.back();
+    const int t = d->blocks[size_t(id)].count;
+    ++d->generated;
+    if (m_params.mode == AttentionMode::SrSwa && (pageBreak || d->stepsSinceGate >= m_params.gateRefreshSteps || d->generated == 1)) {
+        d->refreshGate();
+        d->stepsSinceGate = 0;
+    }
+    ++d->stepsSinceGate;
+    d->embed(inputToken);
+    std::vector<float> gq(size_t(c.numLayers) * c.numKvHeads * c.headDim, 0.f);
+    d->forward(id, t, [&](int l) { return d->generatedSet(l); }, [&](int l) {
+        // Pre-rotary query of the group, for the page gate's running mean.
+        const int G = c.groupSize();
+        for (int hh = 0; hh < c.numHeads; ++hh)
+            for (int i = 0; i < c.headDim; ++i)
+                gq[(size_t(l) * c.numKvHeads + hh / G) * c.headDim + i] += d->q[size_t(hh) * c.headDim + i] / float(G);
+    });
+    if (!d->recentQueries.empty()) {
+        d->recentQueries[size_t(d->recentQueryNext)] = std::move(gq);
+        d->recentQueryNext = (d->recentQueryNext + 1) % int(d->recentQueries.size());
+    }
+    ++d->position;
+    // Generated blocks wholly older than the recent window are dropped (R-SWA / SR-SWA).
+    if (m_params.mode != AttentionMode::Full) {
+        while (d->genBlocks.size() > 1) {
+            Block& b = d->blocks[size_t(d->genBlocks.front())];
+            if (b.genIndex0 + b.count > d->generated - m_params.recentTokens) break;
+            d->releaseSlot(b);
+            d->genBlocks.erase(d->genBlocks.begin());
+        }
+    }
+    d->computeLogits();
+    return StepResult{&d->logits, d->currentPage};
+}
+
+SessionStats DecodeSession::stats() const {
+    SessionStats s;
+    const size_t blockBytes = d->blockFloats * sizeof(float);
+    s.poolCapacityBytes = size_t(d->capacitySlots) * blockBytes;
+    int used = 0;
+    size_t host = 0;
+    for (const auto& b : d->blocks) {
+        used += b.slot >= 0;
+        host += b.host.size() * sizeof(float);
+    }
+    s.poolUsedBytes = size_t(used) * blockBytes;
+    s.hostBytes = host;
+    s.attendedTokens = d->lastAttended;
+    s.position = d->position;
+    s.currentPage = d->currentPage;
+    return s;
+}
+
+std::vector<std::vector<int64_t>> DecodeSession::lastAttendedPositions() const { return d->lastPositions; }
+
+int GreedySampler::pick(const std::vector<float>& logits) const {
+    std::vector<char> banned(logits.size(), 0);
+    const int n = m_opt.noRepeatNgram;
+    const int len = int(m_history.size());
+    if (n > 0 && len >= n - 1) {
+        // Every earlier occurrence of the last n-1 tokens bans the token that followed it.
+        const int from = std::max(0, len - m_opt.ngramWindow);
+        for (int s = from; s + n - 1 < len; ++s) {
+            bool same = true;
+            for (int j = 0; j < n - 1 && same; ++j) same = m_history[size_t(s + j)] == m_history[size_t(len - (n - 1) + j)];
+            if (same) banned[size_t(m_history[size_t(s + n - 1)])] = 1;
+        }
+    }
+    int best = -1;
+    for (size_t i = 0; i < logits.size(); ++i)
+        if (!banned[i] && (best < 0 || logits[i] > logits[size_t(best)])) best = int(i);
+    return best;
+}
+
+void GreedySampler::push(int token) { m_history.push_back(token); }
+
+bool GreedySampler::looping() const {
+    const int len = int(m_history.size());
+    for (int period = 1; period <= m_opt.loopMaxPeriod; ++period) {
+        const int need = period * m_opt.loopMinRepeats;
+        if (len < need || need < 8) continue;
+        bool periodic = true;
+        for (int i = len - need; i + period < len && periodic; ++i) periodic = m_history[size_t(i)] == m_history[size_t(i + period)];
+        if (periodic) return true;
+    }
+    return false;
+}
+
+}  // namespace quire::decoder

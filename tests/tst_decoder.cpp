@@ -1,0 +1,346 @@
+// The decoding runtime on the CPU: model loading and its refusals, R-SWA against an independent
+// masked full-attention reference, SR-SWA against R-SWA, constant KV memory, greedy decoding rules.
+#include <QTemporaryDir>
+#include <QTest>
+
+#include <cmath>
+#include <random>
+
+#include "quire/decoder/model.h"
+#include "quire/decoder/session.h"
+#include "test_util.h"
+
+using namespace quire;
+using namespace quire::decoder;
+using namespace quire::test;
+
+namespace {
+
+ModelConfig tinyConfig() {
+    ModelConfig c;
+    c.vocabSize = 48;
+    c.hiddenSize = 32;
+    c.numLayers = 2;
+    c.numHeads = 4;
+    c.numKvHeads = 2;
+    c.headDim = 8;
+    c.intermediateSize = 48;
+    c.visualDim = 12;
+    c.maxPositions = 1 << 20;
+    return c;
+}
+
+std::vector<float> pageFeatures(int page, int count, int dim) {
+    std::mt19937 rng(uint32_t(1000 + page));
+    std::normal_distribution<float> n(0.f, 1.f);
+    std::vector<float> v(size_t(count) * dim);
+    for (auto& x : v) x = n(rng);
+    return v;
+}
+
+double relDiff(const std::vector<float>& a, const std::vector<float>& b) {
+    double num = 0, den = 0;
+    for (size_t i = 0; i < a.size(); ++i) num = std::max(num, double(std::abs(a[i] - b[i]))), den = std::max(den, double(std::abs(b[i])));
+    return num / std::max(den, 1e-12);
+}
+
+// An independent reference: every token's keys and values recomputed from the full token list with
+// an explicit visibility rule, naive loops, no blocks, no eviction.
+struct RefToken {
+    int kind;  // 0 sink, 1 visual, 2 generated
+    int page, genIndex, token;
+    std::vector<float> visual;
+};
+
+std::vector<float> referenceLogits(const ModelWeights& m, const std::vector<RefToken>& seq, int recent) {
+    const ModelConfig& c = m.config;
+    const int n = int(seq.size()), H = c.hiddenSize, D = c.headDim, G = c.groupSize();
+    std::vector<std::vector<float>> x(static_cast<size_t>(n), std::vector<float>(static_cast<size_t>(H)));
+    for (int i = 0; i < n; ++i) {
+        if (seq[size_t(i)].kind == 1) {
+            for (int r = 0; r < H; ++r) {
+                double s = m.visualB[size_t(r)];
+                for (int j = 0; j < c.visualDim; ++j) s += double(m.visualW[size_t(r) * c.visualDim + j]) * seq[size_t(i)].visual[size_t(j)];
+                x[size_t(i)][size_t(r)] = float(s);
+            }
+        } else {
+            for (int r = 0; r < H; ++r) x[size_t(i)][size_t(r)] = m.embed[size_t(seq[size_t(i)].token) * H + r];
+        }
+    }
+    auto visible = [&](int i, int j) {
+        const RefToken &a = seq[size_t(i)], &b = seq[size_t(j)];
+        if (j > i) return false;
+        if (b.kind == 0) return true;
+        if (a.kind == 0) return false;
+        if (a.kind == 1) return b.kind == 1 && b.page == a.page;
+        if (b.kind == 1) return true;
+        return b.genIndex > a.genIndex - recent;
+    };
+    auto matvec = [](const std::vector<float>& w, int rows, int cols, const std::vector<float>& v) {
+        std::vector<float> out(static_cast<size_t>(rows));
+        for (int r = 0; r < rows; ++r) {
+            double s = 0;
+            for (int j = 0; j < cols; ++j) s += double(w[size_t(r) * cols + j]) * v[size_t(j)];
+            out[size_t(r)] = float(s);
+        }
+        return out;
+    };
+    auto norm = [&](const std::vector<float>& v, const std::vector<float>& w) {
+        double ss = 0;
+        for (float f : v) ss += double(f) * f;
+        const double r = 1.0 / std::sqrt(ss / v.size() + c.rmsNormEps);
+        std::vector<float> o(v.size());
+        for (size_t i = 0; i < v.size(); ++i) o[i] = float(v[i] * r * w[i]);
+        return o;
+    };
+    auto rope = [&](std::vector<float>& v, int off, int pos) {
+        for (int i = 0; i < D / 2; ++i) {
+            const double a = pos * std::pow(c.ropeTheta, -2.0 * i / D);
+            const double x0 = v[size_t(off + i)], x1 = v[size_t(off + i + D / 2)];
+            v[size_t(off + i)] = float(x0 * std::cos(a) - x1 * std::sin(a));
+            v[size_t(off + i + D / 2)] = float(x0 * std::sin(a) + x1 * std::cos(a));
+        }
+    };
+    for (const LayerWeights& L : m.layers) {
+        std::vector<std::vector<float>> qs, ks, vs;
+        for (int i = 0; i < n; ++i) {
+            const auto hn = norm(x[size_t(i)], L.attnNorm);
+            qs.push_back(matvec(L.wq, c.numHeads * D, H, hn));
+            ks.push_back(matvec(L.wk, c.numKvHeads * D, H, hn));
+            vs.push_back(matvec(L.wv, c.numKvHeads * D, H, hn));
+            for (int hh = 0; hh < c.numHeads; ++hh) rope(qs.back(), hh * D, i);
+            for (int g = 0; g < c.numKvHeads; ++g) rope(ks.back(), g * D, i);
+        }
+        for (int i = 0; i < n; ++i) {
+            std::vector<float> att(size_t(c.numHeads) * D, 0.f);
+            for (int hh = 0; hh < c.numHeads; ++hh) {
+                const int g = hh / G;
+                std::vector<double> w;
+                std::vector<int> js;
+                for (int j = 0; j < n; ++j)
+                    if (visible(i, j)) {
+                        double s = 0;
+                        for (int d = 0; d < D; ++d) s += double(qs[size_t(i)][size_t(hh * D + d)]) * ks[size_t(j)][size_t(g * D + d)];
+                        w.push_back(s / std::sqrt(double(D)));
+                        js.push_back(j);
+                    }
+                const double mx = *std::max_element(w.begin(), w.end());
+                double sum = 0;
+                for (auto& e : w) sum += (e = std::exp(e - mx));
+                for (size_t t = 0; t < js.size(); ++t)
+                    for (int d = 0; d < D; ++d) att[size_t(hh * D + d)] += float(w[t] / sum * vs[size_t(js[t])][size_t(g * D + d)]);
+            }
+            const auto o = matvec(L.wo, H, c.numHeads * D, att);
+            for (int r = 0; r < H; ++r) x[size_t(i)][size_t(r)] += o[size_t(r)];
+            const auto hn = norm(x[size_t(i)], L.mlpNorm);
+            auto gt = matvec(L.wGate, c.intermediateSize, H, hn);
+            const auto up = matvec(L.wUp, c.intermediateSize, H, hn);
+            for (size_t j = 0; j < gt.size(); ++j) gt[j] = float(gt[j] / (1.0 + std::exp(-gt[j])) * up[j]);
+            const auto dn = matvec(L.wDown, H, c.intermediateSize, gt);
+            for (int r = 0; r < H; ++r) x[size_t(i)][size_t(r)] += dn[size_t(r)];
+        }
+    }
+    const auto hn = norm(x.back(), m.finalNorm);
+    return matvec(m.embed, c.vocabSize, H, hn);
+}
+
+}  // namespace
+
+class TestDecoder : public QObject {
+    Q_OBJECT
+    QTemporaryDir m_dir;
+
+private slots:
+    void modelRoundTrip_data() {
+        QTest::addColumn<int>("dtype");
+        QTest::addColumn<double>("tolerance");
+        QTest::newRow("f32") << int(DType::F32) << 0.0;
+        QTest::newRow("bf16") << int(DType::BF16) << 1.0 / 128;
+        QTest::newRow("f16") << int(DType::F16) << 1.0 / 1024;
+    }
+    void modelRoundTrip() {
+        QFETCH(int, dtype);
+        QFETCH(double, tolerance);
+        const ModelWeights m = randomModel(tinyConfig(), 7);
+        const QString dir = m_dir.filePath(QString("model-%1").arg(dtype));
+        QVERIFY(saveModel(m, dir.toStdString(), DType(dtype)));
+        auto loaded = loadModel(dir.toStdString());
+        QVERIFY2(loaded, loaded.status().message().c_str());
+        QCOMPARE((*loaded)->parameterCount(), m.parameterCount());
+        const auto& a = (*loaded)->layers[1].wq;
+        for (size_t i = 0; i < a.size(); ++i)
+            QVERIFY(std::abs(a[i] - m.layers[1].wq[i]) <= tolerance * std::max(1.0f, std::abs(m.layers[1].wq[i])));
+    }
+
+    void loaderRefusesBrokenFiles_data() {
+        QTest::addColumn<QString>("damage");
+        QTest::addColumn<QString>("words");
+        QTest::newRow("truncated") << "truncate" << "outside the file";
+        QTest::newRow("header lies") << "header" << "header claims";
+        QTest::newRow("wrong dtype") << "dtype" << "dtype 'I8'";
+        QTest::newRow("nan weights") << "nan" << "NaN";
+        QTest::newRow("shape mismatch") << "shape" << "the config needs";
+        QTest::newRow("missing tensor") << "missing" << "is missing";
+        QTest::newRow("bad config") << "config" << "num_heads must be a multiple";
+    }
+    void loaderRefusesBrokenFiles() {
+        QFETCH(QString, damage);
+        QFETCH(QString, words);
+        ModelWeights m = randomModel(tinyConfig(), 3);
+        const QString dir = m_dir.filePath("broken-" + damage);
+        if (damage == "nan") m.layers[0].wv[5] = NAN;
+        QVERIFY(saveModel(m, dir.toStdString()));
+        const QString st = dir + "/model.safetensors";
+        std::string bytes = readFile(st);
+        if (damage == "truncate") bytes.resize(bytes.size() - 100);
+        if (damage == "header") bytes[6] = '\x7f';
+        if (damage == "dtype") bytes.replace(bytes.find("\"F32\""), 5, "\"I8\" ");
+        if (damage == "shape") {
+            ModelConfig c = tinyConfig();
+            c.intermediateSize = 40;
+            writeFile(dir + "/config.json", c.toJson());
+        }
+        if (damage == "missing") bytes.replace(bytes.find("layers.1.up_proj.weight"), 6, "LAYERS");
+        if (damage == "config") {
+            ModelConfig c = tinyConfig();
+            std::string js = c.toJson();
+            js.replace(js.find("\"num_kv_heads\": 2"), 17, "\"num_kv_heads\": 3");
+            writeFile(dir + "/config.json", js);
+        }
+        writeFile(st, bytes);
+        auto loaded = loadModel(dir.toStdString());
+        QVERIFY(!loaded);
+        const QString msg = QString::fromStdString(loaded.status().message());
+        QVERIFY2(msg.contains(words) && msg.contains(dir), qPrintable(msg));
+    }
+
+    void rswaMatchesMaskedFullAttention() {
+        const ModelWeights m = randomModel(tinyConfig(), 11);
+        auto model = std::make_shared<const ModelWeights>(m);
+        AttentionParams p;
+        p.mode = AttentionMode::RSwa;
+        p.recentTokens = 5;
+        DecodeSession s(model, p);
+        std::vector<RefToken> seq;
+        const std::vector<int> sinks = {1, 7, 9};
+        QVERIFY(s.begin(sinks));
+        for (int t : sinks) seq.push_back({0, -1, -1, t, {}});
+        int gen = 0;
+        for (int page = 0; page < 3; ++page) {
+            const auto f = pageFeatures(page, 20, m.config.visualDim);
+            QVERIFY(s.addPage(page, f.data(), 20));
+            for (int i = 0; i < 20; ++i)
+                seq.push_back({1, page, -1, 0, std::vector<float>(f.begin() + i * m.config.visualDim, f.begin() + (i + 1) * m.config.visualDim)});
+            for (int k = 0; k < 9; ++k) {
+                const int token = (k == 8) ? m.config.pageBreakTokenId : 10 + (gen * 7) % 30;
+                auto r = s.step(token);
+                QVERIFY(r);
+                seq.push_back({2, page, gen++, token, {}});
+                const auto ref = referenceLogits(m, seq, p.recentTokens);
+                QVERIFY2(relDiff(*r->logits, ref) < 1e-4, qPrintable(QString("step %1: %2").arg(gen).arg(relDiff(*r->logits, ref))));
+            }
+        }
+    }
+
+    void srswaWithCoveringBudgetsEqualsRswa_data() {
+        QTest::addColumn<int>("maxPositions");
+        QTest::newRow("absolute positions") << (1 << 20);
+        QTest::newRow("framed positions") << 256;  // the volume spans far more than the trained range
+    }
+    void srswaWithCoveringBudgetsEqualsRswa() {
+        QFETCH(int, maxPositions);
+        ModelConfig cfg = tinyConfig();
+        cfg.maxPositions = maxPositions;
+        auto model = std::make_shared<const ModelWeights>(randomModel(cfg, 5));
+        AttentionParams r;
+        r.mode = AttentionMode::RSwa;
+        r.recentTokens = 32;
+        AttentionParams s = r;
+        s.mode = AttentionMode::SrSwa;
+        s.gatedPages = 1000;        // every earlier page ...
+        s.blocksPerGatedPage = 100; // ... and every block of it
+        s.maxPageTokens = 24;
+        DecodeSession a(model, r), b(model, s);
+        QVERIFY(a.begin({1, 5}) && b.begin({1, 5}));
+        GreedySampler ga({3, 64, 1 << 30, 1000, 1}), gb({3, 64, 1 << 30, 1000, 1});
+        int fed = -1, token = cfg.bosTokenId, worst = 0;
+        double worstDiff = 0;
+        for (int step = 0; step < 2000; ++step) {
+            const int page = a.stats().currentPage;
+            while (fed < page + r.windowAfter) {
+                ++fed;
+                const auto f = pageFeatures(fed, 24, cfg.visualDim);
+                QVERIFY(a.addPage(fed, f.data(), 24) && b.addPage(fed, f.data(), 24));
+            }
+            auto ra = a.step(token);
+            auto rb = b.step(token);
+            QVERIFY(ra && rb);
+            const double diff = relDiff(*rb->logits, *ra->logits);
+            if (diff > worstDiff) worstDiff = diff, worst = step;
+            const int na = ga.pick(*ra->logits), nb = gb.pick(*rb->logits);
+            QCOMPARE(nb, na);
+            ga.push(na), gb.push(nb);
+            // A page break every 40 tokens keeps the volume moving.
+            token = (step % 40 == 39) ? cfg.pageBreakTokenId : na;
+        }
+        QVERIFY2(worstDiff <= 1e-3, qPrintable(QString("logits differ by %1 at step %2").arg(worstDiff).arg(worst)));
+        QVERIFY(a.stats().currentPage >= 40);
+    }
+
+    void kvPoolIsConstantAcrossTheVolume() {
+        auto model = std::make_shared<const ModelWeights>(randomModel(tinyConfig(), 9));
+        AttentionParams p;
+        p.mode = AttentionMode::SrSwa;
+        p.recentTokens = 16;
+        p.maxPageTokens = 16;
+        p.gatedPages = 2;
+        p.blocksPerGatedPage = 1;
+        DecodeSession s(model, p);
+        AttentionParams rp = p;
+        rp.mode = AttentionMode::RSwa;
+        DecodeSession r(model, rp);
+        QVERIFY(s.begin({1}) && r.begin({1}));
+        SessionStats at10, at1000, r10, r1000;
+        int fed = -1;
+        for (int page = 0; page <= 1000; ++page) {
+            while (fed < page + p.windowAfter) {
+                ++fed;
+                const auto f = pageFeatures(fed % 50, 16, model->config.visualDim);
+                QVERIFY(s.addPage(fed, f.data(), 16));
+                if (page <= 100) QVERIFY(r.addPage(fed, f.data(), 16));
+            }
+            for (int k = 0; k < 3; ++k) {
+                const int tok = k == 2 ? model->config.pageBreakTokenId : 12 + k;
+                QVERIFY(s.step(tok));
+                if (page <= 100) QVERIFY(r.step(tok));
+            }
+            if (page == 10) at10 = s.stats(), r10 = r.stats();
+            if (page == 100) r1000 = r.stats();
+            if (page == 1000) at1000 = s.stats();
+        }
+        QCOMPARE(at1000.poolCapacityBytes, at10.poolCapacityBytes);
+        QCOMPARE(at1000.poolUsedBytes, at10.poolUsedBytes);
+        QCOMPARE(at1000.attendedTokens, at10.attendedTokens);
+        QVERIFY(at1000.hostBytes > at10.hostBytes);       // offloaded pages live in host memory
+        QVERIFY(r1000.poolUsedBytes > 5 * r10.poolUsedBytes);  // R-SWA's references grow with the volume
+        QVERIFY(at1000.attendedTokens * 10 < r1000.attendedTokens);  // and so does what it attends to
+        qInfo("SR-SWA pool %zu bytes at page 10 and at page 1000; R-SWA %zu at page 10, %zu at page 100",
+              at10.poolCapacityBytes, r10.poolUsedBytes, r1000.poolUsedBytes);
+    }
+
+    void greedyBansRepeatedNgramsAndSeesLoops() {
+        GreedySampler g({3, 100, 100, 4, 8});
+        for (int t : {5, 6, 7, 5, 6}) g.push(t);
+        std::vector<float> logits(10, 0.f);
+        logits[7] = 5.f;  // would complete "5 6 7" a second time
+        logits[2] = 1.f;
+        QCOMPARE(g.pick(logits), 2);
+        QVERIFY(!g.looping());
+        GreedySampler loop({0, 100, 100, 4, 8});
+        for (int i = 0; i < 12; ++i) loop.push(i % 3 == 0 ? 4 : 9);
+        QVERIFY(loop.looping());
+    }
+};
+
+QTEST_GUILESS_MAIN(TestDecoder)
+#include "tst_decoder.moc"
