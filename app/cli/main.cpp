@@ -19,6 +19,7 @@
 
 #include "cli_args.h"
 #include "quire/backend.h"
+#include "quire/decoder/bench.h"
 #include "quire/exporters.h"
 #include "quire/transcriber.h"
 
@@ -43,6 +44,9 @@ const char* kUsageText =
     "  quire-cli status --project P.quire [--json] [--pages]\n"
     "  quire-cli correct --project P.quire --page N (--text-file F | --text T)\n"
     "  quire-cli devices\n"
+    "  quire-cli bench decode --pages N --mode full|rswa|srswa [--device cpu|cuda] [--batch B]\n"
+    "            [--shape reader|unlimited-ocr | --config FILE] [--page-tokens T] [--tokens-per-page G]\n"
+    "            [--recent N] [--gated-pages K] [--blocks-per-page K] [--recall] [--max-kv-gb G] [--json]\n"
     "  quire-cli --version\n"
     "\nExit codes: 0 ok, 2 bad usage or unreadable input, 3 finished with failed pages, 1 internal error.\n";
 
@@ -276,6 +280,58 @@ int cmdCorrect(const cli::Args& args) {
     return kOk;
 }
 
+int cmdBenchDecode(const cli::Args& args) {
+    using namespace quire::decoder;
+    DecodeBenchParams p;
+    if (auto cfg = args.value("config")) {
+        auto c = ModelConfig::load(*cfg);
+        if (!c) return fail(kUsage, c.status().message());
+        p.config = *c;
+    } else {
+        auto c = benchShape(args.value("shape", "reader"));
+        if (!c) return fail(kUsage, c.status().message());
+        p.config = *c;
+    }
+    auto mode = parseAttentionMode(args.value("mode", "srswa"));
+    if (!mode) return fail(kUsage, mode.status().message());
+    p.attention.mode = *mode;
+    try {
+        p.pages = std::stoi(args.value("pages", "100"));
+        p.batch = std::stoi(args.value("batch", "1"));
+        p.pageTokens = std::stoi(args.value("page-tokens", args.value("shape", "reader") == "unlimited-ocr" ? "273" : "200"));
+        p.tokensPerPage = std::stoi(args.value("tokens-per-page", "24"));
+        p.attention.recentTokens = std::stoi(args.value("recent", "128"));
+        p.attention.gatedPages = std::stoi(args.value("gated-pages", "4"));
+        p.attention.blocksPerGatedPage = std::stoi(args.value("blocks-per-page", "8"));
+        p.maxKvBytes = std::stod(args.value("max-kv-gb", "8")) * 1e9;
+    } catch (const std::exception&) {
+        return fail(kUsage, "bench decode: numeric options take numbers");
+    }
+    if (p.pages < 1 || p.batch < 1 || p.pageTokens < 1 || p.tokensPerPage < 2)
+        return fail(kUsage, "bench decode: --pages, --batch, --page-tokens >= 1 and --tokens-per-page >= 2");
+    p.device = args.value("device", "cpu");
+    p.recall = args.has("recall");
+    auto r = runDecodeBench(p);
+    if (!r) return fail(exitFor(r.status()), r.status().message());
+    r->shape = args.value("config", args.value("shape", "reader"));
+    if (args.has("json")) {
+        std::cout << r->toJson() << std::endl;
+        return kOk;
+    }
+    std::cout << "mode " << r->mode << ", " << r->parameters / 1'000'000.0 << " M parameters, batch " << r->batch
+              << ", " << r->pagesDone << " pages, " << r->tokensPerSecond << " tokens/s, peak KV "
+              << r->peakKvBytes / 1048576.0 << " MiB\n";
+    for (const auto& c : r->checkpoints) {
+        std::cout << "  page " << c.page << ": " << c.msPerToken << " ms/token, KV " << c.kvBytes / 1048576.0
+                  << " MiB (reserved " << c.kvCapacityBytes / 1048576.0 << "), host " << c.hostBytes / 1048576.0
+                  << " MiB, attends " << c.attendedTokens << " tokens";
+        if (c.recallMean >= 0) std::cout << ", recall mean " << c.recallMean << " p1 " << c.recallP1;
+        std::cout << "\n";
+    }
+    if (!r->note.empty()) std::cout << "  " << r->note << "\n";
+    return kOk;
+}
+
 int cmdDevices() {
     std::string why;
     const auto devs = gpuDevices(&why);
@@ -325,6 +381,9 @@ int main(int argc, char** argv) {
         {"status", {{"project"}, {"json", "pages"}}},
         {"correct", {{"project", "page", "text-file", "text"}, {}}},
         {"devices", {{}, {}}},
+        {"bench", {{"pages", "mode", "device", "batch", "config", "shape", "page-tokens", "tokens-per-page", "recent",
+                    "gated-pages", "blocks-per-page", "max-kv-gb"},
+                   {"json", "recall"}}},
     };
     auto it = kOptions.find(cmd);
     if (it == kOptions.end()) {
@@ -336,6 +395,13 @@ int main(int argc, char** argv) {
     if (!args.parse(argc, argv, 2, it->second.first, it->second.second, &error)) {
         std::cerr << "quire-cli " << cmd << ": " << error << "\n\n" << kUsageText;
         return kUsage;
+    }
+    if (cmd == "bench") {
+        if (args.positionals().size() != 1 || args.positionals()[0] != "decode") {
+            std::cerr << "quire-cli bench: the only benchmark is 'decode'\n";
+            return kUsage;
+        }
+        return cmdBenchDecode(args);
     }
     if (cmd != "transcribe" && !args.positionals().empty()) {
         std::cerr << "quire-cli " << cmd << ": unexpected argument '" << args.positionals().front() << "'\n";

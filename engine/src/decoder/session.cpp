@@ -83,6 +83,9 @@ struct DecodeSession::Impl {
     std::vector<float> x, h, q, k, v, att, tmp, gateBuf, upBuf, logits, scores;
     std::vector<std::vector<int64_t>> lastPositions;
     int lastAttended = 0;
+    RecallStats recall;
+    bool recallProbe = false;
+    std::vector<int> retiredGenBlocks;  // measureRecall: generated blocks kept in host memory
 
     Impl(std::shared_ptr<const ModelWeights> m, AttentionParams params) : model(std::move(m)), c(model->config), p(params) {
         halfFloats = size_t(c.numLayers) * c.numKvHeads * kBlockTokens * c.headDim;
@@ -116,14 +119,14 @@ struct DecodeSession::Impl {
 
     Result<int> newBlock(BlockKind kind, int page) {
         int slot;
-        if (fixedPool) {
-            if (freeSlots.empty())
+        if (freeSlots.empty()) {
+            if (fixedPool)
                 return Status(ErrorCode::Internal, "KV pool exhausted: the fixed budget is too small for these settings");
+            slot = capacitySlots++;  // full attention and R-SWA grow with the volume
+            pool.resize(size_t(capacitySlots) * blockFloats);
+        } else {
             slot = freeSlots.back();
             freeSlots.pop_back();
-        } else {
-            slot = capacitySlots++;
-            pool.resize(size_t(capacitySlots) * blockFloats);
         }
         Block b;
         b.kind = kind, b.page = page, b.slot = slot, b.pos0 = position;
@@ -135,7 +138,7 @@ struct DecodeSession::Impl {
 
     void releaseSlot(Block& b) {
         if (b.slot < 0) return;
-        if (fixedPool) freeSlots.push_back(b.slot);
+        freeSlots.push_back(b.slot);
         b.slot = -1;
     }
 
@@ -329,6 +332,48 @@ struct DecodeSession::Impl {
         std::sort(gated.begin(), gated.end());
     }
 
+    // Share of full attention's softmax mass (over every token so far) that falls on `spans`.
+    void measureRecall(int layer, const std::vector<Span>& spans, int64_t queryPos) {
+        std::vector<Span> all = wholeBlocks(sinkBlocks);
+        for (const auto& [page, ids] : pageBlocks) append(all, ids);
+        append(all, retiredGenBlocks);
+        append(all, genBlocks);
+        frame(all, queryPos);
+        std::vector<std::pair<int64_t, int>> chosen;  // (position) set of attended tokens
+        std::vector<int64_t> picked;
+        for (const auto& s : spans)
+            for (int t = s.first; t < s.last; ++t) picked.push_back(s.block->pos0 + t);
+        std::sort(picked.begin(), picked.end());
+        const int D = c.headDim, G = c.groupSize();
+        const float scale = float(1.0 / std::sqrt(double(D)));
+        std::vector<float> qr(static_cast<size_t>(D));
+        for (int hh = 0; hh < c.numHeads; ++hh) {
+            const int g = hh / G;
+            std::vector<double> sc;
+            std::vector<char> in;
+            for (const auto& s : all) {
+                std::copy(&q[size_t(hh) * D], &q[size_t(hh) * D] + D, qr.begin());
+                rotate(qr.data(), s.queryPos);
+                const float* base = data(*s.block);
+                for (int t = s.first; t < s.last; ++t) {
+                    const float* kk = base + kIndex(layer, g, t);
+                    double dot = 0;
+                    for (int i = 0; i < D; ++i) dot += double(qr[size_t(i)]) * kk[i];
+                    sc.push_back(dot * scale);
+                    in.push_back(std::binary_search(picked.begin(), picked.end(), s.block->pos0 + t));
+                }
+            }
+            const double mx = *std::max_element(sc.begin(), sc.end());
+            double sum = 0, hit = 0;
+            for (size_t i = 0; i < sc.size(); ++i) {
+                const double e = std::exp(sc[i] - mx);
+                sum += e;
+                if (in[i]) hit += e;
+            }
+            recall.samples.push_back(hit / sum);
+        }
+    }
+
     // Runs the layers for the token whose input embedding is in x; its key/value go to block
     // `blockId` at slot `t`. `setFor(layer)` gives the spans to attend (the token itself included).
     template <typename SetFor, typename OnQuery>
@@ -362,6 +407,7 @@ struct DecodeSession::Impl {
                 for (int tt = s.first; tt < s.last; ++tt) lastPositions[size_t(l)].push_back(s.block->pos0 + tt);
             if (l == 0) lastAttended = int(lastPositions[0].size());
             attend(l, spans);
+            if (p.measureRecall && recallProbe && b.kind == BlockKind::Generated) measureRecall(l, spans, b.pos0 + t);
             gemv(L.wo, H, Q, att.data(), tmp.data());
             for (int i = 0; i < H; ++i) x[size_t(i)] += tmp[size_t(i)];
             rmsnorm(x.data(), L.mlpNorm.data(), h.data(), H, c.rmsNormEps);
@@ -374,6 +420,79 @@ struct DecodeSession::Impl {
             gemv(L.wDown, H, c.intermediateSize, gateBuf.data(), tmp.data());
             for (int i = 0; i < H; ++i) x[size_t(i)] += tmp[size_t(i)];
         }
+    }
+
+    // Row-wise Y[T, rows] = X[T, cols] W[rows, cols]^T.
+    static void gemm(const std::vector<float>& w, int rows, int cols, const float* X, int T, float* Y) {
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, T, rows, cols, 1.0f, X, cols, w.data(), cols, 0.0f, Y,
+                    rows);
+    }
+
+    // Prefill of a page's visual tokens, all layers, in matrix products: every token of the page
+    // attends to the sinks and causally to the page (positions pos0 .. pos0 + T - 1).
+    Status prefillPage(int page, const float* visual, int T, std::vector<float>& summary) {
+        const int H = c.hiddenSize, Q = c.numHeads * c.headDim, KV = c.numKvHeads * c.headDim, D = c.headDim,
+                  F = c.intermediateSize;
+        std::vector<int>& ids = pageBlocks[page];
+        for (int i = 0; i < T; i += kBlockTokens) {
+            auto id = newBlock(BlockKind::Visual, page);
+            if (!id) return id.status();
+            blocks[size_t(*id)].pos0 = position + i;
+            ids.push_back(*id);
+        }
+        std::vector<float> X(size_t(T) * H), Xn(size_t(T) * H), Qm(size_t(T) * Q), Km(size_t(T) * KV), Vm(size_t(T) * KV),
+            A(size_t(T) * Q), O(size_t(T) * H), Gm(size_t(T) * F), Um(size_t(T) * F);
+        gemm(model->visualW, H, c.visualDim, visual, T, X.data());
+        for (int t = 0; t < T; ++t)
+            for (int j = 0; j < H; ++j) X[size_t(t) * H + j] += model->visualB[size_t(j)];
+        for (int l = 0; l < c.numLayers; ++l) {
+            const LayerWeights& L = model->layers[size_t(l)];
+            for (int t = 0; t < T; ++t) rmsnorm(&X[size_t(t) * H], L.attnNorm.data(), &Xn[size_t(t) * H], H, c.rmsNormEps);
+            gemm(L.wq, Q, H, Xn.data(), T, Qm.data());
+            gemm(L.wk, KV, H, Xn.data(), T, Km.data());
+            gemm(L.wv, KV, H, Xn.data(), T, Vm.data());
+            for (int t = 0; t < T; ++t) {
+                Block& b = blocks[size_t(ids[size_t(t / kBlockTokens)])];
+                const int bt = t % kBlockTokens;
+                float* base = data(b);
+                for (int g = 0; g < c.numKvHeads; ++g) {
+                    const float* kin = &Km[size_t(t) * KV + size_t(g) * D];
+                    const size_t so = (size_t(l) * c.numKvHeads + g) * D;
+                    for (int i = 0; i < D; ++i) summary[so + i] += kin[i] / float(T);
+                    float* kk = base + kIndex(l, g, bt);
+                    std::copy(kin, kin + D, kk);
+                    rotate(kk, b.pos0 + bt);
+                    std::copy(&Vm[size_t(t) * KV + size_t(g) * D], &Vm[size_t(t) * KV + size_t(g) * D] + D,
+                              base + halfFloats + kIndex(l, g, bt));
+                    for (int i = 0; i < D; ++i) {
+                        b.kMin[so + i] = std::min(b.kMin[so + i], kk[i]);
+                        b.kMax[so + i] = std::max(b.kMax[so + i], kk[i]);
+                    }
+                }
+                b.count = std::max(b.count, bt + 1);
+            }
+            for (int t = 0; t < T; ++t) {
+                std::copy(&Qm[size_t(t) * Q], &Qm[size_t(t) * Q] + Q, q.begin());
+                std::vector<Span> spans = wholeBlocks(sinkBlocks);
+                for (int bi = 0; bi <= t / kBlockTokens; ++bi) {
+                    const Block& b = blocks[size_t(ids[size_t(bi)])];
+                    spans.push_back({&b, 0, bi == t / kBlockTokens ? t % kBlockTokens + 1 : kBlockTokens, 0});
+                }
+                frame(spans, position + t);
+                attend(l, spans);
+                std::copy(att.begin(), att.begin() + Q, &A[size_t(t) * Q]);
+            }
+            gemm(L.wo, H, Q, A.data(), T, O.data());
+            for (size_t i = 0; i < X.size(); ++i) X[i] += O[i];
+            for (int t = 0; t < T; ++t) rmsnorm(&X[size_t(t) * H], L.mlpNorm.data(), &Xn[size_t(t) * H], H, c.rmsNormEps);
+            gemm(L.wGate, F, H, Xn.data(), T, Gm.data());
+            gemm(L.wUp, F, H, Xn.data(), T, Um.data());
+            for (size_t i = 0; i < Gm.size(); ++i) Gm[i] = Gm[i] / (1.0f + std::exp(-Gm[i])) * Um[i];
+            gemm(L.wDown, H, F, Gm.data(), T, O.data());
+            for (size_t i = 0; i < X.size(); ++i) X[i] += O[i];
+        }
+        position += T;
+        return Status::ok();
     }
 
     void computeLogits() {
@@ -428,30 +547,8 @@ Status DecodeSession::addPage(int page, const float* visual, int count) {
         return Status(ErrorCode::InvalidArgument, "addPage: pages are fed once each, in order");
     // Generated tokens after this page start a new block (positions inside a block stay consecutive).
     if (!d->genBlocks.empty()) d->blocks[size_t(d->genBlocks.back())].sealed = true;
-    std::vector<int>& ids = d->pageBlocks[page];
     std::vector<float> summary(size_t(c.numLayers) * c.numKvHeads * c.headDim, 0.f);
-    for (int i = 0; i < count; ++i) {
-        if (ids.empty() || d->blocks[size_t(ids.back())].count == kBlockTokens) {
-            auto id = d->newBlock(BlockKind::Visual, page);
-            if (!id) return id.status();
-            ids.push_back(*id);
-        }
-        const int id = ids.back();
-        const int t = d->blocks[size_t(id)].count;
-        // Projector: hidden = W v + b.
-        cblas_sgemv(CblasRowMajor, CblasNoTrans, c.hiddenSize, c.visualDim, 1.0f, d->model->visualW.data(), c.visualDim,
-                    visual + size_t(i) * c.visualDim, 1, 0.0f, d->x.data(), 1);
-        for (int j = 0; j < c.hiddenSize; ++j) d->x[size_t(j)] += d->model->visualB[size_t(j)];
-        d->forward(id, t, [&](int) {
-            auto spans = d->wholeBlocks(d->sinkBlocks);
-            d->append(spans, ids);  // causal: the current block holds tokens up to t
-            return spans;
-        }, [&](int l) {
-            const size_t o = size_t(l) * c.numKvHeads * c.headDim;
-            for (size_t j = 0; j < size_t(c.numKvHeads) * c.headDim; ++j) summary[o + j] += d->k[j] / float(count);
-        });
-        ++d->position;
-    }
+    if (Status s = d->prefillPage(page, visual, count, summary); !s) return s;
     d->pageSummary[page] = std::move(summary);
     d->pageTokens[page] = count;
     d->pageFedSinceLastGen = true;
@@ -505,6 +602,10 @@ Result<StepResult> DecodeSession::step(int inputToken) {
         while (d->genBlocks.size() > 1) {
             Block& b = d->blocks[size_t(d->genBlocks.front())];
             if (b.genIndex0 + b.count > d->generated - m_params.recentTokens) break;
+            if (m_params.measureRecall) {
+                d->offload(b);
+                d->retiredGenBlocks.push_back(d->genBlocks.front());
+            }
             d->releaseSlot(b);
             d->genBlocks.erase(d->genBlocks.begin());
         }
@@ -532,6 +633,22 @@ SessionStats DecodeSession::stats() const {
 }
 
 std::vector<std::vector<int64_t>> DecodeSession::lastAttendedPositions() const { return d->lastPositions; }
+const RecallStats& DecodeSession::recall() const { return d->recall; }
+void DecodeSession::clearRecall() { d->recall.samples.clear(); }
+void DecodeSession::setRecallProbe(bool on) { d->recallProbe = on; }
+
+double RecallStats::mean() const {
+    if (samples.empty()) return 0;
+    return std::accumulate(samples.begin(), samples.end(), 0.0) / double(samples.size());
+}
+
+double RecallStats::percentile(double pct) const {
+    if (samples.empty()) return 0;
+    std::vector<double> v = samples;
+    const size_t k = std::min(v.size() - 1, size_t(pct / 100.0 * double(v.size())));
+    std::nth_element(v.begin(), v.begin() + long(k), v.end());
+    return v[k];
+}
 
 int GreedySampler::pick(const std::vector<float>& logits) const {
     std::vector<char> banned(logits.size(), 0);

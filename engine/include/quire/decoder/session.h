@@ -39,6 +39,16 @@ struct AttentionParams {
     int gateQueryTokens = 16;      // running mean of this many recent pre-rotary queries
     int maxPageTokens = 512;       // visual tokens a page may bring (sizes the fixed pool)
     int maxSinkTokens = 64;
+    // Benchmarks only: keep every key in host memory and measure, at each generated step, the share
+    // of full attention's softmax mass that falls on the tokens this mode attends to.
+    bool measureRecall = false;
+};
+
+// Attention-mass recall against full attention, per (layer, head) sample.
+struct RecallStats {
+    std::vector<double> samples;  // one value per layer and head and measured step
+    double mean() const;
+    double percentile(double p) const;
 };
 
 struct StepResult {
@@ -73,6 +83,10 @@ public:
     // Per layer, the tokens the last step attended to, as (absolute position) lists: for tests and
     // the attention-mass recall benchmark.
     std::vector<std::vector<int64_t>> lastAttendedPositions() const;
+    const RecallStats& recall() const;
+    void clearRecall();
+    // With measureRecall set: compute recall on the steps while the probe is on.
+    void setRecallProbe(bool on);
 
 private:
     struct Impl;

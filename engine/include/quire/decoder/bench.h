@@ -1,0 +1,52 @@
+// `quire-cli bench decode`: KV memory, per-token latency along the volume, throughput and, for
+// SR-SWA, attention-mass recall against full attention, on a model with generated weights.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "quire/decoder/session.h"
+
+namespace quire::decoder {
+
+struct DecodeBenchParams {
+    ModelConfig config;
+    AttentionParams attention;
+    int pages = 100;
+    int pageTokens = 273;       // visual tokens per page
+    int tokensPerPage = 24;     // generated tokens per page (the last one is a page break)
+    std::vector<int> checkpoints = {10, 100, 1000};
+    std::string device = "cpu";
+    int batch = 1;
+    uint64_t seed = 1;
+    double maxKvBytes = 8e9;    // stop (full attention) before the KV cache outgrows this
+    bool recall = false;        // SR-SWA: attention-mass recall at the checkpoints
+};
+
+struct DecodeCheckpoint {
+    int page = 0;
+    double msPerToken = 0;      // median over the page's generated tokens
+    size_t kvBytes = 0;         // KV memory in use ("device" pool)
+    size_t kvCapacityBytes = 0; // reserved
+    size_t hostBytes = 0;       // offloaded pages
+    int attendedTokens = 0;
+    double recallMean = -1, recallP1 = -1;
+};
+
+struct DecodeBenchResult {
+    std::string mode, device, shape;
+    size_t parameters = 0;
+    int pagesDone = 0, batch = 1;
+    double tokensPerSecond = 0;
+    size_t peakKvBytes = 0;
+    std::vector<DecodeCheckpoint> checkpoints;
+    std::string note;  // why it stopped early, if it did
+    std::string toJson() const;
+};
+
+Result<DecodeBenchResult> runDecodeBench(const DecodeBenchParams& params);
+
+// Named shapes: "reader" (Quire's reader) and "unlimited-ocr" (the anchor's decoder, dense MLP).
+Result<ModelConfig> benchShape(const std::string& name);
+
+}  // namespace quire::decoder

@@ -1,0 +1,132 @@
+#include "quire/decoder/bench.h"
+
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QJsonObject>
+
+#include <algorithm>
+#include <chrono>
+#include <random>
+
+namespace quire::decoder {
+
+Result<ModelConfig> benchShape(const std::string& name) {
+    ModelConfig c;
+    if (name == "reader") {
+        // Quire's reader: the PP-OCRv4 character set plus specials, 120-wide visual features.
+        c.vocabSize = 6627, c.hiddenSize = 384, c.numLayers = 4, c.numHeads = 6, c.numKvHeads = 2, c.headDim = 64;
+        c.intermediateSize = 1024, c.visualDim = 120, c.maxPositions = 8192;
+    } else if (name == "unlimited-ocr") {
+        // Unlimited-OCR's decoder: 12 layers, hidden 1280, 10 heads x 128 (plain multi-head), vocabulary
+        // 129,280, trained to 32,768 positions; a dense MLP stands in for its mixture of experts.
+        c.vocabSize = 129280, c.hiddenSize = 1280, c.numLayers = 12, c.numHeads = 10, c.numKvHeads = 10, c.headDim = 128;
+        c.intermediateSize = 3584, c.visualDim = 1280, c.maxPositions = 32768;
+    } else {
+        return Status(ErrorCode::InvalidArgument, "unknown shape '" + name + "' (reader, unlimited-ocr)");
+    }
+    return c;
+}
+
+std::string DecodeBenchResult::toJson() const {
+    QJsonArray cps;
+    for (const auto& c : checkpoints) {
+        QJsonObject o{{"page", c.page}, {"msPerToken", c.msPerToken}, {"kvBytes", qint64(c.kvBytes)},
+                      {"kvCapacityBytes", qint64(c.kvCapacityBytes)}, {"hostBytes", qint64(c.hostBytes)},
+                      {"attendedTokens", c.attendedTokens}};
+        if (c.recallMean >= 0) o["recallMean"] = c.recallMean, o["recallP1"] = c.recallP1;
+        cps.append(o);
+    }
+    QJsonObject o{{"mode", QString::fromStdString(mode)}, {"device", QString::fromStdString(device)},
+                  {"shape", QString::fromStdString(shape)}, {"parameters", qint64(parameters)},
+                  {"pagesDone", pagesDone}, {"batch", batch}, {"tokensPerSecond", tokensPerSecond},
+                  {"peakKvBytes", qint64(peakKvBytes)}, {"checkpoints", cps}};
+    if (!note.empty()) o["note"] = QString::fromStdString(note);
+    return QJsonDocument(o).toJson(QJsonDocument::Compact).toStdString();
+}
+
+Result<DecodeBenchResult> runDecodeBench(const DecodeBenchParams& p) {
+    if (p.device != "cpu")
+        return Status(ErrorCode::InvalidArgument, "bench decode: the CUDA decode backend is not built yet; use --device cpu");
+    if (Status s = p.config.validate("bench config"); !s) return s;
+    auto model = std::make_shared<const ModelWeights>(randomModel(p.config, p.seed));
+    AttentionParams ap = p.attention;
+    ap.maxPageTokens = p.pageTokens;  // the fixed pool is sized for the pages this run feeds
+    ap.measureRecall = p.recall && ap.mode == AttentionMode::SrSwa;
+    std::vector<std::unique_ptr<DecodeSession>> sessions;
+    for (int b = 0; b < std::max(1, p.batch); ++b) {
+        sessions.push_back(std::make_unique<DecodeSession>(model, ap));
+        if (Status s = sessions.back()->begin({p.config.bosTokenId, 5, 6, 7}); !s) return s;
+    }
+    DecodeBenchResult r;
+    r.mode = attentionModeName(ap.mode);
+    r.device = p.device;
+    r.parameters = model->parameterCount();
+    r.batch = int(sessions.size());
+    std::mt19937 rng(uint32_t(p.seed));
+    std::normal_distribution<float> normal(0.f, 1.f);
+    std::vector<float> visual(size_t(p.pageTokens) * p.config.visualDim);
+    int fed = -1;
+    double decodeSeconds = 0;
+    long decodeTokens = 0;
+    std::vector<int> tokens(sessions.size(), p.config.bosTokenId);
+    for (int page = 0; page < p.pages; ++page) {
+        while (fed < page + ap.windowAfter) {
+            ++fed;
+            for (auto& v : visual) v = normal(rng);
+            for (auto& s : sessions)
+                if (Status st = s->addPage(fed, visual.data(), p.pageTokens); !st) return st;
+        }
+        const bool checkpoint = std::find(p.checkpoints.begin(), p.checkpoints.end(), page + 1) != p.checkpoints.end();
+        std::vector<double> ms;
+        for (int k = 0; k < p.tokensPerPage; ++k) {
+            // The recall probe (full attention beside the real one) runs on the second half of a
+            // checkpoint page's steps; latency is taken from the steps without it.
+            const bool probe = checkpoint && ap.measureRecall && k >= p.tokensPerPage / 2;
+            if (probe && k == p.tokensPerPage / 2) {
+                sessions[0]->clearRecall();
+                sessions[0]->setRecallProbe(true);
+            }
+            const auto t0 = std::chrono::steady_clock::now();
+            for (size_t b = 0; b < sessions.size(); ++b) {
+                auto res = sessions[b]->step(tokens[b]);
+                if (!res) return res.status();
+                const auto& logits = *res->logits;
+                tokens[b] = int(std::max_element(logits.begin() + 4, logits.end()) - logits.begin());
+                if (k == p.tokensPerPage - 2) tokens[b] = p.config.pageBreakTokenId;  // next input turns the page
+            }
+            const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+            if (probe) continue;
+            decodeSeconds += secs;
+            decodeTokens += long(sessions.size());
+            ms.push_back(secs * 1000.0 / double(sessions.size()));
+        }
+        const SessionStats st = sessions[0]->stats();
+        r.peakKvBytes = std::max(r.peakKvBytes, st.poolUsedBytes * sessions.size());
+        r.pagesDone = page + 1;
+        if (checkpoint) {
+            DecodeCheckpoint c;
+            c.page = page + 1;
+            std::nth_element(ms.begin(), ms.begin() + long(ms.size() / 2), ms.end());
+            c.msPerToken = ms[ms.size() / 2];
+            c.kvBytes = st.poolUsedBytes;
+            c.kvCapacityBytes = st.poolCapacityBytes;
+            c.hostBytes = st.hostBytes;
+            c.attendedTokens = st.attendedTokens;
+            if (ap.measureRecall) {
+                c.recallMean = sessions[0]->recall().mean();
+                c.recallP1 = sessions[0]->recall().percentile(1);
+                sessions[0]->setRecallProbe(false);
+            }
+            r.checkpoints.push_back(c);
+        }
+        if (double(st.poolUsedBytes * sessions.size()) > p.maxKvBytes) {
+            r.note = "stopped at page " + std::to_string(page + 1) + ": the KV cache outgrew " +
+                     std::to_string(int64_t(p.maxKvBytes / 1e6)) + " MB";
+            break;
+        }
+    }
+    r.tokensPerSecond = decodeSeconds > 0 ? double(decodeTokens) / decodeSeconds : 0;
+    return r;
+}
+
+}  // namespace quire::decoder
