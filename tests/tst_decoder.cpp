@@ -328,6 +328,57 @@ private slots:
               at10.poolCapacityBytes, r10.poolUsedBytes, r1000.poolUsedBytes);
     }
 
+    void savedStateContinuesWithIdenticalTokens_data() {
+        QTest::addColumn<int>("mode");
+        QTest::newRow("srswa") << int(AttentionMode::SrSwa);
+        QTest::newRow("rswa") << int(AttentionMode::RSwa);
+    }
+    void savedStateContinuesWithIdenticalTokens() {
+        QFETCH(int, mode);
+        auto model = std::make_shared<const ModelWeights>(randomModel(tinyConfig(), 21));
+        AttentionParams p;
+        p.mode = AttentionMode(mode);
+        p.recentTokens = 20;
+        p.maxPageTokens = 24;
+        p.gatedPages = 2;
+        p.blocksPerGatedPage = 1;
+        const int dim = model->config.visualDim;
+        DecodeSession a(model, p);
+        QVERIFY(a.begin({1, 4}));
+        int fed = -1, token = 1;
+        auto drive = [&](DecodeSession& s, int steps, std::vector<std::vector<float>>* logits) {
+            for (int k = 0; k < steps; ++k) {
+                while (fed < s.stats().currentPage + p.windowAfter) {
+                    ++fed;
+                    const auto f = pageFeatures(fed, 24, dim);
+                    QVERIFY(s.addPage(fed, f.data(), 24));
+                }
+                auto r = s.step(token);
+                QVERIFY(r);
+                if (logits) logits->push_back(*r->logits);
+                token = (k % 17 == 16) ? model->config.pageBreakTokenId
+                                       : int(std::max_element(r->logits->begin() + 4, r->logits->end()) - r->logits->begin());
+            }
+        };
+        drive(a, 150, nullptr);  // well into the volume: pages offloaded, ring wrapped
+        const std::string state = a.saveState();
+        const int fedAtSave = fed, tokenAtSave = token;
+        std::vector<std::vector<float>> expected, got;
+        drive(a, 60, &expected);
+        auto b = DecodeSession::restore(model, p, state, [&](int page) -> Result<std::vector<float>> {
+            return pageFeatures(page, 24, dim);
+        });
+        QVERIFY2(b, b.status().message().c_str());
+        fed = fedAtSave, token = tokenAtSave;
+        drive(**b, 60, &got);
+        QCOMPARE(got.size(), expected.size());
+        for (size_t i = 0; i < got.size(); ++i) QVERIFY2(got[i] == expected[i], qPrintable(QString("step %1 differs").arg(i)));
+        // A damaged state is refused, not half-restored.
+        auto broken = DecodeSession::restore(model, p, state.substr(0, state.size() / 2),
+                                             [&](int page) -> Result<std::vector<float>> { return pageFeatures(page, 24, dim); });
+        QVERIFY(!broken);
+    }
+
     void greedyBansRepeatedNgramsAndSeesLoops() {
         GreedySampler g({3, 100, 100, 4, 8});
         for (int t : {5, 6, 7, 5, 6}) g.push(t);

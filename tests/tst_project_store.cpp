@@ -176,6 +176,27 @@ private slots:
         QCOMPARE(readFile(file), before);
     }
 
+    void decoderStateIsKept() {
+        auto store = fresh("f.quire");
+        QVERIFY(!store->decoderState()->has_value());
+        const std::string blob("\x00\x01binary\xff", 10);
+        QVERIFY(store->saveDecoderState(blob));
+        QVERIFY(store->saveDecoderState(blob + "more"));
+        QCOMPARE(store->decoderState()->value(), blob + "more");
+        QVERIFY(store->clearDecoderState());
+        QVERIFY(!store->decoderState()->has_value());
+    }
+
+    void migratesAVersionOneProject() {
+        const QString file = m_dir.filePath("v1.quire");
+        { QVERIFY(fresh("v1.quire")); }
+        execSql(file, "DROP TABLE decoder_state; PRAGMA user_version=1");
+        auto store = ProjectStore::open(file.toStdString());
+        QVERIFY2(store, store.status().message().c_str());
+        QVERIFY((*store)->saveDecoderState("x"));
+        QCOMPARE((*store)->counts()->pages, 3);
+    }
+
     void runsAreRecorded() {
         auto store = fresh("e.quire");
         auto run = store->beginRun("{\"languages\":\"eng\"}");

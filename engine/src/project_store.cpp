@@ -33,7 +33,7 @@ PageStatus parseStatus(const std::string& s) {
 }
 
 // Numbered migrations; migration i brings user_version from i to i + 1, in one transaction.
-const std::array<const char*, 1> kMigrations = {R"SQL(
+const std::array<const char*, 2> kMigrations = {R"SQL(
 CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE documents(
   id INTEGER PRIMARY KEY,
@@ -91,6 +91,13 @@ CREATE TABLE runs(
   params TEXT NOT NULL,
   started_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ','now')),
   finished_at TEXT);
+)SQL",
+                                                R"SQL(
+-- The reader's decoder state (page pointer, ring, gate), so a killed run resumes mid-volume.
+CREATE TABLE decoder_state(
+  id INTEGER PRIMARY KEY CHECK(id = 1),
+  state BLOB NOT NULL,
+  saved_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ','now')));
 )SQL"};
 
 bool looksLikeSqlite(const fs::path& path, std::string* why) {
@@ -588,6 +595,22 @@ Status ProjectStore::setMeta(const std::string& key, const std::string& value) {
     q.bind(1, key).bind(2, value);
     return q.run();
 }
+
+Status ProjectStore::saveDecoderState(const std::string& state) {
+    Stmt q(m_db, "INSERT INTO decoder_state(id, state) VALUES(1, ?) ON CONFLICT(id) DO UPDATE SET state=excluded.state, "
+                 "saved_at=strftime('%Y-%m-%dT%H:%M:%fZ','now')");
+    q.bindBlob(1, state);
+    return q.run();
+}
+
+Result<std::optional<std::string>> ProjectStore::decoderState() {
+    Stmt q(m_db, "SELECT state FROM decoder_state WHERE id=1");
+    if (q.step()) return std::optional<std::string>(q.blob(0));
+    if (!q.status()) return q.status();
+    return std::optional<std::string>();
+}
+
+Status ProjectStore::clearDecoderState() { return exec("DELETE FROM decoder_state"); }
 
 Result<std::string> ProjectStore::integrityCheck() {
     Stmt q(m_db, "PRAGMA integrity_check");

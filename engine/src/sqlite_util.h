@@ -39,6 +39,10 @@ public:
         return *this;
     }
     Stmt& bind(int i, const char* v) { return bind(i, std::string(v)); }
+    Stmt& bindBlob(int i, const std::string& v) {
+        sqlite3_bind_blob(m_stmt, i, v.data(), int(v.size()), SQLITE_TRANSIENT);
+        return *this;
+    }
     Stmt& bind(int i, const std::optional<std::string>& v) {
         if (v) return bind(i, *v);
         sqlite3_bind_null(m_stmt, i);
@@ -61,6 +65,10 @@ public:
     int i32(int c) const { return sqlite3_column_int(m_stmt, c); }
     double f64(int c) const { return sqlite3_column_double(m_stmt, c); }
     bool isNull(int c) const { return sqlite3_column_type(m_stmt, c) == SQLITE_NULL; }
+    std::string blob(int c) const {
+        const auto* p = static_cast<const char*>(sqlite3_column_blob(m_stmt, c));
+        return p ? std::string(p, size_t(sqlite3_column_bytes(m_stmt, c))) : std::string();
+    }
     std::string text(int c) const {
         const auto* p = sqlite3_column_text(m_stmt, c);
         return p ? std::string(reinterpret_cast<const char*>(p), size_t(sqlite3_column_bytes(m_stmt, c))) : std::string();

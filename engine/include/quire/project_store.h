@@ -86,7 +86,7 @@ struct RunRecord {
 
 class ProjectStore {
 public:
-    static constexpr int kSchemaVersion = 1;
+    static constexpr int kSchemaVersion = 2;
     enum class Mode { OpenOrCreate, OpenExisting, ReadOnly };
 
     static Result<std::unique_ptr<ProjectStore>> open(const std::filesystem::path& path,
@@ -133,6 +133,11 @@ public:
     Result<int64_t> beginRun(const std::string& paramsJson);
     Status finishRun(int64_t runId, const std::string& state);
     Result<std::optional<RunRecord>> lastRun();
+
+    // The reader's decoder state (one per project), written with each committed page.
+    Status saveDecoderState(const std::string& state);
+    Result<std::optional<std::string>> decoderState();
+    Status clearDecoderState();
 
     Result<std::string> meta(const std::string& key);
     Status setMeta(const std::string& key, const std::string& value);

@@ -85,6 +85,8 @@ struct DecodeSession::Impl {
     int lastAttended = 0;
     RecallStats recall;
     bool recallProbe = false;
+    std::vector<int> sinkTokens;
+    std::map<int, int64_t> pagePos0;
     std::vector<int> retiredGenBlocks;  // measureRecall: generated blocks kept in host memory
 
     Impl(std::shared_ptr<const ModelWeights> m, AttentionParams params) : model(std::move(m)), c(model->config), p(params) {
@@ -518,6 +520,7 @@ Status DecodeSession::begin(const std::vector<int>& sinkTokens) {
     if (!d->blocks.empty()) return Status(ErrorCode::InvalidArgument, "begin: the session has already started");
     if (sinkTokens.empty() || int(sinkTokens.size()) > m_params.maxSinkTokens)
         return Status(ErrorCode::InvalidArgument, "begin: between 1 and " + std::to_string(m_params.maxSinkTokens) + " sink tokens");
+    d->sinkTokens = sinkTokens;
     for (size_t i = 0; i < sinkTokens.size(); ++i) {
         const int tok = sinkTokens[i];
         if (tok < 0 || tok >= d->c.vocabSize) return Status(ErrorCode::InvalidArgument, "begin: token out of range");
@@ -548,6 +551,7 @@ Status DecodeSession::addPage(int page, const float* visual, int count) {
     // Generated tokens after this page start a new block (positions inside a block stay consecutive).
     if (!d->genBlocks.empty()) d->blocks[size_t(d->genBlocks.back())].sealed = true;
     std::vector<float> summary(size_t(c.numLayers) * c.numKvHeads * c.headDim, 0.f);
+    d->pagePos0[page] = d->position;
     if (Status s = d->prefillPage(page, visual, count, summary); !s) return s;
     d->pageSummary[page] = std::move(summary);
     d->pageTokens[page] = count;
@@ -681,6 +685,177 @@ bool GreedySampler::looping() const {
         if (periodic) return true;
     }
     return false;
+}
+
+}  // namespace quire::decoder
+
+namespace quire::decoder {
+namespace {
+
+class Writer {
+public:
+    template <typename T>
+    void put(const T& v) { m_out.append(reinterpret_cast<const char*>(&v), sizeof(T)); }
+    void putFloats(const std::vector<float>& v) {
+        put(uint64_t(v.size()));
+        m_out.append(reinterpret_cast<const char*>(v.data()), v.size() * sizeof(float));
+    }
+    std::string take() { return std::move(m_out); }
+
+private:
+    std::string m_out;
+};
+
+class Reader {
+public:
+    explicit Reader(const std::string& s) : m_s(s) {}
+    template <typename T>
+    bool get(T& v) {
+        if (m_pos + sizeof(T) > m_s.size()) return false;
+        std::memcpy(&v, m_s.data() + m_pos, sizeof(T));
+        m_pos += sizeof(T);
+        return true;
+    }
+    bool getFloats(std::vector<float>& v, uint64_t maxCount) {
+        uint64_t n = 0;
+        if (!get(n) || n > maxCount || m_pos + n * sizeof(float) > m_s.size()) return false;
+        v.resize(size_t(n));
+        std::memcpy(v.data(), m_s.data() + m_pos, size_t(n) * sizeof(float));
+        m_pos += size_t(n) * sizeof(float);
+        return true;
+    }
+
+private:
+    const std::string& m_s;
+    size_t m_pos = 0;
+};
+
+constexpr uint32_t kStateMagic = 0x51445331;  // "QDS1"
+
+}  // namespace
+
+std::string DecodeSession::saveState() const {
+    const auto& c = d->c;
+    Writer w;
+    w.put(kStateMagic);
+    for (int v : {c.vocabSize, c.hiddenSize, c.numLayers, c.numHeads, c.numKvHeads, c.headDim, int(m_params.mode),
+                  m_params.recentTokens, m_params.windowBefore, m_params.windowAfter})
+        w.put(int32_t(v));
+    w.put(int64_t(d->position));
+    w.put(int64_t(d->generated));
+    w.put(int32_t(d->currentPage));
+    w.put(int32_t(d->stepsSinceGate));
+    w.put(int32_t(d->recentQueryNext));
+    w.put(uint32_t(d->sinkTokens.size()));
+    for (int t : d->sinkTokens) w.put(int32_t(t));
+    w.put(uint32_t(d->pagePos0.size()));
+    for (const auto& [page, pos0] : d->pagePos0) {
+        w.put(int32_t(page));
+        w.put(int64_t(pos0));
+        w.put(int32_t(d->pageTokens.at(page)));
+    }
+    w.put(uint32_t(d->gated.size()));
+    for (int g : d->gated) w.put(int32_t(g));
+    w.put(uint32_t(d->recentQueries.size()));
+    for (const auto& r : d->recentQueries) w.putFloats(r);
+    w.put(uint32_t(d->genBlocks.size()));
+    for (int id : d->genBlocks) {
+        const Block& b = d->blocks[size_t(id)];
+        w.put(int64_t(b.pos0));
+        w.put(int64_t(b.genIndex0));
+        w.put(int32_t(b.count));
+        w.put(int32_t(b.page));
+        w.put(uint8_t(b.sealed));
+        const float* data = d->data(b);
+        w.putFloats(std::vector<float>(data, data + d->blockFloats));
+        w.putFloats(b.kMin);
+        w.putFloats(b.kMax);
+    }
+    return w.take();
+}
+
+Result<std::unique_ptr<DecodeSession>> DecodeSession::restore(std::shared_ptr<const ModelWeights> model,
+                                                               AttentionParams params, const std::string& state,
+                                                               const PageProvider& pages) {
+    const ModelConfig c = model->config;
+    auto bad = [](const std::string& why) { return Status(ErrorCode::Corrupt, "decoder state: " + why); };
+    Reader r(state);
+    uint32_t magic = 0;
+    if (!r.get(magic) || magic != kStateMagic) return bad("not a saved decoder state");
+    for (int want : {c.vocabSize, c.hiddenSize, c.numLayers, c.numHeads, c.numKvHeads, c.headDim, int(params.mode),
+                     params.recentTokens, params.windowBefore, params.windowAfter}) {
+        int32_t v = 0;
+        if (!r.get(v) || v != want) return bad("saved with another model or attention settings");
+    }
+    int64_t position = 0, generated = 0;
+    int32_t currentPage = 0, stepsSinceGate = 0, recentNext = 0;
+    uint32_t nSinks = 0;
+    if (!r.get(position) || !r.get(generated) || !r.get(currentPage) || !r.get(stepsSinceGate) || !r.get(recentNext) ||
+        !r.get(nSinks) || nSinks > uint32_t(params.maxSinkTokens))
+        return bad("truncated");
+    std::vector<int> sinks(nSinks);
+    for (auto& t : sinks) {
+        int32_t v;
+        if (!r.get(v)) return bad("truncated");
+        t = v;
+    }
+    auto session = std::make_unique<DecodeSession>(model, params);
+    if (Status s = session->begin(sinks); !s) return s;
+    Impl& d = *session->d;
+    uint32_t nPages = 0;
+    if (!r.get(nPages)) return bad("truncated");
+    for (uint32_t i = 0; i < nPages; ++i) {
+        int32_t page, count;
+        int64_t pos0;
+        if (!r.get(page) || !r.get(pos0) || !r.get(count)) return bad("truncated");
+        auto visual = pages(page);
+        if (!visual) return visual.status();
+        if (int(visual->size()) != count * c.visualDim)
+            return bad("page " + std::to_string(page) + " now has a different number of visual tokens");
+        d.position = pos0;
+        d.currentPage = currentPage;
+        if (Status s = session->addPage(page, visual->data(), count); !s) return s;
+        // Pages outside the window go to host memory at once, as they were when the state was saved.
+        if (params.mode == AttentionMode::SrSwa && !d.inWindow(page))
+            for (int id : d.pageBlocks[page]) d.offload(d.blocks[size_t(id)]);
+    }
+    uint32_t nGated = 0;
+    if (!r.get(nGated)) return bad("truncated");
+    d.gated.resize(nGated);
+    for (auto& g : d.gated) {
+        int32_t v;
+        if (!r.get(v)) return bad("truncated");
+        g = v;
+    }
+    uint32_t nQueries = 0;
+    if (!r.get(nQueries) || nQueries != d.recentQueries.size()) return bad("gate state does not match");
+    const uint64_t qFloats = uint64_t(c.numLayers) * c.numKvHeads * c.headDim;
+    for (auto& q : d.recentQueries)
+        if (!r.getFloats(q, qFloats)) return bad("truncated");
+    d.currentPage = currentPage;
+    uint32_t nGen = 0;
+    if (!r.get(nGen)) return bad("truncated");
+    for (uint32_t i = 0; i < nGen; ++i) {
+        int64_t pos0, genIndex0;
+        int32_t count, page;
+        uint8_t sealed;
+        if (!r.get(pos0) || !r.get(genIndex0) || !r.get(count) || !r.get(page) || !r.get(sealed)) return bad("truncated");
+        auto id = d.newBlock(BlockKind::Generated, page);
+        if (!id) return id.status();
+        Block& b = d.blocks[size_t(*id)];
+        b.pos0 = pos0, b.genIndex0 = genIndex0, b.count = count, b.sealed = sealed != 0;
+        std::vector<float> data;
+        if (!r.getFloats(data, d.blockFloats) || data.size() != d.blockFloats || !r.getFloats(b.kMin, qFloats) ||
+            !r.getFloats(b.kMax, qFloats))
+            return bad("truncated");
+        std::copy(data.begin(), data.end(), d.data(b));
+        d.genBlocks.push_back(*id);
+    }
+    d.position = position;
+    d.generated = generated;
+    d.stepsSinceGate = stepsSinceGate;
+    d.recentQueryNext = recentNext;
+    return session;
 }
 
 }  // namespace quire::decoder

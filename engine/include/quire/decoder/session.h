@@ -13,6 +13,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -87,6 +88,16 @@ public:
     void clearRecall();
     // With measureRecall set: compute recall on the steps while the probe is on.
     void setRecallProbe(bool on);
+
+    // Everything needed to continue: counters, page pointer, gate state, the generated tokens' keys
+    // and values, and where each page's visual tokens sat. Pages' keys and values are not stored:
+    // they depend only on the sinks and the page itself, so restore() recomputes them from the
+    // page's visual tokens at their original positions.
+    std::string saveState() const;
+    using PageProvider = std::function<Result<std::vector<float>>(int page)>;  // [count, visualDim]
+    static Result<std::unique_ptr<DecodeSession>> restore(std::shared_ptr<const ModelWeights> model,
+                                                          AttentionParams params, const std::string& state,
+                                                          const PageProvider& pages);
 
 private:
     struct Impl;
