@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# The GPU machine's check, in one run under ten minutes: builds the CUDA library on its own (the
+# machine has nvcc, CMake and ninja, but not Qt or OpenCV), runs the gpu-labelled op checks (every
+# CUDA op against its CPU reference) and writes a report under $OUT (./gpu-report elsewhere).
+#
+#   device run:  bash tools/gpu-check.sh
+set -uo pipefail
+cd "$(dirname "$0")/.."
+OUT=${OUT:-$(pwd)/gpu-report}
+mkdir -p "$OUT"
+{
+    echo "date: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
+    nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader 2>&1
+    nvcc --version | tail -1
+} > "$OUT/machine.txt"
+status=0
+timeout 300 cmake -S cuda -B build-cuda -G Ninja -DCMAKE_BUILD_TYPE=Release > "$OUT/build.log" 2>&1 &&
+    timeout 300 cmake --build build-cuda -j "$(nproc)" >> "$OUT/build.log" 2>&1 || status=1
+if [ $status -eq 0 ]; then
+    (cd build-cuda && timeout 240 ctest -L gpu --output-on-failure) > "$OUT/gpu-tests.log" 2>&1 || status=1
+    ./build-cuda/cuda_ops_check > "$OUT/cuda-ops.txt" 2>&1 || status=1
+fi
+echo "exit $status" >> "$OUT/machine.txt"
+cat "$OUT/machine.txt" "$OUT/cuda-ops.txt" 2>/dev/null
+exit $status
