@@ -4,6 +4,8 @@
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QJsonObject>
+#include <QProcess>
+#include <QThread>
 #include <QStandardPaths>
 #include <QTemporaryDir>
 #include <QTest>
@@ -151,6 +153,26 @@ private slots:
         const QJsonObject page = status(project).value("pageList").toArray()[0].toObject();
         QCOMPARE(page.value("text").toString(), QString("Typed by the archivist."));
         QVERIFY(page.value("corrected").toBool());
+    }
+
+    void secondProcessIsRefusedWhileOneWrites() {
+        const QString project = m_dir.filePath("busy.quire");
+        QProcess first;
+        first.start(QStringLiteral(QUIRE_CLI_PATH), {"transcribe", samplePdf(), "--project", project, "--threads", "1"});
+        QVERIFY(first.waitForStarted());
+        QTRY_VERIFY_WITH_TIMEOUT(QFileInfo::exists(project + ".lock") && QFileInfo(project).size() > 0, 20000);
+        QThread::msleep(300);
+        const auto second = runCli({"transcribe", m_good, "--project", project});
+        QCOMPARE(second.exitCode, 2);
+        QVERIFY2(second.err.contains("open in another Quire process") && second.err.contains("pid"), qPrintable(second.err));
+        // Reading is always allowed.
+        QCOMPARE(runCli({"status", "--project", project}).exitCode, 0);
+        first.kill();
+        first.waitForFinished();
+        // The lock died with its holder.
+        QCOMPARE(runCli({"status", "--project", project, "--json"}).exitCode, 0);
+        const auto resumed = runCli({"export", "--project", project, "--format", "txt", "--out", m_dir.filePath("busy-out")});
+        QCOMPARE(resumed.exitCode, 0);
     }
 
     void badInput_data() {

@@ -2,6 +2,10 @@
 
 #include <array>
 #include <fstream>
+#include <map>
+#include <mutex>
+#include <fcntl.h>
+#include <sys/file.h>
 #include <unistd.h>
 
 #include "sqlite_util.h"
@@ -116,6 +120,65 @@ bool looksLikeSqlite(const fs::path& path, std::string* why) {
     return true;
 }
 
+// One writer process per project: an advisory lock on "<project>.lock", held while any store of
+// this process has the project open for writing (several connections of one process share it).
+// The kernel drops it when the process dies, so a killed run never leaves a stale lock.
+struct ProcessLock {
+    int fd = -1;
+    int users = 0;
+};
+std::mutex g_lockMutex;
+std::map<std::string, ProcessLock> g_locks;
+
+Status acquireLock(const fs::path& project) {
+    std::error_code ec;
+    const std::string key = fs::weakly_canonical(fs::absolute(project), ec).string();
+    std::lock_guard guard(g_lockMutex);
+    ProcessLock& l = g_locks[key];
+    if (l.users > 0) {
+        ++l.users;
+        return Status::ok();
+    }
+    const std::string lockPath = project.string() + ".lock";
+    const int fd = ::open(lockPath.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (fd < 0) {
+        g_locks.erase(key);
+        return Status::ok();  // cannot create a lock file (read-only folder): SQLite's own locking still applies
+    }
+    if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+        char holder[256] = {};
+        const ssize_t n = pread(fd, holder, sizeof holder - 1, 0);
+        ::close(fd);
+        g_locks.erase(key);
+        std::string who = n > 0 ? std::string(holder, size_t(n)) : std::string("another process");
+        while (!who.empty() && (who.back() == '\n' || who.back() == ' ')) who.pop_back();
+        return Status(ErrorCode::Unreadable, project.string() + ": the project is open in another Quire process (" +
+                                                 who + "); close it there first, or open this one read-only");
+    }
+    char host[128] = {};
+    gethostname(host, sizeof host - 1);
+    std::ifstream comm("/proc/self/comm");
+    std::string prog;
+    std::getline(comm, prog);
+    const std::string info = prog + " pid " + std::to_string(getpid()) + " on " + host + "\n";
+    if (ftruncate(fd, 0) == 0) (void)!pwrite(fd, info.data(), info.size(), 0);
+    l.fd = fd;
+    l.users = 1;
+    return Status::ok();
+}
+
+void releaseLock(const fs::path& project) {
+    std::error_code ec;
+    const std::string key = fs::weakly_canonical(fs::absolute(project), ec).string();
+    std::lock_guard guard(g_lockMutex);
+    auto it = g_locks.find(key);
+    if (it == g_locks.end()) return;
+    if (--it->second.users == 0) {
+        ::close(it->second.fd);  // releases the flock; the file stays for the next holder
+        g_locks.erase(it);
+    }
+}
+
 }  // namespace
 
 Result<std::unique_ptr<ProjectStore>> ProjectStore::open(const fs::path& path, Mode mode) {
@@ -140,6 +203,10 @@ Result<std::unique_ptr<ProjectStore>> ProjectStore::open(const fs::path& path, M
             return Status(ErrorCode::NotFound, path.string() + ": folder " + dir.string() + " does not exist");
     }
     store->m_readOnly = readOnly;
+    if (!readOnly) {
+        if (Status s = acquireLock(path); !s) return s;
+        store->m_locked = true;
+    }
     const int flags = readOnly ? SQLITE_OPEN_READONLY
                                : SQLITE_OPEN_READWRITE | (mode == Mode::OpenOrCreate ? SQLITE_OPEN_CREATE : 0);
     if (sqlite3_open_v2(path.c_str(), &store->m_db, flags | SQLITE_OPEN_FULLMUTEX, nullptr) != SQLITE_OK) {
@@ -180,7 +247,10 @@ Result<std::unique_ptr<ProjectStore>> ProjectStore::open(const fs::path& path, M
     return store;
 }
 
-ProjectStore::~ProjectStore() { sqlite3_close_v2(m_db); }
+ProjectStore::~ProjectStore() {
+    sqlite3_close_v2(m_db);
+    if (m_locked) releaseLock(m_path);
+}
 
 Status ProjectStore::exec(const char* sqlText) {
     char* err = nullptr;

@@ -89,6 +89,8 @@ public:
     static constexpr int kSchemaVersion = 2;
     enum class Mode { OpenOrCreate, OpenExisting, ReadOnly };
 
+    // Writable opens take the project's process lock: a second process is refused with a message
+    // naming the holder. ReadOnly opens never lock.
     static Result<std::unique_ptr<ProjectStore>> open(const std::filesystem::path& path,
                                                       Mode mode = Mode::OpenOrCreate);
     ~ProjectStore();
@@ -153,6 +155,7 @@ private:
     sqlite3* m_db = nullptr;
     std::filesystem::path m_path;
     bool m_readOnly = false;
+    bool m_locked = false;
 };
 
 }  // namespace quire
