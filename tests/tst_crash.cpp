@@ -1,0 +1,108 @@
+// Crash consistency: SIGKILL at random moments of a real run while corrections stream in (fixed
+// seed; 50 kills, QUIRE_CRASH_KILLS for more). After every kill the project is sound and every
+// acknowledged correction is there; the run resumes; the final export equals an uninterrupted
+// run's with the same corrections.
+#include <QProcess>
+#include <QRegularExpression>
+#include <QTemporaryDir>
+#include <QTest>
+#include <QThread>
+
+#include <map>
+#include <random>
+
+#include <tiffio.h>
+
+#include "quire/project_store.h"
+#include "test_util.h"
+
+using namespace quire;
+using namespace quire::test;
+
+namespace {
+// 600 small pages: enough work that every kill lands in the middle of a run.
+void writeVolume(const QString& file, int pages) {
+    TIFF* t = TIFFOpen(file.toLocal8Bit().constData(), "w");
+    for (int p = 0; p < pages; ++p) {
+        const cv::Mat page = textPage({"Entry " + std::to_string(p + 1) + ": the register of baptisms",
+                                       "kept by the clerk in the year " + std::to_string(1700 + p)},
+                                      1000, 300, 0.9);
+        TIFFSetField(t, TIFFTAG_IMAGEWIDTH, page.cols);
+        TIFFSetField(t, TIFFTAG_IMAGELENGTH, page.rows);
+        TIFFSetField(t, TIFFTAG_SAMPLESPERPIXEL, 1);
+        TIFFSetField(t, TIFFTAG_BITSPERSAMPLE, 8);
+        TIFFSetField(t, TIFFTAG_PHOTOMETRIC, PHOTOMETRIC_MINISBLACK);
+        TIFFSetField(t, TIFFTAG_COMPRESSION, COMPRESSION_ADOBE_DEFLATE);
+        TIFFSetField(t, TIFFTAG_SUBFILETYPE, FILETYPE_PAGE);
+        for (int y = 0; y < page.rows; ++y) TIFFWriteScanline(t, const_cast<uchar*>(page.ptr(y)), uint32_t(y), 0);
+        TIFFWriteDirectory(t);
+    }
+    TIFFClose(t);
+}
+}  // namespace
+
+class TestCrash : public QObject {
+    Q_OBJECT
+    QTemporaryDir m_dir;
+
+private slots:
+    void killsLoseNothing() {
+        const QString volume = m_dir.filePath("register.tif");
+        writeVolume(volume, 600);
+        const int kills = qEnvironmentVariableIsSet("QUIRE_CRASH_KILLS") ? qEnvironmentVariableIntValue("QUIRE_CRASH_KILLS") : 50;
+        const QString project = m_dir.filePath("crash.quire");
+        std::mt19937 rng(20261129);
+        std::map<int, QString> acked;  // page sequence -> newest acknowledged correction
+        int totalAcks = 0;
+        for (int i = 0; i < kills; ++i) {
+            QProcess h;
+            h.start(QStringLiteral(QUIRE_HARNESS_PATH), {volume, project, QString::number(i)});
+            QVERIFY(h.waitForStarted());
+            const int delay = 100 + int(rng() % 400);
+            const bool endedByItself = h.waitForFinished(delay);
+            QVERIFY2(!endedByItself || i == kills - 1, "the run ended before the kill: the volume is too short");
+            h.kill();  // SIGKILL, wherever it is
+            h.waitForFinished();
+            const QString out = QString::fromUtf8(h.readAllStandardOutput());
+            static const QRegularExpression ack(QStringLiteral("^ack (\\d+) (\\d+) (.*)$"), QRegularExpression::MultilineOption);
+            for (auto it = ack.globalMatch(out); it.hasNext();) {
+                const auto m = it.next();
+                acked[m.captured(2).toInt()] = m.captured(3);
+                ++totalAcks;
+            }
+            auto store = ProjectStore::open(project.toStdString(), ProjectStore::Mode::ReadOnly);
+            if (!store) continue;  // killed before the project file existed
+            QCOMPARE(QString::fromStdString((*store)->integrityCheck().value()), QString("ok"));
+            auto pages = (*store)->pages();
+            QVERIFY(pages);
+            for (const auto& [seq, text] : acked) {
+                QVERIFY(seq >= 1 && seq <= int(pages->size()));
+                const auto& pg = (*pages)[size_t(seq - 1)];
+                auto latest = (*store)->latestCorrection(pg.id);
+                QVERIFY(latest && latest->has_value());
+                QCOMPARE(QString::fromStdString((*latest)->text), text);
+            }
+        }
+        qInfo("%d kills survived, %d corrections acknowledged and all present", kills, totalAcks);
+        // Resume to the end.
+        const auto finish = runProgram(QStringLiteral(QUIRE_HARNESS_PATH), {volume, project, "999"}, 300000);
+        QVERIFY2(finish.exitCode == 0, qPrintable(finish.err));
+        static const QRegularExpression ack(QStringLiteral("^ack (\\d+) (\\d+) (.*)$"), QRegularExpression::MultilineOption);
+        for (auto it = ack.globalMatch(finish.out); it.hasNext();) {
+            const auto m = it.next();
+            acked[m.captured(2).toInt()] = m.captured(3);
+        }
+        // The same corrections on an uninterrupted run give the same book.
+        const QString ref = m_dir.filePath("reference.quire");
+        QCOMPARE(runCli({"transcribe", volume, "--project", ref, "--threads", "1"}).exitCode, 0);
+        for (const auto& [seq, text] : acked)
+            QCOMPARE(runCli({"correct", "--project", ref, "--page", QString::number(seq), "--text", text}).exitCode, 0);
+        QCOMPARE(runCli({"export", "--project", project, "--format", "md,txt", "--out", m_dir.filePath("a")}).exitCode, 0);
+        QCOMPARE(runCli({"export", "--project", ref, "--format", "md,txt", "--out", m_dir.filePath("b")}).exitCode, 0);
+        QCOMPARE(readFile(m_dir.filePath("a/book.md")), readFile(m_dir.filePath("b/book.md")));
+        QCOMPARE(readFile(m_dir.filePath("a/book.txt")), readFile(m_dir.filePath("b/book.txt")));
+    }
+};
+
+QTEST_GUILESS_MAIN(TestCrash)
+#include "tst_crash.moc"
