@@ -179,7 +179,8 @@ private slots:
     void decoderStateIsKept() {
         auto store = fresh("f.quire");
         QVERIFY(!store->decoderState()->has_value());
-        const std::string blob("\x00\x01binary\xff", 10);
+        // Binary, with a NUL and a high byte (hex escapes are split so they do not run on).
+        const std::string blob = std::string(1, '\0') + "\x01" "binary" "\xff";
         QVERIFY(store->saveDecoderState(blob));
         QVERIFY(store->saveDecoderState(blob + "more"));
         QCOMPARE(store->decoderState()->value(), blob + "more");
