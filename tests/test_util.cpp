@@ -5,6 +5,7 @@
 #include <QProcess>
 
 #include <opencv2/imgproc.hpp>
+#include <tiffio.h>
 
 #include <fstream>
 #include <sstream>
@@ -47,6 +48,24 @@ cv::Mat textPage(const std::vector<std::string>& lines, int width, int height, d
         y += int(60 * scale);
     }
     return page;
+}
+
+void writeTiffVolume(const QString& file, int pages, const std::function<std::vector<std::string>(int)>& lines,
+                     int width, int height, double scale, bool bigTiff) {
+    TIFF* t = TIFFOpen(file.toLocal8Bit().constData(), bigTiff ? "w8" : "w");
+    for (int p = 0; p < pages; ++p) {
+        const cv::Mat page = textPage(lines(p), width, height, scale);
+        TIFFSetField(t, TIFFTAG_IMAGEWIDTH, page.cols);
+        TIFFSetField(t, TIFFTAG_IMAGELENGTH, page.rows);
+        TIFFSetField(t, TIFFTAG_SAMPLESPERPIXEL, 1);
+        TIFFSetField(t, TIFFTAG_BITSPERSAMPLE, 8);
+        TIFFSetField(t, TIFFTAG_PHOTOMETRIC, PHOTOMETRIC_MINISBLACK);
+        TIFFSetField(t, TIFFTAG_COMPRESSION, COMPRESSION_ADOBE_DEFLATE);
+        TIFFSetField(t, TIFFTAG_SUBFILETYPE, FILETYPE_PAGE);
+        for (int y = 0; y < page.rows; ++y) TIFFWriteScanline(t, const_cast<uchar*>(page.ptr(y)), uint32_t(y), 0);
+        TIFFWriteDirectory(t);
+    }
+    TIFFClose(t);
 }
 
 std::string readFile(const QString& path) {

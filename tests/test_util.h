@@ -4,7 +4,9 @@
 #include <QStringList>
 
 #include <opencv2/core.hpp>
+#include <functional>
 #include <string>
+#include <vector>
 
 namespace quire::test {
 
@@ -23,6 +25,10 @@ CliResult runProgram(const QString& program, const QStringList& args, int timeou
 
 // A white page with `lines` of black text (Hershey font), at roughly 300 dpi proportions.
 cv::Mat textPage(const std::vector<std::string>& lines, int width = 1700, int height = 2200, double scale = 1.4);
+
+// A multi-page deflate TIFF whose page p shows lines(p) on a white page of the given size.
+void writeTiffVolume(const QString& file, int pages, const std::function<std::vector<std::string>(int)>& lines,
+                     int width, int height, double scale, bool bigTiff = false);
 
 std::string readFile(const QString& path);
 void writeFile(const QString& path, const std::string& data);

@@ -11,35 +11,11 @@
 #include <map>
 #include <random>
 
-#include <tiffio.h>
-
 #include "quire/project_store.h"
 #include "test_util.h"
 
 using namespace quire;
 using namespace quire::test;
-
-namespace {
-// 600 small pages: enough work that every kill lands in the middle of a run.
-void writeVolume(const QString& file, int pages) {
-    TIFF* t = TIFFOpen(file.toLocal8Bit().constData(), "w");
-    for (int p = 0; p < pages; ++p) {
-        const cv::Mat page = textPage({"Entry " + std::to_string(p + 1) + ": the register of baptisms",
-                                       "kept by the clerk in the year " + std::to_string(1700 + p)},
-                                      1000, 300, 0.9);
-        TIFFSetField(t, TIFFTAG_IMAGEWIDTH, page.cols);
-        TIFFSetField(t, TIFFTAG_IMAGELENGTH, page.rows);
-        TIFFSetField(t, TIFFTAG_SAMPLESPERPIXEL, 1);
-        TIFFSetField(t, TIFFTAG_BITSPERSAMPLE, 8);
-        TIFFSetField(t, TIFFTAG_PHOTOMETRIC, PHOTOMETRIC_MINISBLACK);
-        TIFFSetField(t, TIFFTAG_COMPRESSION, COMPRESSION_ADOBE_DEFLATE);
-        TIFFSetField(t, TIFFTAG_SUBFILETYPE, FILETYPE_PAGE);
-        for (int y = 0; y < page.rows; ++y) TIFFWriteScanline(t, const_cast<uchar*>(page.ptr(y)), uint32_t(y), 0);
-        TIFFWriteDirectory(t);
-    }
-    TIFFClose(t);
-}
-}  // namespace
 
 class TestCrash : public QObject {
     Q_OBJECT
@@ -48,7 +24,11 @@ class TestCrash : public QObject {
 private slots:
     void killsLoseNothing() {
         const QString volume = m_dir.filePath("register.tif");
-        writeVolume(volume, 600);
+        // 600 small pages: enough work that every kill lands in the middle of a run.
+        writeTiffVolume(volume, 600, [](int p) {
+            return std::vector<std::string>{"Entry " + std::to_string(p + 1) + ": the register of baptisms",
+                                            "kept by the clerk in the year " + std::to_string(1700 + p)};
+        }, 1000, 300, 0.9);
         const int kills = qEnvironmentVariableIsSet("QUIRE_CRASH_KILLS") ? qEnvironmentVariableIntValue("QUIRE_CRASH_KILLS") : 50;
         const QString project = m_dir.filePath("crash.quire");
         std::mt19937 rng(20261129);

@@ -11,8 +11,6 @@
 #include <quazip.h>
 #include <quazipfile.h>
 
-#include <tiffio.h>
-
 #include "main_window.h"
 #include "quire/transcriber.h"
 #include "page_editor.h"
@@ -146,19 +144,7 @@ private slots:
     void largeVolumeOpensAndScrolls() {
         // 2,000 queued pages (one multi-page TIFF): the window shows them all, thumbnails come later.
         const QString tif = m_dir.filePath("long.tif");
-        TIFF* t = TIFFOpen(tif.toLocal8Bit().constData(), "w");
-        const cv::Mat page = textPage({"a page"}, 400, 560, 1.0);
-        for (int p = 0; p < 2000; ++p) {
-            TIFFSetField(t, TIFFTAG_IMAGEWIDTH, page.cols);
-            TIFFSetField(t, TIFFTAG_IMAGELENGTH, page.rows);
-            TIFFSetField(t, TIFFTAG_SAMPLESPERPIXEL, 1);
-            TIFFSetField(t, TIFFTAG_BITSPERSAMPLE, 8);
-            TIFFSetField(t, TIFFTAG_PHOTOMETRIC, PHOTOMETRIC_MINISBLACK);
-            TIFFSetField(t, TIFFTAG_COMPRESSION, COMPRESSION_ADOBE_DEFLATE);
-            for (int y = 0; y < page.rows; ++y) TIFFWriteScanline(t, const_cast<uchar*>(page.ptr(y)), uint32_t(y), 0);
-            TIFFWriteDirectory(t);
-        }
-        TIFFClose(t);
+        writeTiffVolume(tif, 2000, [](int) { return std::vector<std::string>{"a page"}; }, 400, 560, 1.0);
         const QString project = m_dir.filePath("long.quire");
         {
             auto store = ProjectStore::open(project.toStdString());

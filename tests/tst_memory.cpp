@@ -4,30 +4,12 @@
 
 #include <opencv2/imgproc.hpp>
 #include <sys/resource.h>
-#include <tiffio.h>
 
 #include "test_util.h"
 
 using namespace quire::test;
 
 namespace {
-
-void writeVolume(const QString& file, int pages) {
-    TIFF* t = TIFFOpen(file.toLocal8Bit().constData(), "w8");
-    for (int p = 0; p < pages; ++p) {
-        const cv::Mat page = textPage({"Page " + std::to_string(p + 1) + " of a long volume"}, 900, 260, 1.0);
-        TIFFSetField(t, TIFFTAG_IMAGEWIDTH, page.cols);
-        TIFFSetField(t, TIFFTAG_IMAGELENGTH, page.rows);
-        TIFFSetField(t, TIFFTAG_SAMPLESPERPIXEL, 1);
-        TIFFSetField(t, TIFFTAG_BITSPERSAMPLE, 8);
-        TIFFSetField(t, TIFFTAG_PHOTOMETRIC, PHOTOMETRIC_MINISBLACK);
-        TIFFSetField(t, TIFFTAG_COMPRESSION, COMPRESSION_ADOBE_DEFLATE);
-        TIFFSetField(t, TIFFTAG_SUBFILETYPE, FILETYPE_PAGE);
-        for (int y = 0; y < page.rows; ++y) TIFFWriteScanline(t, const_cast<uchar*>(page.ptr(y)), uint32_t(y), 0);
-        TIFFWriteDirectory(t);
-    }
-    TIFFClose(t);
-}
 
 long childPeakKb() {
     rusage u{};
@@ -43,8 +25,9 @@ class TestMemory : public QObject {
 private slots:
     void peakMemoryIsFlatInPageCount() {
         const int small = 40, large = 400;
-        writeVolume(m_dir.filePath("small.tif"), small);
-        writeVolume(m_dir.filePath("large.tif"), large);
+        auto lines = [](int p) { return std::vector<std::string>{"Page " + std::to_string(p + 1) + " of a long volume"}; };
+        writeTiffVolume(m_dir.filePath("small.tif"), small, lines, 900, 260, 1.0, true);  // BigTIFF, too
+        writeTiffVolume(m_dir.filePath("large.tif"), large, lines, 900, 260, 1.0, true);
         auto r = runCli({"transcribe", m_dir.filePath("small.tif"), "--project", m_dir.filePath("s.quire"), "--threads", "2",
                          "--export", "md,pdf", "--out", m_dir.filePath("s-out")});
         QVERIFY2(r.exitCode == 0, qPrintable(r.err));

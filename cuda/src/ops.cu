@@ -204,14 +204,9 @@ std::string pagedDecodeAttention(const float* q, const float* pool, const Attent
     return launched("pagedDecodeAttention combine");
 }
 
-// ---- Greedy argmax with a ban mask: one block, tree reduction ----
-__global__ void ArgmaxUnbannedKernel(const float* logits, const uint8_t* banned, int vocab, int32_t* result) {
-    __shared__ float bestV[256];
-    __shared__ int bestI[256];
-    float v = -FLT_MAX;
-    int idx = -1;
-    for (int i = threadIdx.x; i < vocab; i += blockDim.x)
-        if (!banned[i] && (idx < 0 || logits[i] > v)) v = logits[i], idx = i;
+// Block-wide argmax over one candidate per thread (ties go to the lower index); the winner ends
+// up in bestV[0] / bestI[0]. blockDim.x must be a power of two up to 256.
+__device__ void BlockArgmax(float v, int idx, float* bestV, int* bestI) {
     bestV[threadIdx.x] = v, bestI[threadIdx.x] = idx;
     __syncthreads();
     for (int stride = blockDim.x / 2; stride > 0; stride >>= 1) {
@@ -223,6 +218,17 @@ __global__ void ArgmaxUnbannedKernel(const float* logits, const uint8_t* banned,
         }
         __syncthreads();
     }
+}
+
+// ---- Greedy argmax with a ban mask: one block, tree reduction ----
+__global__ void ArgmaxUnbannedKernel(const float* logits, const uint8_t* banned, int vocab, int32_t* result) {
+    __shared__ float bestV[256];
+    __shared__ int bestI[256];
+    float v = -FLT_MAX;
+    int idx = -1;
+    for (int i = threadIdx.x; i < vocab; i += blockDim.x)
+        if (!banned[i] && (idx < 0 || logits[i] > v)) v = logits[i], idx = i;
+    BlockArgmax(v, idx, bestV, bestI);
     if (threadIdx.x == 0) *result = bestI[0];
 }
 
@@ -271,17 +277,7 @@ __global__ void TopKKernel(const float* scores, int n, int k, int32_t* indices) 
             for (int j = 0; j < r; ++j) used = used || taken[j] == i;
             if (!used && (idx < 0 || scores[i] > v)) v = scores[i], idx = i;
         }
-        bestV[threadIdx.x] = v, bestI[threadIdx.x] = idx;
-        __syncthreads();
-        for (int stride = blockDim.x / 2; stride > 0; stride >>= 1) {
-            if (threadIdx.x < stride) {
-                const int o = threadIdx.x + stride;
-                const bool take = bestI[o] >= 0 && (bestI[threadIdx.x] < 0 || bestV[o] > bestV[threadIdx.x] ||
-                                                    (bestV[o] == bestV[threadIdx.x] && bestI[o] < bestI[threadIdx.x]));
-                if (take) bestV[threadIdx.x] = bestV[o], bestI[threadIdx.x] = bestI[o];
-            }
-            __syncthreads();
-        }
+        BlockArgmax(v, idx, bestV, bestI);
         if (threadIdx.x == 0) taken[r] = bestI[0], indices[r] = bestI[0];
         __syncthreads();
     }
