@@ -207,9 +207,27 @@ Result<std::unique_ptr<ProjectStore>> ProjectStore::open(const fs::path& path, M
         if (Status s = acquireLock(path); !s) return s;
         store->m_locked = true;
     }
-    const int flags = readOnly ? SQLITE_OPEN_READONLY
-                               : SQLITE_OPEN_READWRITE | (mode == Mode::OpenOrCreate ? SQLITE_OPEN_CREATE : 0);
-    if (sqlite3_open_v2(path.c_str(), &store->m_db, flags | SQLITE_OPEN_FULLMUTEX, nullptr) != SQLITE_OK) {
+    int flags = readOnly ? SQLITE_OPEN_READONLY
+                         : SQLITE_OPEN_READWRITE | (mode == Mode::OpenOrCreate ? SQLITE_OPEN_CREATE : 0);
+    std::string target = path.string();
+    // On a read-only medium (the folder cannot take the -shm/-wal files), open the file as
+    // immutable: SQLite then reads it without locking or writing anything beside it.
+    const fs::path dir = path.parent_path().empty() ? fs::path(".") : path.parent_path();
+    if (readOnly && access(dir.c_str(), W_OK) != 0) {
+        std::string uri = "file:";
+        for (const char ch : fs::absolute(path).string()) {
+            if (ch == '?' || ch == '#' || ch == '%') {
+                char buf[4];
+                std::snprintf(buf, sizeof buf, "%%%02X", static_cast<unsigned char>(ch));
+                uri += buf;
+            } else {
+                uri += ch;
+            }
+        }
+        target = uri + "?immutable=1";
+        flags |= SQLITE_OPEN_URI;
+    }
+    if (sqlite3_open_v2(target.c_str(), &store->m_db, flags | SQLITE_OPEN_FULLMUTEX, nullptr) != SQLITE_OK) {
         Status s = sql::dbError(store->m_db, path.string() + ": cannot open project");
         return s;
     }
@@ -219,8 +237,8 @@ Result<std::unique_ptr<ProjectStore>> ProjectStore::open(const fs::path& path, M
     int userVersion = 0, appId = 0, tables = 0;
     {
         Stmt v(store->m_db, "PRAGMA user_version");
-        if (!v.step()) return Status(ErrorCode::Corrupt, path.string() + ": it is not a Quire project (" +
-                                                             v.status().message() + ")");
+        if (!v.step()) return Status(ErrorCode::Unreadable, path.string() + ": cannot read the project (" +
+                                                                v.status().message() + ")");
         userVersion = v.i32(0);
         Stmt a(store->m_db, "PRAGMA application_id");
         if (a.step()) appId = a.i32(0);
@@ -240,6 +258,9 @@ Result<std::unique_ptr<ProjectStore>> ProjectStore::open(const fs::path& path, M
     }
     if (Status s = store->exec("PRAGMA foreign_keys=ON"); !s) return s;
     if (userVersion < kSchemaVersion) {
+        if (readOnly && userVersion == 0)
+            return Status(ErrorCode::Corrupt, path.string() + ": the project was never initialised (was the disk full "
+                                                              "when it was created?)");
         if (readOnly)
             return Status(ErrorCode::Unreadable, path.string() + ": the project needs an upgrade but is read-only");
         if (Status s = store->migrate(); !s) return s;
