@@ -189,6 +189,16 @@ cv::Mat to8bit(cv::Mat m) {
     return m;
 }
 
+bool jpegHasEnd(const fs::path& path) {
+    std::ifstream in(path, std::ios::binary | std::ios::ate);
+    const std::streamoff size = in.tellg();
+    const std::streamoff tail = std::min<std::streamoff>(size, 4096);
+    std::string buf(size_t(tail), '\0');
+    in.seekg(size - tail);
+    in.read(buf.data(), tail);
+    return buf.find("\xff\xd9") != std::string::npos;
+}
+
 // ---- single images (PNG, JPEG, BMP) ----
 class ImageSource : public DocumentSource {
 public:
@@ -202,6 +212,10 @@ public:
         if (h.width > 0) {
             if (Status s = checkSize(m_path, h.width, h.height, m_opt); !s) return s;
         }
+        // libjpeg pads a cut JPEG with grey and calls it a warning; a page must not come back half
+        // blank, so a JPEG without its end-of-image marker is refused.
+        if (m_format == FileFormat::Jpeg && !jpegHasEnd(m_path))
+            return Status(ErrorCode::Corrupt, m_path.string() + ": the JPEG is truncated (no end-of-image marker)");
         cv::Mat m = cv::imread(m_path.string(), cv::IMREAD_ANYDEPTH | cv::IMREAD_ANYCOLOR);
         if (m.empty())
             return Status(ErrorCode::Corrupt, m_path.string() + ": cannot decode image (truncated or damaged)");
@@ -272,8 +286,10 @@ public:
         TIFFGetField(m_tif.get(), TIFFTAG_XRESOLUTION, &xres);
         if (Status s = checkSize(m_path, w, h, m_opt, where); !s) return s;
         cv::Mat rgba(static_cast<int>(h), static_cast<int>(w), CV_8UC4);
+        // Stop at the first error: a truncated strip must fail the page, not come back half blank.
         if (!TIFFReadRGBAImageOriented(m_tif.get(), w, h, reinterpret_cast<uint32_t*>(rgba.data),
-                                       ORIENTATION_TOPLEFT, 0))
+                                       ORIENTATION_TOPLEFT, 1) ||
+            !t_tiffError.empty())
             return Status(ErrorCode::Corrupt, m_path.string() + where + ": cannot decode (truncated or damaged): " + t_tiffError);
         PageImage page;
         // libtiff packs ABGR words: bytes are R,G,B,A in memory on little-endian machines.
@@ -334,6 +350,11 @@ public:
             dpi *= 0.8;
             size = px(dpi);
         }
+        if (size.width() > m_opt.maxSide || size.height() > m_opt.maxSide ||
+            (long long)size.width() * size.height() > m_opt.maxPixels)
+            return Status(ErrorCode::TooLarge, m_path.string() + where + ": the page box (" +
+                                                   std::to_string(int(pt.width())) + "x" + std::to_string(int(pt.height())) +
+                                                   " pt) is too large to render even at 10 dpi");
         if (dpi < m_opt.pdfDpi)
             page.note = "page box " + std::to_string(int(pt.width())) + "x" + std::to_string(int(pt.height())) +
                         " pt is very large; rendered at " + std::to_string(int(dpi)) + " dpi";
