@@ -1,11 +1,14 @@
 // Storage faults: the disk filling up during a run (a real, small tmpfs), and a project on a
 // location the user cannot write.
 #include <QDir>
+#include <QJsonArray>
 #include <QJsonDocument>
 #include <QJsonObject>
 #include <QStandardPaths>
 #include <QTemporaryDir>
+#include <QProcess>
 #include <QTest>
+#include <QThread>
 
 #include <opencv2/imgcodecs.hpp>
 
@@ -52,6 +55,31 @@ private slots:
         s = status(project);
         QCOMPARE(s.value("done").toInt(), 9);
         QCOMPARE(s.value("integrity").toString(), QString("ok"));
+    }
+
+    void cancelledRunLeavesNoHalfWrittenPage() {
+        const QString project = m_dir.filePath("cancel.quire");
+        QProcess run;
+        run.start(QStringLiteral(QUIRE_CLI_PATH), {"transcribe", samplePdf(), "--project", project, "--threads", "1"});
+        QVERIFY(run.waitForStarted());
+        QTRY_VERIFY_WITH_TIMEOUT(status(project).value("done").toInt() >= 1, 60000);
+        run.terminate();  // SIGTERM, like Ctrl-C: pages in flight finish, nothing new starts
+        QVERIFY(run.waitForFinished(60000));
+        QCOMPARE(run.exitCode(), 1);
+        QVERIFY(QString::fromUtf8(run.readAllStandardError()).contains("cancelled (run again to resume)"));
+        const QJsonObject s = status(project);
+        QCOMPARE(s.value("integrity").toString(), QString("ok"));
+        QVERIFY(s.value("done").toInt() < 9);
+        // Every page marked done has its text; every other page is still queued.
+        const auto pages = QJsonDocument::fromJson(runCli({"status", "--project", project, "--json", "--pages"}).out.toUtf8())
+                               .object().value("pageList").toArray();
+        for (const auto& v : pages) {
+            const QJsonObject p = v.toObject();
+            if (p.value("status").toString() == "done") QVERIFY(!p.value("text").toString().isEmpty());
+            else QCOMPARE(p.value("status").toString(), QString("queued"));
+        }
+        QCOMPARE(runCli({"transcribe", "--project", project, "--threads", "1"}).exitCode, 0);
+        QCOMPARE(status(project).value("done").toInt(), 9);
     }
 
     void readOnlyProjectOpensReadOnly() {
