@@ -2,7 +2,8 @@
 # The whole test suite on a fresh Debian 12 machine: install dependencies, build, run ctest; then
 # the same unit, integration and GUI tests once more in an AddressSanitizer + UndefinedBehavior-
 # Sanitizer build (any finding fails). GPU-labelled tests skip themselves where no GPU is present.
-# QUIRE_SKIP_SANITIZERS=1 leaves the sanitizer stage out (e.g. for a quick local run).
+# QUIRE_SKIP_SANITIZERS=1 and QUIRE_SKIP_FUZZ=1 leave those stages out (e.g. for a quick local run);
+# then a short libFuzzer run of each fuzz target (fuzz/run.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash installer/setup-deps.sh
@@ -17,4 +18,9 @@ if [ "${QUIRE_SKIP_SANITIZERS:-0}" != 1 ]; then
     # assumes the normal build. Leaks inside third-party libraries are listed in tests/lsan.supp.
     (cd build-asan && ASAN_OPTIONS=detect_leaks=1 LSAN_OPTIONS="suppressions=$(pwd)/../tests/lsan.supp" \
         ctest --output-on-failure -j "${JOBS:-$(nproc)}" --timeout 1800 -L "unit|integration|gui" -E "tst_memory|tst_crash")
+fi
+
+if [ "${QUIRE_SKIP_FUZZ:-0}" != 1 ]; then
+    echo "== fuzz stage: libFuzzer targets (safetensors loader, project import, exporters), ${FUZZ_SECONDS:-20}s each"
+    bash fuzz/run.sh
 fi

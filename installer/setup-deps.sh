@@ -19,6 +19,8 @@ PACKAGES=(
   libreoffice-writer-nogui poppler-utils libxml2-utils qpdf
   # desktop application: spell checking, offscreen screenshots, desktop-file and AppStream checks
   libhunspell-dev hunspell-en-us desktop-file-utils appstream
+  # libFuzzer targets: clang and its sanitizer/fuzzer runtime
+  clang libclang-rt-14-dev
   # sample-volume generator and accuracy tooling (Debian's python, not pyenv's)
   python3 python3-pil python3-numpy python3-pyphen python3-levenshtein fonts-dejavu-core fonts-liberation2
 )

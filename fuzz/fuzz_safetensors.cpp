@@ -1,0 +1,25 @@
+// libFuzzer target: the safetensors loader on arbitrary bytes. It must refuse or load, never crash.
+#include <cstdint>
+#include <cstdio>
+#include <string>
+#include <unistd.h>
+
+#include "quire/decoder/safetensors.h"
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+    static const std::string path = "/tmp/quire-fuzz-" + std::to_string(getpid()) + ".safetensors";
+    FILE* f = std::fopen(path.c_str(), "wb");
+    if (!f) return 0;
+    std::fwrite(data, 1, size, f);
+    std::fclose(f);
+    auto st = quire::decoder::SafeTensors::open(path);
+    if (st) {
+        for (const auto& [name, t] : (*st)->tensors())
+            if (t.elements() < (1 << 20)) {
+                volatile float sink = 0;
+                for (float v : t.toFloat()) sink = sink + v;
+            }
+        (void)(*st)->get("embed_tokens.weight", {4, 4});
+    }
+    return 0;
+}
