@@ -38,7 +38,9 @@ int countDone(const QString& file) {
 DbState readState(const QString& file) {
     DbState s;
     sqlite3* db = nullptr;
-    if (sqlite3_open_v2(file.toUtf8().constData(), &db, SQLITE_OPEN_READONLY, nullptr) != SQLITE_OK) {
+    // Read-write, as the next run opens it: a kill while the file was being created can leave a hot
+    // rollback journal that only a writer may roll back.
+    if (sqlite3_open_v2(file.toUtf8().constData(), &db, SQLITE_OPEN_READWRITE, nullptr) != SQLITE_OK) {
         sqlite3_close(db);
         return s;
     }
