@@ -9,6 +9,8 @@
 #include <QDragEnterEvent>
 #include <QFileDialog>
 #include <QFileInfo>
+#include <QJsonDocument>
+#include <QJsonObject>
 #include <QLabel>
 #include <QListView>
 #include <QMenuBar>
@@ -350,7 +352,14 @@ bool MainWindow::openProject(const QString& path) {
     m_store = std::move(*store);
     m_settings->addRecentProject(path);
     rebuildRecentMenu();
-    m_editor->setSpellLanguage(m_settings->languages());
+    // Spelling follows the languages the project was transcribed in (else the settings').
+    QString languages = m_settings->languages();
+    if (auto run = m_store->lastRun(); run && run->has_value()) {
+        const QString used = QJsonDocument::fromJson(QByteArray::fromStdString((*run)->params))
+                                 .object().value("languages").toString();
+        if (!used.isEmpty()) languages = used;
+    }
+    m_editor->setSpellLanguage(languages);
     reloadPages();
     if (m_store->readOnly()) log(tr("%1 is read-only here; corrections cannot be saved.").arg(path), true);
     restoreUiState();
