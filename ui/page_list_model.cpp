@@ -16,13 +16,8 @@ QImage loadPageImage(const PageRecord& page, int dpiOverride) {
     if (!src) return {};
     auto img = (*src)->loadPage(page.filePage);
     if (!img) return {};
-    cv::Mat m = img->image;
-    if (page.region.w > 0 && page.dpi > 0 && (page.part > 0)) {
-        const double s = double(opt.pdfDpi) / page.dpi;
-        const cv::Rect r = cv::Rect(int(page.region.x * s), int(page.region.y * s), int(page.region.w * s),
-                                    int(page.region.h * s)) & cv::Rect(0, 0, m.cols, m.rows);
-        if (r.area() > 0) m = m(r).clone();
-    }
+    // Only a half of a split spread is cut out; a whole page is shown as decoded.
+    const cv::Mat m = cropToRegion(img->image, page.part > 0 ? page.region : Box{}, page.dpi, opt.pdfDpi);
     if (m.channels() == 3) {
         cv::Mat rgb;
         cv::cvtColor(m, rgb, cv::COLOR_BGR2RGB);

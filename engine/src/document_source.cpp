@@ -31,6 +31,14 @@ const char* sourceKindName(SourceKind kind) {
     return "unknown";
 }
 
+cv::Mat cropToRegion(const cv::Mat& page, const Box& region, int regionDpi, int decodedDpi) {
+    if (region.empty()) return page;
+    const double s = regionDpi > 0 && decodedDpi > 0 ? double(decodedDpi) / regionDpi : 1.0;
+    const cv::Rect r = cv::Rect(int(region.x * s), int(region.y * s), int(region.w * s), int(region.h * s)) &
+                       cv::Rect(0, 0, page.cols, page.rows);
+    return r.area() > 0 ? page(r).clone() : page;
+}
+
 bool naturalLess(const std::string& a, const std::string& b) {
     size_t i = 0, j = 0;
     while (i < a.size() && j < b.size()) {

@@ -173,13 +173,7 @@ Result<cv::Mat> decodeRegion(const PageRecord& page, SourceCache& cache) {
     }
     auto img = cache.source->loadPage(page.filePage);
     if (!img) return img.status();
-    cv::Mat m = img->image;
-    if (page.region.w > 0 && page.region.h > 0) {
-        const cv::Rect r = cv::Rect(page.region.x, page.region.y, page.region.w, page.region.h) &
-                           cv::Rect(0, 0, m.cols, m.rows);
-        if (r.area() > 0) m = m(r).clone();
-    }
-    return m;
+    return cropToRegion(img->image, page.region, dpi, dpi);
 }
 
 std::string utf16Hex(const std::string& text) {

@@ -237,7 +237,7 @@ struct DecodeSession::Impl {
 
     std::vector<Span> wholeBlocks(const std::vector<int>& ids) const {
         std::vector<Span> out;
-        for (int id : ids) out.push_back({&blocks[size_t(id)], 0, blocks[size_t(id)].count, 0});
+        append(out, ids);
         return out;
     }
 
@@ -251,10 +251,8 @@ struct DecodeSession::Impl {
             if (p.mode != AttentionMode::Full) first = int(std::clamp<int64_t>(oldestRecent - b.genIndex0, 0, b.count));
             if (first < b.count) spans.push_back({&b, first, b.count, 0});
         }
-        if (p.mode == AttentionMode::Full) {
-            // Full keeps every generated block (genBlocks holds all of them) and every page.
-            for (const auto& [page, ids] : pageBlocks) append(spans, ids);
-        } else if (p.mode == AttentionMode::RSwa) {
+        if (p.mode != AttentionMode::SrSwa) {
+            // Full and R-SWA see every page (and Full every generated block: genBlocks holds them all).
             for (const auto& [page, ids] : pageBlocks) append(spans, ids);
         } else {
             for (const auto& [page, ids] : pageBlocks)
