@@ -1,0 +1,896 @@
+#include "quire/nn/onnx_graph.h"
+
+#include <onnx/onnx_pb.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <mutex>
+#include <cmath>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <unordered_map>
+
+#include "nn/cpu_ops.h"
+#include "nn/graph.h"
+
+namespace quire::nn {
+
+namespace {
+
+const std::unordered_map<std::string, Op>& opTable() {
+    static const std::unordered_map<std::string, Op> t = {
+        {"Constant", Op::Constant}, {"Identity", Op::Identity}, {"Conv", Op::Conv},
+        {"ConvTranspose", Op::ConvTranspose}, {"BatchNormalization", Op::BatchNorm}, {"Relu", Op::Relu},
+        {"Sigmoid", Op::Sigmoid}, {"HardSigmoid", Op::HardSigmoid}, {"Clip", Op::Clip}, {"Sqrt", Op::Sqrt},
+        {"Add", Op::Add}, {"Sub", Op::Sub}, {"Mul", Op::Mul}, {"Div", Op::Div}, {"Pow", Op::Pow},
+        {"GlobalAveragePool", Op::GlobalAveragePool}, {"AveragePool", Op::AveragePool},
+        {"MaxPool", Op::MaxPool}, {"Resize", Op::Resize}, {"Concat", Op::Concat}, {"MatMul", Op::MatMul},
+        {"Softmax", Op::Softmax}, {"ReduceMean", Op::ReduceMean}, {"Reshape", Op::Reshape},
+        {"Transpose", Op::Transpose}, {"Slice", Op::Slice}, {"Squeeze", Op::Squeeze},
+        {"Unsqueeze", Op::Unsqueeze}, {"Shape", Op::Shape}, {"Cast", Op::Cast},
+    };
+    return t;
+}
+
+}  // namespace
+
+namespace {
+
+using Values = std::vector<std::shared_ptr<const Tensor>>;
+
+Status nodeError(const Graph& g, const Node& n, const std::string& what) {
+    return Status(ErrorCode::Engine, g.label + ": node '" + n.name + "' (" + n.opType + "): " + what);
+}
+
+Result<Tensor> tensorFromProto(const onnx::TensorProto& t, const std::string& what) {
+    Shape shape(t.dims().begin(), t.dims().end());
+    for (int64_t d : shape)
+        if (d < 0 || d > (int64_t(1) << 31)) return Status(ErrorCode::Corrupt, what + ": bad dimension " + std::to_string(d));
+    const int64_t n = numel(shape);
+    if (t.data_location() == onnx::TensorProto::EXTERNAL)
+        return Status(ErrorCode::UnsupportedFormat, what + ": external tensor data is not supported");
+    const std::string& raw = t.raw_data();
+    auto sizeError = [&](size_t have, size_t elem) {
+        return Status(ErrorCode::Corrupt, what + ": shape " + shapeString(shape) + " needs " +
+                                              std::to_string(n * int64_t(elem)) + " bytes, the file has " +
+                                              std::to_string(have));
+    };
+    switch (t.data_type()) {
+    case onnx::TensorProto::FLOAT: {
+        Tensor out = Tensor::floats(shape);
+        if (!raw.empty()) {
+            if (raw.size() != size_t(n) * 4) return sizeError(raw.size(), 4);
+            std::memcpy(out.f.data(), raw.data(), raw.size());
+        } else {
+            if (t.float_data_size() != n) return sizeError(static_cast<size_t>(t.float_data_size()) * 4, 4);
+            std::copy(t.float_data().begin(), t.float_data().end(), out.f.begin());
+        }
+        for (float v : out.f)
+            if (!std::isfinite(v)) return Status(ErrorCode::Corrupt, what + ": contains NaN or infinite values");
+        return out;
+    }
+    case onnx::TensorProto::DOUBLE: {
+        Tensor out = Tensor::floats(shape);
+        if (!raw.empty()) {
+            if (raw.size() != size_t(n) * 8) return sizeError(raw.size(), 8);
+            for (int64_t k = 0; k < n; ++k) {
+                double v;
+                std::memcpy(&v, raw.data() + k * 8, 8);
+                out.f[size_t(k)] = float(v);
+            }
+        } else {
+            if (t.double_data_size() != n) return sizeError(static_cast<size_t>(t.double_data_size()) * 8, 8);
+            for (int64_t k = 0; k < n; ++k) out.f[size_t(k)] = float(t.double_data(int(k)));
+        }
+        return out;
+    }
+    case onnx::TensorProto::INT64:
+    case onnx::TensorProto::INT32: {
+        const size_t elem = t.data_type() == onnx::TensorProto::INT64 ? 8 : 4;
+        std::vector<int64_t> v(static_cast<size_t>(n));
+        if (!raw.empty()) {
+            if (raw.size() != size_t(n) * elem) return sizeError(raw.size(), elem);
+            for (int64_t k = 0; k < n; ++k) {
+                if (elem == 8) std::memcpy(&v[size_t(k)], raw.data() + k * 8, 8);
+                else {
+                    int32_t x;
+                    std::memcpy(&x, raw.data() + k * 4, 4);
+                    v[size_t(k)] = x;
+                }
+            }
+        } else if (elem == 8) {
+            if (t.int64_data_size() != n) return sizeError(static_cast<size_t>(t.int64_data_size()) * 8, 8);
+            std::copy(t.int64_data().begin(), t.int64_data().end(), v.begin());
+        } else {
+            if (t.int32_data_size() != n) return sizeError(static_cast<size_t>(t.int32_data_size()) * 4, 4);
+            std::copy(t.int32_data().begin(), t.int32_data().end(), v.begin());
+        }
+        return Tensor::ints(shape, std::move(v));
+    }
+    default:
+        return Status(ErrorCode::UnsupportedFormat,
+                      what + ": tensor data type " + std::to_string(t.data_type()) + " is not supported");
+    }
+}
+
+const onnx::AttributeProto* attr(const onnx::NodeProto& n, const char* name) {
+    for (const auto& a : n.attribute())
+        if (a.name() == name) return &a;
+    return nullptr;
+}
+std::vector<int64_t> attrInts(const onnx::NodeProto& n, const char* name, std::vector<int64_t> dflt = {}) {
+    const auto* a = attr(n, name);
+    return a ? std::vector<int64_t>(a->ints().begin(), a->ints().end()) : dflt;
+}
+int64_t attrInt(const onnx::NodeProto& n, const char* name, int64_t dflt) {
+    const auto* a = attr(n, name);
+    return a ? a->i() : dflt;
+}
+float attrFloat(const onnx::NodeProto& n, const char* name, float dflt) {
+    const auto* a = attr(n, name);
+    return a ? a->f() : dflt;
+}
+std::string attrString(const onnx::NodeProto& n, const char* name, std::string dflt) {
+    const auto* a = attr(n, name);
+    return a ? a->s() : dflt;
+}
+
+// Reads the spatial attributes of Conv/ConvTranspose/pools; refuses what the kernels do not do.
+Status readSpatial(const Graph& g, Node& node, const onnx::NodeProto& p, bool conv) {
+    const std::string autoPad = attrString(p, "auto_pad", "NOTSET");
+    if (autoPad != "NOTSET") return nodeError(g, node, "auto_pad=" + autoPad + " is not supported");
+    const auto k = attrInts(p, "kernel_shape"), s = attrInts(p, "strides", {1, 1}),
+               d = attrInts(p, "dilations", {1, 1}), pd = attrInts(p, "pads", {0, 0, 0, 0});
+    if ((!k.empty() && k.size() != 2) || s.size() != 2 || d.size() != 2 || pd.size() != 4)
+        return nodeError(g, node, "only 2-D convolutions and pools are supported");
+    for (auto v : s)
+        if (v < 1) return nodeError(g, node, "stride < 1");
+    for (auto v : d)
+        if (v < 1) return nodeError(g, node, "dilation < 1");
+    for (auto v : pd)
+        if (v < 0) return nodeError(g, node, "negative padding");
+    if (conv) {
+        auto& c = node.conv;
+        if (k.size() == 2) c.kh = int(k[0]), c.kw = int(k[1]);
+        c.strideH = int(s[0]), c.strideW = int(s[1]), c.dilH = int(d[0]), c.dilW = int(d[1]);
+        c.padT = int(pd[0]), c.padL = int(pd[1]), c.padB = int(pd[2]), c.padR = int(pd[3]);
+        c.group = int(attrInt(p, "group", 1));
+        if (!attrInts(p, "output_padding").empty() || !attrInts(p, "output_shape").empty()) {
+            for (auto v : attrInts(p, "output_padding"))
+                if (v) return nodeError(g, node, "output_padding is not supported");
+            if (!attrInts(p, "output_shape").empty()) return nodeError(g, node, "output_shape is not supported");
+        }
+    } else {
+        if (k.size() != 2) return nodeError(g, node, "kernel_shape missing");
+        node.kh = int(k[0]), node.kw = int(k[1]), node.sh = int(s[0]), node.sw = int(s[1]);
+        for (int i = 0; i < 4; ++i) node.pads[i] = int(pd[size_t(i)]);
+        node.countIncludePad = attrInt(p, "count_include_pad", 0) != 0;
+        if (attrInt(p, "ceil_mode", 0) != 0) return nodeError(g, node, "ceil_mode is not supported");
+    }
+    return Status::ok();
+}
+
+Status parseNode(Graph& g, const onnx::NodeProto& p, Node& node) {
+    node.opType = p.op_type();
+    node.name = p.name().empty() ? (p.output_size() ? p.output(0) : std::string("?")) : p.name();
+    if (!p.domain().empty() && p.domain() != "ai.onnx")
+        return nodeError(g, node, "operator domain '" + p.domain() + "' is not supported");
+    auto it = opTable().find(p.op_type());
+    if (it == opTable().end()) return nodeError(g, node, "operator is not supported by Quire's runtime");
+    node.op = it->second;
+    switch (node.op) {
+    case Op::Conv:
+    case Op::ConvTranspose: return readSpatial(g, node, p, true);
+    case Op::AveragePool:
+    case Op::MaxPool: return readSpatial(g, node, p, false);
+    case Op::BatchNorm: node.epsilon = attrFloat(p, "epsilon", 1e-5f); break;
+    case Op::HardSigmoid:
+        node.alpha = attrFloat(p, "alpha", 0.2f);
+        node.beta = attrFloat(p, "beta", 0.5f);
+        break;
+    case Op::Clip:
+        if (attr(p, "min") || attr(p, "max") || g.opset < 11) {
+            node.clipFromAttrs = true;
+            node.clipMin = attrFloat(p, "min", -INFINITY);
+            node.clipMax = attrFloat(p, "max", INFINITY);
+        }
+        break;
+    case Op::Concat:
+    case Op::Softmax:
+        node.hasAxis = attr(p, "axis") != nullptr;
+        node.axis = int(attrInt(p, "axis", node.op == Op::Softmax ? (g.opset >= 13 ? -1 : 1) : 0));
+        if (node.op == Op::Concat && !node.hasAxis) return nodeError(g, node, "axis missing");
+        break;
+    case Op::ReduceMean:
+        node.axes = attrInts(p, "axes");
+        node.keepDims = attrInt(p, "keepdims", 1) != 0;
+        break;
+    case Op::Transpose: node.perm = attrInts(p, "perm"); break;
+    case Op::Slice:
+        node.starts = attrInts(p, "starts");
+        node.ends = attrInts(p, "ends");
+        node.axes = attrInts(p, "axes");
+        break;
+    case Op::Squeeze:
+    case Op::Unsqueeze: node.axes = attrInts(p, "axes"); break;
+    case Op::Cast:
+        node.castTo = int(attrInt(p, "to", 1));
+        if (node.castTo != onnx::TensorProto::FLOAT && node.castTo != onnx::TensorProto::INT32 &&
+            node.castTo != onnx::TensorProto::INT64 && node.castTo != onnx::TensorProto::DOUBLE)
+            return nodeError(g, node, "cast to type " + std::to_string(node.castTo) + " is not supported");
+        break;
+    case Op::Resize: {
+        const std::string mode = attrString(p, "mode", "nearest");
+        const std::string ctm = attrString(p, "coordinate_transformation_mode", "half_pixel");
+        const std::string nm = attrString(p, "nearest_mode", "round_prefer_floor");
+        if (mode != "nearest" || (g.opset >= 11 && (ctm != "asymmetric" || nm != "floor")))
+            return nodeError(g, node, "only nearest/asymmetric/floor resizing is supported (got " + mode + "/" +
+                                          ctm + "/" + nm + ")");
+        break;
+    }
+    default: break;
+    }
+    return Status::ok();
+}
+
+int normAxis(int64_t axis, int rank) { return int(axis < 0 ? axis + rank : axis); }
+
+std::shared_ptr<Tensor> copyOf(const Tensor& t) { return std::make_shared<Tensor>(t); }
+
+}  // namespace
+
+// ---------------------------------------------------------------------------------------------
+// Execution of one node. `values` holds the live tensors; outputs are written into it.
+namespace {
+
+struct Exec {
+    const Graph& g;
+    Values& v;
+    int nodeIndex;
+    const std::vector<bool>* keep = nullptr;  // values the caller fetches: never modified in place
+
+    const Tensor* in(const Node& n, size_t k) const {
+        if (k >= n.in.size() || n.in[k] < 0) return nullptr;
+        return v[size_t(n.in[k])].get();
+    }
+    // Whether input k may be modified: nobody reads it after this node.
+    bool canTake(const Node& n, size_t k) const {
+        const int id = n.in[k];
+        const auto& slot = v[size_t(id)];
+        return nodeIndex >= 0 && !g.constants[size_t(id)] && g.lastUse[size_t(id)] == nodeIndex &&
+               slot.use_count() == 1 && std::count(n.in.begin(), n.in.end(), id) == 1 &&
+               (keep == nullptr || !(*keep)[size_t(id)]);
+    }
+    // A tensor that may be modified: the input itself when nobody else needs it afterwards.
+    std::shared_ptr<Tensor> takeInput(const Node& n, size_t k) const {
+        if (canTake(n, k)) return std::const_pointer_cast<Tensor>(v[size_t(n.in[k])]);
+        return copyOf(*v[size_t(n.in[k])]);
+    }
+    void set(const Node& n, size_t k, Tensor t) const { v[size_t(n.out[k])] = std::make_shared<Tensor>(std::move(t)); }
+    void set(const Node& n, size_t k, std::shared_ptr<Tensor> t) const { v[size_t(n.out[k])] = std::move(t); }
+};
+
+template <typename F>
+Status unary(const Exec& e, const Node& n, F f) {
+    if (e.in(n, 0)->isInt) return nodeError(e.g, n, "expects a float tensor");
+    auto t = e.takeInput(n, 0);
+    for (float& x : t->f) x = f(x);
+    e.set(n, 0, std::move(t));
+    return Status::ok();
+}
+
+Result<std::vector<int64_t>> intsOf(const Graph& g, const Node& n, const Tensor* t, const char* what) {
+    if (!t) return nodeError(g, n, std::string(what) + " missing");
+    if (t->isInt) return t->i;
+    std::vector<int64_t> out;
+    for (float x : t->f) out.push_back(int64_t(x));
+    return out;
+}
+
+Status execNode(const Exec& e, const Node& n) {
+    const Graph& g = e.g;
+    for (size_t k = 0; k < n.in.size(); ++k)
+        if (n.in[k] >= 0 && !e.v[size_t(n.in[k])])
+            return nodeError(g, n, "input '" + g.valueNames[size_t(n.in[k])] + "' has no value");
+    const Tensor* x = e.in(n, 0);
+    std::string err;
+    switch (n.op) {
+    case Op::Constant: return Status::ok();  // evaluated at load
+    case Op::Chain: {
+        if (x->isInt) return nodeError(g, n, "expects a float tensor");
+        auto t = e.takeInput(n, 0);
+        runChain(n.micro, t->data(), t->size());
+        e.set(n, 0, std::move(t));
+        return Status::ok();
+    }
+    case Op::Identity: e.set(n, 0, copyOf(*x)); return Status::ok();
+    case Op::Relu: return unary(e, n, [](float a) { return a > 0.f ? a : 0.f; });
+    case Op::Sigmoid: return unary(e, n, [](float a) { return 1.f / (1.f + std::exp(-a)); });
+    case Op::Sqrt: return unary(e, n, [](float a) { return std::sqrt(a); });
+    case Op::HardSigmoid: {
+        const float al = n.alpha, be = n.beta;
+        return unary(e, n, [al, be](float a) { return std::clamp(al * a + be, 0.f, 1.f); });
+    }
+    case Op::Clip: {
+        float lo = n.clipMin, hi = n.clipMax;
+        if (!n.clipFromAttrs) {
+            if (const Tensor* t = e.in(n, 1); t && t->size() == 1) lo = t->isInt ? float(t->i[0]) : t->f[0];
+            if (const Tensor* t = e.in(n, 2); t && t->size() == 1) hi = t->isInt ? float(t->i[0]) : t->f[0];
+        }
+        return unary(e, n, [lo, hi](float a) { return std::min(std::max(a, lo), hi); });
+    }
+    case Op::Add:
+    case Op::Sub:
+    case Op::Mul:
+    case Op::Div:
+    case Op::Pow: {
+        const Tensor* y = e.in(n, 1);
+        if (!y) return nodeError(g, n, "second operand missing");
+        Tensor pa, pb;  // only a mixed int/float pair (Pow(x, 2) styles) is promoted to float
+        const Tensor* a = x;
+        const Tensor* b = y;
+        if (a->isInt != b->isInt) {
+            for (auto [src, dst] : {std::pair{&a, &pa}, std::pair{&b, &pb}})
+                if ((*src)->isInt) {
+                    dst->shape = (*src)->shape;
+                    dst->f.assign((*src)->i.begin(), (*src)->i.end());
+                    *src = dst;
+                }
+        }
+        static constexpr cpu::BinaryOp ops[] = {cpu::BinaryOp::Add, cpu::BinaryOp::Sub, cpu::BinaryOp::Mul,
+                                                cpu::BinaryOp::Div, cpu::BinaryOp::Pow};
+        const cpu::BinaryOp bop = ops[int(n.op) - int(Op::Add)];
+        Shape outShape;
+        if (!a->isInt && !b->isInt && a == x && b == y && cpu::broadcastShapeOf(a->shape, b->shape, outShape)) {
+            // Write into an operand that nobody reads afterwards and that has the output's shape:
+            // no allocation (these activation chains dominate the front-end's memory traffic).
+            for (size_t k : {size_t(0), size_t(1)}) {
+                const Tensor* self = k == 0 ? a : b;
+                const Tensor* other = k == 0 ? b : a;
+                if (self->shape != outShape || !e.canTake(n, k)) continue;
+                auto t = e.takeInput(n, k);
+                cpu::binaryInPlace(*t, *other, bop, k == 1);
+                e.set(n, 0, std::move(t));
+                return Status::ok();
+            }
+        }
+        Tensor out = cpu::binary(*a, *b, bop, &err);
+        if (!err.empty()) return nodeError(g, n, err);
+        e.set(n, 0, std::move(out));
+        return Status::ok();
+    }
+    case Op::Conv:
+    case Op::ConvTranspose: {
+        const Tensor* w = e.in(n, 1);
+        const Tensor* b = e.in(n, 2);
+        if (!w || x->rank() != 4 || w->rank() != 4 || x->isInt || w->isInt)
+            return nodeError(g, n, "needs a 4-D input and 4-D weights, got " + shapeString(x->shape));
+        const int64_t C = x->shape[1];
+        if (n.op == Op::Conv) {
+            const int group = n.conv.group;
+            const bool dw = group > 1 && group == C && w->shape[0] == C && w->shape[1] == 1;
+            if (!(group == 1 && w->shape[1] == C) && !dw)
+                return nodeError(g, n, "input " + shapeString(x->shape) + " does not fit weights " +
+                                           shapeString(w->shape) + " with group " + std::to_string(group));
+            if (w->shape[2] != n.conv.kh || w->shape[3] != n.conv.kw)
+                return nodeError(g, n, "kernel_shape disagrees with the weights");
+            if (b && b->size() != w->shape[0]) return nodeError(g, n, "bias size disagrees with the weights");
+            e.set(n, 0, cpu::conv2d(*x, *w, b ? b->data() : nullptr, n.conv));
+        } else {
+            if (n.conv.group != 1 || w->shape[0] != C)
+                return nodeError(g, n, "input " + shapeString(x->shape) + " does not fit weights " +
+                                           shapeString(w->shape));
+            if (b && b->size() != w->shape[1]) return nodeError(g, n, "bias size disagrees with the weights");
+            e.set(n, 0, cpu::convTranspose2d(*x, *w, b ? b->data() : nullptr, n.conv));
+        }
+        return Status::ok();
+    }
+    case Op::BatchNorm: {
+        const Tensor *sc = e.in(n, 1), *bi = e.in(n, 2), *me = e.in(n, 3), *va = e.in(n, 4);
+        if (!sc || !bi || !me || !va || x->rank() < 2) return nodeError(g, n, "needs 5 inputs and rank ≥ 2");
+        const int64_t C = x->shape[1];
+        for (const Tensor* t : {sc, bi, me, va})
+            if (t->size() != C) return nodeError(g, n, "parameter size disagrees with channels");
+        auto t = e.takeInput(n, 0);
+        const int64_t plane = C ? t->size() / (x->shape[0] * C) : 0;
+        for (int64_t i = 0; i < x->shape[0]; ++i)
+            for (int64_t c = 0; c < C; ++c) {
+                const float s = sc->f[size_t(c)] / std::sqrt(va->f[size_t(c)] + n.epsilon);
+                const float sh = bi->f[size_t(c)] - me->f[size_t(c)] * s;
+                float* p = t->data() + (i * C + c) * plane;
+                for (int64_t k = 0; k < plane; ++k) p[k] = p[k] * s + sh;
+            }
+        e.set(n, 0, std::move(t));
+        return Status::ok();
+    }
+    case Op::GlobalAveragePool:
+        if (x->rank() < 3) return nodeError(g, n, "needs rank ≥ 3");
+        e.set(n, 0, cpu::globalAveragePool(*x));
+        return Status::ok();
+    case Op::AveragePool:
+    case Op::MaxPool:
+        if (x->rank() != 4) return nodeError(g, n, "needs a 4-D input");
+        e.set(n, 0, cpu::pool2d(*x, n.op == Op::MaxPool ? cpu::PoolKind::Max : cpu::PoolKind::Average, n.kh, n.kw,
+                                n.sh, n.sw, n.pads, n.countIncludePad));
+        return Status::ok();
+    case Op::Resize: {
+        if (x->rank() != 4) return nodeError(g, n, "needs a 4-D input");
+        const Tensor* scales = e.in(n, g.opset >= 11 ? 2 : 1);
+        const Tensor* sizes = e.in(n, 3);
+        Shape out = x->shape;
+        if (sizes && sizes->size() == 4) {
+            out = sizes->i;
+        } else if (scales && scales->size() == 4) {
+            for (int k = 0; k < 4; ++k) out[size_t(k)] = int64_t(std::floor(double(x->shape[size_t(k)]) * scales->f[size_t(k)]));
+        } else {
+            return nodeError(g, n, "needs 4 scales or 4 sizes");
+        }
+        if (out[0] != x->shape[0] || out[1] != x->shape[1]) return nodeError(g, n, "resizes batch or channels");
+        if (out[2] <= 0 || out[3] <= 0 || out[2] > 100000 || out[3] > 100000) return nodeError(g, n, "bad output size");
+        e.set(n, 0, cpu::resizeNearest(*x, out));
+        return Status::ok();
+    }
+    case Op::Concat: {
+        const int r = x->rank();
+        const int axis = normAxis(n.axis, r);
+        if (axis < 0 || axis >= r) return nodeError(g, n, "axis out of range");
+        Shape out = x->shape;
+        out[size_t(axis)] = 0;
+        for (size_t k = 0; k < n.in.size(); ++k) {
+            const Tensor* t = e.in(n, k);
+            if (!t || t->rank() != r || t->isInt != x->isInt) return nodeError(g, n, "inputs differ in rank or type");
+            for (int d = 0; d < r; ++d)
+                if (d != axis && t->shape[size_t(d)] != x->shape[size_t(d)])
+                    return nodeError(g, n, "input shapes " + shapeString(x->shape) + " and " + shapeString(t->shape) +
+                                               " do not concatenate");
+            out[size_t(axis)] += t->shape[size_t(axis)];
+        }
+        int64_t outer = 1, inner = 1;
+        for (int d = 0; d < axis; ++d) outer *= out[size_t(d)];
+        for (int d = axis + 1; d < r; ++d) inner *= out[size_t(d)];
+        Tensor y;
+        y.shape = out;
+        y.isInt = x->isInt;
+        if (y.isInt) y.i.resize(size_t(numel(out)));
+        else y.f.resize(size_t(numel(out)));
+        int64_t offset = 0;
+        const int64_t rowOut = out[size_t(axis)] * inner;
+        for (size_t k = 0; k < n.in.size(); ++k) {
+            const Tensor* t = e.in(n, k);
+            const int64_t row = t->shape[size_t(axis)] * inner;
+            for (int64_t o = 0; o < outer; ++o) {
+                if (y.isInt) std::copy_n(t->i.data() + o * row, row, y.i.data() + o * rowOut + offset);
+                else std::copy_n(t->f.data() + o * row, row, y.f.data() + o * rowOut + offset);
+            }
+            offset += row;
+        }
+        e.set(n, 0, std::move(y));
+        return Status::ok();
+    }
+    case Op::MatMul: {
+        const Tensor* y = e.in(n, 1);
+        if (!y) return nodeError(g, n, "second operand missing");
+        Tensor out = cpu::matmul(*x, *y, &err);
+        if (!err.empty()) return nodeError(g, n, err);
+        e.set(n, 0, std::move(out));
+        return Status::ok();
+    }
+    case Op::Softmax: {
+        const int axis = normAxis(n.axis, x->rank());
+        if (axis < 0 || axis >= x->rank() || x->isInt) return nodeError(g, n, "bad axis or type");
+        auto t = e.takeInput(n, 0);
+        cpu::softmaxInPlace(*t, axis, g.opset < 13);
+        e.set(n, 0, std::move(t));
+        return Status::ok();
+    }
+    case Op::ReduceMean: {
+        std::vector<int64_t> axes = n.axes;
+        if (axes.empty())
+            for (int d = 0; d < x->rank(); ++d) axes.push_back(d);
+        for (auto& a : axes) {
+            a = normAxis(a, x->rank());
+            if (a < 0 || a >= x->rank()) return nodeError(g, n, "axis out of range");
+        }
+        std::sort(axes.rbegin(), axes.rend());
+        Tensor t = *x;
+        for (auto a : axes) t = cpu::reduceMean(t, int(a), n.keepDims);
+        e.set(n, 0, std::move(t));
+        return Status::ok();
+    }
+    case Op::Reshape: {
+        auto target = intsOf(g, n, e.in(n, 1), "shape");
+        if (!target) return target.status();
+        Shape s = *target;
+        int infer = -1;
+        int64_t known = 1;
+        for (size_t k = 0; k < s.size(); ++k) {
+            if (s[k] == 0) {
+                if (k >= x->shape.size()) return nodeError(g, n, "0 in shape beyond the input's rank");
+                s[k] = x->shape[k];
+            }
+            if (s[k] == -1) {
+                if (infer >= 0) return nodeError(g, n, "more than one -1 in shape");
+                infer = int(k);
+            } else if (s[k] < 0) {
+                return nodeError(g, n, "negative dimension in shape");
+            } else {
+                known *= s[k];
+            }
+        }
+        if (infer >= 0) s[size_t(infer)] = known ? x->size() / known : 0;
+        if (numel(s) != x->size())
+            return nodeError(g, n, "cannot reshape " + shapeString(x->shape) + " to " + shapeString(s));
+        auto t = e.takeInput(n, 0);
+        t->shape = s;
+        e.set(n, 0, std::move(t));
+        return Status::ok();
+    }
+    case Op::Transpose: {
+        std::vector<int64_t> perm = n.perm;
+        if (perm.empty())
+            for (int d = x->rank() - 1; d >= 0; --d) perm.push_back(d);
+        std::vector<int64_t> sorted = perm;
+        std::sort(sorted.begin(), sorted.end());
+        for (size_t k = 0; k < sorted.size(); ++k)
+            if (sorted[k] != int64_t(k) || int(perm.size()) != x->rank()) return nodeError(g, n, "bad perm");
+        e.set(n, 0, cpu::transpose(*x, perm));
+        return Status::ok();
+    }
+    case Op::Slice: {
+        std::vector<int64_t> starts = n.starts, ends = n.ends, axes = n.axes, steps;
+        if (g.opset >= 10) {
+            auto s = intsOf(g, n, e.in(n, 1), "starts");
+            auto en = intsOf(g, n, e.in(n, 2), "ends");
+            if (!s) return s.status();
+            if (!en) return en.status();
+            starts = *s, ends = *en;
+            if (e.in(n, 3)) axes = *intsOf(g, n, e.in(n, 3), "axes");
+            if (e.in(n, 4)) steps = *intsOf(g, n, e.in(n, 4), "steps");
+        }
+        if (axes.empty())
+            for (size_t k = 0; k < starts.size(); ++k) axes.push_back(int64_t(k));
+        if (starts.size() != ends.size() || axes.size() != starts.size()) return nodeError(g, n, "starts/ends/axes differ in length");
+        const int r = x->rank();
+        std::vector<int64_t> lo(static_cast<size_t>(r), 0), hi(x->shape.begin(), x->shape.end());
+        for (size_t k = 0; k < axes.size(); ++k) {
+            if (!steps.empty() && steps[k] != 1) return nodeError(g, n, "only step 1 is supported");
+            const int a = normAxis(axes[k], r);
+            if (a < 0 || a >= r) return nodeError(g, n, "axis out of range");
+            const int64_t dim = x->shape[size_t(a)];
+            auto clampIdx = [dim](int64_t i) { return std::clamp(i < 0 ? i + dim : i, int64_t(0), dim); };
+            lo[size_t(a)] = clampIdx(starts[k]);
+            hi[size_t(a)] = std::max(lo[size_t(a)], clampIdx(ends[k]));
+        }
+        Shape out(static_cast<size_t>(r));
+        for (int d = 0; d < r; ++d) out[size_t(d)] = hi[size_t(d)] - lo[size_t(d)];
+        Tensor y;
+        y.shape = out;
+        y.isInt = x->isInt;
+        const int64_t total = numel(out);
+        if (y.isInt) y.i.resize(size_t(total));
+        else y.f.resize(size_t(total));
+        std::vector<int64_t> stride(static_cast<size_t>(r), 1);
+        for (int d = r - 2; d >= 0; --d) stride[size_t(d)] = stride[size_t(d + 1)] * x->shape[size_t(d + 1)];
+        for (int64_t o = 0; o < total; ++o) {
+            int64_t rem = o, off = 0;
+            for (int d = r - 1; d >= 0; --d) {
+                const int64_t i = rem % out[size_t(d)];
+                rem /= out[size_t(d)];
+                off += (i + lo[size_t(d)]) * stride[size_t(d)];
+            }
+            if (y.isInt) y.i[size_t(o)] = x->i[size_t(off)];
+            else y.f[size_t(o)] = x->f[size_t(off)];
+        }
+        e.set(n, 0, std::move(y));
+        return Status::ok();
+    }
+    case Op::Squeeze:
+    case Op::Unsqueeze: {
+        std::vector<int64_t> axes = n.axes;
+        if (g.opset >= 13 && e.in(n, 1)) axes = *intsOf(g, n, e.in(n, 1), "axes");
+        auto t = e.takeInput(n, 0);
+        if (n.op == Op::Squeeze) {
+            Shape s;
+            const int r = t->rank();
+            for (int d = 0; d < r; ++d) {
+                const bool listed = std::any_of(axes.begin(), axes.end(), [&](int64_t a) { return normAxis(a, r) == d; });
+                if (listed && t->shape[size_t(d)] != 1) return nodeError(g, n, "squeezes a dimension that is not 1");
+                if (!(listed || (axes.empty() && t->shape[size_t(d)] == 1))) s.push_back(t->shape[size_t(d)]);
+            }
+            t->shape = s;
+        } else {
+            const int r = t->rank() + int(axes.size());
+            std::vector<int64_t> sorted;
+            for (auto a : axes) sorted.push_back(normAxis(a, r));
+            std::sort(sorted.begin(), sorted.end());
+            for (auto a : sorted) {
+                if (a < 0 || a > int64_t(t->shape.size())) return nodeError(g, n, "axis out of range");
+                t->shape.insert(t->shape.begin() + a, 1);
+            }
+        }
+        e.set(n, 0, std::move(t));
+        return Status::ok();
+    }
+    case Op::Shape:
+        e.set(n, 0, Tensor::ints({x->rank()}, std::vector<int64_t>(x->shape.begin(), x->shape.end())));
+        return Status::ok();
+    case Op::Cast: {
+        const bool toInt = n.castTo == onnx::TensorProto::INT32 || n.castTo == onnx::TensorProto::INT64;
+        Tensor y;
+        y.shape = x->shape;
+        y.isInt = toInt;
+        if (toInt) {
+            if (x->isInt) y.i = x->i;
+            else
+                for (float f : x->f) y.i.push_back(int64_t(f));
+        } else {
+            if (x->isInt) y.f.assign(x->i.begin(), x->i.end());
+            else y.f = x->f;
+        }
+        e.set(n, 0, std::move(y));
+        return Status::ok();
+    }
+    }
+    return nodeError(g, n, "unhandled operator");
+}
+
+// Folds BatchNormalization nodes that directly follow a convolution into its weights.
+void foldBatchNorms(Graph& g) {
+    std::vector<int> consumers(g.valueNames.size(), 0);
+    for (const auto& n : g.nodes)
+        for (int id : n.in)
+            if (id >= 0) ++consumers[size_t(id)];
+    for (int id : g.outputs) ++consumers[size_t(id)];
+    std::unordered_map<int, size_t> producer;
+    for (size_t k = 0; k < g.nodes.size(); ++k)
+        for (int id : g.nodes[k].out) producer[id] = k;
+    std::vector<bool> drop(g.nodes.size(), false);
+    for (size_t k = 0; k < g.nodes.size(); ++k) {
+        Node& bn = g.nodes[k];
+        if (bn.op != Op::BatchNorm || bn.in.size() != 5 || bn.out.size() != 1) continue;
+        auto pit = producer.find(bn.in[0]);
+        if (pit == producer.end() || consumers[size_t(bn.in[0])] != 1) continue;
+        Node& conv = g.nodes[pit->second];
+        if (conv.op != Op::Conv || conv.in.size() < 2) continue;
+        const auto& wc = g.constants[size_t(conv.in[1])];
+        const std::shared_ptr<const Tensor> bc = conv.in.size() > 2 && conv.in[2] >= 0 ? g.constants[size_t(conv.in[2])] : nullptr;
+        if (!wc || (conv.in.size() > 2 && conv.in[2] >= 0 && !bc)) continue;
+        bool paramsConst = true;
+        for (int j = 1; j < 5; ++j) paramsConst = paramsConst && g.constants[size_t(bn.in[size_t(j)])];
+        if (!paramsConst || wc->rank() != 4) continue;
+        const int64_t M = wc->shape[0];
+        const Tensor &sc = *g.constants[size_t(bn.in[1])], &bi = *g.constants[size_t(bn.in[2])],
+                     &me = *g.constants[size_t(bn.in[3])], &va = *g.constants[size_t(bn.in[4])];
+        if (sc.size() != M || bi.size() != M || me.size() != M || va.size() != M) continue;
+        Tensor w = *wc;
+        Tensor b = Tensor::floats({M});
+        const int64_t per = w.size() / M;
+        for (int64_t m = 0; m < M; ++m) {
+            const float s = sc.f[size_t(m)] / std::sqrt(va.f[size_t(m)] + bn.epsilon);
+            for (int64_t j = 0; j < per; ++j) w.f[size_t(m * per + j)] *= s;
+            const float b0 = bc ? bc->f[size_t(m)] : 0.f;
+            b.f[size_t(m)] = (b0 - me.f[size_t(m)]) * s + bi.f[size_t(m)];
+        }
+        const int wId = g.id(g.valueNames[size_t(conv.in[1])] + "#bn_folded");
+        const int bId = g.id(g.valueNames[size_t(bn.in[0])] + "#bn_bias");
+        g.constants.resize(g.valueNames.size());
+        g.constants[size_t(wId)] = std::make_shared<Tensor>(std::move(w));
+        g.constants[size_t(bId)] = std::make_shared<Tensor>(std::move(b));
+        conv.in = {conv.in[0], wId, bId};
+        conv.out = bn.out;
+        drop[k] = true;
+        ++g.folded;
+    }
+    std::vector<Node> kept;
+    for (size_t k = 0; k < g.nodes.size(); ++k)
+        if (!drop[k]) kept.push_back(std::move(g.nodes[k]));
+    g.nodes = std::move(kept);
+}
+
+Status buildGraph(Graph& g, const onnx::ModelProto& model) {
+    for (const auto& o : model.opset_import())
+        if (o.domain().empty() || o.domain() == "ai.onnx") g.opset = int(o.version());
+    if (g.opset == 0) return Status(ErrorCode::Corrupt, g.label + ": no default-domain opset import");
+    if (g.opset > 17) return Status(ErrorCode::UnsupportedFormat, g.label + ": opset " + std::to_string(g.opset) + " is newer than supported (≤ 17)");
+    const auto& graph = model.graph();
+    std::vector<bool> defined;
+    auto markDefined = [&](int id) {
+        if (size_t(id) >= defined.size()) defined.resize(size_t(id) + 1, false);
+        defined[size_t(id)] = true;
+    };
+    for (const auto& init : graph.initializer()) {
+        auto t = tensorFromProto(init, g.label + ": initializer '" + init.name() + "'");
+        if (!t) return t.status();
+        const int id = g.id(init.name());
+        g.constants[size_t(id)] = std::make_shared<Tensor>(std::move(t).value());
+        markDefined(id);
+    }
+    for (const auto& in : graph.input()) {
+        const int id = g.id(in.name());
+        if (!g.constants[size_t(id)]) g.inputs.push_back(id);
+        markDefined(id);
+    }
+    for (const auto& p : graph.node()) {
+        Node node;
+        node.opType = p.op_type();
+        if (auto st = parseNode(g, p, node); !st) return st;
+        for (const auto& name : p.input()) {
+            if (name.empty()) {
+                node.in.push_back(-1);
+                continue;
+            }
+            const int id = g.id(name);
+            if (size_t(id) >= defined.size() || !defined[size_t(id)])
+                return nodeError(g, node, "reads '" + name + "', which no earlier node produces (truncated or "
+                                              "unsorted graph)");
+            node.in.push_back(id);
+        }
+        for (const auto& name : p.output()) {
+            const int id = g.id(name);
+            node.out.push_back(id);
+            markDefined(id);
+        }
+        if (node.out.empty()) return nodeError(g, node, "has no output");
+        if (node.op == Op::Constant) {
+            const auto* a = attr(p, "value");
+            if (!a || !a->has_t()) return nodeError(g, node, "only tensor-valued constants are supported");
+            auto t = tensorFromProto(a->t(), g.label + ": constant '" + node.name + "'");
+            if (!t) return t.status();
+            g.constants[size_t(node.out[0])] = std::make_shared<Tensor>(std::move(t).value());
+            continue;  // constants live in the value table; no node at run time
+        }
+        g.nodes.push_back(std::move(node));
+    }
+    for (const auto& out : graph.output()) {
+        auto it = g.ids.find(out.name());
+        if (it == g.ids.end() || size_t(it->second) >= defined.size() || !defined[size_t(it->second)])
+            return Status(ErrorCode::Corrupt, g.label + ": graph output '" + out.name() + "' is never produced");
+        g.outputs.push_back(it->second);
+    }
+    if (g.inputs.empty() || g.outputs.empty())
+        return Status(ErrorCode::Corrupt, g.label + ": graph has no inputs or no outputs");
+    foldBatchNorms(g);
+
+    // Nodes whose inputs are all constant (casts of constants, shape arithmetic on them) are
+    // evaluated once here.
+    std::vector<Node> runtime;
+    g.lastUse.assign(g.valueNames.size(), -1);
+    g.constants.resize(g.valueNames.size());
+    for (auto& n : g.nodes) {
+        const bool allConst = n.op != Op::Shape && std::all_of(n.in.begin(), n.in.end(), [&](int id) {
+                                  return id < 0 || g.constants[size_t(id)];
+                              });
+        if (allConst) {
+            Values v(g.constants.begin(), g.constants.end());
+            Exec e{g, v, -1};
+            if (auto st = execNode(e, n); !st) return st;
+            for (int id : n.out) g.constants[size_t(id)] = v[size_t(id)];
+            continue;
+        }
+        runtime.push_back(std::move(n));
+    }
+    g.nodes = std::move(runtime);
+    g.fused = fuseElementwise(g);
+    g.constants.resize(g.valueNames.size());
+    g.lastUse.assign(g.valueNames.size(), -1);
+    for (size_t k = 0; k < g.nodes.size(); ++k)
+        for (int id : g.nodes[k].in)
+            if (id >= 0) g.lastUse[size_t(id)] = int(k);
+    return Status::ok();
+}
+
+// QUIRE_NN_PROFILE=1: seconds per operator kind (and per convolution kind), printed at exit.
+struct Profile {
+    std::mutex mutex;
+    std::map<std::string, std::pair<double, long>> seconds;
+    ~Profile() {
+        std::vector<std::pair<std::string, std::pair<double, long>>> rows(seconds.begin(), seconds.end());
+        std::sort(rows.begin(), rows.end(), [](auto& a, auto& b) { return a.second.first > b.second.first; });
+        for (const auto& [k, v] : rows) std::fprintf(stderr, "nn-profile %-60s %9.3f s %8ld calls\n", k.c_str(), v.first, v.second);
+    }
+};
+void profileAdd(const std::string& label, const Node& n, double s) {
+    static Profile p;
+    std::string key = std::filesystem::path(label).filename().string() + " " + n.opType;
+    if (n.op == Op::Chain) key = std::filesystem::path(label).filename().string() + " fused elementwise";
+    if (n.op == Op::Conv) key += n.conv.group > 1 ? " depthwise " + std::to_string(n.conv.kh) + "x" + std::to_string(n.conv.kw)
+                                                  : " " + std::to_string(n.conv.kh) + "x" + std::to_string(n.conv.kw);
+    std::lock_guard lock(p.mutex);
+    auto& slot = p.seconds[key];
+    slot.first += s;
+    ++slot.second;
+}
+
+}  // namespace
+
+OnnxModel::OnnxModel() = default;
+OnnxModel::~OnnxModel() = default;
+OnnxModel::OnnxModel(OnnxModel&&) noexcept = default;
+OnnxModel& OnnxModel::operator=(OnnxModel&&) noexcept = default;
+
+Result<OnnxModel> OnnxModel::fromBytes(const std::string& bytes, const std::string& label) {
+    onnx::ModelProto proto;
+    if (bytes.empty()) return Status(ErrorCode::Corrupt, label + ": the file is empty");
+    if (!proto.ParseFromString(bytes))
+        return Status(ErrorCode::Corrupt, label + ": not a valid ONNX model (the protobuf does not parse; truncated or "
+                                                  "damaged)");
+    if (!proto.has_graph()) return Status(ErrorCode::Corrupt, label + ": the ONNX file has no graph");
+    OnnxModel m;
+    m.m_graph = std::make_unique<Graph>();
+    m.m_graph->label = label;
+    if (auto st = buildGraph(*m.m_graph, proto); !st) return st;
+    return m;
+}
+
+Result<OnnxModel> OnnxModel::load(const std::string& path) {
+    std::ifstream f(path, std::ios::binary);
+    if (!f) return Status(ErrorCode::NotFound, path + ": cannot open the model file");
+    std::ostringstream ss;
+    ss << f.rdbuf();
+    if (!f.good() && !f.eof()) return Status(ErrorCode::Unreadable, path + ": read error");
+    return fromBytes(ss.str(), path);
+}
+
+std::vector<std::string> OnnxModel::inputNames() const {
+    std::vector<std::string> out;
+    for (int id : m_graph->inputs) out.push_back(m_graph->valueNames[size_t(id)]);
+    return out;
+}
+std::vector<std::string> OnnxModel::outputNames() const {
+    std::vector<std::string> out;
+    for (int id : m_graph->outputs) out.push_back(m_graph->valueNames[size_t(id)]);
+    return out;
+}
+int OnnxModel::nodeCount() const { return int(m_graph->nodes.size()); }
+int OnnxModel::foldedBatchNorms() const { return m_graph->folded; }
+int OnnxModel::fusedNodes() const { return m_graph->fused; }
+
+Result<std::map<std::string, Tensor>> OnnxModel::run(const std::map<std::string, Tensor>& inputs,
+                                                     const std::vector<std::string>& fetch) const {
+    const Graph& g = *m_graph;
+    Values v(g.constants.begin(), g.constants.end());
+    for (int id : g.inputs) {
+        auto it = inputs.find(g.valueNames[size_t(id)]);
+        if (it == inputs.end()) return Status(ErrorCode::InvalidArgument, g.label + ": input '" + g.valueNames[size_t(id)] + "' not given");
+        v[size_t(id)] = std::make_shared<Tensor>(it->second);
+    }
+    std::vector<int> want;
+    for (const auto& name : fetch.empty() ? outputNames() : fetch) {
+        auto it = g.ids.find(name);
+        if (it == g.ids.end()) return Status(ErrorCode::InvalidArgument, g.label + ": no value named '" + name + "'");
+        want.push_back(it->second);
+    }
+    std::vector<bool> keep(g.valueNames.size(), false);
+    for (int id : want) keep[size_t(id)] = true;
+    for (int id : g.outputs) keep[size_t(id)] = true;
+    static const bool profile = std::getenv("QUIRE_NN_PROFILE") != nullptr;
+    for (size_t k = 0; k < g.nodes.size(); ++k) {
+        const Node& n = g.nodes[k];
+        Exec e{g, v, int(k), &keep};
+        const auto t0 = profile ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
+        if (auto st = execNode(e, n); !st) return st;
+        if (profile) profileAdd(g.label, n, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+        for (int id : n.in)
+            if (id >= 0 && g.lastUse[size_t(id)] == int(k) && !keep[size_t(id)] && !g.constants[size_t(id)])
+                v[size_t(id)].reset();
+    }
+    std::map<std::string, Tensor> out;
+    for (int id : want) {
+        if (!v[size_t(id)]) return Status(ErrorCode::Internal, g.label + ": value '" + g.valueNames[size_t(id)] + "' was not computed");
+        out.emplace(g.valueNames[size_t(id)], *v[size_t(id)]);
+    }
+    return out;
+}
+
+std::vector<std::string> supportedOps() {
+    std::vector<std::string> out;
+    for (const auto& [name, op] : opTable()) out.push_back(name);
+    std::sort(out.begin(), out.end());
+    return out;
+}
+
+}  // namespace quire::nn
