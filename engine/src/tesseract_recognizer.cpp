@@ -152,7 +152,7 @@ Status checkTesseractLanguages(const std::string& languages, const std::string& 
     return Status::ok();
 }
 
-Result<std::unique_ptr<Recognizer>> createRecognizer(const RecognizerOptions& options) {
+Result<std::unique_ptr<Recognizer>> createTesseractRecognizer(const RecognizerOptions& options) {
     if (options.engine != "tesseract")
         return Status(ErrorCode::InvalidArgument, "unknown recognition engine '" + options.engine + "'");
     if (Status s = checkTesseractLanguages(options.languages, options.tessdataDir); !s) return s;

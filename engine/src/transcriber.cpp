@@ -7,11 +7,14 @@
 
 #include <opencv2/imgproc.hpp>
 
+#include <cblas.h>
+
 #include <chrono>
 #include <map>
 #include <thread>
 
 #include "bounded_queue.h"
+#include "quire/ppocr.h"
 
 #ifdef __linux__
 #include <sys/resource.h>
@@ -175,8 +178,19 @@ Result<RunSummary> runTranscription(ProjectStore& store, const TranscribeParams&
         if (params.onLog) params.onLog(m);
     };
     if (store.readOnly()) return Status(ErrorCode::Io, store.path().string() + ": the project is read-only");
-    if (Status s = checkTesseractLanguages(params.recognizer.languages, params.recognizer.tessdataDir); !s)
-        return s;
+    // The recognizer's own files are checked before any page is touched: a missing language or
+    // model is one clear message, not a failure per page.
+    const std::string engine = chooseEngine(params.recognizer.engine, params.recognizer.languages);
+    if (engine == "tesseract") {
+        if (Status s = checkTesseractLanguages(params.recognizer.languages, params.recognizer.tessdataDir); !s)
+            return s;
+    } else if (engine == "ppocr") {
+        PpocrOptions o;
+        o.modelDir = params.recognizer.ppocrDir;
+        if (auto e = PpocrEngine::load(o); !e) return e.status();  // cached: the workers reuse it
+    } else {
+        return Status(ErrorCode::InvalidArgument, "unknown recognition engine '" + params.recognizer.engine + "'");
+    }
     if (Status s = registerInputs(store, params); !s) return s;
     if (params.retryFailed)
         if (Status s = store.requeueFailed(); !s) return s;
@@ -192,6 +206,9 @@ Result<RunSummary> runTranscription(ProjectStore& store, const TranscribeParams&
 
     const int threads = std::max(1, params.threads > 0 ? params.threads
                                                        : int(std::thread::hardware_concurrency()));
+    // Page-level parallelism: each worker's GEMMs (the PP-OCR front-end) use one core, so
+    // workers do not fight over OpenBLAS's thread pool.
+    openblas_set_num_threads(std::max(1, int(std::thread::hardware_concurrency()) / threads));
     BoundedQueue<Job> jobs(size_t(threads) + 1);
     BoundedQueue<Done> done(size_t(threads) + 1);
     std::atomic<bool> stop{false};

