@@ -474,6 +474,10 @@
         <translation>Tesseract</translation>
     </message>
     <message>
+        <source>PP-OCRv4 (neural; Chinese and mixed text)</source>
+        <translation>PP-OCRv4（神经网络；中文及中英混排）</translation>
+    </message>
+    <message>
         <source>Recognition engine:</source>
         <translation>识别引擎：</translation>
     </message>

@@ -13,7 +13,7 @@ class Settings {
 public:
     Settings();
 
-    QString engine() const;  // "auto", "tesseract" (the reader arrives later)
+    QString engine() const;  // "auto", "tesseract" or "ppocr"
     void setEngine(const QString& v);
     QString languages() const;  // e.g. "eng" or "eng+chi_sim"
     void setLanguages(const QString& v);

@@ -12,6 +12,7 @@
 
 #include "quire/backend.h"
 #include "quire/recognizer.h"
+#include "quire/ppocr.h"
 #include "settings.h"
 
 namespace quire::ui {
@@ -22,6 +23,9 @@ SettingsDialog::SettingsDialog(Settings& settings, QWidget* parent) : QDialog(pa
     m_engine = new QComboBox;
     m_engine->addItem(tr("Automatic"), "auto");
     m_engine->addItem(tr("Tesseract"), "tesseract");
+    m_engine->addItem(tr("PP-OCRv4 (neural; Chinese and mixed text)"), "ppocr");
+    if (auto models = findPpocrModels(); !models)
+        m_engine->setItemData(2, QString::fromStdString(models.status().message()), Qt::ToolTipRole);
     m_engine->setCurrentIndex(std::max(0, m_engine->findData(settings.engine())));
     form->addRow(tr("Recognition engine:"), m_engine);
     m_languages = new QLineEdit(settings.languages());

@@ -20,7 +20,10 @@
 #include "cli_args.h"
 #include "quire/backend.h"
 #include "quire/decoder/bench.h"
+#include "quire/decoder/safetensors.h"
 #include "quire/exporters.h"
+#include "quire/ppocr.h"
+#include "quire/preprocess.h"
 #include "quire/transcriber.h"
 
 namespace fs = std::filesystem;
@@ -34,6 +37,7 @@ std::atomic<bool> g_cancel{false};
 
 const char* kUsageText =
     "Usage:\n"
+    "  quire-cli features INPUT... --out DIR [--dpi 300] [--json]   (PP-OCR visual tokens per page)\n"
     "  quire-cli transcribe [INPUT...] --project P.quire [--lang eng] [--engine tesseract|ppocr|auto]\n"
     "            [--threads N] [--dpi 300] [--pdf-text recognize|keep] [--split none|auto]\n"
     "            [--no-deskew] [--no-normalize] [--binarize] [--flag-below 80] [--retry-failed]\n"
@@ -96,6 +100,75 @@ int doExport(ProjectStore& store, const std::string& formats, const std::string&
         if (!json) spdlog::info("wrote {}", f.string());
     }
     if (json) printJson({{"event", "export"}, {"files", files}});
+    return kOk;
+}
+
+// The PP-OCR recognizer's visual tokens for the reader model: per page one safetensors file with a
+// [frames, 120] tensor per line and, in its metadata, the lines' boxes, CTC hypotheses, per-character
+// probabilities and frames, and each frame's x on the source page. Pages are preprocessed as
+// `transcribe` does, so training and inference see the same encoder outputs.
+int cmdFeatures(const cli::Args& args) {
+    if (args.positionals().empty()) return fail(kUsage, "features: give at least one input document");
+    const std::string outDir = args.value("out", "");
+    if (outDir.empty()) return fail(kUsage, "features: --out DIR is required");
+    const bool json = args.has("json");
+    SourceOptions so;
+    try {
+        so.pdfDpi = std::stoi(args.value("dpi", "300"));
+    } catch (const std::exception&) {
+        return fail(kUsage, "--dpi takes a number");
+    }
+    std::error_code ec;
+    fs::create_directories(outDir, ec);
+    if (ec) return fail(kUsage, outDir + ": cannot create the output folder (" + ec.message() + ")");
+    auto engine = PpocrEngine::load(PpocrOptions{});
+    if (!engine) return fail(exitFor(engine.status()), engine.status().message());
+    int pageNo = 0;
+    for (const auto& input : args.positionals()) {
+        auto src = openSource(input, so);
+        if (!src) return fail(exitFor(src.status()), src.status().message());
+        for (int i = 0; i < (*src)->pageCount(); ++i) {
+            auto img = (*src)->loadPage(i);
+            if (!img) return fail(exitFor(img.status()), img.status().message());
+            const PreprocessResult pre = preprocessPage(img->image, PreprocessParams{});
+            for (const auto& region : pre.regions) {
+                ++pageNo;
+                auto page = (*engine)->read(region.image, true);
+                if (!page) return fail(kInternal, input + " page " + std::to_string(i + 1) + ": " + page.status().message());
+                std::vector<std::pair<std::string, std::pair<std::vector<int64_t>, std::vector<float>>>> tensors;
+                QJsonArray lines;
+                for (size_t k = 0; k < page->lines.size(); ++k) {
+                    const auto& l = page->lines[k];
+                    tensors.push_back({"line" + std::to_string(k) + ".features",
+                                       {{l.frames, 120}, std::vector<float>(l.features.begin(), l.features.end())}});
+                    const Box b = region.toSource(l.box);
+                    QJsonArray ids, probs, frames, xs;
+                    for (size_t c = 0; c < l.charIds.size(); ++c) {
+                        ids.append(l.charIds[c]);
+                        probs.append(double(l.charProbs[c]));
+                        frames.append(l.charFrames[c]);
+                    }
+                    for (float x : l.frameX) xs.append(region.toSource({int(x), l.box.y, 1, 1}).x);
+                    lines.append(QJsonObject{{"box", QJsonArray{b.x, b.y, b.w, b.h}}, {"text", QString::fromStdString(l.text)},
+                                             {"char_ids", ids}, {"char_probs", probs}, {"char_frames", frames},
+                                             {"frames", l.frames}, {"frame_x", xs}});
+                }
+                QJsonObject meta{{"source", QString::fromStdString(input)}, {"source_page", i + 1}, {"page", pageNo},
+                                 {"width", img->image.cols}, {"height", img->image.rows}, {"lines", lines}};
+                char name[64];
+                std::snprintf(name, sizeof name, "page-%05d.safetensors", pageNo);
+                const fs::path file = fs::path(outDir) / name;
+                if (auto st = decoder::writeSafeTensors(file, tensors, decoder::DType::F32,
+                                                        {{"quire.features", QJsonDocument(meta).toJson(QJsonDocument::Compact).toStdString()},
+                                                         {"encoder", "PP-OCRv4 rec (ch_PP-OCRv4_rec_infer.onnx), transpose_51"}});
+                    !st)
+                    return fail(kInternal, st.message());
+                if (json) printJson({{"event", "features"}, {"page", pageNo}, {"file", QString::fromStdString(file.string())},
+                                     {"lines", int(page->lines.size())}});
+                else spdlog::info("{} page {}: {} lines → {}", input, i + 1, page->lines.size(), file.string());
+            }
+        }
+    }
     return kOk;
 }
 
@@ -383,6 +456,7 @@ int main(int argc, char** argv) {
         {"status", {{"project"}, {"json", "pages"}}},
         {"correct", {{"project", "page", "text-file", "text"}, {}}},
         {"devices", {{}, {}}},
+        {"features", {{"out", "dpi"}, {"json"}}},
         {"bench", {{"pages", "mode", "device", "batch", "config", "shape", "page-tokens", "tokens-per-page", "recent",
                     "gated-pages", "blocks-per-page", "max-kv-gb"},
                    {"json", "recall"}}},
@@ -405,7 +479,7 @@ int main(int argc, char** argv) {
         }
         return cmdBenchDecode(args);
     }
-    if (cmd != "transcribe" && !args.positionals().empty()) {
+    if (cmd != "transcribe" && cmd != "features" && !args.positionals().empty()) {
         std::cerr << "quire-cli " << cmd << ": unexpected argument '" << args.positionals().front() << "'\n";
         return kUsage;
     }
@@ -414,6 +488,7 @@ int main(int argc, char** argv) {
         if (cmd == "export") return cmdExport(args);
         if (cmd == "status") return cmdStatus(args);
         if (cmd == "correct") return cmdCorrect(args);
+        if (cmd == "features") return cmdFeatures(args);
         return cmdDevices();
     } catch (const std::exception& e) {
         return fail(kInternal, std::string("internal error: ") + e.what());

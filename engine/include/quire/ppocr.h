@@ -80,6 +80,7 @@ public:
 
 private:
     PpocrEngine();
+    void restoreSpaces(PpocrLine& line, const cv::Mat& lineImage, float frameW) const;
     struct Impl;
     std::unique_ptr<Impl> d;
     PpocrOptions m_options;

@@ -211,8 +211,13 @@ Result<TensorView> SafeTensors::get(const std::string& name, const std::vector<i
 
 Status writeSafeTensors(const fs::path& path,
                         const std::vector<std::pair<std::string, std::pair<std::vector<int64_t>, std::vector<float>>>>& tensors,
-                        DType storeAs) {
+                        DType storeAs, const std::map<std::string, std::string>& metadata) {
     QJsonObject header;
+    if (!metadata.empty()) {
+        QJsonObject meta;
+        for (const auto& [k, v] : metadata) meta[QString::fromStdString(k)] = QString::fromStdString(v);
+        header["__metadata__"] = meta;
+    }
     uint64_t offset = 0;
     for (const auto& [name, t] : tensors) {
         QJsonObject o;

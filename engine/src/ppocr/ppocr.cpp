@@ -94,7 +94,72 @@ float boxScore(const cv::Mat& prob, const std::vector<cv::Point2f>& quad) {
 
 bool isSpace(const std::string& s) { return s == " "; }
 
+
+// PP-OCRv4's Chinese recognizer often drops the space between Latin words (its training text is
+// mostly unspaced Chinese). Where two Latin characters follow each other without a space, the
+// line image between their CTC frames is searched for an ink-free gap wider than a letter gap
+// (13 % of the line height, about half a word space); such a gap becomes a space.
+bool spaceable(const std::string& ch) {
+    if (ch.empty() || ch == " ") return false;
+    const auto c = static_cast<unsigned char>(ch[0]);
+    if (c < 0x80) return true;
+    if (c < 0xE0) return true;                       // 2-byte UTF-8: Latin-1, Greek, Cyrillic
+    if (c == 0xE2) return true;                      // general punctuation (dashes, quotes)
+    return false;                                    // CJK and other scripts written without spaces
+}
+
 }  // namespace
+
+void PpocrEngine::restoreSpaces(PpocrLine& line, const cv::Mat& lineImage, float frameW) const {
+    if (line.charIds.size() < 2) return;
+    cv::Mat gray, ink;
+    cv::cvtColor(lineImage, gray, cv::COLOR_BGR2GRAY);
+    cv::threshold(gray, ink, 0, 255, cv::THRESH_BINARY_INV | cv::THRESH_OTSU);
+    std::vector<uint8_t> inked(size_t(ink.cols), 0);
+    for (int x = 0; x < ink.cols; ++x) inked[size_t(x)] = cv::countNonZero(ink.col(x)) > 0;
+    const int minGap = std::max(4, int(std::lround(0.13 * lineImage.rows)));
+    const int spaceId = classCount() - 1;
+    // Widest ink-free run between consecutive Latin characters (−1 where not applicable).
+    std::vector<int> gap(line.charIds.size(), -1), gapEnd(line.charIds.size(), 0);
+    std::vector<int> letterGaps;
+    for (size_t k = 1; k < line.charIds.size(); ++k) {
+        if (!spaceable(charOf(line.charIds[k - 1])) || !spaceable(charOf(line.charIds[k]))) continue;
+        const int x0 = std::clamp(int((float(line.charFrames[k - 1]) + 0.5f) * frameW), 0, ink.cols);
+        const int x1 = std::clamp(int((float(line.charFrames[k]) + 0.5f) * frameW), 0, ink.cols);
+        int run = 0, best = 0, bestEnd = x0;
+        for (int x = x0; x < x1; ++x) {
+            run = inked[size_t(x)] ? 0 : run + 1;
+            if (run > best) best = run, bestEnd = x;
+        }
+        gap[k] = best;
+        gapEnd[k] = bestEnd;
+        letterGaps.push_back(best);
+    }
+    if (letterGaps.empty()) return;
+    // Most neighbours are letters of one word: a space is well above the line's typical gap
+    // (wide-set type has wide letter gaps).
+    std::nth_element(letterGaps.begin(), letterGaps.begin() + long(letterGaps.size() / 2), letterGaps.end());
+    const int threshold = std::max(minGap, int(std::ceil(2.2 * letterGaps[letterGaps.size() / 2])));
+    PpocrLine out = line;
+    out.charIds.clear();
+    out.charProbs.clear();
+    out.charFrames.clear();
+    out.text.clear();
+    for (size_t k = 0; k < line.charIds.size(); ++k) {
+        if (gap[k] >= threshold) {
+            out.charIds.push_back(spaceId);
+            out.charProbs.push_back(1.f);
+            out.charFrames.push_back(int(float(gapEnd[k] - gap[k] / 2) / frameW));
+            out.text += " ";
+        }
+        out.charIds.push_back(line.charIds[k]);
+        out.charProbs.push_back(line.charProbs[k]);
+        out.charFrames.push_back(line.charFrames[k]);
+        out.text += charOf(line.charIds[k]);
+    }
+    line = std::move(out);
+}
+
 
 std::string ppocrInstallCommand() { return "installer/fetch-models.sh (or: QUIRE_PPOCR_DIR=<dir> with the model files)"; }
 
@@ -262,9 +327,10 @@ std::vector<int> readingOrder(const std::vector<Box>& boxes, std::vector<int>* b
         return boxes[size_t(a)].y + boxes[size_t(a)].h / 2 < boxes[size_t(b)].y + boxes[size_t(b)].h / 2;
     });
     int block = 0;
+    bool lastWasSingle = false;
     auto emitBand = [&](std::vector<int>& band) {
         if (band.empty()) return;
-        // Columns: gaps in the x-projection of the band's boxes at least 1.5 line heights wide.
+        // Columns: gaps in the x-projection of the band's boxes at least one line height wide.
         std::vector<int> cover(size_t(textW + 1), 0);
         for (int i : band)
             for (int x = boxes[size_t(i)].x; x < boxes[size_t(i)].right(); ++x) cover[size_t(std::clamp(x - minX, 0, textW))] = 1;
@@ -273,7 +339,7 @@ std::vector<int> readingOrder(const std::vector<Box>& boxes, std::vector<int>* b
         for (int x = 0; x <= textW; ++x) {
             if (!cover[size_t(x)] && runStart < 0) runStart = x;
             if ((cover[size_t(x)] || x == textW) && runStart >= 0) {
-                if (runStart > 0 && cover[size_t(x)] && x - runStart >= medianH * 3 / 2) cuts.push_back(minX + (runStart + x) / 2);
+                if (runStart > 0 && cover[size_t(x)] && x - runStart >= medianH) cuts.push_back(minX + (runStart + x) / 2);
                 runStart = -1;
             }
         }
@@ -282,6 +348,12 @@ std::vector<int> readingOrder(const std::vector<Box>& boxes, std::vector<int>* b
             const int cx = boxes[size_t(i)].x + boxes[size_t(i)].w / 2;
             columns[size_t(std::upper_bound(cuts.begin(), cuts.end(), cx) - cuts.begin())].push_back(i);
         }
+        const long filled = std::count_if(columns.begin(), columns.end(), [](const auto& c) { return !c.empty(); });
+        // A single column (or a full-width line) after another continues its block: blocks
+        // change where the column structure does, not at every full-width line.
+        const bool single = filled == 1;
+        if (single && lastWasSingle && block > 0) --block;
+        lastWasSingle = single;
         for (auto& col : columns) {
             if (col.empty()) continue;
             // Top to bottom; boxes on the same row left to right.
@@ -415,6 +487,7 @@ Result<PpocrPage> PpocrEngine::read(const cv::Mat& image, bool features, const s
                 }
                 prev = best;
             }
+            restoreSpaces(line, c.img, frameW);
             // Frame centres mapped back to the page through the crop's perspective transform.
             std::vector<cv::Point2f> pts;
             for (int t = 0; t < used; ++t) {
@@ -485,6 +558,9 @@ PageText PpocrEngine::toPageText(const PpocrPage& page, int dpi) const {
     for (const auto& l : page.lines) heights.push_back(l.box.h);
     std::sort(heights.begin(), heights.end());
     const int medianH = heights.empty() ? 1 : std::max(1, heights[heights.size() / 2]);
+    std::vector<int> blockRight(page.lines.size() + 1, 0);
+    for (size_t k = 0; k < page.lines.size(); ++k)
+        blockRight[size_t(block[k])] = std::max(blockRight[size_t(block[k])], page.lines[k].box.right());
     int paragraph = 0;
     for (size_t k = 0; k < page.lines.size(); ++k) {
         const PpocrLine& l = page.lines[k];
@@ -505,8 +581,9 @@ PageText PpocrEngine::toPageText(const PpocrPage& page, int dpi) const {
         if (last) {
             const bool newBlock = last->block != block[k];
             const bool gap = l.box.y - last->box.bottom() > medianH;
-            const bool indented = l.box.x - last->box.x > medianH && l.box.x - last->box.x < 6 * medianH;
-            if (newBlock || gap || indented) ++paragraph;
+            const bool indented = l.box.x - last->box.x > medianH;  // first-line indent, centred heading
+            const bool shortBefore = last->box.right() < blockRight[size_t(block[k])] - 4 * medianH;  // a paragraph's last line
+            if (newBlock || gap || indented || shortBefore) ++paragraph;
         }
         line.paragraph = paragraph;
         line.words = std::move(words);

@@ -54,7 +54,7 @@ private:
 // Writes fp32 tensors as a safetensors file (tests and tools generate models with it).
 Status writeSafeTensors(const std::filesystem::path& path,
                         const std::vector<std::pair<std::string, std::pair<std::vector<int64_t>, std::vector<float>>>>& tensors,
-                        DType storeAs = DType::F32);
+                        DType storeAs = DType::F32, const std::map<std::string, std::string>& metadata = {});
 
 float bf16ToFloat(uint16_t v);
 uint16_t floatToBf16(float f);

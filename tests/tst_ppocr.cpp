@@ -1,0 +1,390 @@
+// The PP-OCRv4 front-end and the ONNX runtime under it: kernels against naive references, the
+// detector against OpenCV's DNN on a patched graph, refusal of damaged model files, reading
+// order, and recognition of real text end to end.
+#include <QTemporaryDir>
+#include <QtTest>
+
+#include <onnx/onnx_pb.h>
+#include <opencv2/dnn.hpp>
+#include <opencv2/imgproc.hpp>
+
+#include <filesystem>
+#include <fstream>
+#include <random>
+
+#include "nn/cpu_ops.h"
+#include "quire/nn/onnx_graph.h"
+#include "quire/ppocr.h"
+#include "quire/recognizer.h"
+#include "test_util.h"
+
+using namespace quire;
+using namespace quire::nn;
+using namespace quire::test;
+namespace fs = std::filesystem;
+
+namespace {
+
+Tensor randomTensor(Shape s, std::mt19937& rng) {
+    std::uniform_real_distribution<float> u(-1.f, 1.f);
+    Tensor t = Tensor::floats(std::move(s));
+    for (float& v : t.f) v = u(rng);
+    return t;
+}
+
+// Direct definition of a 2-D convolution (groups, stride, padding, dilation).
+Tensor naiveConv(const Tensor& x, const Tensor& w, const Tensor& b, const cpu::Conv2dParams& p) {
+    const int N = int(x.shape[0]), C = int(x.shape[1]), H = int(x.shape[2]), W = int(x.shape[3]);
+    const int M = int(w.shape[0]), Cg = int(w.shape[1]);
+    const int Ho = (H + p.padT + p.padB - p.dilH * (p.kh - 1) - 1) / p.strideH + 1;
+    const int Wo = (W + p.padL + p.padR - p.dilW * (p.kw - 1) - 1) / p.strideW + 1;
+    Tensor y = Tensor::floats({N, M, Ho, Wo});
+    const int perGroup = M / p.group;
+    for (int n = 0; n < N; ++n)
+        for (int m = 0; m < M; ++m)
+            for (int oy = 0; oy < Ho; ++oy)
+                for (int ox = 0; ox < Wo; ++ox) {
+                    double acc = b.f[size_t(m)];
+                    const int g = m / perGroup;
+                    for (int c = 0; c < Cg; ++c)
+                        for (int ky = 0; ky < p.kh; ++ky)
+                            for (int kx = 0; kx < p.kw; ++kx) {
+                                const int iy = oy * p.strideH - p.padT + ky * p.dilH;
+                                const int ix = ox * p.strideW - p.padL + kx * p.dilW;
+                                if (iy < 0 || iy >= H || ix < 0 || ix >= W) continue;
+                                acc += double(x.f[size_t(((n * C + g * Cg + c) * H + iy) * W + ix)]) *
+                                       w.f[size_t(((m * Cg + c) * p.kh + ky) * p.kw + kx)];
+                            }
+                    y.f[size_t(((n * M + m) * Ho + oy) * Wo + ox)] = float(acc);
+                }
+    return y;
+}
+
+double maxAbsDiff(const float* a, const float* b, size_t n) {
+    double m = 0;
+    for (size_t k = 0; k < n; ++k) m = std::max(m, double(std::abs(a[k] - b[k])));
+    return m;
+}
+
+std::string modelDir() {
+    auto dir = findPpocrModels();
+    return dir ? *dir : std::string();
+}
+
+// The detector graph with its 3-input Clip nodes rewritten to the attribute form (opset 9 style)
+// that OpenCV 4.6's importer understands.
+std::string patchedDetector(const std::string& path) {
+    onnx::ModelProto m;
+    std::ifstream f(path, std::ios::binary);
+    if (!m.ParseFromIstream(&f)) return {};
+    std::map<std::string, float> scalars;
+    for (const auto& n : m.graph().node())
+        if (n.op_type() == "Constant" && n.attribute(0).t().dims_size() == 0 && n.attribute(0).t().data_type() == 1) {
+            const auto& t = n.attribute(0).t();
+            float v = t.float_data_size() ? t.float_data(0) : 0.f;
+            if (!t.raw_data().empty()) std::memcpy(&v, t.raw_data().data(), 4);
+            scalars[n.output(0)] = v;
+        }
+    int patched = 0;
+    for (auto& n : *m.mutable_graph()->mutable_node()) {
+        if (n.op_type() != "Clip" || n.input_size() != 3) continue;
+        const float lo = scalars.at(n.input(1)), hi = scalars.at(n.input(2));
+        const std::string x = n.input(0);
+        n.clear_input();
+        n.add_input(x);
+        auto* a = n.add_attribute();
+        a->set_name("min");
+        a->set_type(onnx::AttributeProto::FLOAT);
+        a->set_f(lo);
+        a = n.add_attribute();
+        a->set_name("max");
+        a->set_type(onnx::AttributeProto::FLOAT);
+        a->set_f(hi);
+        ++patched;
+    }
+    for (auto& o : *m.mutable_opset_import())
+        if (o.domain().empty()) o.set_version(10);  // Clip with attributes; Resize(X, scales)
+    // Opset 10's Resize takes (X, scales): drop the empty roi input.
+    for (auto& n : *m.mutable_graph()->mutable_node()) {
+        if (n.op_type() != "Resize" || n.input_size() < 3) continue;
+        const std::string x = n.input(0), scales = n.input(2);
+        n.clear_input();
+        n.add_input(x);
+        n.add_input(scales);
+        for (int k = n.attribute_size() - 1; k >= 0; --k)
+            if (n.attribute(k).name() != "mode") n.mutable_attribute()->DeleteSubrange(k, 1);
+    }
+    return patched ? m.SerializeAsString() : std::string();
+}
+
+}  // namespace
+
+class TestPpocr : public QObject {
+    Q_OBJECT
+
+private slots:
+    void initTestCase() {
+        QVERIFY2(!modelDir().empty(), findPpocrModels().status().message().c_str());
+    }
+
+    void convolutionMatchesDefinition_data() {
+        QTest::addColumn<int>("C");
+        QTest::addColumn<int>("M");
+        QTest::addColumn<int>("k");
+        QTest::addColumn<int>("stride");
+        QTest::addColumn<int>("pad");
+        QTest::addColumn<int>("dil");
+        QTest::addColumn<int>("group");
+        QTest::newRow("1x1") << 5 << 7 << 1 << 1 << 0 << 1 << 1;
+        QTest::newRow("3x3 pad") << 3 << 4 << 3 << 1 << 1 << 1 << 1;
+        QTest::newRow("3x3 stride 2") << 4 << 6 << 3 << 2 << 1 << 1 << 1;
+        QTest::newRow("5x5 dilated") << 2 << 3 << 5 << 1 << 4 << 2 << 1;
+        QTest::newRow("depthwise 3x3") << 6 << 6 << 3 << 1 << 1 << 1 << 6;
+        QTest::newRow("depthwise 5x5 stride 2") << 8 << 8 << 5 << 2 << 2 << 1 << 8;
+    }
+    void convolutionMatchesDefinition() {
+        QFETCH(int, C);
+        QFETCH(int, M);
+        QFETCH(int, k);
+        QFETCH(int, stride);
+        QFETCH(int, pad);
+        QFETCH(int, dil);
+        QFETCH(int, group);
+        std::mt19937 rng(7);
+        const Tensor x = randomTensor({2, C, 13, 17}, rng);
+        const Tensor w = randomTensor({M, C / group, k, k}, rng);
+        const Tensor b = randomTensor({M}, rng);
+        cpu::Conv2dParams p;
+        p.kh = p.kw = k;
+        p.strideH = p.strideW = stride;
+        p.padT = p.padL = p.padB = p.padR = pad;
+        p.dilH = p.dilW = dil;
+        p.group = group;
+        const Tensor got = cpu::conv2d(x, w, b.data(), p);
+        const Tensor want = naiveConv(x, w, b, p);
+        QCOMPARE(got.shape, want.shape);
+        QVERIFY2(maxAbsDiff(got.data(), want.data(), want.f.size()) < 1e-4, "convolution differs from its definition");
+    }
+
+    void transposedConvolutionInvertsShape() {
+        // ConvTranspose with kernel = stride 2 (the detector's upsampling): each input pixel
+        // writes one 2×2 patch, y[m, 2i+dy, 2j+dx] = Σc x[c,i,j]·w[c,m,dy,dx] + b[m].
+        std::mt19937 rng(3);
+        const Tensor x = randomTensor({1, 3, 4, 5}, rng), w = randomTensor({3, 2, 2, 2}, rng), b = randomTensor({2}, rng);
+        cpu::Conv2dParams p;
+        p.kh = p.kw = 2;
+        p.strideH = p.strideW = 2;
+        const Tensor y = cpu::convTranspose2d(x, w, b.data(), p);
+        QCOMPARE(y.shape, (Shape{1, 2, 8, 10}));
+        for (int m = 0; m < 2; ++m)
+            for (int oy = 0; oy < 8; ++oy)
+                for (int ox = 0; ox < 10; ++ox) {
+                    double acc = b.f[size_t(m)];
+                    for (int c = 0; c < 3; ++c)
+                        acc += x.f[size_t((c * 4 + oy / 2) * 5 + ox / 2)] * w.f[size_t(((c * 2 + m) * 2 + oy % 2) * 2 + ox % 2)];
+                    QVERIFY(std::abs(y.f[size_t((m * 8 + oy) * 10 + ox)] - acc) < 1e-5);
+                }
+    }
+
+    void broadcastingAndMatmul() {
+        std::string err;
+        std::mt19937 rng(5);
+        const Tensor a = randomTensor({2, 3, 4, 5}, rng), c = randomTensor({1, 3, 1, 1}, rng);
+        const Tensor y = cpu::binary(a, c, cpu::BinaryOp::Mul, &err);
+        QVERIFY(err.empty());
+        for (int i = 0; i < 2; ++i)
+            for (int ch = 0; ch < 3; ++ch)
+                for (int k = 0; k < 20; ++k) {
+                    const size_t idx = size_t((i * 3 + ch) * 20 + k);
+                    QCOMPARE(y.f[idx], a.f[idx] * c.f[size_t(ch)]);
+                }
+        (void)cpu::binary(a, randomTensor({4, 4}, rng), cpu::BinaryOp::Add, &err);
+        QVERIFY(err.find("do not broadcast") != std::string::npos);
+
+        const Tensor q = randomTensor({2, 3, 4, 6}, rng), kt = randomTensor({2, 3, 6, 5}, rng);
+        err.clear();
+        const Tensor s = cpu::matmul(q, kt, &err);
+        QVERIFY(err.empty());
+        QCOMPARE(s.shape, (Shape{2, 3, 4, 5}));
+        for (int bt = 0; bt < 6; ++bt)
+            for (int i = 0; i < 4; ++i)
+                for (int j = 0; j < 5; ++j) {
+                    double acc = 0;
+                    for (int k = 0; k < 6; ++k) acc += q.f[size_t((bt * 4 + i) * 6 + k)] * kt.f[size_t((bt * 6 + k) * 5 + j)];
+                    QVERIFY(std::abs(s.f[size_t((bt * 4 + i) * 5 + j)] - acc) < 1e-5);
+                }
+        const Tensor t = cpu::transpose(q, {2, 0, 3, 1});
+        QCOMPARE(t.shape, (Shape{4, 2, 6, 3}));
+        QCOMPARE(t.f[size_t(((1 * 2 + 1) * 6 + 5) * 3 + 2)], q.f[size_t(((1 * 3 + 2) * 4 + 1) * 6 + 5)]);
+    }
+
+    // The proof of the runtime: the detector's probability map equals OpenCV 4.6 DNN's on
+    // the same graph, patched so that OpenCV can import it. This also checks batch-norm folding
+    // and elementwise fusion, which OpenCV does not share.
+    void detectorMatchesOpenCvDnn() {
+        const std::string det = (fs::path(modelDir()) / "ch_PP-OCRv4_det_infer.onnx").string();
+        const std::string patched = patchedDetector(det);
+        QVERIFY(!patched.empty());
+        cv::dnn::Net net = cv::dnn::readNetFromONNX(patched.data(), patched.size());
+        QVERIFY(!net.empty());
+
+        cv::Mat page = textPage({"Parity of the detector", "against OpenCV's DNN module,", "line by line."}, 1700, 1100, 1.4);
+        cv::Mat bgr;
+        cv::cvtColor(page, bgr, cv::COLOR_GRAY2BGR);
+        cv::resize(bgr, bgr, cv::Size(640, 416), 0, 0, cv::INTER_AREA);
+        // Pixel noise so that the map is not trivially flat away from the text.
+        cv::Mat noise(bgr.size(), CV_8UC3);
+        cv::randu(noise, 0, 24);
+        bgr -= noise;
+
+        cv::Mat blob = cv::dnn::blobFromImage(bgr, 1.0 / 255.0, {}, {}, false, false, CV_32F);
+        // (x/255 − mean)/std per channel, as PpocrEngine::probabilityMap does.
+        const float mean[3] = {0.485f, 0.456f, 0.406f}, stdv[3] = {0.229f, 0.224f, 0.225f};
+        for (int c = 0; c < 3; ++c) {
+            cv::Mat plane(bgr.rows, bgr.cols, CV_32F, blob.ptr<float>(0, c));
+            plane = (plane - mean[c]) / stdv[c];
+        }
+        net.setInput(blob);
+        cv::Mat ref = net.forward();
+        QCOMPARE(ref.size[2], bgr.rows);
+        cv::Mat refMap(bgr.rows, bgr.cols, CV_32F, ref.ptr<float>(0, 0));
+
+        PpocrOptions o;
+        auto engine = PpocrEngine::load(o);
+        QVERIFY2(engine, engine.status().message().c_str());
+        auto map = (*engine)->probabilityMap(bgr);
+        QVERIFY2(map, map.status().message().c_str());
+        QCOMPARE(map->rows, bgr.rows);
+        double maxDiff = 0, sumDiff = 0;
+        for (int y = 0; y < bgr.rows; ++y)
+            for (int x = 0; x < bgr.cols; ++x) {
+                const double d = std::abs(double(map->at<float>(y, x)) - refMap.at<float>(y, x));
+                maxDiff = std::max(maxDiff, d);
+                sumDiff += d;
+            }
+        qInfo("detector vs OpenCV DNN: max |Δp| = %.2e, mean |Δp| = %.2e", maxDiff, sumDiff / (bgr.rows * bgr.cols));
+        QVERIFY2(maxDiff < 1e-3, "probability maps differ");
+        double textMass = cv::sum(refMap > 0.5)[0] / 255.0;
+        QVERIFY2(textMass > 1000, "the reference map found no text: the comparison would prove nothing");
+    }
+
+    void damagedModelsAreRefused() {
+        QTemporaryDir tmp;
+        const fs::path src = modelDir(), dst = tmp.path().toStdString();
+        for (const char* f : {"ch_PP-OCRv4_det_infer.onnx", "ch_PP-OCRv4_rec_infer.onnx", "ppocr_keys_v1.txt"})
+            fs::copy_file(src / f, dst / f);
+        // Truncated recognizer: the checksum names it; without the checksum, the parser does.
+        const std::string rec = readFile(QString::fromStdString((dst / "ch_PP-OCRv4_rec_infer.onnx").string()));
+        writeFile(QString::fromStdString((dst / "ch_PP-OCRv4_rec_infer.onnx").string()), rec.substr(0, rec.size() / 2));
+        PpocrOptions o;
+        o.modelDir = dst.string();
+        o.detMaxSide = 961;  // a configuration not cached by other tests
+        auto e = PpocrEngine::load(o);
+        QVERIFY(!e);
+        QVERIFY2(e.status().message().find("ch_PP-OCRv4_rec_infer.onnx") != std::string::npos, e.status().message().c_str());
+        QVERIFY(e.status().message().find("damaged") != std::string::npos);
+        o.verifyChecksums = false;
+        e = PpocrEngine::load(o);
+        QVERIFY(!e);
+        QVERIFY2(e.status().message().find("ch_PP-OCRv4_rec_infer.onnx") != std::string::npos, e.status().message().c_str());
+
+        // Altered weights that still parse: the checksum catches them.
+        std::string altered = rec;
+        altered[altered.size() / 2] ^= 0x40;
+        writeFile(QString::fromStdString((dst / "ch_PP-OCRv4_rec_infer.onnx").string()), altered);
+        o.verifyChecksums = true;
+        e = PpocrEngine::load(o);
+        QVERIFY(!e);
+        QVERIFY(e.status().message().find("sha256") != std::string::npos);
+
+        // A missing directory says how to install the models.
+        o.modelDir = (dst / "nowhere").string();
+        e = PpocrEngine::load(o);
+        QVERIFY(!e);
+        QVERIFY2(e.status().message().find("installer/fetch-models.sh") != std::string::npos, e.status().message().c_str());
+    }
+
+    void unsupportedOperatorIsNamed() {
+        onnx::ModelProto m;
+        m.set_ir_version(8);
+        m.add_opset_import()->set_version(11);
+        auto* g = m.mutable_graph();
+        g->add_input()->set_name("x");
+        auto* n = g->add_node();
+        n->set_op_type("LSTM");
+        n->set_name("the_lstm");
+        n->add_input("x");
+        n->add_output("y");
+        g->add_output()->set_name("y");
+        auto r = OnnxModel::fromBytes(m.SerializeAsString(), "tiny.onnx");
+        QVERIFY(!r);
+        QVERIFY2(r.status().message().find("the_lstm") != std::string::npos, r.status().message().c_str());
+        QVERIFY(r.status().message().find("LSTM") != std::string::npos);
+        QVERIFY(!OnnxModel::fromBytes("garbage, not protobuf \xff\xff\xff", "junk.onnx"));
+    }
+
+    void readingOrderColumnsThenRows() {
+        // A title across the page, two columns of three lines, a footer across the page.
+        std::vector<Box> boxes = {
+            {100, 50, 800, 40},                                            // 0 title
+            {520, 120, 380, 30}, {520, 160, 380, 30}, {520, 200, 380, 30},  // 1-3 right column
+            {100, 120, 380, 30}, {100, 160, 380, 30}, {100, 200, 380, 30},  // 4-6 left column
+            {100, 300, 800, 30},                                           // 7 footer
+        };
+        std::vector<int> block;
+        const auto order = readingOrder(boxes, &block);
+        QCOMPARE(order, (std::vector<int>{0, 4, 5, 6, 1, 2, 3, 7}));
+        QVERIFY(block[4] == block[6] && block[1] == block[3] && block[4] != block[1]);
+    }
+
+    void recognisesAPage() {
+        auto engine = PpocrEngine::load(PpocrOptions{});
+        QVERIFY(engine);
+        const std::vector<std::string> text = {"The parish register of a small", "town is seldom a handsome object."};
+        cv::Mat page = textPage(text, 1700, 600, 1.4);
+        auto read = (*engine)->read(page, true);
+        QVERIFY2(read, read.status().message().c_str());
+        QCOMPARE(int(read->lines.size()), 2);
+        for (size_t k = 0; k < 2; ++k) {
+            const auto& l = read->lines[k];
+            QCOMPARE(QString::fromStdString(l.text), QString::fromStdString(text[k]));
+            QCOMPARE(int(l.features.size()), l.frames * 120);
+            QCOMPARE(int(l.frameX.size()), l.frames);
+            QVERIFY(std::is_sorted(l.frameX.begin(), l.frameX.end()));
+        }
+        const PageText pt = (*engine)->toPageText(*read, 300);
+        QCOMPARE(pt.lines.size(), size_t(2));
+        QCOMPARE(QString::fromStdString(pt.lines[1].text()), QString::fromStdString(text[1]));
+        // Word boxes follow the words: "handsome" lies right of "seldom", inside its line.
+        const auto& words = pt.lines[1].words;
+        QCOMPARE(words.size(), size_t(6));
+        for (size_t k = 1; k < words.size(); ++k) QVERIFY(words[k].box.x >= words[k - 1].box.x + words[k - 1].box.w / 2);
+        for (const auto& w : words) {
+            QVERIFY(w.confidence > 80.f);
+            QVERIFY(w.box.x >= pt.lines[1].box.x && w.box.right() <= pt.lines[1].box.right());
+        }
+    }
+
+    void autoChoosesByLanguage() {
+        std::string why;
+        QCOMPARE(QString::fromStdString(chooseEngine("auto", "chi_sim", &why)), QString("ppocr"));
+        QVERIFY(!why.empty());
+        QCOMPARE(QString::fromStdString(chooseEngine("auto", "eng")), QString("tesseract"));
+        QCOMPARE(QString::fromStdString(chooseEngine("ppocr", "eng")), QString("ppocr"));
+    }
+
+    void cliTranscribesTheSampleWithPpocr() {
+        QTemporaryDir tmp;
+        const QString project = tmp.filePath("s.quire");
+        auto r = runCli({"transcribe", samplePdf(), "--project", project, "--engine", "ppocr", "--threads", "2",
+                         "--export", "md", "--out", tmp.path()});
+        QVERIFY2(r.exitCode == 0 || r.exitCode == 3, qPrintable(r.err));
+        const std::string md = readFile(tmp.filePath("book.md"));
+        QVERIFY2(md.find("Of Registers and Their Keepers") != std::string::npos, md.substr(0, 400).c_str());
+        auto s = runCli({"status", "--project", project, "--json", "--pages"});
+        QVERIFY(s.out.contains("\"engine\":\"ppocr\"") || s.out.contains("\"engine\": \"ppocr\""));
+    }
+};
+
+QTEST_GUILESS_MAIN(TestPpocr)
+#include "tst_ppocr.moc"
