@@ -46,6 +46,15 @@ def score(hyp, gt, cjk):
     return cer, wer, len(g), (None if cjk else len(g.split()))
 
 
+def bag_error(hyp, gt):
+    """Order-free character error: the characters that one text has and the other lacks (as a
+    multiset, whitespace ignored) over the ground truth's length. A lower bound of CER that does
+    not count reading-order differences (columns, headers, footnotes, side bars)."""
+    h = collections.Counter("".join(normalize(hyp, True)))
+    g = collections.Counter("".join(normalize(gt, True)))
+    return max(sum((h - g).values()), sum((g - h).values())), sum(g.values())
+
+
 def split_image(image):
     path, _, page = image.partition("#")
     return path, (int(page) if page else 1)
@@ -154,7 +163,8 @@ def main():
 
     emit("| set | page | " + " | ".join(f"{e} CER | {e} WER" for e in engines) + " |")
     emit("|---|---|" + "---|---|" * len(engines))
-    agg = collections.defaultdict(lambda: [0.0, 0, 0.0, 0])  # (engine, group) -> cer_edits, chars, wer_edits, words
+    # (engine, group) -> cer_edits, chars, wer_edits, words, order-free edits, non-space chars
+    agg = collections.defaultdict(lambda: [0.0, 0, 0.0, 0, 0, 0])
     for r in rows:
         cjk = r["language"] == "zh"
         gt = open(os.path.join(base, r["gt"]), encoding="utf-8").read()
@@ -162,8 +172,11 @@ def main():
         for e in engines:
             cer, wer, nchars, nwords = score(hyps[e].get(r["key"], ""), gt, cjk)
             cells.append(f"{cer * 100:.2f}% | " + ("n/a" if wer is None else f"{wer * 100:.2f}%"))
+            bag, nbag = bag_error(hyps[e].get(r["key"], ""), gt)
             for g in (r["set"], f"all {r['language']}", "all"):
                 a = agg[(e, g)]
+                a[4] += bag
+                a[5] += nbag
                 a[0] += cer * nchars
                 a[1] += nchars
                 if wer is not None:
@@ -178,14 +191,15 @@ def main():
                     f.write(hyps[e].get(r["key"], ""))
     emit()
     groups = list(dict.fromkeys([r["set"] for r in rows] + [f"all {r['language']}" for r in rows] + ["all"]))
-    emit("| set | pages | " + " | ".join(f"{e} CER | {e} WER" for e in engines) + " |")
-    emit("|---|---|" + "---|---|" * len(engines))
+    emit("| set | pages | " + " | ".join(f"{e} CER | {e} WER | {e} order-free CER" for e in engines) + " |")
+    emit("|---|---|" + "---|---|---|" * len(engines))
     for g in groups:
         n = sum(1 for r in rows if g == "all" or r["set"] == g or g == f"all {r['language']}")
         cells = []
         for e in engines:
-            c, nc, w, nw = agg[(e, g)]
-            cells.append(f"{c / max(1, nc) * 100:.2f}% | " + (f"{w / nw * 100:.2f}%" if nw else "n/a"))
+            c, nc, w, nw, b, nb = agg[(e, g)]
+            cells.append(f"{c / max(1, nc) * 100:.2f}% | " + (f"{w / nw * 100:.2f}%" if nw else "n/a") +
+                         f" | {b / max(1, nb) * 100:.2f}%")
         emit(f"| {g} | {n} | " + " | ".join(cells) + " |")
     emit()
     for e in engines:

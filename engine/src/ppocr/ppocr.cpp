@@ -94,6 +94,12 @@ float boxScore(const cv::Mat& prob, const std::vector<cv::Point2f>& quad) {
 
 bool isSpace(const std::string& s) { return s == " "; }
 
+// Two detected boxes on one text row. Detected boxes are grown by DB's unclip and overlap their
+// neighbours above and below, so rows are told by their centres, not by overlap.
+bool sameRow(const Box& a, const Box& b) {
+    return std::abs((a.y + a.h / 2) - (b.y + b.h / 2)) * 10 < std::min(a.h, b.h) * 3;
+}
+
 
 // PP-OCRv4's Chinese recognizer often drops the space between Latin words (its training text is
 // mostly unspaced Chinese). Where two Latin characters follow each other without a space, the
@@ -123,7 +129,14 @@ void PpocrEngine::restoreSpaces(PpocrLine& line, const cv::Mat& lineImage, float
     std::vector<int> gap(line.charIds.size(), -1), gapEnd(line.charIds.size(), 0);
     std::vector<int> letterGaps;
     for (size_t k = 1; k < line.charIds.size(); ++k) {
-        if (!spaceable(charOf(line.charIds[k - 1])) || !spaceable(charOf(line.charIds[k]))) continue;
+        const std::string left = charOf(line.charIds[k - 1]), right = charOf(line.charIds[k]);
+        if (!spaceable(left) || !spaceable(right)) continue;
+        // Digits are set on a fixed width ("11" has a wide gap), and no space goes before closing
+        // punctuation or after opening punctuation.
+        const auto digit = [](const std::string& c) { return c.size() == 1 && c[0] >= '0' && c[0] <= '9'; };
+        if ((digit(left) && digit(right)) || std::string(",.;:!?)]}%").find(right[0]) != std::string::npos ||
+            std::string("([{").find(left[0]) != std::string::npos || left == "/" || right == "/" || left == "-" || right == "-")
+            continue;
         const int x0 = std::clamp(int((float(line.charFrames[k - 1]) + 0.5f) * frameW), 0, ink.cols);
         const int x1 = std::clamp(int((float(line.charFrames[k]) + 0.5f) * frameW), 0, ink.cols);
         int run = 0, best = 0, bestEnd = x0;
@@ -321,64 +334,71 @@ std::vector<int> readingOrder(const std::vector<Box>& boxes, std::vector<int>* b
     std::nth_element(heights.begin(), heights.begin() + n / 2, heights.end());
     const int medianH = std::max(1, heights[size_t(n / 2)]);
     const int textW = std::max(1, maxX - minX);
+    auto centreY = [&](int i) { return boxes[size_t(i)].y + boxes[size_t(i)].h / 2; };
+
+    // 1. Rows: boxes whose centres lie on one text row (a line DB split at wide word gaps, or the
+    //    lines of two columns side by side).
     std::vector<int> byY(static_cast<size_t>(n));
     std::iota(byY.begin(), byY.end(), 0);
-    std::stable_sort(byY.begin(), byY.end(), [&](int a, int b) {
-        return boxes[size_t(a)].y + boxes[size_t(a)].h / 2 < boxes[size_t(b)].y + boxes[size_t(b)].h / 2;
-    });
+    std::stable_sort(byY.begin(), byY.end(), [&](int a, int b) { return centreY(a) < centreY(b); });
+    std::vector<std::vector<int>> rows;
+    for (int i : byY) {
+        if (!rows.empty() && sameRow(boxes[size_t(rows.back().front())], boxes[size_t(i)])) rows.back().push_back(i);
+        else rows.push_back({i});
+    }
+    for (auto& r : rows) std::sort(r.begin(), r.end(), [&](int a, int b) { return boxes[size_t(a)].x < boxes[size_t(b)].x; });
+
+    // 2. Bands: runs of rows without a full-width box. A row with one is read left to right on
+    //    its own; a band is split into columns where an x range is empty in every one of its rows.
     int block = 0;
     bool lastWasSingle = false;
-    auto emitBand = [&](std::vector<int>& band) {
+    auto emitBand = [&](const std::vector<const std::vector<int>*>& band) {
         if (band.empty()) return;
-        // Columns: gaps in the x-projection of the band's boxes at least one line height wide.
         std::vector<int> cover(size_t(textW + 1), 0);
-        for (int i : band)
-            for (int x = boxes[size_t(i)].x; x < boxes[size_t(i)].right(); ++x) cover[size_t(std::clamp(x - minX, 0, textW))] = 1;
+        for (const auto* r : band)
+            for (int i : *r)
+                for (int x = boxes[size_t(i)].x; x < boxes[size_t(i)].right(); ++x) cover[size_t(std::clamp(x - minX, 0, textW))] = 1;
         std::vector<int> cuts;  // x positions (page coordinates) separating columns
-        int runStart = -1;
-        for (int x = 0; x <= textW; ++x) {
-            if (!cover[size_t(x)] && runStart < 0) runStart = x;
-            if ((cover[size_t(x)] || x == textW) && runStart >= 0) {
-                if (runStart > 0 && cover[size_t(x)] && x - runStart >= medianH) cuts.push_back(minX + (runStart + x) / 2);
-                runStart = -1;
+        if (band.size() > 1) {
+            int runStart = -1;
+            for (int x = 0; x <= textW; ++x) {
+                if (!cover[size_t(x)] && runStart < 0) runStart = x;
+                if ((cover[size_t(x)] || x == textW) && runStart >= 0) {
+                    if (runStart > 0 && cover[size_t(x)] && x - runStart >= std::max(4, medianH / 3)) cuts.push_back(minX + (runStart + x) / 2);
+                    runStart = -1;
+                }
             }
         }
         std::vector<std::vector<int>> columns(cuts.size() + 1);
-        for (int i : band) {
-            const int cx = boxes[size_t(i)].x + boxes[size_t(i)].w / 2;
-            columns[size_t(std::upper_bound(cuts.begin(), cuts.end(), cx) - cuts.begin())].push_back(i);
-        }
+        for (const auto* r : band)
+            for (int i : *r) {
+                const int cx = boxes[size_t(i)].x + boxes[size_t(i)].w / 2;
+                columns[size_t(std::upper_bound(cuts.begin(), cuts.end(), cx) - cuts.begin())].push_back(i);
+            }
         const long filled = std::count_if(columns.begin(), columns.end(), [](const auto& c) { return !c.empty(); });
-        // A single column (or a full-width line) after another continues its block: blocks
-        // change where the column structure does, not at every full-width line.
+        // A single column (or a full-width row) after another continues its block: blocks
+        // change where the column structure does.
         const bool single = filled == 1;
         if (single && lastWasSingle && block > 0) --block;
         lastWasSingle = single;
-        for (auto& col : columns) {
+        for (const auto& col : columns) {  // rows are already in y order, boxes in a row in x order
             if (col.empty()) continue;
-            // Top to bottom; boxes on the same row left to right.
-            std::stable_sort(col.begin(), col.end(), [&](int a, int b) {
-                const Box &A = boxes[size_t(a)], &B = boxes[size_t(b)];
-                const int overlap = std::min(A.bottom(), B.bottom()) - std::max(A.y, B.y);
-                if (overlap > std::min(A.h, B.h) / 2) return A.x < B.x;
-                return A.y + A.h / 2 < B.y + B.h / 2;
-            });
             for (int i : col) {
                 order.push_back(i);
                 if (blockOfLine) (*blockOfLine)[size_t(i)] = block;
             }
             ++block;
         }
-        band.clear();
     };
-    std::vector<int> band;
-    for (int i : byY) {
-        if (boxes[size_t(i)].w > textW * 6 / 10) {  // a full-width line ends the band above it
+    std::vector<const std::vector<int>*> band;
+    for (const auto& r : rows) {
+        const bool wide = std::any_of(r.begin(), r.end(), [&](int i) { return boxes[size_t(i)].w > textW * 6 / 10; });
+        if (wide) {
             emitBand(band);
-            band.push_back(i);
-            emitBand(band);
+            band.clear();
+            emitBand({&r});
         } else {
-            band.push_back(i);
+            band.push_back(&r);
         }
     }
     emitBand(band);
@@ -562,16 +582,17 @@ PageText PpocrEngine::toPageText(const PpocrPage& page, int dpi) const {
     for (size_t k = 0; k < page.lines.size(); ++k)
         blockRight[size_t(block[k])] = std::max(blockRight[size_t(block[k])], page.lines[k].box.right());
     int paragraph = 0;
+    Box lastPiece;  // the last detected box appended to the current line
     for (size_t k = 0; k < page.lines.size(); ++k) {
         const PpocrLine& l = page.lines[k];
         auto words = wordsOf(l);
         if (words.empty()) continue;
         Line* last = out.lines.empty() ? nullptr : &out.lines.back();
         if (last && last->block == block[k]) {
-            const int overlap = std::min(last->box.bottom(), l.box.bottom()) - std::max(last->box.y, l.box.y);
-            if (overlap > std::min(last->box.h, l.box.h) / 2 && l.box.x >= last->box.x) {
+            if (sameRow(lastPiece, l.box) && l.box.x >= lastPiece.right() - lastPiece.h) {
                 for (auto& w : words) last->words.push_back(std::move(w));
                 last->box = last->box.united(l.box);
+                lastPiece = l.box;
                 continue;
             }
         }
@@ -587,6 +608,7 @@ PageText PpocrEngine::toPageText(const PpocrPage& page, int dpi) const {
         }
         line.paragraph = paragraph;
         line.words = std::move(words);
+        lastPiece = l.box;
         out.lines.push_back(std::move(line));
     }
     return out;
