@@ -7,10 +7,10 @@ cd "$(dirname "$0")/.."
 SECONDS_EACH=${FUZZ_SECONDS:-20}
 CC=clang CXX=clang++ cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DQUIRE_FUZZ=ON \
     -DQUIRE_CUDA=OFF -DQUIRE_BUILD_GUI=OFF -DQUIRE_BUILD_TESTS=OFF > /dev/null
-cmake --build build-fuzz -j "$(nproc)" --target fuzz_safetensors fuzz_project fuzz_exporters quire-cli
+cmake --build build-fuzz -j "$(nproc)" --target fuzz_safetensors fuzz_project fuzz_exporters fuzz_onnx quire-cli
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-mkdir -p fuzz/findings "$work/safetensors" "$work/project" "$work/exporters"
+mkdir -p fuzz/findings "$work/safetensors" "$work/project" "$work/exporters" "$work/onnx"
 cp fuzz/corpus/exporters/* "$work/exporters/"
 # Seeds made now, so they always match the current formats: a small valid safetensors file and a
 # real project.
@@ -22,11 +22,14 @@ h = json.dumps(hdr).encode()
 h += b" " * (-len(h) % 8)
 open(sys.argv[1], "wb").write(struct.pack("<Q", len(h)) + h + struct.pack("<4f", 1, 2, 3, 4) + b"\x80\x3f\x00\x40\x40\x40")
 PY
+# ONNX seeds: small graphs written with libonnx's Python binding, covering the operators the
+# PP-OCR graphs use (the real models are too large for libFuzzer's input sizes).
+/usr/bin/python3 fuzz/make_onnx_seeds.py "$work/onnx"
 /usr/bin/python3 -c "from PIL import Image, ImageDraw; i=Image.new('L',(400,120),255); ImageDraw.Draw(i).text((10,40),'seed page',fill=0); i.save('$work/seed.png')"
 OMP_THREAD_LIMIT=1 ./build-fuzz/app/quire-cli transcribe "$work/seed.png" --project "$work/project/seed.quire" > /dev/null 2>&1
 rm -f "$work/project/"*.lock "$work/project/"*-wal "$work/project/"*-shm
 status=0
-for t in safetensors project exporters; do
+for t in safetensors project exporters onnx; do
     echo "== fuzz_$t for ${SECONDS_EACH}s"
     ASAN_OPTIONS=detect_leaks=0 ./build-fuzz/fuzz/fuzz_$t -max_total_time="$SECONDS_EACH" -max_len=65536 \
         -artifact_prefix=fuzz/findings/$t- "$work/$t" 2>&1 | grep -E "^#[0-9]+ +DONE|ERROR|SUMMARY|crash|Done" || true

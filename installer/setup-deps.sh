@@ -14,7 +14,7 @@ PACKAGES=(
   libopencv-dev libtesseract-dev libleptonica-dev libtiff-dev libsqlite3-dev sqlite3
   libspdlog-dev libquazip1-qt6-dev libqpdf-dev libopenblas-dev
   # ONNX model files of the PP-OCR front-end: parsed with libonnx's protobuf classes
-  libonnx-dev libprotobuf-dev
+  libonnx-dev libprotobuf-dev python3-onnx
   # recognition languages
   tesseract-ocr tesseract-ocr-eng tesseract-ocr-chi-sim tesseract-ocr-frk tesseract-ocr-deu
   # test oracles: DOCX -> text, PDF -> text, XML schema validation

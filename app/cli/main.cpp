@@ -307,6 +307,9 @@ int cmdStatus(const cli::Args& args) {
         if (args.has("pages")) {
             auto text = (*store)->effectiveText(pg.id);
             po["text"] = QString::fromStdString(text ? *text : std::string());
+            if (pg.status == PageStatus::Done)
+                if (auto layout = (*store)->layout(pg.id); layout && !layout->engine.empty())
+                    po["engine"] = QString::fromStdString(layout->engine + " " + layout->engineVersion);
         }
         list.append(po);
         if (!json && pg.status == PageStatus::Failed)

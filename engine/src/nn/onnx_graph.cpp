@@ -42,6 +42,10 @@ namespace {
 
 using Values = std::vector<std::shared_ptr<const Tensor>>;
 
+// No tensor above 2^28 elements (1 GiB of floats): a hostile graph cannot make the process
+// allocate without bound. Kernels whose output size is known before computing check it first.
+constexpr int64_t kMaxElements = int64_t(1) << 28;
+
 Status nodeError(const Graph& g, const Node& n, const std::string& what) {
     return Status(ErrorCode::Engine, g.label + ": node '" + n.name + "' (" + n.opType + "): " + what);
 }
@@ -148,11 +152,14 @@ Status readSpatial(const Graph& g, Node& node, const onnx::NodeProto& p, bool co
     if ((!k.empty() && k.size() != 2) || s.size() != 2 || d.size() != 2 || pd.size() != 4)
         return nodeError(g, node, "only 2-D convolutions and pools are supported");
     for (auto v : s)
-        if (v < 1) return nodeError(g, node, "stride < 1");
+        if (v < 1 || v > 64) return nodeError(g, node, "stride out of range (1..64)");
     for (auto v : d)
-        if (v < 1) return nodeError(g, node, "dilation < 1");
+        if (v < 1 || v > 64) return nodeError(g, node, "dilation out of range (1..64)");
     for (auto v : pd)
-        if (v < 0) return nodeError(g, node, "negative padding");
+        if (v < 0 || v > 4096) return nodeError(g, node, "padding out of range (0..4096)");
+    for (auto v : k)
+        if (v < 1 || v > 1024) return nodeError(g, node, "kernel size out of range (1..1024)");
+    if (const auto grp = attrInt(p, "group", 1); grp < 1 || grp > (1 << 20)) return nodeError(g, node, "bad group");
     if (conv) {
         auto& c = node.conv;
         if (k.size() == 2) c.kh = int(k[0]), c.kw = int(k[1]);
@@ -345,6 +352,8 @@ Status execNode(const Exec& e, const Node& n) {
                                                 cpu::BinaryOp::Div, cpu::BinaryOp::Pow};
         const cpu::BinaryOp bop = ops[int(n.op) - int(Op::Add)];
         Shape outShape;
+        if (cpu::broadcastShapeOf(a->shape, b->shape, outShape) && numel(outShape) > kMaxElements)
+            return nodeError(g, n, "output " + shapeString(outShape) + " exceeds the runtime's limit");
         if (!a->isInt && !b->isInt && a == x && b == y && cpu::broadcastShapeOf(a->shape, b->shape, outShape)) {
             // Write into an operand that nobody reads afterwards and that has the output's shape:
             // no allocation (these activation chains dominate the front-end's memory traffic).
@@ -370,6 +379,15 @@ Status execNode(const Exec& e, const Node& n) {
         if (!w || x->rank() != 4 || w->rank() != 4 || x->isInt || w->isInt)
             return nodeError(g, n, "needs a 4-D input and 4-D weights, got " + shapeString(x->shape));
         const int64_t C = x->shape[1];
+        {
+            const auto& c = n.conv;
+            const int64_t M = n.op == Op::Conv ? w->shape[0] : w->shape[1];
+            const int64_t Ho = n.op == Op::Conv ? x->shape[2] / c.strideH + 1 : (x->shape[2] + 1) * c.strideH + c.dilH * c.kh;
+            const int64_t Wo = n.op == Op::Conv ? x->shape[3] / c.strideW + 1 : (x->shape[3] + 1) * c.strideW + c.dilW * c.kw;
+            const int64_t cols = int64_t(c.kh) * c.kw * (n.op == Op::Conv ? C : M) * Ho * Wo;
+            if (double(x->shape[0]) * M * Ho * Wo > double(kMaxElements) || double(cols) > double(kMaxElements))
+                return nodeError(g, n, "output exceeds the runtime's limit");
+        }
         if (n.op == Op::Conv) {
             const int group = n.conv.group;
             const bool dw = group > 1 && group == C && w->shape[0] == C && w->shape[1] == 1;
@@ -430,7 +448,8 @@ Status execNode(const Exec& e, const Node& n) {
             return nodeError(g, n, "needs 4 scales or 4 sizes");
         }
         if (out[0] != x->shape[0] || out[1] != x->shape[1]) return nodeError(g, n, "resizes batch or channels");
-        if (out[2] <= 0 || out[3] <= 0 || out[2] > 100000 || out[3] > 100000) return nodeError(g, n, "bad output size");
+        if (out[2] <= 0 || out[3] <= 0 || out[2] > 100000 || out[3] > 100000 || numel(out) > kMaxElements)
+            return nodeError(g, n, "bad output size " + shapeString(out));
         e.set(n, 0, cpu::resizeNearest(*x, out));
         return Status::ok();
     }
@@ -474,6 +493,12 @@ Status execNode(const Exec& e, const Node& n) {
     case Op::MatMul: {
         const Tensor* y = e.in(n, 1);
         if (!y) return nodeError(g, n, "second operand missing");
+        if (x->rank() >= 2 && y->rank() >= 2) {
+            const double rows = double(x->size()) / double(std::max<int64_t>(1, x->shape.back()));
+            const double batchB = double(y->size()) / double(std::max<int64_t>(1, y->shape[size_t(y->rank() - 2)] * y->shape.back()));
+            if (rows * double(y->shape.back()) * std::max(1.0, batchB) > double(kMaxElements))
+                return nodeError(g, n, "output exceeds the runtime's limit");
+        }
         Tensor out = cpu::matmul(*x, *y, &err);
         if (!err.empty()) return nodeError(g, n, err);
         e.set(n, 0, std::move(out));
@@ -873,6 +898,9 @@ Result<std::map<std::string, Tensor>> OnnxModel::run(const std::map<std::string,
         Exec e{g, v, int(k), &keep};
         const auto t0 = profile ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
         if (auto st = execNode(e, n); !st) return st;
+        for (int id : n.out)
+            if (v[size_t(id)] && v[size_t(id)]->size() > kMaxElements)
+                return nodeError(g, n, "output " + shapeString(v[size_t(id)]->shape) + " exceeds the runtime's limit");
         if (profile) profileAdd(g.label, n, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
         for (int id : n.in)
             if (id >= 0 && g.lastUse[size_t(id)] == int(k) && !keep[size_t(id)] && !g.constants[size_t(id)])
