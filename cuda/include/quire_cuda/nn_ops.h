@@ -1,0 +1,56 @@
+// The front-end's (PP-OCR) device operations: the CUDA counterparts of engine/src/nn/cpu_ops.h,
+// as plain functions over device pointers (no CUDA types here). NCHW float tensors; every tensor
+// parameter carries its shape. Each returns an empty string on success, else what failed.
+#pragma once
+
+#include <cstddef>
+#include <string>
+
+namespace quire::cuda::nn {
+
+struct ConvShape {
+    int n = 1, c = 1, h = 1, w = 1;  // input x[n, c, h, w]
+    int m = 1;                       // output channels
+    int kh = 1, kw = 1, strideH = 1, strideW = 1, dilH = 1, dilW = 1;
+    int padT = 0, padL = 0, padB = 0, padR = 0;
+    int group = 1;                   // 1, or c (depthwise, m == c)
+    int outH() const { return (h + padT + padB - dilH * (kh - 1) - 1) / strideH + 1; }
+    int outW() const { return (w + padL + padR - dilW * (kw - 1) - 1) / strideW + 1; }
+};
+
+// Bytes of scratch conv2d needs (the im2col matrix of one image; 0 for 1×1 and depthwise).
+size_t conv2dWorkspaceBytes(const ConvShape& s);
+// y[n, m, outH, outW] = conv(x[n, c, h, w], w[m, c/group, kh, kw]) + bias[m] (bias may be null).
+// Group 1 runs im2col + cuBLAS SGEMM; depthwise a direct kernel.
+std::string conv2d(const float* x, const float* w, const float* bias, const ConvShape& s, void* workspace, float* y,
+                   void* stream = nullptr);
+
+// One step of a fused elementwise chain, as in engine/src/nn/graph.h (Micro). kind: 0 MulC,
+// 1 AddC, 2 Clip(a, b), 3 Relu, 4 Sigmoid, 5 HardSigmoid(a, b), 6 Sqrt, 7 SelfGate: x ·
+// gate(x), where the gate is the next `gateSteps` steps (no nesting).
+struct ChainStep {
+    int kind = 0;
+    float a = 0, b = 0;
+    int gateSteps = 0;
+};
+constexpr int kMaxChainSteps = 24;
+// x[n] ← chain(x[n]) in place.
+std::string chain(float* x, size_t n, const ChainStep* steps, int count, void* stream = nullptr);
+
+// x[outer, inner] ← x op c[outer % channels] (per-channel scalar; channels 1 = one scalar).
+// op: 0 add, 1 sub, 2 mul, 3 div.
+std::string channelBinary(float* x, const float* c, size_t outer, size_t inner, int channels, int op,
+                          void* stream = nullptr);
+// y[n] = a[n] op b[n].
+std::string elementwise(const float* a, const float* b, float* y, size_t n, int op, void* stream = nullptr);
+
+// y[rows] = mean of x[rows, n].
+std::string rowMean(const float* x, float* y, int rows, int n, void* stream = nullptr);
+// x[rows, n] ← softmax over each row.
+std::string softmaxRows(float* x, int rows, int n, void* stream = nullptr);
+// CTC greedy step: best[rows], prob[rows] = argmax and max of p[rows, n].
+std::string argmaxRows(const float* p, int rows, int n, int* best, float* prob, void* stream = nullptr);
+// y[nc, oh, ow] = x[nc, h, w] at (floor(oy·h/oh), floor(ox·w/ow)).
+std::string resizeNearest(const float* x, float* y, int nc, int h, int w, int oh, int ow, void* stream = nullptr);
+
+}  // namespace quire::cuda::nn

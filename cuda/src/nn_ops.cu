@@ -1,0 +1,314 @@
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+
+#include <cfloat>
+#include <mutex>
+
+#include "quire_cuda/nn_ops.h"
+
+namespace quire::cuda::nn {
+namespace {
+
+std::string check(cudaError_t e, const char* what) {
+    if (e == cudaSuccess) return {};
+    return std::string(what) + ": " + cudaGetErrorString(e);
+}
+std::string launched(const char* what) { return check(cudaGetLastError(), what); }
+cudaStream_t S(void* s) { return static_cast<cudaStream_t>(s); }
+unsigned blocksFor(size_t n, unsigned threads) { return unsigned((n + threads - 1) / threads); }
+
+// One cuBLAS handle per thread (cuBLAS handles are not to be shared across host threads).
+cublasHandle_t handle(std::string* error) {
+    thread_local cublasHandle_t h = nullptr;
+    if (!h && cublasCreate(&h) != CUBLAS_STATUS_SUCCESS) {
+        *error = "cublasCreate failed";
+        h = nullptr;
+    }
+    return h;
+}
+
+// cols[c*kh*kw, oh*ow] from x[c, h, w]; one thread per column element.
+__global__ void Im2colKernel(const float* x, float* cols, int c, int h, int w, int kh, int kw, int sh, int sw, int dh,
+                             int dw, int pt, int pl, int oh, int ow) {
+    const size_t total = size_t(c) * kh * kw * oh * ow;
+    for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < total; i += size_t(gridDim.x) * blockDim.x) {
+        const int ox = int(i % ow);
+        const int oy = int((i / ow) % oh);
+        const size_t row = i / (size_t(ow) * oh);
+        const int kx = int(row % kw), ky = int((row / kw) % kh), ch = int(row / (size_t(kw) * kh));
+        const int iy = oy * sh - pt + ky * dh, ix = ox * sw - pl + kx * dw;
+        cols[i] = (iy >= 0 && iy < h && ix >= 0 && ix < w) ? x[(size_t(ch) * h + iy) * w + ix] : 0.f;
+    }
+}
+
+// Depthwise: one thread per output element of y[n, c, oh, ow].
+__global__ void DepthwiseKernel(const float* x, const float* wt, const float* bias, float* y, int n, int c, int h,
+                                int w, int kh, int kw, int sh, int sw, int dh, int dw, int pt, int pl, int oh, int ow) {
+    const size_t total = size_t(n) * c * oh * ow;
+    for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < total; i += size_t(gridDim.x) * blockDim.x) {
+        const int ox = int(i % ow), oy = int((i / ow) % oh);
+        const size_t nc = i / (size_t(ow) * oh);
+        const int ch = int(nc % c);
+        const float* plane = x + nc * h * w;
+        const float* k = wt + size_t(ch) * kh * kw;
+        float acc = bias ? bias[ch] : 0.f;
+        for (int ky = 0; ky < kh; ++ky) {
+            const int iy = oy * sh - pt + ky * dh;
+            if (iy < 0 || iy >= h) continue;
+            for (int kx = 0; kx < kw; ++kx) {
+                const int ix = ox * sw - pl + kx * dw;
+                if (ix >= 0 && ix < w) acc += k[ky * kw + kx] * plane[size_t(iy) * w + ix];
+            }
+        }
+        y[i] = acc;
+    }
+}
+
+__global__ void BiasKernel(float* y, const float* bias, int m, size_t plane, size_t total) {
+    for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < total; i += size_t(gridDim.x) * blockDim.x)
+        y[i] = bias[(i / plane) % m];
+}
+
+struct ChainProgram {
+    ChainStep steps[kMaxChainSteps];
+    int count;
+};
+
+__device__ float applyStep(const ChainStep& s, float v) {
+    switch (s.kind) {
+    case 0: return v * s.a;
+    case 1: return v + s.a;
+    case 2: return fminf(fmaxf(v, s.a), s.b);
+    case 3: return v > 0.f ? v : 0.f;
+    case 4: return 1.f / (1.f + __expf(-v));
+    case 5: return fminf(fmaxf(s.a * v + s.b, 0.f), 1.f);
+    case 6: return sqrtf(v);
+    default: return v;
+    }
+}
+
+__global__ void ChainKernel(float* x, size_t n, ChainProgram p) {
+    for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n; i += size_t(gridDim.x) * blockDim.x) {
+        float v = x[i];
+        for (int k = 0; k < p.count; ++k) {
+            const ChainStep& s = p.steps[k];
+            if (s.kind == 7) {
+                float g = v;
+                for (int j = 1; j <= s.gateSteps; ++j) g = applyStep(p.steps[k + j], g);
+                v *= g;
+                k += s.gateSteps;
+            } else {
+                v = applyStep(s, v);
+            }
+        }
+        x[i] = v;
+    }
+}
+
+__device__ float binop(float a, float b, int op) {
+    switch (op) {
+    case 0: return a + b;
+    case 1: return a - b;
+    case 2: return a * b;
+    default: return a / b;
+    }
+}
+
+__global__ void ChannelBinaryKernel(float* x, const float* c, size_t outer, size_t inner, int channels, int op) {
+    const size_t total = outer * inner;
+    for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < total; i += size_t(gridDim.x) * blockDim.x)
+        x[i] = binop(x[i], c[(i / inner) % size_t(channels)], op);
+}
+
+__global__ void ElementwiseKernel(const float* a, const float* b, float* y, size_t n, int op) {
+    for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n; i += size_t(gridDim.x) * blockDim.x)
+        y[i] = binop(a[i], b[i], op);
+}
+
+// Block-wide reductions over one row (blockDim.x = 256).
+__device__ float blockSum(float v, float* shared) {
+    for (int off = 16; off > 0; off >>= 1) v += __shfl_down_sync(0xffffffff, v, off);
+    if ((threadIdx.x & 31) == 0) shared[threadIdx.x >> 5] = v;
+    __syncthreads();
+    v = threadIdx.x < (blockDim.x >> 5) ? shared[threadIdx.x] : 0.f;
+    if (threadIdx.x < 32)
+        for (int off = 16; off > 0; off >>= 1) v += __shfl_down_sync(0xffffffff, v, off);
+    __syncthreads();
+    if (threadIdx.x == 0) shared[0] = v;
+    __syncthreads();
+    const float r = shared[0];
+    __syncthreads();
+    return r;
+}
+__device__ float blockMax(float v, float* shared) {
+    for (int off = 16; off > 0; off >>= 1) v = fmaxf(v, __shfl_down_sync(0xffffffff, v, off));
+    if ((threadIdx.x & 31) == 0) shared[threadIdx.x >> 5] = v;
+    __syncthreads();
+    v = threadIdx.x < (blockDim.x >> 5) ? shared[threadIdx.x] : -FLT_MAX;
+    if (threadIdx.x < 32)
+        for (int off = 16; off > 0; off >>= 1) v = fmaxf(v, __shfl_down_sync(0xffffffff, v, off));
+    __syncthreads();
+    if (threadIdx.x == 0) shared[0] = v;
+    __syncthreads();
+    const float r = shared[0];
+    __syncthreads();
+    return r;
+}
+
+__global__ void RowMeanKernel(const float* x, float* y, int n) {
+    __shared__ float shared[32];
+    const float* row = x + size_t(blockIdx.x) * n;
+    float s = 0.f;
+    for (int i = threadIdx.x; i < n; i += blockDim.x) s += row[i];
+    s = blockSum(s, shared);
+    if (threadIdx.x == 0) y[blockIdx.x] = n ? s / float(n) : 0.f;
+}
+
+__global__ void SoftmaxKernel(float* x, int n) {
+    __shared__ float shared[32];
+    float* row = x + size_t(blockIdx.x) * n;
+    float mx = -FLT_MAX;
+    for (int i = threadIdx.x; i < n; i += blockDim.x) mx = fmaxf(mx, row[i]);
+    mx = blockMax(mx, shared);
+    float s = 0.f;
+    for (int i = threadIdx.x; i < n; i += blockDim.x) {
+        const float e = __expf(row[i] - mx);
+        row[i] = e;
+        s += e;
+    }
+    s = blockSum(s, shared);
+    const float inv = 1.f / s;
+    for (int i = threadIdx.x; i < n; i += blockDim.x) row[i] *= inv;
+}
+
+__global__ void ArgmaxKernel(const float* p, int n, int* best, float* prob) {
+    __shared__ float sv[256];
+    __shared__ int si[256];
+    const float* row = p + size_t(blockIdx.x) * n;
+    float v = -FLT_MAX;
+    int idx = 0;
+    for (int i = threadIdx.x; i < n; i += blockDim.x)
+        if (row[i] > v) v = row[i], idx = i;
+    sv[threadIdx.x] = v;
+    si[threadIdx.x] = idx;
+    __syncthreads();
+    for (int s = blockDim.x / 2; s > 0; s >>= 1) {
+        if (threadIdx.x < s) {
+            const float o = sv[threadIdx.x + s];
+            const int oi = si[threadIdx.x + s];
+            if (o > sv[threadIdx.x] || (o == sv[threadIdx.x] && oi < si[threadIdx.x])) sv[threadIdx.x] = o, si[threadIdx.x] = oi;
+        }
+        __syncthreads();
+    }
+    if (threadIdx.x == 0) best[blockIdx.x] = si[0], prob[blockIdx.x] = sv[0];
+}
+
+__global__ void ResizeNearestKernel(const float* x, float* y, int nc, int h, int w, int oh, int ow) {
+    const size_t total = size_t(nc) * oh * ow;
+    for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < total; i += size_t(gridDim.x) * blockDim.x) {
+        const int ox = int(i % ow), oy = int((i / ow) % oh);
+        const size_t plane = i / (size_t(ow) * oh);
+        const int iy = min(h - 1, int(floorf(float(oy) * h / oh))), ix = min(w - 1, int(floorf(float(ox) * w / ow)));
+        y[i] = x[(plane * h + iy) * w + ix];
+    }
+}
+
+constexpr unsigned kThreads = 256;
+unsigned grid(size_t n) { return std::min<unsigned>(65535u * 8u, blocksFor(n, kThreads)); }
+
+}  // namespace
+
+size_t conv2dWorkspaceBytes(const ConvShape& s) {
+    const bool pointwise = s.kh == 1 && s.kw == 1 && s.strideH == 1 && s.strideW == 1 && !s.padT && !s.padL &&
+                           !s.padB && !s.padR;
+    if (s.group != 1 || pointwise) return 0;
+    return size_t(s.c) * s.kh * s.kw * s.outH() * s.outW() * sizeof(float);
+}
+
+std::string conv2d(const float* x, const float* w, const float* bias, const ConvShape& s, void* workspace, float* y,
+                   void* stream) {
+    const int oh = s.outH(), ow = s.outW();
+    if (oh <= 0 || ow <= 0) return "conv2d: empty output";
+    if (s.group != 1) {
+        if (s.group != s.c || s.m != s.c) return "conv2d: only group 1 or depthwise";
+        const size_t total = size_t(s.n) * s.c * oh * ow;
+        DepthwiseKernel<<<grid(total), kThreads, 0, S(stream)>>>(x, w, bias, y, s.n, s.c, s.h, s.w, s.kh, s.kw, s.strideH,
+                                                                  s.strideW, s.dilH, s.dilW, s.padT, s.padL, oh, ow);
+        return launched("depthwise conv");
+    }
+    std::string error;
+    cublasHandle_t h = handle(&error);
+    if (!h) return error;
+    cublasSetStream(h, S(stream));
+    const size_t plane = size_t(oh) * ow;
+    const int K = s.c * s.kh * s.kw;
+    const bool pointwise = conv2dWorkspaceBytes(s) == 0;
+    for (int img = 0; img < s.n; ++img) {
+        const float* xi = x + size_t(img) * s.c * s.h * s.w;
+        float* yi = y + size_t(img) * s.m * plane;
+        const float* B = xi;
+        if (!pointwise) {
+            const size_t total = size_t(K) * plane;
+            Im2colKernel<<<grid(total), kThreads, 0, S(stream)>>>(xi, static_cast<float*>(workspace), s.c, s.h, s.w, s.kh,
+                                                                   s.kw, s.strideH, s.strideW, s.dilH, s.dilW, s.padT,
+                                                                   s.padL, oh, ow);
+            if (auto e = launched("im2col"); !e.empty()) return e;
+            B = static_cast<const float*>(workspace);
+        }
+        float beta = 0.f;
+        if (bias) {
+            BiasKernel<<<grid(size_t(s.m) * plane), kThreads, 0, S(stream)>>>(yi, bias, s.m, plane, size_t(s.m) * plane);
+            beta = 1.f;
+        }
+        // Row-major Y[m, plane] = W[m, K] · B[K, plane]  ⇔  column-major Yᵀ = Bᵀ · Wᵀ.
+        const float alpha = 1.f;
+        if (cublasSgemm(h, CUBLAS_OP_N, CUBLAS_OP_N, int(plane), s.m, K, &alpha, B, int(plane), w, K, &beta, yi,
+                        int(plane)) != CUBLAS_STATUS_SUCCESS)
+            return "conv2d: cublasSgemm failed";
+    }
+    return launched("conv2d");
+}
+
+std::string chain(float* x, size_t n, const ChainStep* steps, int count, void* stream) {
+    if (count > kMaxChainSteps) return "chain: too many steps";
+    ChainProgram p{};
+    for (int k = 0; k < count; ++k) p.steps[k] = steps[k];
+    p.count = count;
+    ChainKernel<<<grid(n), kThreads, 0, S(stream)>>>(x, n, p);
+    return launched("chain");
+}
+
+std::string channelBinary(float* x, const float* c, size_t outer, size_t inner, int channels, int op, void* stream) {
+    ChannelBinaryKernel<<<grid(outer * inner), kThreads, 0, S(stream)>>>(x, c, outer, inner, channels, op);
+    return launched("channelBinary");
+}
+
+std::string elementwise(const float* a, const float* b, float* y, size_t n, int op, void* stream) {
+    ElementwiseKernel<<<grid(n), kThreads, 0, S(stream)>>>(a, b, y, n, op);
+    return launched("elementwise");
+}
+
+std::string rowMean(const float* x, float* y, int rows, int n, void* stream) {
+    if (rows <= 0) return {};
+    RowMeanKernel<<<rows, kThreads, 0, S(stream)>>>(x, y, n);
+    return launched("rowMean");
+}
+
+std::string softmaxRows(float* x, int rows, int n, void* stream) {
+    if (rows <= 0) return {};
+    SoftmaxKernel<<<rows, kThreads, 0, S(stream)>>>(x, n);
+    return launched("softmaxRows");
+}
+
+std::string argmaxRows(const float* p, int rows, int n, int* best, float* prob, void* stream) {
+    if (rows <= 0) return {};
+    ArgmaxKernel<<<rows, kThreads, 0, S(stream)>>>(p, n, best, prob);
+    return launched("argmaxRows");
+}
+
+std::string resizeNearest(const float* x, float* y, int nc, int h, int w, int oh, int ow, void* stream) {
+    ResizeNearestKernel<<<grid(size_t(nc) * oh * ow), kThreads, 0, S(stream)>>>(x, y, nc, h, w, oh, ow);
+    return launched("resizeNearest");
+}
+
+}  // namespace quire::cuda::nn

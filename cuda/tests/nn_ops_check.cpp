@@ -1,0 +1,177 @@
+// The front-end's CUDA ops (quire_cuda/nn_ops.h) against direct CPU definitions over a sweep of
+// shapes. Tolerance 1e-4 relative to the largest magnitude (fp32 throughout); any NaN fails.
+// Exits 0 with a note where no GPU is present (ctest label gpu). Plain C++ (tools/gpu-check.sh).
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <functional>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "quire_cuda/device.h"
+#include "quire_cuda/nn_ops.h"
+#include "quire_cuda/ops.h"
+
+using namespace quire::cuda;
+namespace qn = quire::cuda::nn;
+
+namespace {
+
+int g_passed = 0, g_failed = 0;
+
+void run(const std::string& name, const std::function<std::string()>& f) {
+    const std::string err = f();
+    if (err.empty()) ++g_passed, std::printf("PASS %s\n", name.c_str());
+    else ++g_failed, std::printf("FAIL %s: %s\n", name.c_str(), err.c_str());
+}
+
+std::vector<float> randomVec(size_t n, uint32_t seed) {
+    std::mt19937 rng(seed);
+    std::normal_distribution<float> d(0.f, 1.f);
+    std::vector<float> v(n);
+    for (auto& x : v) x = d(rng);
+    return v;
+}
+DeviceBuffer up(const std::vector<float>& v) {
+    DeviceBuffer b(v.size() * sizeof(float));
+    b.upload(v.data(), v.size() * sizeof(float));
+    return b;
+}
+std::vector<float> down(const DeviceBuffer& b, size_t n) {
+    std::vector<float> v(n);
+    b.download(v.data(), n * sizeof(float));
+    return v;
+}
+std::string compare(const std::vector<float>& got, const std::vector<float>& want, double tol = 1e-4) {
+    double err = 0, mag = 1e-12;
+    for (size_t i = 0; i < got.size(); ++i) {
+        if (!std::isfinite(got[i])) return "NaN/inf at " + std::to_string(i);
+        err = std::max(err, double(std::abs(got[i] - want[i])));
+        mag = std::max(mag, double(std::abs(want[i])));
+    }
+    if (err / mag > tol) return "max relative error " + std::to_string(err / mag);
+    return {};
+}
+
+std::string testConv(qn::ConvShape s) {
+    const int oh = s.outH(), ow = s.outW(), cg = s.c / s.group;
+    const auto x = randomVec(size_t(s.n) * s.c * s.h * s.w, 1), w = randomVec(size_t(s.m) * cg * s.kh * s.kw, 2),
+               b = randomVec(size_t(s.m), 3);
+    std::vector<float> want(size_t(s.n) * s.m * oh * ow);
+    for (int n = 0; n < s.n; ++n)
+        for (int m = 0; m < s.m; ++m)
+            for (int oy = 0; oy < oh; ++oy)
+                for (int ox = 0; ox < ow; ++ox) {
+                    double acc = b[size_t(m)];
+                    const int g = m / (s.m / s.group);
+                    for (int c = 0; c < cg; ++c)
+                        for (int ky = 0; ky < s.kh; ++ky)
+                            for (int kx = 0; kx < s.kw; ++kx) {
+                                const int iy = oy * s.strideH - s.padT + ky * s.dilH, ix = ox * s.strideW - s.padL + kx * s.dilW;
+                                if (iy < 0 || iy >= s.h || ix < 0 || ix >= s.w) continue;
+                                acc += double(x[((size_t(n) * s.c + g * cg + c) * s.h + iy) * s.w + ix]) *
+                                       w[((size_t(m) * cg + c) * s.kh + ky) * s.kw + kx];
+                            }
+                    want[((size_t(n) * s.m + m) * oh + oy) * ow + ox] = float(acc);
+                }
+    DeviceBuffer dx = up(x), dw = up(w), db = up(b), dy(want.size() * sizeof(float)),
+                 ws(std::max<size_t>(4, qn::conv2dWorkspaceBytes(s)));
+    if (auto e = qn::conv2d(dx.as<float>(), dw.as<float>(), db.as<float>(), s, ws.get(), dy.as<float>()); !e.empty()) return e;
+    if (auto e = synchronize(); !e.empty()) return e;
+    return compare(down(dy, want.size()), want);
+}
+
+std::string testChain() {
+    // Learnable affine, hard-swish as x·clip(x+3, 0, 6), /6, affine; then swish and a sigmoid.
+    std::vector<qn::ChainStep> steps = {{0, 0.9f}, {1, 0.1f}, {7, 0, 0, 2}, {1, 3.f}, {2, 0.f, 6.f},
+                                        {0, 1.f / 6.f}, {7, 0, 0, 1}, {4}, {5, 0.2f, 0.5f}};
+    const auto x = randomVec(100003, 4);
+    std::vector<float> want(x.size());
+    for (size_t i = 0; i < x.size(); ++i) {
+        float v = x[i] * 0.9f + 0.1f;
+        v = v * std::min(std::max(v + 3.f, 0.f), 6.f) / 6.f;
+        v = v * (1.f / (1.f + std::exp(-v)));
+        want[i] = std::min(std::max(0.2f * v + 0.5f, 0.f), 1.f);
+    }
+    DeviceBuffer d = up(x);
+    if (auto e = qn::chain(d.as<float>(), x.size(), steps.data(), int(steps.size())); !e.empty()) return e;
+    if (auto e = synchronize(); !e.empty()) return e;
+    return compare(down(d, x.size()), want);
+}
+
+std::string testBinarySoftmaxArgmaxResize() {
+    const int outer = 6, inner = 37, channels = 3, rows = 5, n = 6625;
+    auto x = randomVec(size_t(outer) * inner, 5);
+    const auto c = randomVec(size_t(channels), 6);
+    std::vector<float> want = x;
+    for (size_t i = 0; i < want.size(); ++i) want[i] *= c[(i / inner) % channels];
+    DeviceBuffer dx = up(x), dc = up(c);
+    if (auto e = qn::channelBinary(dx.as<float>(), dc.as<float>(), outer, inner, channels, 2); !e.empty()) return e;
+    if (auto e = compare(down(dx, x.size()), want); !e.empty()) return "channelBinary: " + e;
+
+    auto logits = randomVec(size_t(rows) * n, 7);
+    std::vector<float> sm = logits, mean(rows);
+    std::vector<int> best(rows);
+    for (int r = 0; r < rows; ++r) {
+        float* row = sm.data() + size_t(r) * n;
+        const float mx = *std::max_element(row, row + n);
+        double s = 0, m = 0;
+        for (int i = 0; i < n; ++i) m += logits[size_t(r) * n + i];
+        mean[size_t(r)] = float(m / n);
+        for (int i = 0; i < n; ++i) s += (row[i] = std::exp(row[i] - mx));
+        for (int i = 0; i < n; ++i) row[i] = float(row[i] / s);
+        best[size_t(r)] = int(std::max_element(row, row + n) - row);
+    }
+    DeviceBuffer dl = up(logits), dm(rows * sizeof(float)), dbest(rows * sizeof(int)), dprob(rows * sizeof(float));
+    if (auto e = qn::rowMean(dl.as<float>(), dm.as<float>(), rows, n); !e.empty()) return e;
+    if (auto e = compare(down(dm, rows), mean); !e.empty()) return "rowMean: " + e;
+    if (auto e = qn::softmaxRows(dl.as<float>(), rows, n); !e.empty()) return e;
+    if (auto e = compare(down(dl, sm.size()), sm); !e.empty()) return "softmax: " + e;
+    if (auto e = qn::argmaxRows(dl.as<float>(), rows, n, dbest.as<int>(), dprob.as<float>()); !e.empty()) return e;
+    std::vector<int> gotBest(rows);
+    dbest.download(gotBest.data(), rows * sizeof(int));
+    if (gotBest != best) return "argmax differs";
+
+    const auto img = randomVec(2 * 5 * 7, 8);
+    std::vector<float> rw(2 * 10 * 14);
+    for (int p = 0; p < 2; ++p)
+        for (int y = 0; y < 10; ++y)
+            for (int xx = 0; xx < 14; ++xx) rw[(size_t(p) * 10 + y) * 14 + xx] = img[(size_t(p) * 5 + y / 2) * 7 + xx / 2];
+    DeviceBuffer di = up(img), dr(rw.size() * sizeof(float));
+    if (auto e = qn::resizeNearest(di.as<float>(), dr.as<float>(), 2, 5, 7, 10, 14); !e.empty()) return e;
+    if (auto e = synchronize(); !e.empty()) return e;
+    return compare(down(dr, rw.size()), rw);
+}
+
+}  // namespace
+
+int main() {
+    std::string why;
+    const auto devices = listDevices(&why);
+    if (devices.empty()) {
+        std::printf("no GPU (%s): front-end CUDA op checks skipped\n0 passed, 0 failed, 10 skipped\n", why.c_str());
+        return 0;
+    }
+    std::printf("GPU: %s\n", devices[0].name.c_str());
+    auto conv = [](int n, int c, int h, int w, int m, int k, int stride, int pad, int group) {
+        qn::ConvShape s;
+        s.n = n, s.c = c, s.h = h, s.w = w, s.m = m, s.kh = s.kw = k, s.strideH = s.strideW = stride;
+        s.padT = s.padL = s.padB = s.padR = pad, s.group = group;
+        return s;
+    };
+    run("conv 1x1", [&] { return testConv(conv(2, 16, 9, 13, 24, 1, 1, 0, 1)); });
+    run("conv 3x3 pad 1", [&] { return testConv(conv(1, 3, 48, 96, 16, 3, 1, 1, 1)); });
+    run("conv 3x3 stride 2", [&] { return testConv(conv(2, 8, 17, 31, 12, 3, 2, 1, 1)); });
+    run("conv 1x3 asymmetric stride", [&] {
+        auto s = conv(1, 8, 6, 40, 8, 1, 1, 0, 1);
+        s.kw = 3, s.padL = s.padR = 1, s.strideW = 2;
+        return testConv(s);
+    });
+    run("depthwise 3x3", [&] { return testConv(conv(2, 32, 12, 50, 32, 3, 1, 1, 32)); });
+    run("depthwise 5x5 stride 2", [&] { return testConv(conv(1, 48, 24, 80, 48, 5, 2, 2, 48)); });
+    run("fused elementwise chain (affine, hard-swish, swish, hard-sigmoid)", testChain);
+    run("channel binary, row mean, softmax over 6625, argmax, nearest resize", testBinarySoftmaxArgmaxResize);
+    std::printf("%d passed, %d failed\n", g_passed, g_failed);
+    return g_failed ? 1 : 0;
+}
