@@ -12,6 +12,7 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 mkdir -p fuzz/findings "$work/safetensors" "$work/project" "$work/exporters" "$work/onnx"
 cp fuzz/corpus/exporters/* "$work/exporters/"
+cp fuzz/corpus/onnx/* "$work/onnx/"
 # Seeds made now, so they always match the current formats: a small valid safetensors file and a
 # real project.
 /usr/bin/python3 - "$work/safetensors/seed" <<'PY'

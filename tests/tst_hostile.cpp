@@ -9,6 +9,7 @@
 #include <QTest>
 #include <QTextStream>
 
+#include "quire/ppocr.h"
 #include "test_util.h"
 
 using namespace quire::test;
@@ -59,6 +60,57 @@ private slots:
             const auto st = runCli({"status", "--project", project});
             QVERIFY2(st.exitCode == 0 && st.out.contains("integrity ok"), qPrintable(st.err + st.out));
         }
+    }
+
+    // Damaged PP-OCR model files: the run stops before any page with a message naming the file
+    // (exit 2), under the same time and memory limits; a missing model folder names the command
+    // that installs it.
+    void damagedModelFilesAreNamed_data() {
+        QTest::addColumn<QString>("damage");
+        QTest::newRow("truncated recognizer") << "truncate";
+        QTest::newRow("one flipped byte in the detector") << "flip";
+        QTest::newRow("NaN written over detector weights") << "nan";
+        QTest::newRow("empty key file") << "empty";
+        QTest::newRow("missing folder") << "missing";
+    }
+    void damagedModelFilesAreNamed() {
+        QFETCH(QString, damage);
+        const auto found = quire::findPpocrModels();
+        const QString models = found ? QString::fromStdString(*found) : QString();
+        QVERIFY2(!models.isEmpty(), "PP-OCR models not installed (installer/fetch-models.sh)");
+        QTemporaryDir dir;
+        const QString det = "ch_PP-OCRv4_det_infer.onnx", rec = "ch_PP-OCRv4_rec_infer.onnx", keys = "ppocr_keys_v1.txt";
+        for (const QString& f : {det, rec, keys}) QVERIFY(QFile::copy(models + "/" + f, dir.filePath(f)));
+        QString named;
+        if (damage == "truncate") {
+            std::string bytes = readFile(dir.filePath(rec));
+            writeFile(dir.filePath(rec), bytes.substr(0, bytes.size() / 3));
+            named = rec;
+        } else if (damage == "flip" || damage == "nan") {
+            std::string bytes = readFile(dir.filePath(det));
+            if (damage == "flip") bytes[bytes.size() / 2] ^= 0x01;
+            else for (size_t k = bytes.size() / 2; k < bytes.size() / 2 + 64; k += 4) bytes.replace(k, 4, "\x00\x00\xc0\x7f", 4);
+            writeFile(dir.filePath(det), bytes);
+            named = det;
+        } else if (damage == "empty") {
+            writeFile(dir.filePath(keys), "");
+            named = keys;
+        } else {
+            QVERIFY(QDir(dir.path()).removeRecursively());
+            named = "installer/fetch-models.sh";
+        }
+        const QString page = m_dir.filePath("model-case.png");
+        if (!QFileInfo::exists(page)) {
+            const auto gen = runProgram("/usr/bin/python3", {"-c", "from PIL import Image, ImageDraw; i=Image.new('L',(600,200),255); "
+                                                                  "ImageDraw.Draw(i).text((20,80),'a page',fill=0); i.save('" + page + "')"});
+            QVERIFY(gen.exitCode == 0);
+        }
+        qputenv("QUIRE_PPOCR_DIR", dir.path().toUtf8());
+        const auto r = runProgram("prlimit", {"--as=4000000000", "--", "timeout", "180", QStringLiteral(QUIRE_CLI_PATH), "transcribe",
+                                              page, "--project", m_dir.filePath("model-" + damage + ".quire"), "--engine", "ppocr"}, 240000);
+        qunsetenv("QUIRE_PPOCR_DIR");
+        QCOMPARE(r.exitCode, 2);
+        QVERIFY2(r.err.contains(named), qPrintable(r.err));
     }
 };
 

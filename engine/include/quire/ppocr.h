@@ -32,9 +32,10 @@ struct PpocrOptions {
     bool verifyChecksums = true;  // compare model files with the pinned SHA-256 sums
 };
 
-// Where the model files are looked for, in order: `explicitDir`; $QUIRE_PPOCR_DIR;
-// $XDG_DATA_HOME/quire/models/ppocr-v4 (default ~/.local/share/...); /usr/local/share and
-// /usr/share quire/models/ppocr-v4. The error lists the places and the command that installs them.
+// Where the model files are looked for: `explicitDir` or $QUIRE_PPOCR_DIR when given (only
+// there); otherwise $XDG_DATA_HOME/quire/models/ppocr-v4 (default ~/.local/share/...), then
+// /usr/local/share and /usr/share quire/models/ppocr-v4. The error lists the places and the
+// command that installs them.
 Result<std::string> findPpocrModels(const std::string& explicitDir = {});
 // The command that fetches the models (for messages and the GUI).
 std::string ppocrInstallCommand();

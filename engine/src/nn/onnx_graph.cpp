@@ -19,6 +19,10 @@
 
 namespace quire::nn {
 
+// No tensor above 2^28 elements (1 GiB of floats): a hostile graph cannot make the process
+// allocate without bound. Kernels whose output size is known before computing check it first.
+constexpr int64_t kMaxElements = int64_t(1) << 28;
+
 namespace {
 
 const std::unordered_map<std::string, Op>& opTable() {
@@ -42,9 +46,6 @@ namespace {
 
 using Values = std::vector<std::shared_ptr<const Tensor>>;
 
-// No tensor above 2^28 elements (1 GiB of floats): a hostile graph cannot make the process
-// allocate without bound. Kernels whose output size is known before computing check it first.
-constexpr int64_t kMaxElements = int64_t(1) << 28;
 
 Status nodeError(const Graph& g, const Node& n, const std::string& what) {
     return Status(ErrorCode::Engine, g.label + ": node '" + n.name + "' (" + n.opType + "): " + what);
@@ -52,9 +53,17 @@ Status nodeError(const Graph& g, const Node& n, const std::string& what) {
 
 Result<Tensor> tensorFromProto(const onnx::TensorProto& t, const std::string& what) {
     Shape shape(t.dims().begin(), t.dims().end());
-    for (int64_t d : shape)
+    // Sizes are checked against the data before anything is allocated: a header may lie.
+    int64_t n = 1;
+    for (int64_t d : shape) {
         if (d < 0 || d > (int64_t(1) << 31)) return Status(ErrorCode::Corrupt, what + ": bad dimension " + std::to_string(d));
-    const int64_t n = numel(shape);
+        if (d && n > kMaxElements / d) return Status(ErrorCode::Corrupt, what + ": shape " + shapeString(shape) + " is too large");
+        n *= d;
+    }
+    const size_t typed = size_t(std::max({t.float_data_size(), t.double_data_size(), t.int64_data_size(), t.int32_data_size()}));
+    const size_t elemSize = t.data_type() == onnx::TensorProto::DOUBLE || t.data_type() == onnx::TensorProto::INT64 ? 8 : 4;
+    if (!t.raw_data().empty() ? t.raw_data().size() != size_t(n) * elemSize : typed != size_t(n))
+        return Status(ErrorCode::Corrupt, what + ": shape " + shapeString(shape) + " does not match the tensor's data");
     if (t.data_location() == onnx::TensorProto::EXTERNAL)
         return Status(ErrorCode::UnsupportedFormat, what + ": external tensor data is not supported");
     const std::string& raw = t.raw_data();

@@ -46,8 +46,9 @@ constexpr Pinned kPinned[] = {
 
 std::vector<fs::path> candidateDirs(const std::string& explicitDir) {
     if (!explicitDir.empty()) return {fs::path(explicitDir)};
+    // An explicit setting is the only place looked in: a wrong one is reported, not bypassed.
+    if (const char* env = std::getenv("QUIRE_PPOCR_DIR"); env && *env) return {fs::path(env)};
     std::vector<fs::path> dirs;
-    if (const char* env = std::getenv("QUIRE_PPOCR_DIR"); env && *env) dirs.emplace_back(env);
     if (const char* xdg = std::getenv("XDG_DATA_HOME"); xdg && *xdg)
         dirs.push_back(fs::path(xdg) / "quire/models/ppocr-v4");
     else if (const char* home = std::getenv("HOME"); home && *home)
