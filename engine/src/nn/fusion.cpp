@@ -38,6 +38,8 @@ bool scalarConst(const Graph& g, int id, float* value) {
 
 // Turns one node into a single-input chain where possible.
 bool toChain(const Graph& g, Node& n) {
+    const bool isBinary = n.op == Op::Add || n.op == Op::Sub || n.op == Op::Mul || n.op == Op::Div;
+    if (n.in.empty() || n.in[0] < 0 || (isBinary && (n.in.size() != 2 || n.in[1] < 0))) return false;
     std::vector<Micro> m;
     int input = -1;
     float c = 0;
@@ -95,7 +97,7 @@ void mergeChains(Graph& g, int& removed) {
     std::vector<bool> drop(g.nodes.size(), false);
     for (size_t k = 0; k < g.nodes.size(); ++k) {
         Node& b = g.nodes[k];
-        if (b.op != Op::Chain) continue;
+        if (b.op != Op::Chain || b.in.empty() || b.in[0] < 0) continue;
         auto it = l.producer.find(b.in[0]);
         if (it == l.producer.end() || drop[it->second]) continue;
         Node& a = g.nodes[it->second];
@@ -141,11 +143,13 @@ void foldIntoConvs(Graph& g, int& removed) {
     std::vector<bool> drop(g.nodes.size(), false);
     for (size_t k = 0; k < g.nodes.size(); ++k) {
         Node& ch = g.nodes[k];
-        if (ch.op != Op::Chain || ch.micro.empty()) continue;
+        if (ch.op != Op::Chain || ch.micro.empty() || ch.in.empty() || ch.in[0] < 0) continue;
         auto it = l.producer.find(ch.in[0]);
         if (it == l.producer.end()) continue;
         Node& conv = g.nodes[it->second];
-        if (conv.op != Op::Conv || l.consumers[size_t(ch.in[0])] != 1 || !constantOf(g, conv.in[1])) continue;
+        if (conv.op != Op::Conv || conv.in.size() < 2 || l.consumers[size_t(ch.in[0])] != 1 || !constantOf(g, conv.in[1]))
+            continue;
+        if (constantOf(g, conv.in[1])->isInt || constantOf(g, conv.in[1])->rank() != 4) continue;
         if (conv.in.size() > 2 && conv.in[2] >= 0 && !constantOf(g, conv.in[2])) continue;
         size_t steps = 0;
         while (steps < ch.micro.size() && (ch.micro[steps].kind == Micro::MulC || ch.micro[steps].kind == Micro::AddC)) ++steps;
@@ -154,6 +158,7 @@ void foldIntoConvs(Graph& g, int& removed) {
         const int64_t M = w.shape[0];
         Tensor b = Tensor::floats({M});
         if (conv.in.size() > 2 && conv.in[2] >= 0) b = *constantOf(g, conv.in[2]);
+        if (b.isInt || b.size() != M) continue;
         for (size_t s = 0; s < steps; ++s) {
             const Micro& mi = ch.micro[s];
             if (mi.kind == Micro::MulC) {

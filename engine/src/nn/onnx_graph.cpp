@@ -313,6 +313,14 @@ Status execNode(const Exec& e, const Node& n) {
         if (n.in[k] >= 0 && !e.v[size_t(n.in[k])])
             return nodeError(g, n, "input '" + g.valueNames[size_t(n.in[k])] + "' has no value");
     const Tensor* x = e.in(n, 0);
+    if (!x) return nodeError(g, n, "its first input is missing");
+    switch (n.op) {  // operators that take integer tensors too
+    case Op::Identity: case Op::Add: case Op::Sub: case Op::Mul: case Op::Div: case Op::Pow: case Op::Concat:
+    case Op::Reshape: case Op::Transpose: case Op::Slice: case Op::Squeeze: case Op::Unsqueeze: case Op::Shape:
+    case Op::Cast: case Op::Constant: break;
+    default:
+        if (x->isInt) return nodeError(g, n, "expects a float tensor, got integers");
+    }
     std::string err;
     switch (n.op) {
     case Op::Constant: return Status::ok();  // evaluated at load
@@ -405,13 +413,13 @@ Status execNode(const Exec& e, const Node& n) {
                                            shapeString(w->shape) + " with group " + std::to_string(group));
             if (w->shape[2] != n.conv.kh || w->shape[3] != n.conv.kw)
                 return nodeError(g, n, "kernel_shape disagrees with the weights");
-            if (b && b->size() != w->shape[0]) return nodeError(g, n, "bias size disagrees with the weights");
+            if (b && (b->size() != w->shape[0] || b->isInt)) return nodeError(g, n, "bias size disagrees with the weights");
             e.set(n, 0, cpu::conv2d(*x, *w, b ? b->data() : nullptr, n.conv));
         } else {
             if (n.conv.group != 1 || w->shape[0] != C)
                 return nodeError(g, n, "input " + shapeString(x->shape) + " does not fit weights " +
                                            shapeString(w->shape));
-            if (b && b->size() != w->shape[1]) return nodeError(g, n, "bias size disagrees with the weights");
+            if (b && (b->size() != w->shape[1] || b->isInt)) return nodeError(g, n, "bias size disagrees with the weights");
             e.set(n, 0, cpu::convTranspose2d(*x, *w, b ? b->data() : nullptr, n.conv));
         }
         return Status::ok();
@@ -421,7 +429,8 @@ Status execNode(const Exec& e, const Node& n) {
         if (!sc || !bi || !me || !va || x->rank() < 2) return nodeError(g, n, "needs 5 inputs and rank ≥ 2");
         const int64_t C = x->shape[1];
         for (const Tensor* t : {sc, bi, me, va})
-            if (t->size() != C) return nodeError(g, n, "parameter size disagrees with channels");
+            if (t->size() != C || t->isInt) return nodeError(g, n, "parameter size or type disagrees with channels");
+        if (x->isInt) return nodeError(g, n, "expects a float tensor");
         auto t = e.takeInput(n, 0);
         const int64_t plane = C ? t->size() / (x->shape[0] * C) : 0;
         for (int64_t i = 0; i < x->shape[0]; ++i)
@@ -449,9 +458,10 @@ Status execNode(const Exec& e, const Node& n) {
         const Tensor* scales = e.in(n, g.opset >= 11 ? 2 : 1);
         const Tensor* sizes = e.in(n, 3);
         Shape out = x->shape;
-        if (sizes && sizes->size() == 4) {
+        if (x->isInt) return nodeError(g, n, "expects a float tensor");
+        if (sizes && sizes->size() == 4 && sizes->isInt) {
             out = sizes->i;
-        } else if (scales && scales->size() == 4) {
+        } else if (scales && scales->size() == 4 && !scales->isInt) {
             for (int k = 0; k < 4; ++k) out[size_t(k)] = int64_t(std::floor(double(x->shape[size_t(k)]) * scales->f[size_t(k)]));
         } else {
             return nodeError(g, n, "needs 4 scales or 4 sizes");
@@ -695,7 +705,10 @@ void foldBatchNorms(Graph& g) {
         if (!wc || (conv.in.size() > 2 && conv.in[2] >= 0 && !bc)) continue;
         bool paramsConst = true;
         for (int j = 1; j < 5; ++j) paramsConst = paramsConst && g.constants[size_t(bn.in[size_t(j)])];
-        if (!paramsConst || wc->rank() != 4) continue;
+        if (!paramsConst || wc->rank() != 4 || wc->isInt || (bc && (bc->isInt || bc->size() != wc->shape[0]))) continue;
+        bool intParams = false;
+        for (int j = 1; j < 5; ++j) intParams = intParams || g.constants[size_t(bn.in[size_t(j)])]->isInt;
+        if (intParams) continue;
         const int64_t M = wc->shape[0];
         const Tensor &sc = *g.constants[size_t(bn.in[1])], &bi = *g.constants[size_t(bn.in[2])],
                      &me = *g.constants[size_t(bn.in[3])], &va = *g.constants[size_t(bn.in[4])];
