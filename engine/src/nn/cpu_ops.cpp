@@ -170,6 +170,7 @@ Tensor pool2d(const Tensor& x, PoolKind kind, int kh, int kw, int sh, int sw, co
     const int N = int(x.shape[0]), C = int(x.shape[1]), H = int(x.shape[2]), W = int(x.shape[3]);
     const int Ho = outSize(H, kh, sh, 1, pads[0], pads[2]), Wo = outSize(W, kw, sw, 1, pads[1], pads[3]);
     Tensor y = Tensor::uninit({N, C, std::max(Ho, 0), std::max(Wo, 0)});
+    if (Ho <= 0 || Wo <= 0) return y;  // a window larger than the padded input: empty output
     for (int64_t nc = 0; nc < int64_t(N) * C; ++nc) {
         const float* in = x.data() + nc * H * W;
         float* out = y.data() + nc * Ho * Wo;

@@ -1,0 +1,348 @@
+#!/usr/bin/python3
+"""Synthetic scanned books for training Quire's reader: multi-page documents with book layouts and
+scan degradations, and the clean reading text each page should yield.
+
+Text the project may use: the King James Bible (Debian's bible-kjv, public domain) for English,
+Debian's fortunes-zh (its Chinese fortunes, Tang and Song poems) for Chinese. Fonts: whatever of
+Debian's DejaVu, Liberation, URW base35, EB Garamond, Linux Libertine, Gentium and Noto CJK are
+installed (tools/train/setup.sh installs them).
+
+Layouts: running heads that alternate between the book and the chapter title with the page
+number at the outer edge, or a centred folio at the foot; justified or ragged paragraphs with or
+without first-line indents; English words hyphenated at line ends (pyphen); paragraphs and
+hyphenated words carried across page breaks; occasionally two columns. Degradations: skew, blur,
+noise, JPEG, uneven light, a gutter shadow, bleed-through of the facing page, low resolution.
+
+Targets: the reading text of each page — headers and folios left out, line-end hyphens joined
+(a word split over a page break belongs to the page where it starts), paragraphs separated by a
+blank line; a paragraph that continues on the next page ends its page without one. ../shared/eval
+is never used here.
+
+    /usr/bin/python3 tools/train/make_pages.py --out data/synth --docs 20 --pages 6 --seed 1
+
+Writes DIR/docNNNN/pNNN.png, pNNN.target.txt, and DIR/MANIFEST.tsv (the eval tool's format, with
+the target as ground truth). Deterministic for a given seed.
+"""
+import argparse
+import glob
+import io
+import os
+import random
+import re
+import subprocess
+
+import numpy as np
+import pyphen
+from PIL import Image, ImageDraw, ImageFilter, ImageFont
+
+LATIN_FONTS = [  # (regular, italic) globs; the first match of each is used
+    ("/usr/share/fonts/truetype/dejavu/DejaVuSerif.ttf", "/usr/share/fonts/truetype/dejavu/DejaVuSerif-Italic.ttf"),
+    ("/usr/share/fonts/truetype/liberation2/LiberationSerif-Regular.ttf", "/usr/share/fonts/truetype/liberation2/LiberationSerif-Italic.ttf"),
+    ("/usr/share/fonts/opentype/urw-base35/NimbusRoman-Regular.otf", "/usr/share/fonts/opentype/urw-base35/NimbusRoman-Italic.otf"),
+    ("/usr/share/fonts/opentype/urw-base35/C059-Roman.otf", "/usr/share/fonts/opentype/urw-base35/C059-Italic.otf"),
+    ("/usr/share/fonts/opentype/urw-base35/P052-Roman.otf", "/usr/share/fonts/opentype/urw-base35/P052-Italic.otf"),
+    ("/usr/share/fonts/opentype/urw-base35/URWBookman-Light.otf", "/usr/share/fonts/opentype/urw-base35/URWBookman-LightItalic.otf"),
+    ("/usr/share/fonts/opentype/ebgaramond/EBGaramond12-Regular.otf", "/usr/share/fonts/opentype/ebgaramond/EBGaramond12-Italic.otf"),
+    ("/usr/share/fonts/opentype/linux-libertine/LinLibertine_R.otf", "/usr/share/fonts/opentype/linux-libertine/LinLibertine_RI.otf"),
+    ("/usr/share/fonts/truetype/gentium/Gentium-R.ttf", "/usr/share/fonts/truetype/gentium/Gentium-I.ttf"),
+]
+CJK_FONTS = [("/usr/share/fonts/opentype/noto/NotoSerifCJK-Regular.ttc", 2),
+             ("/usr/share/fonts/opentype/noto/NotoSansCJK-Regular.ttc", 2)]
+NO_LINE_START = set("，。、；：？！）」』》〉”’,.;:?!)")
+
+
+def available_latin():
+    out = [(r, i if os.path.exists(i) else r) for r, i in LATIN_FONTS if os.path.exists(r)]
+    if not out:
+        raise SystemExit("no Latin fonts found: run tools/train/setup.sh")
+    return out
+
+
+def english_paragraphs(rng):
+    """KJV chapters as paragraphs (verses joined), in a random stretch of the Bible."""
+    books = ["Gen", "Exo", "Jos", "Jdg", "Rut", "1Sa", "2Sa", "1Ki", "Job", "Pro", "Ecc", "Isa", "Mat", "Luk",
+             "Joh", "Act", "Rom"]
+    book = rng.choice(books)
+    start = rng.randint(1, 12)
+    text = subprocess.run(["bible", "-f", f"{book}{start}:1-{book}{start + 3}:99"], capture_output=True, text=True).stdout
+    paras, cur = [], []
+    for line in text.splitlines():
+        m = re.match(r"^\S+?\d+:(\d+) (.*)$", line)
+        if not m:
+            continue
+        cur.append(m.group(2).strip())
+        if len(cur) >= rng.randint(2, 5):
+            paras.append(" ".join(cur))
+            cur = []
+    if cur:
+        paras.append(" ".join(cur))
+    return paras, f"{book} {start}"
+
+
+def chinese_paragraphs(rng):
+    src = rng.choice(["/usr/share/games/fortunes/chinese.u8", "/usr/share/games/fortunes/tang300.u8",
+                      "/usr/share/games/fortunes/song100.u8"])
+    raw = open(src, encoding="utf-8", errors="ignore").read()
+    raw = re.sub(r"\x1b\[[0-9;]*m", "", raw)
+    entries = [e.strip() for e in raw.split("\n%\n") if e.strip()]
+    rng.shuffle(entries)
+    paras = []
+    for e in entries[:60]:
+        lines = [l.strip() for l in e.splitlines() if l.strip() and not l.strip().startswith("--")]
+        text = "".join(lines)
+        text = re.sub(r"\s+", "", text)
+        # Full-width digits and Latin letters as ASCII (how modern Chinese books print years).
+        text = "".join(chr(ord(c) - 0xFEE0) if "\uff10" <= c <= "\uff5a" and c.isalnum() else c for c in text)
+        if len(text) >= 8:
+            paras.append(text)
+    return paras, os.path.basename(src).split(".")[0]
+
+
+class Style:
+    def __init__(self, rng, lang, dpi):
+        self.lang, self.dpi = lang, dpi
+        scale = dpi / 300
+        self.page_w, self.page_h = int(rng.choice([5.5, 6, 6.5]) * dpi), int(rng.choice([8.5, 9, 9.5]) * dpi)
+        self.margin_x, self.margin_top, self.margin_bottom = int(0.75 * dpi), int(0.7 * dpi), int(0.7 * dpi)
+        size = int(rng.uniform(34, 46) * scale)
+        if lang == "zh":
+            path, index = rng.choice([f for f in CJK_FONTS if os.path.exists(f[0])])
+            self.body = ImageFont.truetype(path, size, index=index)
+            self.running = ImageFont.truetype(path, int(size * 0.75), index=index)
+        else:
+            reg, ital = rng.choice(available_latin())
+            self.body = ImageFont.truetype(reg, size)
+            self.running = ImageFont.truetype(ital, int(size * 0.72))
+        self.leading = int(size * rng.uniform(1.3, 1.6))
+        self.indent = int(size * rng.choice([0, 1.2, 2])) if lang == "en" else size * 2
+        self.justify = rng.random() < 0.8
+        self.columns = 2 if (lang == "en" and rng.random() < 0.12) else 1
+        self.gutter = int(0.3 * dpi)
+        self.head_style = rng.choice(["running", "running", "folio"])
+        text_w = self.page_w - 2 * self.margin_x
+        self.col_w = (text_w - self.gutter * (self.columns - 1)) // self.columns
+        self.lines_per_col = (self.page_h - self.margin_top - self.margin_bottom - int(1.2 * self.leading)) // self.leading
+
+
+def width(font, s):
+    return font.getlength(s)
+
+
+def break_english(words, st, hyph, first_indent):
+    """Greedy breaking with hyphenation: [(text, hyphenated_end)]."""
+    lines, cur, i, words = [], [], 0, list(words)
+    while i < len(words):
+        avail = st.col_w - (first_indent if not lines else 0)
+        if width(st.body, " ".join(cur + [words[i]])) <= avail:
+            cur.append(words[i])
+            i += 1
+            continue
+        word, done = words[i], False
+        if re.fullmatch(r"[A-Za-z]{6,}[,.;:]?", word):
+            core = word.rstrip(",.;:")
+            for pos in sorted(hyph.positions(core), reverse=True):
+                if pos >= 3 and len(core) - pos >= 3 and width(st.body, " ".join(cur + [core[:pos] + "-"])) <= avail:
+                    lines.append((cur + [core[:pos] + "-"], True))
+                    words[i] = word[pos:]
+                    cur, done = [], True
+                    break
+        if not done:
+            if not cur:
+                cur, i = [word], i + 1
+            lines.append((cur, False))
+            cur = []
+    if cur:
+        lines.append((cur, False))
+    return [(" ".join(ws), hy) for ws, hy in lines]
+
+
+def break_chinese(text, st, first_indent):
+    lines, cur = [], ""
+    for ch in text:
+        avail = st.col_w - (first_indent if not lines else 0)
+        if width(st.body, cur + ch) > avail and cur and ch not in NO_LINE_START:
+            lines.append((cur, False))
+            cur = ""
+        cur += ch
+    if cur:
+        lines.append((cur, False))
+    return lines
+
+
+def layout(paras, st, rng, pages_wanted):
+    """Fills pages with lines: each line (text, first_of_para, last_of_para, hyphenated)."""
+    hyph = pyphen.Pyphen(lang="en_US")
+    slots = st.lines_per_col * st.columns
+    pages, cur = [], []
+    for para in paras:
+        lines = break_chinese(para, st, st.indent) if st.lang == "zh" else break_english(para.split(), st, hyph, st.indent)
+        for k, (text, hy) in enumerate(lines):
+            if len(cur) == slots:
+                pages.append(cur)
+                cur = []
+                if len(pages) == pages_wanted:
+                    return pages
+            cur.append((text, k == 0, k == len(lines) - 1, hy))
+    if cur and len(pages) < pages_wanted:
+        pages.append(cur)
+    return pages
+
+
+def render(page_lines, number, st, title, chapter):
+    img = Image.new("L", (st.page_w, st.page_h), 255)
+    d = ImageDraw.Draw(img)
+    y0 = st.margin_top
+    if st.head_style == "running":
+        head = title if number % 2 == 0 else chapter
+        num = str(number)
+        hw = width(st.running, head)
+        d.text(((st.page_w - hw) / 2, y0), head, font=st.running, fill=0)
+        x_num = st.margin_x if number % 2 == 0 else st.page_w - st.margin_x - width(st.running, num)
+        d.text((x_num, y0), num, font=st.running, fill=0)
+    else:
+        num = str(number)
+        d.text(((st.page_w - width(st.running, num)) / 2, st.page_h - st.margin_bottom + st.leading // 2), num,
+               font=st.running, fill=0)
+    y0 += int(1.2 * st.leading)
+    for k, (text, first, last, _hy) in enumerate(page_lines):
+        col, row = divmod(k, st.lines_per_col)
+        x = st.margin_x + col * (st.col_w + st.gutter) + (st.indent if first else 0)
+        y = y0 + row * st.leading
+        avail = st.col_w - (st.indent if first else 0)
+        if st.justify and not last and st.lang == "en" and " " in text:
+            words = text.split(" ")
+            gap = (avail - sum(width(st.body, w) for w in words)) / (len(words) - 1)
+            for w in words:
+                d.text((x, y), w, font=st.body, fill=0)
+                x += width(st.body, w) + gap
+        elif st.justify and not last and st.lang == "zh" and len(text) > 1:
+            gap = (avail - width(st.body, text)) / (len(text) - 1)
+            for ch in text:
+                d.text((x, y), ch, font=st.body, fill=0)
+                x += width(st.body, ch) + gap
+        else:
+            d.text((x, y), text, font=st.body, fill=0)
+    return img
+
+
+def page_targets(pages, lang):
+    """Reading text per page: hyphens joined (a word split over a page break goes to the page where
+    it starts), paragraphs separated by a blank line."""
+    sep = "" if lang == "zh" else " "
+    targets, skip_first_word = [], False
+    for i, lines in enumerate(pages):
+        out, para, join = [], "", False
+        for k, (text, first, last, hy) in enumerate(lines):
+            if k == 0 and skip_first_word:
+                text = text.partition(" ")[2]
+                skip_first_word = False
+                if not text:
+                    if last:
+                        out.append(para)
+                        para = ""
+                    continue
+            if first and para:
+                out.append(para)
+                para = ""
+            piece = text[:-1] if hy else text
+            para += piece if (join or not para) else sep + piece
+            join = hy
+            if hy and k == len(lines) - 1 and i + 1 < len(pages) and pages[i + 1]:
+                para += pages[i + 1][0][0].partition(" ")[0]
+                skip_first_word, join = True, False
+            if last:
+                out.append(para)
+                para = ""
+        if para:
+            out.append(para)
+        targets.append("\n\n".join(out))
+    return targets
+
+
+def degrade(img, rng, nrng, facing, dpi_out):
+    a = np.asarray(img).astype(np.float32)
+    if facing is not None and rng.random() < 0.4:  # bleed-through of the facing page
+        back = np.asarray(facing.transpose(Image.FLIP_LEFT_RIGHT).resize(img.size)).astype(np.float32)
+        a = np.minimum(a, 255 - (255 - back) * rng.uniform(0.08, 0.2))
+    ink, paper = rng.uniform(10, 60), rng.uniform(200, 245)
+    a = ink + a * (paper - ink) / 255.0
+    img = Image.fromarray(a.clip(0, 255).astype(np.uint8))
+    img = img.rotate(rng.uniform(-2.0, 2.0), resample=Image.BICUBIC, fillcolor=int(paper))
+    img = img.filter(ImageFilter.GaussianBlur(rng.uniform(0.3, 1.3)))
+    a = np.asarray(img).astype(np.float32)
+    h, w = a.shape
+    yy, xx = np.mgrid[0:h, 0:w].astype(np.float32)
+    cx, cy = rng.choice([0, w]), rng.choice([0, h])
+    light = 1.0 - rng.uniform(0, 0.3) * (1 - np.sqrt((xx - cx) ** 2 + (yy - cy) ** 2) / np.hypot(w, h))
+    gutter = 1.0 - rng.uniform(0, 0.2) * np.exp(-((xx - (0 if rng.random() < 0.5 else w)) / (0.06 * w)) ** 2)
+    a = a * light * gutter + nrng.normal(0, rng.uniform(2, 9), a.shape)
+    img = Image.fromarray(a.clip(0, 255).astype(np.uint8))
+    if dpi_out != 300:
+        img = img.resize((int(w * dpi_out / 300), int(h * dpi_out / 300)), Image.LANCZOS)
+    buf = io.BytesIO()
+    img.save(buf, "JPEG", quality=rng.randint(35, 92))
+    return Image.open(io.BytesIO(buf.getvalue())).convert("L")
+
+
+def self_test():
+    """The target rules on hand-made pages (no fonts needed): run by ctest."""
+    pages = [
+        [("In the begin-", True, False, True), ("ning was the", False, False, False), ("word, and the", False, False, False),
+         ("word was with God. And the light shi-", False, False, True)],
+        [("neth in darkness.", False, True, False), ("A new para-", True, False, True), ("graph ends.", False, True, False)],
+        [("Last one", True, True, False)],
+    ]
+    got = page_targets(pages, "en")
+    want = ["In the beginning was the word, and the word was with God. And the light shineth",
+            "in darkness.\n\nA new paragraph ends.", "Last one"]
+    assert got == want, got
+    zh = [[("第一行", True, False, False), ("接着", False, True, False)], [("新段", True, True, False)]]
+    assert page_targets(zh, "zh") == ["第一行接着", "新段"], page_targets(zh, "zh")
+    print("make_pages self-test: ok")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--self-test", action="store_true", help="check the target rules and exit")
+    ap.add_argument("--out")
+    ap.add_argument("--docs", type=int, default=10)
+    ap.add_argument("--pages", type=int, default=6, help="pages per document")
+    ap.add_argument("--zh-share", type=float, default=0.4, help="share of Chinese documents")
+    ap.add_argument("--seed", type=int, default=1)
+    args = ap.parse_args()
+    if args.self_test:
+        return self_test()
+    if not args.out:
+        ap.error("--out is required")
+    rng = random.Random(args.seed)
+    nrng = np.random.default_rng(args.seed)
+    os.makedirs(args.out, exist_ok=True)
+    manifest = ["set\tpage\timage\tgt\tlanguage\tsource_repo\tsource_path\tlicence\tsource_commit\tgt_kind\tnotes"]
+    for doc in range(args.docs):
+        lang = "zh" if rng.random() < args.zh_share else "en"
+        paras, chapter = chinese_paragraphs(rng) if lang == "zh" else english_paragraphs(rng)
+        title = "唐詩宋詞選讀" if lang == "zh" else rng.choice(["THE HOLY BIBLE", "AUTHORIZED VERSION", "SCRIPTURE READINGS"])
+        st = Style(rng, lang, 300)
+        pages = layout(paras, st, rng, args.pages)
+        targets = page_targets(pages, lang)
+        ddir = os.path.join(args.out, f"doc{doc:04d}")
+        os.makedirs(ddir, exist_ok=True)
+        first = rng.randint(1, 300)
+        prev = None
+        dpi_out = rng.choice([300, 300, 200, 150])
+        for k, lines in enumerate(pages):
+            clean = render(lines, first + k, st, title, chapter)
+            img = degrade(clean, rng, nrng, prev, dpi_out)
+            prev = clean
+            name = f"p{k + 1:03d}"
+            img.save(os.path.join(ddir, name + ".png"), dpi=(dpi_out, dpi_out))
+            with open(os.path.join(ddir, name + ".target.txt"), "w", encoding="utf-8") as f:
+                f.write(targets[k] + "\n")
+            manifest.append(f"synth_doc{doc:04d}\t{name}\tdoc{doc:04d}/{name}.png\tdoc{doc:04d}/{name}.target.txt\t{lang}\t"
+                            f"quire\ttools/train/make_pages.py\tproject-generated\t-\treading\tseed {args.seed}")
+    with open(os.path.join(args.out, "MANIFEST.tsv"), "w", encoding="utf-8") as f:
+        f.write("\n".join(manifest) + "\n")
+
+
+if __name__ == "__main__":
+    main()
