@@ -1,5 +1,9 @@
 // The decoding runtime on the CPU: model loading and its refusals, R-SWA against an independent
 // masked full-attention reference, SR-SWA against R-SWA, constant KV memory, greedy decoding rules.
+#include <QFile>
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QJsonObject>
 #include <QTemporaryDir>
 #include <QTest>
 
@@ -240,6 +244,60 @@ private slots:
                 QVERIFY2(relDiff(*r->logits, ref) < 1e-4, qPrintable(QString("step %1: %2").arg(gen).arg(relDiff(*r->logits, ref))));
             }
         }
+    }
+
+    // The PyTorch implementation of the family (tools/train/model.py), with the runtime's masks,
+    // and the C++ runtime give the same logits on the same exported weights
+    // (tests/fixtures/reader_parity, made by tools/train/make_parity_fixture.py).
+    void matchesThePyTorchReader_data() {
+        QTest::addColumn<QString>("mode");
+        QTest::newRow("full") << "full";
+        QTest::newRow("rswa") << "rswa";
+        QTest::newRow("srswa, covering budgets") << "srswa";
+    }
+    void matchesThePyTorchReader() {
+        QFETCH(QString, mode);
+        const QString dir = sourceDir() + "/tests/fixtures/reader_parity";
+        auto model = loadModel(dir.toStdString());
+        QVERIFY2(model, model.status().message().c_str());
+        QFile f(dir + "/case.json");
+        QVERIFY(f.open(QIODevice::ReadOnly));
+        const QJsonObject c = QJsonDocument::fromJson(f.readAll()).object();
+        auto ints = [](const QJsonValue& v) {
+            std::vector<int> out;
+            for (const auto& x : v.toArray()) out.push_back(x.toInt());
+            return out;
+        };
+        auto page = [&](int k) {
+            std::vector<float> out;
+            for (const auto& row : c["pages"].toArray()[k].toArray())
+                for (const auto& x : row.toArray()) out.push_back(float(x.toDouble()));
+            return out;
+        };
+        AttentionParams p;
+        p.mode = mode == "full" ? AttentionMode::Full : mode == "rswa" ? AttentionMode::RSwa : AttentionMode::SrSwa;
+        p.recentTokens = c["recent"].toInt();
+        p.windowBefore = 8;  // SR-SWA's window covers both pages: it must equal R-SWA
+        const QJsonArray golden = c["logits"].toObject()[mode == "full" ? "full" : "rswa"].toArray();
+        DecodeSession s(*model, p);
+        QVERIFY(s.begin(ints(c["sinks"])));
+        const auto p0 = page(0), p1 = page(1);
+        QVERIFY(s.addPage(0, p0.data(), int(p0.size()) / (*model)->config.visualDim));
+        int step = 0;
+        double worst = 0;
+        auto check = [&](int token) {
+            auto r = s.step(token);
+            QVERIFY(r);
+            std::vector<float> want;
+            for (const auto& x : golden[step++].toArray()) want.push_back(float(x.toDouble()));
+            worst = std::max(worst, relDiff(*r->logits, want));
+        };
+        for (int t : ints(c["gen0"])) check(t);
+        QVERIFY(s.addPage(1, p1.data(), int(p1.size()) / (*model)->config.visualDim));
+        for (int t : ints(c["gen1"])) check(t);
+        QCOMPARE(step, golden.size());
+        qInfo("%s: worst relative difference to PyTorch %.2e over %d steps", qPrintable(mode), worst, step);
+        QVERIFY(worst < 1e-4);
     }
 
     void srswaWithCoveringBudgetsEqualsRswa_data() {

@@ -1,0 +1,176 @@
+"""Quire's reader decoder in PyTorch: the runtime's model family (docs/MODEL_FORMAT.md) with the
+attention patterns of docs/DECODING.md as masks, so the model is trained with the pattern it runs
+with, and weights export to the runtime's safetensors + config.json.
+
+A sequence is a list of items in the order the runtime sees them: sink tokens (BOS + prompt), the
+visual tokens of each page as they are fed, and the generated tokens (teacher-forced in training).
+Positions are the items' indices (the runtime's absolute positions; its position frame only
+changes anything beyond max_position_embeddings).
+"""
+import json
+import math
+import os
+import struct
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+SINK, VISUAL, GEN = 0, 1, 2
+
+
+class Config:
+    def __init__(self, **kw):
+        self.vocab_size = kw.get("vocab_size", 6629)
+        self.hidden_size = kw.get("hidden_size", 256)
+        self.num_layers = kw.get("num_layers", 4)
+        self.num_heads = kw.get("num_heads", 4)
+        self.num_kv_heads = kw.get("num_kv_heads", 2)
+        self.head_dim = kw.get("head_dim", 64)
+        self.intermediate_size = kw.get("intermediate_size", 768)
+        self.visual_dim = kw.get("visual_dim", 124)
+        self.rms_norm_eps = kw.get("rms_norm_eps", 1e-5)
+        self.rope_theta = kw.get("rope_theta", 10000.0)
+        self.max_position_embeddings = kw.get("max_position_embeddings", 8192)
+        self.tie_word_embeddings = kw.get("tie_word_embeddings", True)
+        self.bos_token_id = kw.get("bos_token_id", 1)
+        self.eos_token_id = kw.get("eos_token_id", 2)
+        self.page_break_token_id = kw.get("page_break_token_id", 3)
+
+    def to_json(self):
+        d = dict(self.__dict__)
+        d["model_type"] = "quire-srswa-decoder"
+        return json.dumps(d, indent=2)
+
+
+class RMSNorm(nn.Module):
+    def __init__(self, n, eps):
+        super().__init__()
+        self.weight = nn.Parameter(torch.ones(n))
+        self.eps = eps
+
+    def forward(self, x):
+        return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps) * self.weight
+
+
+def rope(x, pos, theta):
+    """Rotate-half rotary embedding; x [..., T, D], pos [T] (angles in double precision)."""
+    D = x.shape[-1]
+    inv = theta ** (-2.0 * torch.arange(D // 2, dtype=torch.float64) / D)
+    ang = pos.to(torch.float64)[:, None] * inv[None, :]
+    cos, sin = ang.cos().to(x.dtype), ang.sin().to(x.dtype)
+    x0, x1 = x[..., : D // 2], x[..., D // 2:]
+    return torch.cat([x0 * cos - x1 * sin, x0 * sin + x1 * cos], dim=-1)
+
+
+class Layer(nn.Module):
+    def __init__(self, c):
+        super().__init__()
+        H, D = c.hidden_size, c.head_dim
+        self.c = c
+        self.attn_norm = RMSNorm(H, c.rms_norm_eps)
+        self.q_proj = nn.Linear(H, c.num_heads * D, bias=False)
+        self.k_proj = nn.Linear(H, c.num_kv_heads * D, bias=False)
+        self.v_proj = nn.Linear(H, c.num_kv_heads * D, bias=False)
+        self.o_proj = nn.Linear(c.num_heads * D, H, bias=False)
+        self.mlp_norm = RMSNorm(H, c.rms_norm_eps)
+        self.gate_proj = nn.Linear(H, c.intermediate_size, bias=False)
+        self.up_proj = nn.Linear(H, c.intermediate_size, bias=False)
+        self.down_proj = nn.Linear(c.intermediate_size, H, bias=False)
+
+    def forward(self, x, pos, mask):
+        c = self.c
+        B, T, _ = x.shape
+        n = self.attn_norm(x)
+        q = self.q_proj(n).view(B, T, c.num_heads, c.head_dim).transpose(1, 2)
+        k = self.k_proj(n).view(B, T, c.num_kv_heads, c.head_dim).transpose(1, 2)
+        v = self.v_proj(n).view(B, T, c.num_kv_heads, c.head_dim).transpose(1, 2)
+        q, k = rope(q, pos, c.rope_theta), rope(k, pos, c.rope_theta)
+        g = c.num_heads // c.num_kv_heads
+        k = k.repeat_interleave(g, dim=1)
+        v = v.repeat_interleave(g, dim=1)
+        s = (q @ k.transpose(-1, -2)) / math.sqrt(c.head_dim)
+        s = s.masked_fill(~mask[:, None, :, :], float("-inf"))
+        a = torch.softmax(s, dim=-1) @ v
+        x = x + self.o_proj(a.transpose(1, 2).reshape(B, T, -1))
+        m = self.mlp_norm(x)
+        return x + self.down_proj(F.silu(self.gate_proj(m)) * self.up_proj(m))
+
+
+class QuireDecoder(nn.Module):
+    def __init__(self, c):
+        super().__init__()
+        self.c = c
+        self.embed_tokens = nn.Embedding(c.vocab_size, c.hidden_size)
+        self.visual_proj = nn.Linear(c.visual_dim, c.hidden_size)
+        self.layers = nn.ModuleList(Layer(c) for _ in range(c.num_layers))
+        self.norm = RMSNorm(c.hidden_size, c.rms_norm_eps)
+        self.lm_head = None if c.tie_word_embeddings else nn.Linear(c.hidden_size, c.vocab_size, bias=False)
+        nn.init.normal_(self.embed_tokens.weight, std=0.02)
+
+    def forward(self, tokens, visual, kinds, mask):
+        """tokens [B, T] (ignored where kind is VISUAL), visual [B, T, V] (used where VISUAL),
+        kinds [B, T], mask [B, T, T] bool (True: may attend). Returns logits [B, T, vocab]."""
+        T = tokens.shape[1]
+        x = torch.where((kinds == VISUAL)[..., None], self.visual_proj(visual), self.embed_tokens(tokens.clamp(min=0)))
+        pos = torch.arange(T)
+        for layer in self.layers:
+            x = layer(x, pos, mask)
+        x = self.norm(x)
+        return x @ self.embed_tokens.weight.T if self.lm_head is None else self.lm_head(x)
+
+
+def attention_mask(kinds, pages, mode, recent=128):
+    """The runtime's pattern (docs/DECODING.md) for one sequence: kinds [T], pages [T] (page of a
+    visual token; -1 otherwise). mode: "full" or "rswa". Returns [T, T] bool."""
+    T = len(kinds)
+    kinds = torch.as_tensor(kinds)
+    pages = torch.as_tensor(pages)
+    i = torch.arange(T)[:, None]
+    j = torch.arange(T)[None, :]
+    causal = j <= i
+    ki, kj = kinds[:, None], kinds[None, :]
+    sink_row = (ki == SINK) & (kj == SINK)
+    visual_row = (ki == VISUAL) & ((kj == SINK) | ((kj == VISUAL) & (pages[None, :] == pages[:, None])))
+    if mode == "full":
+        gen_row = ki == GEN
+    else:
+        gen_index = torch.cumsum((kinds == GEN).long(), 0) - 1  # index among generated tokens
+        near = (gen_index[:, None] - gen_index[None, :]) < recent
+        gen_row = (ki == GEN) & ((kj == SINK) | (kj == VISUAL) | ((kj == GEN) & near))
+    return causal & (sink_row | visual_row | gen_row)
+
+
+def save_safetensors(path, tensors, metadata=None):
+    header, offset, blobs = {}, 0, []
+    for name, t in tensors.items():
+        data = t.detach().to(torch.float32).contiguous().numpy().tobytes()
+        header[name] = {"dtype": "F32", "shape": list(t.shape), "data_offsets": [offset, offset + len(data)]}
+        offset += len(data)
+        blobs.append(data)
+    if metadata:
+        header["__metadata__"] = metadata
+    h = json.dumps(header, separators=(",", ":")).encode()
+    h += b" " * (-len(h) % 8)
+    with open(path, "wb") as f:
+        f.write(struct.pack("<Q", len(h)) + h)
+        for b in blobs:
+            f.write(b)
+
+
+def export(model, out_dir):
+    """The runtime's format: config.json + model.safetensors (docs/MODEL_FORMAT.md)."""
+    os.makedirs(out_dir, exist_ok=True)
+    c = model.c
+    t = {"embed_tokens.weight": model.embed_tokens.weight, "visual_proj.weight": model.visual_proj.weight,
+         "visual_proj.bias": model.visual_proj.bias, "norm.weight": model.norm.weight}
+    for i, l in enumerate(model.layers):
+        for name in ["attn_norm", "mlp_norm"]:
+            t[f"layers.{i}.{name}.weight"] = getattr(l, name).weight
+        for name in ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]:
+            t[f"layers.{i}.{name}.weight"] = getattr(l, name).weight
+    if model.lm_head is not None:
+        t["lm_head.weight"] = model.lm_head.weight
+    save_safetensors(os.path.join(out_dir, "model.safetensors"), t)
+    with open(os.path.join(out_dir, "config.json"), "w") as f:
+        f.write(c.to_json() + "\n")
