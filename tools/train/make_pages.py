@@ -99,7 +99,7 @@ def chinese_paragraphs(rng):
 
 
 class Style:
-    def __init__(self, rng, lang, dpi):
+    def __init__(self, rng, lang, dpi, max_lines=0):
         self.lang, self.dpi = lang, dpi
         scale = dpi / 300
         self.page_w, self.page_h = int(rng.choice([5.5, 6, 6.5]) * dpi), int(rng.choice([8.5, 9, 9.5]) * dpi)
@@ -122,6 +122,9 @@ class Style:
         text_w = self.page_w - 2 * self.margin_x
         self.col_w = (text_w - self.gutter * (self.columns - 1)) // self.columns
         self.lines_per_col = (self.page_h - self.margin_top - self.margin_bottom - int(1.2 * self.leading)) // self.leading
+        if max_lines and self.lines_per_col > max_lines:  # short pages: cheaper training sequences
+            self.lines_per_col = max_lines
+            self.page_h = self.margin_top + self.margin_bottom + int(1.2 * self.leading) + max_lines * self.leading
 
 
 def width(font, s):
@@ -308,6 +311,7 @@ def main():
     ap.add_argument("--docs", type=int, default=10)
     ap.add_argument("--pages", type=int, default=6, help="pages per document")
     ap.add_argument("--zh-share", type=float, default=0.4, help="share of Chinese documents")
+    ap.add_argument("--lines", type=int, default=0, help="at most this many lines per column (0: a full page)")
     ap.add_argument("--seed", type=int, default=1)
     args = ap.parse_args()
     if args.self_test:
@@ -322,7 +326,7 @@ def main():
         lang = "zh" if rng.random() < args.zh_share else "en"
         paras, chapter = chinese_paragraphs(rng) if lang == "zh" else english_paragraphs(rng)
         title = "唐詩宋詞選讀" if lang == "zh" else rng.choice(["THE HOLY BIBLE", "AUTHORIZED VERSION", "SCRIPTURE READINGS"])
-        st = Style(rng, lang, 300)
+        st = Style(rng, lang, 300, args.lines)
         pages = layout(paras, st, rng, args.pages)
         targets = page_targets(pages, lang)
         ddir = os.path.join(args.out, f"doc{doc:04d}")

@@ -23,6 +23,12 @@ namespace quire::nn {
 // allocate without bound. Kernels whose output size is known before computing check it first.
 constexpr int64_t kMaxElements = int64_t(1) << 28;
 
+// Float to integer without undefined behaviour: NaN is 0, out-of-range values saturate.
+int64_t toInt64(double v) {
+    if (std::isnan(v)) return 0;
+    return int64_t(std::clamp(v, -4.6e18, 4.6e18));
+}
+
 namespace {
 
 const std::unordered_map<std::string, Op>& opTable() {
@@ -303,7 +309,7 @@ Result<std::vector<int64_t>> intsOf(const Graph& g, const Node& n, const Tensor*
     if (!t) return nodeError(g, n, std::string(what) + " missing");
     if (t->isInt) return t->i;
     std::vector<int64_t> out;
-    for (float x : t->f) out.push_back(int64_t(x));
+    for (float x : t->f) out.push_back(toInt64(x));
     return out;
 }
 
@@ -462,7 +468,7 @@ Status execNode(const Exec& e, const Node& n) {
         if (sizes && sizes->size() == 4 && sizes->isInt) {
             out = sizes->i;
         } else if (scales && scales->size() == 4 && !scales->isInt) {
-            for (int k = 0; k < 4; ++k) out[size_t(k)] = int64_t(std::floor(double(x->shape[size_t(k)]) * scales->f[size_t(k)]));
+            for (int k = 0; k < 4; ++k) out[size_t(k)] = toInt64(std::floor(double(x->shape[size_t(k)]) * scales->f[size_t(k)]));
         } else {
             return nodeError(g, n, "needs 4 scales or 4 sizes");
         }
@@ -561,6 +567,8 @@ Status execNode(const Exec& e, const Node& n) {
                 infer = int(k);
             } else if (s[k] < 0) {
                 return nodeError(g, n, "negative dimension in shape");
+            } else if (s[k] > kMaxElements || (s[k] && known > kMaxElements / s[k])) {
+                return nodeError(g, n, "target shape too large");
             } else {
                 known *= s[k];
             }
@@ -670,7 +678,7 @@ Status execNode(const Exec& e, const Node& n) {
         if (toInt) {
             if (x->isInt) y.i = x->i;
             else
-                for (float f : x->f) y.i.push_back(int64_t(f));
+                for (float f : x->f) y.i.push_back(toInt64(f));
         } else {
             if (x->isInt) y.f.assign(x->i.begin(), x->i.end());
             else y.f = x->f;

@@ -1,0 +1,115 @@
+"""Training data of the reader: visual tokens from the engine's own front-end (`quire-cli
+features`), so training and inference see identical encoder outputs, and target token ids.
+
+Vocabulary (docs/READER.md in the model card): 0 unknown, 1 BOS, 2 EOS, 3 page break, 4 paragraph,
+5 line break (reserved), 6 space, then the 6,623 characters of PP-OCR's key file in its order.
+
+Visual tokens: one per character the front-end's CTC emitted, in its reading order: the
+recognizer's 120-wide feature vector at the character's frame, then the character's probability,
+a line-start flag, a line-end flag and the line's vertical place on the page (0..1): 124 values.
+"""
+import json
+import os
+import struct
+import subprocess
+
+import numpy as np
+
+BOS, EOS, PAGE_BREAK, PARAGRAPH, LINE_BREAK, SPACE = 1, 2, 3, 4, 5, 6
+FIRST_CHAR = 7
+VISUAL_DIM = 124
+
+
+def models_dir():
+    d = os.environ.get("QUIRE_PPOCR_DIR") or os.path.join(
+        os.environ.get("XDG_DATA_HOME") or os.path.expanduser("~/.local/share"), "quire/models/ppocr-v4")
+    return d
+
+
+class Vocab:
+    def __init__(self, keys_file=None):
+        keys_file = keys_file or os.path.join(models_dir(), "ppocr_keys_v1.txt")
+        with open(keys_file, encoding="utf-8") as f:
+            self.chars = [l.rstrip("\r\n") for l in f]
+        self.index = {c: FIRST_CHAR + i for i, c in enumerate(self.chars)}
+        self.size = FIRST_CHAR + len(self.chars)
+
+    def encode(self, text):
+        """Reading text → ids: paragraphs (blank lines) become PARAGRAPH, whitespace SPACE."""
+        ids = []
+        for k, para in enumerate(text.strip().split("\n\n")):
+            if k:
+                ids.append(PARAGRAPH)
+            words = para.split()
+            for j, w in enumerate(words):
+                if j:
+                    ids.append(SPACE)
+                ids.extend(self.index.get(ch, 0) for ch in w)
+        return ids
+
+    def decode(self, ids):
+        out = []
+        for i in ids:
+            if i == PARAGRAPH:
+                out.append("\n\n")
+            elif i in (SPACE, LINE_BREAK):
+                out.append(" ")
+            elif i >= FIRST_CHAR:
+                out.append(self.chars[i - FIRST_CHAR])
+        return "".join(out)
+
+
+def read_safetensors(path):
+    with open(path, "rb") as f:
+        n = struct.unpack("<Q", f.read(8))[0]
+        header = json.loads(f.read(n))
+        base = 8 + n
+        f.seek(0)
+        raw = f.read()
+    meta = header.pop("__metadata__", {})
+    tensors = {}
+    for name, t in header.items():
+        a, b = t["data_offsets"]
+        tensors[name] = np.frombuffer(raw[base + a:base + b], dtype=np.float32).reshape(t["shape"])
+    return tensors, meta
+
+
+def page_visual_tokens(features_file):
+    """[n, 124] float32 visual tokens of one page from a `quire-cli features` file."""
+    tensors, meta = read_safetensors(features_file)
+    page = json.loads(meta["quire.features"])
+    rows = []
+    lines = page["lines"]
+    height = max(1, page["height"])
+    for k, line in enumerate(lines):
+        feats = tensors.get(f"line{k}.features")
+        if feats is None or not line["char_frames"]:
+            continue
+        n = len(line["char_frames"])
+        y = (line["box"][1] + line["box"][3] / 2) / height
+        for c, (frame, prob) in enumerate(zip(line["char_frames"], line["char_probs"])):
+            v = np.zeros(VISUAL_DIM, np.float32)
+            v[:120] = feats[min(frame, len(feats) - 1)]
+            v[120] = prob
+            v[121] = 1.0 if c == 0 else 0.0
+            v[122] = 1.0 if c == n - 1 else 0.0
+            v[123] = y
+            rows.append(v)
+    if not rows:
+        rows.append(np.zeros(VISUAL_DIM, np.float32))  # a blank page still has one token
+    return np.stack(rows)
+
+
+def prepare_document(doc_dir, quire_cli, vocab):
+    """Runs the front-end on a generated document's pages and returns its training record."""
+    pages = sorted(f for f in os.listdir(doc_dir) if f.endswith(".png"))
+    feat_dir = os.path.join(doc_dir, "features")
+    if not os.path.isdir(feat_dir) or len(os.listdir(feat_dir)) != len(pages):
+        subprocess.run([quire_cli, "features", *[os.path.join(doc_dir, p) for p in pages], "--out", feat_dir],
+                       check=True, capture_output=True)
+    record = {"visual": [], "targets": []}
+    for k, p in enumerate(pages):
+        record["visual"].append(page_visual_tokens(os.path.join(feat_dir, f"page-{k + 1:05d}.safetensors")).astype(np.float16))
+        with open(os.path.join(doc_dir, p.replace(".png", ".target.txt")), encoding="utf-8") as f:
+            record["targets"].append(vocab.encode(f.read()))
+    return record
