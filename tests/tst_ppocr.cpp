@@ -402,6 +402,25 @@ private slots:
         }
     }
 
+    // A full batch of long lines (the recognizer's attention is then batch × heads × T²): the
+    // runtime's size limits must leave real pages alone.
+    void recognisesABatchOfLongLines() {
+        auto engine = PpocrEngine::load(PpocrOptions{});
+        QVERIFY(engine);
+        std::vector<std::string> lines;
+        for (int k = 0; k < 10; ++k)
+            lines.push_back("Line " + std::to_string(k + 1) +
+                            " of a long page, written out wide enough to fill a batch of the recognizer with long lines of text, as a Chinese book does");
+        cv::Mat page = textPage(lines, 6600, 1500, 1.4);
+        auto read = (*engine)->read(page, false);
+        QVERIFY2(read, read.status().message().c_str());
+        int longest = 0;
+        for (const auto& l : read->lines) longest = std::max(longest, l.frames);
+        qInfo("%zu lines, longest %d frames", read->lines.size(), longest);
+        QCOMPARE(int(read->lines.size()), 10);
+        QVERIFY2(read->lines[9].text.find("Line 10") != std::string::npos, read->lines[9].text.c_str());
+    }
+
     void autoChoosesByLanguage() {
         std::string why;
         QCOMPARE(QString::fromStdString(chooseEngine("auto", "chi_sim", &why)), QString("ppocr"));

@@ -518,10 +518,11 @@ Status execNode(const Exec& e, const Node& n) {
     case Op::MatMul: {
         const Tensor* y = e.in(n, 1);
         if (!y) return nodeError(g, n, "second operand missing");
-        if (x->rank() >= 2 && y->rank() >= 2) {
-            const double rows = double(x->size()) / double(std::max<int64_t>(1, x->shape.back()));
-            const double batchB = double(y->size()) / double(std::max<int64_t>(1, y->shape[size_t(y->rank() - 2)] * y->shape.back()));
-            if (rows * double(y->shape.back()) * std::max(1.0, batchB) > double(kMaxElements))
+        if (x->rank() >= 2 && y->rank() >= 2) {  // [batch, M, K] × [batch, K, N] → [batch, M, N]
+            const double M = double(x->shape[size_t(x->rank() - 2)]), K = double(std::max<int64_t>(1, x->shape.back()));
+            const double N = double(y->shape.back()), K2 = double(std::max<int64_t>(1, y->shape[size_t(y->rank() - 2)]));
+            const double batchA = double(x->size()) / std::max(1.0, M * K), batchB = double(y->size()) / std::max(1.0, K2 * N);
+            if (std::max(batchA, batchB) * M * N > double(kMaxElements))
                 return nodeError(g, n, "output exceeds the runtime's limit");
         }
         Tensor out = cpu::matmul(*x, *y, &err);
