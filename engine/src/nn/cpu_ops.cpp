@@ -108,6 +108,12 @@ Tensor conv2d(const Tensor& x, const Tensor& w, const float* bias, const Conv2dP
         return y;
     }
     const int K = C * p.kh * p.kw;
+    if (K == 0 || x.f.empty()) {  // no input channels or an empty image: the bias alone
+        for (int n = 0; n < N; ++n)
+            for (int m = 0; m < M; ++m)
+                std::fill_n(y.data() + (int64_t(n) * M + m) * plane, plane, bias ? bias[m] : 0.f);
+        return y;
+    }
     const bool pointwise = p.kh == 1 && p.kw == 1 && p.strideH == 1 && p.strideW == 1 && p.padT == 0 &&
                            p.padL == 0 && p.padB == 0 && p.padR == 0;
     std::vector<float> cols(pointwise ? 0 : size_t(K) * size_t(plane));
@@ -139,6 +145,12 @@ Tensor convTranspose2d(const Tensor& x, const Tensor& w, const float* bias, cons
     if (Ho <= 0 || Wo <= 0) return y;
     const int K = M * p.kh * p.kw;
     const int64_t HW = int64_t(H) * W;
+    if (C == 0 || HW == 0 || K == 0) {  // nothing to scatter: the bias alone
+        for (int n = 0; n < N; ++n)
+            for (int m = 0; m < M; ++m)
+                std::fill_n(y.data() + (int64_t(n) * M + m) * Ho * Wo, int64_t(Ho) * Wo, bias ? bias[m] : 0.f);
+        return y;
+    }
     std::vector<float> cols(size_t(K) * size_t(HW));
     for (int n = 0; n < N; ++n) {
         // cols [M*kh*kw, H*W] = wᵀ [M*kh*kw, C] × x [C, H*W]
@@ -349,6 +361,11 @@ Tensor matmul(const Tensor& a, const Tensor& b, std::string* error) {
         Shape out = a.shape;
         out.back() = N;
         Tensor y = Tensor::uninit(out);
+        if (K == 0) {
+            std::fill(y.f.begin(), y.f.end(), 0.f);
+            if (b.rank() > a.rank()) y.shape.insert(y.shape.begin(), size_t(b.rank() - a.rank()), 1);
+            return y;
+        }
         const int64_t rows = a.size() / K;
         if (rows > 0 && N > 0)
             cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, int(rows), int(N), int(K), 1.f, a.data(), int(K),
@@ -365,7 +382,8 @@ Tensor matmul(const Tensor& a, const Tensor& b, std::string* error) {
     Shape out = batch;
     out.push_back(M);
     out.push_back(N);
-    Tensor y = Tensor::uninit(out);
+    Tensor y = Tensor::floats(out);
+    if (K == 0 || a.f.empty() || b.f.empty()) return y;
     const int64_t nb = numel(batch);
     std::vector<int64_t> idx(batch.size(), 0);
     for (int64_t t = 0; t < nb; ++t) {
@@ -418,6 +436,7 @@ Tensor transpose(const Tensor& x, const std::vector<int64_t>& perm) {
 }
 
 void softmaxInPlace(Tensor& x, int axis, bool coerce2d) {
+    if (x.f.empty()) return;
     int64_t outer = 1, n = 1, inner = 1;
     for (int k = 0; k < x.rank(); ++k) {
         if (k < axis) outer *= x.shape[size_t(k)];
@@ -447,6 +466,7 @@ Tensor reduceMean(const Tensor& x, int axis, bool keepDims) {
     if (keepDims) s[size_t(axis)] = 1;
     else s.erase(s.begin() + axis);
     Tensor y = Tensor::floats(s);
+    if (n == 0 || x.f.empty()) return y;  // the mean of nothing: zeros
     for (int64_t o = 0; o < outer; ++o)
         for (int64_t i = 0; i < inner; ++i) {
             double acc = 0;
