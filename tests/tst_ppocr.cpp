@@ -321,6 +321,41 @@ private slots:
         QVERIFY2(r.status().message().find("the_lstm") != std::string::npos, r.status().message().c_str());
         QVERIFY(r.status().message().find("LSTM") != std::string::npos);
         QVERIFY(!OnnxModel::fromBytes("garbage, not protobuf \xff\xff\xff", "junk.onnx"));
+
+        // fuzz_onnx's sixth finding: a ConvTranspose whose kernel_shape attribute was larger than
+        // its weights made OpenBLAS read past them (a SEGV that ASan cannot see inside OpenBLAS).
+        onnx::ModelProto ct;
+        ct.set_ir_version(8);
+        ct.add_opset_import()->set_version(11);
+        auto* cg = ct.mutable_graph();
+        cg->add_input()->set_name("x");
+        auto* wc = cg->add_node();
+        wc->set_op_type("Constant");
+        wc->add_output("w");
+        auto* wa = wc->add_attribute();
+        wa->set_name("value");
+        wa->set_type(onnx::AttributeProto::TENSOR);
+        auto* wt = wa->mutable_t();
+        wt->set_data_type(onnx::TensorProto::FLOAT);
+        for (int d : {3, 2, 2, 2}) wt->add_dims(d);
+        for (int k = 0; k < 24; ++k) wt->add_float_data(0.5f);
+        auto* cn = cg->add_node();
+        cn->set_op_type("ConvTranspose");
+        cn->set_name("lying_kernel");
+        cn->add_input("x");
+        cn->add_input("w");
+        cn->add_output("y");
+        auto* ks = cn->add_attribute();
+        ks->set_name("kernel_shape");
+        ks->set_type(onnx::AttributeProto::INTS);
+        ks->add_ints(9);
+        ks->add_ints(9);
+        cg->add_output()->set_name("y");
+        auto lyingKernel = OnnxModel::fromBytes(ct.SerializeAsString(), "ct.onnx");
+        QVERIFY2(lyingKernel, lyingKernel.status().message().c_str());
+        auto ran = lyingKernel->run({{"x", Tensor::floats({1, 3, 8, 8})}});
+        QVERIFY(!ran);
+        QVERIFY2(ran.status().message().find("kernel_shape disagrees") != std::string::npos, ran.status().message().c_str());
         // fuzz_onnx's first finding: a constant whose shape promised 233 GB of floats made the
         // loader allocate before comparing with the data. Now refused, naming the tensor.
         const std::string lying = readFile(QString(QUIRE_SOURCE_DIR) + "/fuzz/corpus/onnx/oom-lying-tensor-shape");

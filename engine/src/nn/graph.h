@@ -33,6 +33,7 @@ struct Node {
     std::string name, opType;
     std::vector<int> in, out;  // value ids; -1 for an omitted optional input
     cpu::Conv2dParams conv;
+    bool kernelGiven = false;  // kernel_shape present; otherwise it is the weights'
     std::vector<int64_t> perm, axes, starts, ends;
     float alpha = 0.2f, beta = 0.5f, epsilon = 1e-5f;
     float clipMin = -INFINITY, clipMax = INFINITY;

@@ -177,6 +177,7 @@ Status readSpatial(const Graph& g, Node& node, const onnx::NodeProto& p, bool co
     if (const auto grp = attrInt(p, "group", 1); grp < 1 || grp > (1 << 20)) return nodeError(g, node, "bad group");
     if (conv) {
         auto& c = node.conv;
+        node.kernelGiven = k.size() == 2;
         if (k.size() == 2) c.kh = int(k[0]), c.kw = int(k[1]);
         c.strideH = int(s[0]), c.strideW = int(s[1]), c.dilH = int(d[0]), c.dilW = int(d[1]);
         c.padT = int(pd[0]), c.padL = int(pd[1]), c.padB = int(pd[2]), c.padR = int(pd[3]);
@@ -402,8 +403,14 @@ Status execNode(const Exec& e, const Node& n) {
         if (!w || x->rank() != 4 || w->rank() != 4 || x->isInt || w->isInt)
             return nodeError(g, n, "needs a 4-D input and 4-D weights, got " + shapeString(x->shape));
         const int64_t C = x->shape[1];
+        cpu::Conv2dParams params = n.conv;
+        if (!n.kernelGiven) {  // ONNX: kernel_shape defaults to the weights' spatial shape
+            if (w->shape[2] < 1 || w->shape[2] > 1024 || w->shape[3] < 1 || w->shape[3] > 1024)
+                return nodeError(g, n, "weights have an unusable kernel size");
+            params.kh = int(w->shape[2]), params.kw = int(w->shape[3]);
+        }
         {
-            const auto& c = n.conv;
+            const auto& c = params;
             const int64_t M = n.op == Op::Conv ? w->shape[0] : w->shape[1];
             const int64_t Ho = n.op == Op::Conv ? x->shape[2] / c.strideH + 1 : (x->shape[2] + 1) * c.strideH + c.dilH * c.kh;
             const int64_t Wo = n.op == Op::Conv ? x->shape[3] / c.strideW + 1 : (x->shape[3] + 1) * c.strideW + c.dilW * c.kw;
@@ -412,21 +419,23 @@ Status execNode(const Exec& e, const Node& n) {
                 return nodeError(g, n, "output exceeds the runtime's limit");
         }
         if (n.op == Op::Conv) {
-            const int group = n.conv.group;
+            const int group = params.group;
             const bool dw = group > 1 && group == C && w->shape[0] == C && w->shape[1] == 1;
             if (!(group == 1 && w->shape[1] == C) && !dw)
                 return nodeError(g, n, "input " + shapeString(x->shape) + " does not fit weights " +
                                            shapeString(w->shape) + " with group " + std::to_string(group));
-            if (w->shape[2] != n.conv.kh || w->shape[3] != n.conv.kw)
+            if (w->shape[2] != params.kh || w->shape[3] != params.kw)
                 return nodeError(g, n, "kernel_shape disagrees with the weights");
             if (b && (b->size() != w->shape[0] || b->isInt)) return nodeError(g, n, "bias size disagrees with the weights");
-            e.set(n, 0, cpu::conv2d(*x, *w, b ? b->data() : nullptr, n.conv));
+            e.set(n, 0, cpu::conv2d(*x, *w, b ? b->data() : nullptr, params));
         } else {
-            if (n.conv.group != 1 || w->shape[0] != C)
+            if (params.group != 1 || w->shape[0] != C)
                 return nodeError(g, n, "input " + shapeString(x->shape) + " does not fit weights " +
                                            shapeString(w->shape));
+            if (w->shape[2] != params.kh || w->shape[3] != params.kw)
+                return nodeError(g, n, "kernel_shape disagrees with the weights");
             if (b && (b->size() != w->shape[1] || b->isInt)) return nodeError(g, n, "bias size disagrees with the weights");
-            e.set(n, 0, cpu::convTranspose2d(*x, *w, b ? b->data() : nullptr, n.conv));
+            e.set(n, 0, cpu::convTranspose2d(*x, *w, b ? b->data() : nullptr, params));
         }
         return Status::ok();
     }
