@@ -14,7 +14,9 @@
 
 #include "nn/cpu_ops.h"
 #include "quire/nn/onnx_graph.h"
+#include "quire/decoder/model.h"
 #include "quire/ppocr.h"
+#include "quire/reader.h"
 #include "quire/recognizer.h"
 #include "test_util.h"
 
@@ -454,6 +456,54 @@ private slots:
         qInfo("%zu lines, longest %d frames", read->lines.size(), longest);
         QCOMPARE(int(read->lines.size()), 10);
         QVERIFY2(read->lines[9].text.find("Line 10") != std::string::npos, read->lines[9].text.c_str());
+    }
+
+    // The reader's visual tokens: one per CTC character, 124 values, flags where lines start and end.
+    void readerVisualTokensFollowTheCtcCharacters() {
+        auto engine = PpocrEngine::load(PpocrOptions{});
+        QVERIFY(engine);
+        auto read = (*engine)->read(textPage({"Two lines", "of text"}, 1200, 500, 1.4), true);
+        QVERIFY(read);
+        const auto v = ReaderEngine::visualTokens(*read);
+        size_t chars = 0;
+        for (const auto& l : read->lines) chars += l.charIds.size();
+        QCOMPARE(v.size(), chars * size_t(reader_vocab::kVisualDim));
+        const auto& first = read->lines[0];
+        QCOMPARE(v[120], first.charProbs[0]);
+        QCOMPARE(v[121], 1.f);  // line start
+        const size_t lastOfLine = first.charIds.size() - 1;
+        QCOMPARE(v[lastOfLine * 124 + 122], 1.f);  // line end
+        QCOMPARE(v[lastOfLine * 124 + 121], 0.f);
+        QVERIFY(std::equal(v.begin(), v.begin() + 120, first.features.begin() + size_t(first.charFrames[0]) * 120));
+    }
+
+    // An untrained reader model (generated weights) loops or runs to the token cap: each page is a
+    // failed page with the reason, nothing is exported for it, and the run exits 3.
+    void readerFailuresAreFailedPagesWithTheReason() {
+        QTemporaryDir tmp;
+        decoder::ModelConfig c;
+        c.vocabSize = reader_vocab::kFirstChar + 6623;
+        c.hiddenSize = 32;
+        c.numLayers = 2;
+        c.numHeads = 4;
+        c.numKvHeads = 2;
+        c.headDim = 8;
+        c.intermediateSize = 48;
+        c.visualDim = reader_vocab::kVisualDim;
+        c.maxPositions = 1 << 16;
+        QVERIFY(decoder::saveModel(decoder::randomModel(c, 5), tmp.filePath("model").toStdString()));
+        const QString project = tmp.filePath("r.quire");
+        auto r = runCli({"transcribe", samplePdf(), "--project", project, "--engine", "reader", "--reader-model",
+                         tmp.filePath("model"), "--export", "md", "--out", tmp.path()});
+        QCOMPARE(r.exitCode, 3);
+        auto s = runCli({"status", "--project", project, "--json", "--pages"});
+        QVERIFY(s.out.contains("\"failed\":9"));
+        QVERIFY2(s.out.contains("decoding loop") || s.out.contains("token cap"), qPrintable(s.out.left(600)));
+        // A missing model folder is one clear message before any page.
+        auto m = runCli({"transcribe", samplePdf(), "--project", tmp.filePath("m.quire"), "--engine", "reader",
+                         "--reader-model", tmp.filePath("nowhere")});
+        QCOMPARE(m.exitCode, 2);
+        QVERIFY2(m.err.contains("nowhere"), qPrintable(m.err));
     }
 
     void autoChoosesByLanguage() {

@@ -38,7 +38,8 @@ std::atomic<bool> g_cancel{false};
 const char* kUsageText =
     "Usage:\n"
     "  quire-cli features INPUT... --out DIR [--dpi 300] [--json]   (PP-OCR visual tokens per page)\n"
-    "  quire-cli transcribe [INPUT...] --project P.quire [--lang eng] [--engine tesseract|ppocr|auto]\n"
+    "  quire-cli transcribe [INPUT...] --project P.quire [--lang eng] [--engine tesseract|ppocr|reader|auto]\n"
+    "            [--reader-model DIR]\n"
     "            [--threads N] [--dpi 300] [--pdf-text recognize|keep] [--split none|auto]\n"
     "            [--no-deskew] [--no-normalize] [--binarize] [--flag-below 80] [--retry-failed]\n"
     "            [--export md,docx,txt,hocr,alto,page,pdf --out DIR] [--json]\n"
@@ -182,9 +183,12 @@ int cmdTranscribe(const cli::Args& args) {
     if (auto run = (*store)->lastRun(); run && run->has_value())
         last = QJsonDocument::fromJson(QByteArray::fromStdString((*run)->params)).object();
     const std::string engine = args.value("engine", last.value("engine").toString("tesseract").toStdString());
-    if (engine != "auto" && engine != "tesseract" && engine != "ppocr")
-        return fail(kUsage, "unknown --engine '" + engine + "' (choose tesseract, ppocr or auto)");
+    if (engine != "auto" && engine != "tesseract" && engine != "ppocr" && engine != "reader")
+        return fail(kUsage, "unknown --engine '" + engine + "' (choose tesseract, ppocr, reader or auto)");
     p.recognizer.engine = engine;
+    p.recognizer.readerModel = args.value("reader-model", last.value("readerModel").toString().toStdString());
+    if (engine == "reader" && p.recognizer.readerModel.empty())
+        return fail(kUsage, "--engine reader needs --reader-model DIR (a folder with config.json and model.safetensors)");
     p.recognizer.languages = args.value("lang", last.value("languages").toString("eng").toStdString());
     if (engine == "auto") {
         std::string why;
@@ -453,7 +457,7 @@ int main(int argc, char** argv) {
     }
     static const std::map<std::string, std::pair<std::set<std::string>, std::set<std::string>>> kOptions = {
         {"transcribe",
-         {{"project", "lang", "engine", "threads", "dpi", "pdf-text", "split", "flag-below", "export", "out", "name"},
+         {{"project", "lang", "engine", "reader-model", "threads", "dpi", "pdf-text", "split", "flag-below", "export", "out", "name"},
           {"json", "no-deskew", "no-normalize", "binarize", "retry-failed"}}},
         {"export", {{"project", "format", "out", "name"}, {"json"}}},
         {"status", {{"project"}, {"json", "pages"}}},

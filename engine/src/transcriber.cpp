@@ -34,6 +34,7 @@ bool FlagPolicy::shouldFlag(const PageText& text, double inkShare) const {
 std::string TranscribeParams::toJson() const {
     QJsonObject o;
     o["engine"] = QString::fromStdString(recognizer.engine);
+    if (!recognizer.readerModel.empty()) o["readerModel"] = QString::fromStdString(recognizer.readerModel);
     o["languages"] = QString::fromStdString(recognizer.languages);
     o["preprocess"] = QJsonDocument::fromJson(QByteArray::fromStdString(preprocess.toJson())).object();
     o["pdfDpi"] = source.pdfDpi;
@@ -188,6 +189,8 @@ Result<RunSummary> runTranscription(ProjectStore& store, const TranscribeParams&
         PpocrOptions o;
         o.modelDir = params.recognizer.ppocrDir;
         if (auto e = PpocrEngine::load(o); !e) return e.status();  // cached: the workers reuse it
+    } else if (engine == "reader") {
+        if (auto r = createRecognizer(params.recognizer); !r) return r.status();  // model and front-end checked
     } else {
         return Status(ErrorCode::InvalidArgument, "unknown recognition engine '" + params.recognizer.engine + "'");
     }
@@ -204,8 +207,10 @@ Result<RunSummary> runTranscription(ProjectStore& store, const TranscribeParams&
     auto runId = store.beginRun(params.toJson());
     if (!runId) return runId.status();
 
-    const int threads = std::max(1, params.threads > 0 ? params.threads
-                                                       : int(std::thread::hardware_concurrency()));
+    // The reader decodes the volume as one sequence: one worker, pages in order.
+    const int threads = engine == "reader" ? 1
+                                           : std::max(1, params.threads > 0 ? params.threads
+                                                                            : int(std::thread::hardware_concurrency()));
     // Page-level parallelism: each worker's GEMMs (the PP-OCR front-end) use one core, so
     // workers do not fight over OpenBLAS's thread pool.
     openblas_set_num_threads(std::max(1, int(std::thread::hardware_concurrency()) / threads));

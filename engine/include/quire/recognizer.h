@@ -14,10 +14,11 @@
 namespace quire {
 
 struct RecognizerOptions {
-    std::string engine = "tesseract";  // "tesseract" or "ppocr" ("auto" is resolved by chooseEngine)
+    std::string engine = "tesseract";  // "tesseract", "ppocr" or "reader" ("auto": chooseEngine)
     std::string languages = "eng";     // '+'-separated, e.g. "eng+chi_sim"
     std::string tessdataDir;           // empty: Tesseract's default (TESSDATA_PREFIX or built-in)
     std::string ppocrDir;              // empty: findPpocrModels()' search order
+    std::string readerModel;           // "reader": the model folder (config.json + model.safetensors)
 };
 
 // Resolves engine "auto" for the given languages from the accuracies measured in

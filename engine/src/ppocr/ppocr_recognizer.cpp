@@ -2,6 +2,7 @@
 #include <sstream>
 
 #include "quire/ppocr.h"
+#include "quire/reader.h"
 #include "quire/recognizer.h"
 
 namespace quire {
@@ -30,6 +31,28 @@ private:
     std::string m_langs;
 };
 
+// The reader as a Recognizer: one decoder session across the pages it is given, which must come
+// in order (the transcriber runs a single worker for it). A page that loops or reaches the token
+// cap is an engine failure with the reason.
+class ReaderRecognizer : public Recognizer {
+public:
+    explicit ReaderRecognizer(std::unique_ptr<ReaderEngine> engine, std::string langs)
+        : m_engine(std::move(engine)), m_langs(std::move(langs)) {}
+    std::string name() const override { return "reader"; }
+    std::string version() const override { return "SR-SWA reader"; }
+    Result<PageText> recognize(const cv::Mat& gray, int dpi, const std::atomic<bool>* cancel) override {
+        auto page = m_engine->readPage(gray, dpi, cancel);
+        if (!page) return page.status();
+        if (!page->failure.empty()) return Status(ErrorCode::Engine, "reader: " + page->failure);
+        page->text.language = m_langs;
+        return std::move(page->text);
+    }
+
+private:
+    std::unique_ptr<ReaderEngine> m_engine;
+    std::string m_langs;
+};
+
 bool hasLanguage(const std::string& languages, const std::string& prefix) {
     std::stringstream ss(languages);
     std::string item;
@@ -40,7 +63,7 @@ bool hasLanguage(const std::string& languages, const std::string& prefix) {
 
 }  // namespace
 
-std::vector<std::string> availableEngines() { return {"tesseract", "ppocr"}; }
+std::vector<std::string> availableEngines() { return {"tesseract", "ppocr", "reader"}; }
 
 std::string chooseEngine(const std::string& engine, const std::string& languages, std::string* why) {
     if (engine != "auto") return engine;
@@ -68,7 +91,15 @@ Result<std::unique_ptr<Recognizer>> createRecognizer(const RecognizerOptions& op
         if (!e) return e.status();
         return std::unique_ptr<Recognizer>(new PpocrRecognizer(std::move(e).value(), options.languages));
     }
-    return Status(ErrorCode::InvalidArgument, "unknown recognition engine '" + options.engine + "' (choose tesseract, ppocr or auto)");
+    if (engine == "reader") {
+        ReaderOptions o;
+        o.modelDir = options.readerModel;
+        o.ppocr.modelDir = options.ppocrDir;
+        auto e = ReaderEngine::load(o);
+        if (!e) return e.status();
+        return std::unique_ptr<Recognizer>(new ReaderRecognizer(std::move(e).value(), options.languages));
+    }
+    return Status(ErrorCode::InvalidArgument, "unknown recognition engine '" + options.engine + "' (choose tesseract, ppocr, reader or auto)");
 }
 
 }  // namespace quire

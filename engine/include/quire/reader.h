@@ -1,0 +1,67 @@
+// Quire's reader: the SR-SWA decoder reading a volume continuously over the PP-OCR front-end's
+// visual tokens (docs/TRAINING.md). Pages are given in order; the decoder keeps its context (the
+// window of pages, gated earlier pages, its recent output) across page breaks.
+//
+// Visual tokens, one per character the front-end's CTC emitted, in reading order: the
+// recognizer's 120 features at the character's frame, the character's probability, line-start
+// and line-end flags, and the line's vertical place on the page (0..1) — exactly what
+// tools/train/data.py builds from `quire-cli features`.
+#pragma once
+
+#include <atomic>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include <opencv2/core.hpp>
+
+#include "quire/decoder/session.h"
+#include "quire/geometry.h"
+#include "quire/ppocr.h"
+#include "quire/status.h"
+
+namespace quire {
+
+// Vocabulary of the reader (tools/train/data.py): specials, then PP-OCR's characters.
+namespace reader_vocab {
+constexpr int kUnknown = 0, kBos = 1, kEos = 2, kPageBreak = 3, kParagraph = 4, kLineBreak = 5, kSpace = 6,
+              kFirstChar = 7;
+constexpr int kVisualDim = 124;
+}  // namespace reader_vocab
+
+struct ReaderOptions {
+    std::string modelDir;  // config.json + model.safetensors (docs/MODEL_FORMAT.md)
+    PpocrOptions ppocr;
+    decoder::AttentionParams attention;  // SR-SWA defaults; maxPageTokens is raised to fit pages
+    decoder::GreedyOptions greedy;
+};
+
+// One page as read by the decoder.
+struct ReaderPage {
+    PageText text;
+    int tokens = 0;              // generated tokens, the page terminator included
+    std::string failure;         // non-empty: "token cap" or "decoding loop" with details
+};
+
+class ReaderEngine {
+public:
+    static Result<std::unique_ptr<ReaderEngine>> load(const ReaderOptions& options);
+    ~ReaderEngine();
+
+    // Reads the next page of the volume (8-bit gray or BGR). `onText` receives the text as it is
+    // generated (UTF-8 pieces). A page that reaches the token cap or loops comes back with
+    // `failure` set and no text: it is never silently truncated.
+    Result<ReaderPage> readPage(const cv::Mat& image, int dpi, const std::atomic<bool>* cancel = nullptr,
+                                const std::function<void(const std::string&)>& onText = {});
+    int pagesRead() const;
+
+    // The visual tokens of a page read by the front-end: [count, 124], row-major.
+    static std::vector<float> visualTokens(const PpocrPage& page);
+
+private:
+    ReaderEngine();
+    struct Impl;
+    std::unique_ptr<Impl> d;
+};
+
+}  // namespace quire

@@ -1,0 +1,251 @@
+#include "quire/reader.h"
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <map>
+
+#include "quire/decoder/model.h"
+
+namespace fs = std::filesystem;
+
+namespace quire {
+
+using namespace reader_vocab;
+
+struct ReaderEngine::Impl {
+    ReaderOptions options;
+    std::shared_ptr<const decoder::ModelWeights> model;
+    std::shared_ptr<const PpocrEngine> ppocr;
+    std::unique_ptr<decoder::DecodeSession> session;
+    std::unique_ptr<decoder::GreedySampler> sampler;
+    int pagesRead = 0;     // pages given to readPage
+    int sessionPages = 0;  // pages fed to the current session
+};
+
+ReaderEngine::ReaderEngine() : d(std::make_unique<Impl>()) {}
+ReaderEngine::~ReaderEngine() = default;
+int ReaderEngine::pagesRead() const { return d->pagesRead; }
+
+Result<std::unique_ptr<ReaderEngine>> ReaderEngine::load(const ReaderOptions& options) {
+    if (options.modelDir.empty()) return Status(ErrorCode::InvalidArgument, "reader: no model folder given");
+    std::error_code ec;
+    if (!fs::is_directory(options.modelDir, ec))
+        return Status(ErrorCode::NotFound, options.modelDir + ": the reader model folder does not exist");
+    auto model = decoder::loadModel(options.modelDir);
+    if (!model) return model.status();
+    auto ppocr = PpocrEngine::load(options.ppocr);
+    if (!ppocr) return ppocr.status();
+    const auto& c = (*model)->config;
+    const int vocab = kFirstChar + (*ppocr)->classCount() - 2;
+    if (c.visualDim != kVisualDim || c.vocabSize != vocab)
+        return Status(ErrorCode::Corrupt, options.modelDir + ": not a reader model for this front-end (visual_dim " +
+                                              std::to_string(c.visualDim) + ", vocab_size " + std::to_string(c.vocabSize) +
+                                              "; expected " + std::to_string(kVisualDim) + " and " + std::to_string(vocab) + ")");
+    if (c.pageBreakTokenId != kPageBreak || c.eosTokenId != kEos || c.bosTokenId != kBos)
+        return Status(ErrorCode::Corrupt, options.modelDir + ": special token ids differ from the reader vocabulary");
+    std::unique_ptr<ReaderEngine> e(new ReaderEngine);
+    e->d->options = options;
+    e->d->options.attention.maxPageTokens = std::max(options.attention.maxPageTokens, 6144);
+    e->d->model = std::move(model).value();
+    e->d->ppocr = std::move(ppocr).value();
+    return e;
+}
+
+std::vector<float> ReaderEngine::visualTokens(const PpocrPage& page) {
+    std::vector<float> out;
+    const float height = float(std::max(1, page.height));
+    for (const auto& line : page.lines) {
+        const size_t n = line.charFrames.size();
+        if (n == 0 || line.frames == 0 || line.features.empty()) continue;
+        const float y = (float(line.box.y) + float(line.box.h) / 2) / height;
+        for (size_t c = 0; c < n; ++c) {
+            const int f = std::min(line.charFrames[c], line.frames - 1);
+            out.insert(out.end(), line.features.begin() + size_t(f) * 120, line.features.begin() + size_t(f + 1) * 120);
+            out.push_back(line.charProbs[c]);
+            out.push_back(c == 0 ? 1.f : 0.f);
+            out.push_back(c + 1 == n ? 1.f : 0.f);
+            out.push_back(y);
+        }
+    }
+    if (out.empty()) out.assign(kVisualDim, 0.f);  // a blank page still brings one token
+    return out;
+}
+
+namespace {
+
+// Where each output character came from: a Levenshtein alignment of the output text with the
+// front-end's CTC characters. Returns, per output character, the index of its CTC character or -1.
+std::vector<int> alignToCtc(const std::vector<std::string>& out, const std::vector<std::string>& ctc) {
+    const size_t n = out.size(), m = ctc.size();
+    std::vector<int> aligned(n, -1);
+    if (n == 0 || m == 0) return aligned;
+    std::vector<uint16_t> cost((n + 1) * (m + 1));
+    auto at = [&](size_t i, size_t j) -> uint16_t& { return cost[i * (m + 1) + j]; };
+    for (size_t i = 0; i <= n; ++i) at(i, 0) = uint16_t(std::min<size_t>(i, 65535));
+    for (size_t j = 0; j <= m; ++j) at(0, j) = uint16_t(std::min<size_t>(j, 65535));
+    for (size_t i = 1; i <= n; ++i)
+        for (size_t j = 1; j <= m; ++j)
+            at(i, j) = uint16_t(std::min<int>({at(i - 1, j) + 1, at(i, j - 1) + 1, at(i - 1, j - 1) + (out[i - 1] == ctc[j - 1] ? 0 : 1), 65535}));
+    size_t i = n, j = m;
+    while (i > 0 && j > 0) {
+        const int diag = at(i - 1, j - 1) + (out[i - 1] == ctc[j - 1] ? 0 : 1);
+        if (at(i, j) == diag) {
+            aligned[i - 1] = int(j - 1);
+            --i, --j;
+        } else if (at(i, j) == at(i - 1, j) + 1) {
+            --i;
+        } else {
+            --j;
+        }
+    }
+    return aligned;
+}
+
+}  // namespace
+
+Result<ReaderPage> ReaderEngine::readPage(const cv::Mat& image, int dpi, const std::atomic<bool>* cancel,
+                                          const std::function<void(const std::string&)>& onText) {
+    const int pageNo = d->pagesRead++;
+    auto read = d->ppocr->read(image, true, cancel);
+    if (!read) return read.status();
+    const PpocrPage& page = *read;
+    const std::vector<float> visual = visualTokens(page);
+    const int count = int(visual.size()) / kVisualDim;
+    ReaderPage result;
+    result.text.width = page.width;
+    result.text.height = page.height;
+    result.text.dpi = dpi;
+    result.text.engine = "reader";
+    result.text.engineVersion = fs::path(d->options.modelDir).filename().string();
+    if (count > d->options.attention.maxPageTokens) {
+        result.failure = "the page brings " + std::to_string(count) + " visual tokens, more than the reader's " +
+                         std::to_string(d->options.attention.maxPageTokens);
+        return result;
+    }
+    // A new session at the first page and after a failed page (its junk is not context).
+    bool fresh = false;
+    if (!d->session) {
+        d->session = std::make_unique<decoder::DecodeSession>(d->model, d->options.attention);
+        d->sampler = std::make_unique<decoder::GreedySampler>(d->options.greedy);
+        if (Status s = d->session->begin({kBos}); !s) return s;
+        d->sessionPages = 0;
+        fresh = true;
+    }
+    if (Status s = d->session->addPage(d->sessionPages, visual.data(), count); !s) return s;
+    ++d->sessionPages;
+
+    std::vector<int> tokens;
+    std::vector<float> probs;
+    int input = fresh ? kBos : kPageBreak;
+    auto fail = [&](std::string why) {
+        result.failure = std::move(why);
+        d->session.reset();  // the next page starts a fresh session
+        return result;
+    };
+    for (;;) {
+        if (cancel && cancel->load(std::memory_order_relaxed)) return Status(ErrorCode::Cancelled, "reading cancelled");
+        auto step = d->session->step(input);
+        if (!step) return step.status();
+        const std::vector<float>& logits = *step->logits;
+        const int next = d->sampler->pick(logits);
+        if (next < 0) return fail("decoding stopped: every token was banned by the repetition rule");
+        double sum = 0;
+        const float mx = *std::max_element(logits.begin(), logits.end());
+        for (float l : logits) sum += std::exp(double(l - mx));
+        const float prob = float(std::exp(double(logits[size_t(next)] - mx)) / sum);
+        d->sampler->push(next);
+        ++result.tokens;
+        if (next == kPageBreak || next == kEos) break;
+        tokens.push_back(next);
+        probs.push_back(prob);
+        if (onText) {
+            if (next == kParagraph) onText("\n\n");
+            else if (next == kSpace || next == kLineBreak) onText(" ");
+            else if (next >= kFirstChar) onText(d->ppocr->charOf(next - kFirstChar + 1));
+        }
+        if (d->sampler->looping())
+            return fail("decoding loop: the output repeats itself (page " + std::to_string(pageNo + 1) + ", " +
+                        std::to_string(result.tokens) + " tokens)");
+        if (result.tokens >= d->options.greedy.maxTokensPerPage)
+            return fail("the page reached the token cap (" + std::to_string(d->options.greedy.maxTokensPerPage) + " tokens)");
+        input = next;
+    }
+
+    // Text, words and their boxes: output characters aligned with the front-end's CTC characters.
+    std::vector<std::string> ctc;
+    std::vector<std::pair<int, int>> ctcAt;  // (line, character) of each CTC character
+    for (size_t l = 0; l < page.lines.size(); ++l)
+        for (size_t c = 0; c < page.lines[l].charIds.size(); ++c) {
+            ctc.push_back(d->ppocr->charOf(page.lines[l].charIds[c]));
+            ctcAt.emplace_back(int(l), int(c));
+        }
+    std::vector<std::string> outChars;
+    std::vector<int> outToken;  // index into tokens for each output character
+    for (size_t k = 0; k < tokens.size(); ++k)
+        if (tokens[k] >= kFirstChar) {
+            outChars.push_back(d->ppocr->charOf(tokens[k] - kFirstChar + 1));
+            outToken.push_back(int(k));
+        }
+    const std::vector<int> aligned = alignToCtc(outChars, ctc);
+    std::vector<int> tokenToChar(tokens.size(), -1);
+    for (size_t i = 0; i < outToken.size(); ++i) tokenToChar[size_t(outToken[i])] = aligned[i];
+
+    int paragraph = 0, lastLine = page.lines.empty() ? -1 : 0;
+    Line* current = nullptr;
+    int currentSource = -2;
+    auto flushWord = [&](Word& w, std::vector<int>& chars) {
+        if (w.text.empty()) return;
+        int srcLine = lastLine;
+        float x0 = 1e30f, x1 = -1e30f;
+        for (int ci : chars) {
+            if (ci < 0) continue;
+            const auto [l, c] = ctcAt[size_t(ci)];
+            srcLine = l;
+            const PpocrLine& pl = page.lines[size_t(l)];
+            if (pl.frameX.empty()) continue;
+            const int f = std::clamp(pl.charFrames[size_t(c)], 0, int(pl.frameX.size()) - 1);
+            const float half = pl.frameX.size() > 1 ? std::abs(pl.frameX.back() - pl.frameX.front()) / float(pl.frameX.size() - 1) : 4.f;
+            x0 = std::min(x0, pl.frameX[size_t(f)] - half);
+            x1 = std::max(x1, pl.frameX[size_t(f)] + half);
+        }
+        if (srcLine >= 0 && srcLine < int(page.lines.size())) {
+            const Box& lb = page.lines[size_t(srcLine)].box;
+            if (x1 < x0) x0 = float(lb.x), x1 = float(lb.x + 1);
+            w.box = {int(std::max(x0, float(lb.x))), lb.y, std::max(1, int(x1 - std::max(x0, float(lb.x)))), lb.h};
+        }
+        lastLine = srcLine;
+        if (!current || currentSource != srcLine || current->paragraph != paragraph) {
+            result.text.lines.emplace_back();
+            current = &result.text.lines.back();
+            current->paragraph = paragraph;
+            current->box = w.box;
+            currentSource = srcLine;
+        }
+        current->words.push_back(w);
+        current->box = current->box.united(w.box);
+        w = Word{};
+        chars.clear();
+    };
+    Word word;
+    std::vector<int> wordChars;
+    float wordMin = 1.f;
+    for (size_t k = 0; k < tokens.size(); ++k) {
+        const int t = tokens[k];
+        if (t == kSpace || t == kLineBreak || t == kParagraph || t < kFirstChar) {
+            word.confidence = 100.f * wordMin;
+            flushWord(word, wordChars);
+            wordMin = 1.f;
+            if (t == kParagraph) ++paragraph;
+            continue;
+        }
+        word.text += d->ppocr->charOf(t - kFirstChar + 1);
+        wordChars.push_back(tokenToChar[k]);
+        wordMin = std::min(wordMin, probs[k]);
+    }
+    word.confidence = 100.f * wordMin;
+    flushWord(word, wordChars);
+    return result;
+}
+
+}  // namespace quire
