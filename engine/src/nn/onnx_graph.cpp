@@ -914,14 +914,14 @@ int OnnxModel::nodeCount() const { return int(m_graph->nodes.size()); }
 int OnnxModel::foldedBatchNorms() const { return m_graph->folded; }
 int OnnxModel::fusedNodes() const { return m_graph->fused; }
 
-Result<std::map<std::string, Tensor>> OnnxModel::run(const std::map<std::string, Tensor>& inputs,
+Result<std::map<std::string, Tensor>> OnnxModel::run(std::map<std::string, Tensor> inputs,
                                                      const std::vector<std::string>& fetch) const {
     const Graph& g = *m_graph;
     Values v(g.constants.begin(), g.constants.end());
     for (int id : g.inputs) {
         auto it = inputs.find(g.valueNames[size_t(id)]);
         if (it == inputs.end()) return Status(ErrorCode::InvalidArgument, g.label + ": input '" + g.valueNames[size_t(id)] + "' not given");
-        v[size_t(id)] = std::make_shared<Tensor>(it->second);
+        v[size_t(id)] = std::make_shared<Tensor>(std::move(it->second));  // no copy of a page-sized input
     }
     std::vector<int> want;
     for (const auto& name : fetch.empty() ? outputNames() : fetch) {
@@ -948,8 +948,15 @@ Result<std::map<std::string, Tensor>> OnnxModel::run(const std::map<std::string,
     }
     std::map<std::string, Tensor> out;
     for (int id : want) {
+        if (out.count(g.valueNames[size_t(id)])) continue;  // asked for twice
         if (!v[size_t(id)]) return Status(ErrorCode::Internal, g.label + ": value '" + g.valueNames[size_t(id)] + "' was not computed");
-        out.emplace(g.valueNames[size_t(id)], *v[size_t(id)]);
+        // Moved out when nothing else holds it (the recognizer's class probabilities are the
+        // largest tensor of a page); copied when it is also a constant or fetched twice.
+        if (v[size_t(id)].use_count() == 1 && !g.constants[size_t(id)])
+            out.emplace(g.valueNames[size_t(id)], std::move(*std::const_pointer_cast<Tensor>(v[size_t(id)])));
+        else
+            out.emplace(g.valueNames[size_t(id)], *v[size_t(id)]);
+        v[size_t(id)].reset();
     }
     return out;
 }

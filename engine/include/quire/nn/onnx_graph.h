@@ -44,7 +44,7 @@ public:
     // Runs the graph. `fetch` lists the values to return (graph outputs or any intermediate value
     // by name); empty means the graph outputs. Intermediate tensors are freed after their last
     // use, so peak memory is a few activations, not the whole graph's.
-    Result<std::map<std::string, Tensor>> run(const std::map<std::string, Tensor>& inputs,
+    Result<std::map<std::string, Tensor>> run(std::map<std::string, Tensor> inputs,
                                               const std::vector<std::string>& fetch = {}) const;
 
 private:
