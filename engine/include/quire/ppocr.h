@@ -22,7 +22,7 @@ namespace quire {
 
 struct PpocrOptions {
     std::string modelDir;         // empty: findPpocrModels() search order
-    int detMaxSide = 1600;        // the detector sees the page scaled so its longer side is at most this
+    int detMaxSide = 960;         // the detector sees the page scaled so its longer side is at most this
     float detThreshold = 0.3f;    // DB: probability threshold of the text mask
     float detBoxThreshold = 0.6f; // DB: minimum mean probability inside a box
     float detUnclipRatio = 1.5f;  // DB: box expansion (area × ratio / perimeter)
@@ -60,6 +60,7 @@ struct PpocrPage {
 
 class PpocrEngine {
 public:
+    // $QUIRE_PPOCR_DET_MAX_SIDE (320..4096) overrides detMaxSide, for measurements.
     static Result<std::shared_ptr<const PpocrEngine>> load(const PpocrOptions& options);
     ~PpocrEngine();
 

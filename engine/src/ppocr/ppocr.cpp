@@ -199,7 +199,11 @@ struct PpocrEngine::Impl {
 PpocrEngine::PpocrEngine() = default;
 PpocrEngine::~PpocrEngine() = default;
 
-Result<std::shared_ptr<const PpocrEngine>> PpocrEngine::load(const PpocrOptions& options) {
+Result<std::shared_ptr<const PpocrEngine>> PpocrEngine::load(const PpocrOptions& requested) {
+    PpocrOptions options = requested;
+    // Tuning knob for measurements (docs/BENCHMARKS.md): the detector's longest side.
+    if (const char* side = std::getenv("QUIRE_PPOCR_DET_MAX_SIDE"); side && std::atoi(side) >= 320)
+        options.detMaxSide = std::min(4096, std::atoi(side));
     auto dir = findPpocrModels(options.modelDir);
     if (!dir) return dir.status();
     // One engine per model directory and process: workers share the (read-only) weights.
