@@ -4,17 +4,15 @@
 #include <cfloat>
 #include <mutex>
 
+#include "cuda_status.cuh"
 #include "quire_cuda/nn_ops.h"
 
 namespace quire::cuda::nn {
 namespace {
 
-std::string check(cudaError_t e, const char* what) {
-    if (e == cudaSuccess) return {};
-    return std::string(what) + ": " + cudaGetErrorString(e);
-}
-std::string launched(const char* what) { return check(cudaGetLastError(), what); }
-cudaStream_t S(void* s) { return static_cast<cudaStream_t>(s); }
+using detail::check;
+using detail::launched;
+using detail::S;
 unsigned blocksFor(size_t n, unsigned threads) { return unsigned((n + threads - 1) / threads); }
 
 // One cuBLAS handle per thread (cuBLAS handles are not to be shared across host threads).

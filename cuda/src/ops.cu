@@ -6,20 +6,16 @@
 #include <cstdio>
 #include <mutex>
 
+#include "cuda_status.cuh"
 #include "quire_cuda/ops.h"
 
 namespace quire::cuda {
 
 namespace {
 
-std::string check(cudaError_t e, const char* what) {
-    if (e == cudaSuccess) return {};
-    return std::string(what) + ": " + cudaGetErrorString(e);
-}
-
-std::string launched(const char* what) { return check(cudaGetLastError(), what); }
-
-cudaStream_t S(void* s) { return static_cast<cudaStream_t>(s); }
+using detail::check;
+using detail::launched;
+using detail::S;
 
 constexpr int kBlockTokens = 16;
 
