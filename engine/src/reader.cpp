@@ -204,10 +204,9 @@ Result<ReaderPage> ReaderEngine::readPage(const cv::Mat& image, int dpi, const s
             srcLine = l;
             const PpocrLine& pl = page.lines[size_t(l)];
             if (pl.frameX.empty()) continue;
-            const int f = std::clamp(pl.charFrames[size_t(c)], 0, int(pl.frameX.size()) - 1);
-            const float half = pl.frameX.size() > 1 ? std::abs(pl.frameX.back() - pl.frameX.front()) / float(pl.frameX.size() - 1) : 4.f;
-            x0 = std::min(x0, pl.frameX[size_t(f)] - half);
-            x1 = std::max(x1, pl.frameX[size_t(f)] + half);
+            const float x = pl.xOfFrame(pl.charFrames[size_t(c)]);
+            x0 = std::min(x0, x - pl.halfFrame());
+            x1 = std::max(x1, x + pl.halfFrame());
         }
         if (srcLine >= 0 && srcLine < int(page.lines.size())) {
             const Box& lb = page.lines[size_t(srcLine)].box;

@@ -51,6 +51,12 @@ struct PpocrLine {
     int frames = 0;             // feature sequence length (line image width / 8)
     std::vector<float> frameX;  // per frame: x centre in the input image's pixels
     std::vector<float> features;    // frames × 120, the recognizer's last features before its classifier
+    int block = 0;              // column/region in reading order (readingOrder's block)
+
+    // The page x of frame `f` (clamped to the line's frames; the box's left edge without frames).
+    float xOfFrame(int f) const;
+    // Half the distance between neighbouring frame centres on the page.
+    float halfFrame() const;
 };
 
 struct PpocrPage {

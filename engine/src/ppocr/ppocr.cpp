@@ -410,10 +410,18 @@ std::vector<int> readingOrder(const std::vector<Box>& boxes, std::vector<int>* b
     return order;
 }
 
+float PpocrLine::xOfFrame(int f) const {
+    return frameX.empty() ? float(box.x) : frameX[size_t(std::clamp(f, 0, int(frameX.size()) - 1))];
+}
+
+float PpocrLine::halfFrame() const {
+    return frameX.size() > 1 ? std::abs(frameX.back() - frameX.front()) / float(frameX.size() - 1) / 2 : float(box.w) / 2;
+}
+
 Result<PpocrPage> PpocrEngine::read(const cv::Mat& image, bool features, const std::atomic<bool>* cancel) const {
-    auto quads = detect(image);
+    const cv::Mat bgr = toBgr(image);  // once per page: detect() takes it as it is
+    auto quads = detect(bgr);
     if (!quads) return quads.status();
-    const cv::Mat bgr = toBgr(image);
     PpocrPage page;
     page.width = image.cols;
     page.height = image.rows;
@@ -423,7 +431,8 @@ Result<PpocrPage> PpocrEngine::read(const cv::Mat& image, bool features, const s
         const cv::Rect r = cv::boundingRect(q) & cv::Rect(0, 0, image.cols, image.rows);
         boxes.push_back({r.x, r.y, r.width, r.height});
     }
-    const std::vector<int> order = readingOrder(boxes);
+    std::vector<int> blockOf;
+    const std::vector<int> order = readingOrder(boxes, &blockOf);
 
     struct Crop {
         cv::Mat img;         // line image, height 48
@@ -439,6 +448,7 @@ Result<PpocrPage> PpocrEngine::read(const cv::Mat& image, bool features, const s
         auto& line = page.lines[k];
         line.quad = q;
         line.box = boxes[size_t(order[k])];
+        line.block = blockOf[size_t(order[k])];
         const float w = float(std::max(cv::norm(q[0] - q[1]), cv::norm(q[3] - q[2])));
         const float h = float(std::max(cv::norm(q[0] - q[3]), cv::norm(q[1] - q[2])));
         const cv::Point2f dst[4] = {{0, 0}, {w, 0}, {w, h}, {0, h}};
@@ -541,16 +551,11 @@ PageText PpocrEngine::toPageText(const PpocrPage& page, int dpi) const {
     out.dpi = dpi;
     out.engine = "ppocr";
     out.engineVersion = "PP-OCRv4";
-    std::vector<Box> boxes;
-    for (const auto& l : page.lines) boxes.push_back(l.box);
-    std::vector<int> block;
-    (void)readingOrder(boxes, &block);
 
     // Words: runs of non-space characters; x extent from their CTC frames.
     auto wordsOf = [&](const PpocrLine& l) {
         std::vector<Word> words;
-        const float half = l.frameX.size() > 1 ? std::abs(l.frameX.back() - l.frameX.front()) / float(l.frameX.size() - 1) / 2
-                                               : float(l.box.w) / 2;
+        const float half = l.halfFrame();
         size_t k = 0;
         while (k < l.charIds.size()) {
             while (k < l.charIds.size() && isSpace(charOf(l.charIds[k]))) ++k;
@@ -565,9 +570,8 @@ PageText PpocrEngine::toPageText(const PpocrPage& page, int dpi) const {
             }
             const int f0 = l.charFrames[k];
             const int f1 = e < l.charIds.size() ? std::max(f0, l.charFrames[e] - 1) : std::max(f0, l.charFrames[e - 1] + 1);
-            auto xAt = [&](int f) { return l.frameX.empty() ? float(l.box.x) : l.frameX[size_t(std::clamp(f, 0, int(l.frameX.size()) - 1))]; };
-            float x0 = std::min(xAt(f0), xAt(l.charFrames[e - 1])) - half;
-            float x1 = std::max(xAt(l.charFrames[e - 1]), xAt(std::min(f1, l.charFrames[e - 1] + 2))) + half;
+            float x0 = std::min(l.xOfFrame(f0), l.xOfFrame(l.charFrames[e - 1])) - half;
+            float x1 = std::max(l.xOfFrame(l.charFrames[e - 1]), l.xOfFrame(std::min(f1, l.charFrames[e - 1] + 2))) + half;
             x0 = std::clamp(x0, float(l.box.x), float(l.box.right()));
             x1 = std::clamp(x1, x0 + 1, float(l.box.right()));
             w.box = {int(x0), l.box.y, std::max(1, int(x1 - x0)), l.box.h};
@@ -585,7 +589,7 @@ PageText PpocrEngine::toPageText(const PpocrPage& page, int dpi) const {
     const int medianH = heights.empty() ? 1 : std::max(1, heights[heights.size() / 2]);
     std::vector<int> blockRight(page.lines.size() + 1, 0);
     for (size_t k = 0; k < page.lines.size(); ++k)
-        blockRight[size_t(block[k])] = std::max(blockRight[size_t(block[k])], page.lines[k].box.right());
+        blockRight[size_t(page.lines[k].block)] = std::max(blockRight[size_t(page.lines[k].block)], page.lines[k].box.right());
     int paragraph = 0;
     Box lastPiece;  // the last detected box appended to the current line
     for (size_t k = 0; k < page.lines.size(); ++k) {
@@ -593,7 +597,7 @@ PageText PpocrEngine::toPageText(const PpocrPage& page, int dpi) const {
         auto words = wordsOf(l);
         if (words.empty()) continue;
         Line* last = out.lines.empty() ? nullptr : &out.lines.back();
-        if (last && last->block == block[k]) {
+        if (last && last->block == l.block) {
             if (sameRow(lastPiece, l.box) && l.box.x >= lastPiece.right() - lastPiece.h) {
                 for (auto& w : words) last->words.push_back(std::move(w));
                 last->box = last->box.united(l.box);
@@ -603,12 +607,12 @@ PageText PpocrEngine::toPageText(const PpocrPage& page, int dpi) const {
         }
         Line line;
         line.box = l.box;
-        line.block = block[k];
+        line.block = l.block;
         if (last) {
-            const bool newBlock = last->block != block[k];
+            const bool newBlock = last->block != l.block;
             const bool gap = l.box.y - last->box.bottom() > medianH;
             const bool indented = l.box.x - last->box.x > medianH;  // first-line indent, centred heading
-            const bool shortBefore = last->box.right() < blockRight[size_t(block[k])] - 4 * medianH;  // a paragraph's last line
+            const bool shortBefore = last->box.right() < blockRight[size_t(l.block)] - 4 * medianH;  // a paragraph's last line
             if (newBlock || gap || indented || shortBefore) ++paragraph;
         }
         line.paragraph = paragraph;
