@@ -376,9 +376,10 @@ Status execNode(const Exec& e, const Node& n) {
                                                 cpu::BinaryOp::Div, cpu::BinaryOp::Pow};
         const cpu::BinaryOp bop = ops[int(n.op) - int(Op::Add)];
         Shape outShape;
-        if (cpu::broadcastShapeOf(a->shape, b->shape, outShape) && numel(outShape) > kMaxElements)
+        const bool broadcasts = cpu::broadcastShapeOf(a->shape, b->shape, outShape);  // else cpu::binary says why
+        if (broadcasts && numel(outShape) > kMaxElements)
             return nodeError(g, n, "output " + shapeString(outShape) + " exceeds the runtime's limit");
-        if (!a->isInt && !b->isInt && a == x && b == y && cpu::broadcastShapeOf(a->shape, b->shape, outShape)) {
+        if (!a->isInt && !b->isInt && a == x && b == y && broadcasts) {
             // Write into an operand that nobody reads afterwards and that has the output's shape:
             // no allocation (these activation chains dominate the front-end's memory traffic).
             for (size_t k : {size_t(0), size_t(1)}) {
@@ -825,15 +826,15 @@ Status buildGraph(Graph& g, const onnx::ModelProto& model) {
     std::vector<Node> runtime;
     g.lastUse.assign(g.valueNames.size(), -1);
     g.constants.resize(g.valueNames.size());
+    Values folded(g.constants.begin(), g.constants.end());  // one value table for every folded node
     for (auto& n : g.nodes) {
         const bool allConst = n.op != Op::Shape && std::all_of(n.in.begin(), n.in.end(), [&](int id) {
                                   return id < 0 || g.constants[size_t(id)];
                               });
         if (allConst) {
-            Values v(g.constants.begin(), g.constants.end());
-            Exec e{g, v, -1};
+            Exec e{g, folded, -1};
             if (auto st = execNode(e, n); !st) return st;
-            for (int id : n.out) g.constants[size_t(id)] = v[size_t(id)];
+            for (int id : n.out) g.constants[size_t(id)] = folded[size_t(id)];
             continue;
         }
         runtime.push_back(std::move(n));
