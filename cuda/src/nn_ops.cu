@@ -123,28 +123,25 @@ __global__ void ElementwiseKernel(const float* a, const float* b, float* y, size
         y[i] = binop(a[i], b[i], op);
 }
 
-// Block-wide reductions over one row (blockDim.x = 256).
-__device__ float blockSum(float v, float* shared) {
-    for (int off = 16; off > 0; off >>= 1) v += __shfl_down_sync(0xffffffff, v, off);
+// Block-wide reduction over one row (blockDim.x = 256): warp shuffles, then one warp over the
+// warps' partial results; every thread gets the result.
+struct SumOp {
+    static constexpr float identity = 0.f;
+    __device__ float operator()(float a, float b) const { return a + b; }
+};
+struct MaxOp {
+    static constexpr float identity = -FLT_MAX;
+    __device__ float operator()(float a, float b) const { return fmaxf(a, b); }
+};
+template <typename Op>
+__device__ float blockReduce(float v, float* shared) {
+    const Op op;
+    for (int off = 16; off > 0; off >>= 1) v = op(v, __shfl_down_sync(0xffffffff, v, off));
     if ((threadIdx.x & 31) == 0) shared[threadIdx.x >> 5] = v;
     __syncthreads();
-    v = threadIdx.x < (blockDim.x >> 5) ? shared[threadIdx.x] : 0.f;
+    v = threadIdx.x < (blockDim.x >> 5) ? shared[threadIdx.x] : Op::identity;
     if (threadIdx.x < 32)
-        for (int off = 16; off > 0; off >>= 1) v += __shfl_down_sync(0xffffffff, v, off);
-    __syncthreads();
-    if (threadIdx.x == 0) shared[0] = v;
-    __syncthreads();
-    const float r = shared[0];
-    __syncthreads();
-    return r;
-}
-__device__ float blockMax(float v, float* shared) {
-    for (int off = 16; off > 0; off >>= 1) v = fmaxf(v, __shfl_down_sync(0xffffffff, v, off));
-    if ((threadIdx.x & 31) == 0) shared[threadIdx.x >> 5] = v;
-    __syncthreads();
-    v = threadIdx.x < (blockDim.x >> 5) ? shared[threadIdx.x] : -FLT_MAX;
-    if (threadIdx.x < 32)
-        for (int off = 16; off > 0; off >>= 1) v = fmaxf(v, __shfl_down_sync(0xffffffff, v, off));
+        for (int off = 16; off > 0; off >>= 1) v = op(v, __shfl_down_sync(0xffffffff, v, off));
     __syncthreads();
     if (threadIdx.x == 0) shared[0] = v;
     __syncthreads();
@@ -158,7 +155,7 @@ __global__ void RowMeanKernel(const float* x, float* y, int n) {
     const float* row = x + size_t(blockIdx.x) * n;
     float s = 0.f;
     for (int i = threadIdx.x; i < n; i += blockDim.x) s += row[i];
-    s = blockSum(s, shared);
+    s = blockReduce<SumOp>(s, shared);
     if (threadIdx.x == 0) y[blockIdx.x] = n ? s / float(n) : 0.f;
 }
 
@@ -167,14 +164,14 @@ __global__ void SoftmaxKernel(float* x, int n) {
     float* row = x + size_t(blockIdx.x) * n;
     float mx = -FLT_MAX;
     for (int i = threadIdx.x; i < n; i += blockDim.x) mx = fmaxf(mx, row[i]);
-    mx = blockMax(mx, shared);
+    mx = blockReduce<MaxOp>(mx, shared);
     float s = 0.f;
     for (int i = threadIdx.x; i < n; i += blockDim.x) {
         const float e = __expf(row[i] - mx);
         row[i] = e;
         s += e;
     }
-    s = blockSum(s, shared);
+    s = blockReduce<SumOp>(s, shared);
     const float inv = 1.f / s;
     for (int i = threadIdx.x; i < n; i += blockDim.x) row[i] *= inv;
 }

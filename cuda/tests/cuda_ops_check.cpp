@@ -14,8 +14,10 @@
 
 #include "quire_cuda/device.h"
 #include "quire_cuda/ops.h"
+#include "check_util.h"
 
 using namespace quire::cuda;
+using namespace quire::cuda::check;
 
 namespace {
 
@@ -36,38 +38,6 @@ void run(const std::string& name, const std::function<void()>& f) {
     const int before = g_failed;
     f();
     if (g_failed == before) ++g_passed, std::printf("PASS %s\n", name.c_str());
-}
-
-std::vector<float> randomVec(size_t n, uint32_t seed) {
-    std::mt19937 rng(seed);
-    std::normal_distribution<float> d(0.f, 1.f);
-    std::vector<float> v(n);
-    for (auto& x : v) x = d(rng);
-    return v;
-}
-
-template <typename T>
-DeviceBuffer toDevice(const std::vector<T>& v) {
-    DeviceBuffer b(v.size() * sizeof(T));
-    b.upload(v.data(), v.size() * sizeof(T));
-    return b;
-}
-
-template <typename T>
-std::vector<T> fromDevice(const DeviceBuffer& b, size_t n) {
-    std::vector<T> v(n);
-    b.download(v.data(), n * sizeof(T));
-    return v;
-}
-
-double maxRelErr(const std::vector<float>& got, const std::vector<float>& want) {
-    double err = 0, mag = 1e-12;
-    for (size_t i = 0; i < got.size(); ++i) {
-        if (!std::isfinite(got[i])) return INFINITY;
-        err = std::max(err, double(std::abs(got[i] - want[i])));
-        mag = std::max(mag, double(std::abs(want[i])));
-    }
-    return err / mag;
 }
 
 void cpuRope(float* v, int64_t pos, int D, double theta) {
@@ -229,7 +199,7 @@ int main() {
     std::string why;
     const auto devices = listDevices(&why);
     if (devices.empty()) {
-        std::printf("no GPU (%s): CUDA op checks skipped\n0 passed, 0 failed, 9 skipped\n", why.c_str());
+        std::printf("no GPU (%s): CUDA op checks skipped\n0 passed, 0 failed, 11 skipped\n", why.c_str());
         return 0;
     }
     std::printf("GPU: %s\n", devices[0].name.c_str());
