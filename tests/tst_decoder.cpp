@@ -176,6 +176,32 @@ private slots:
             QVERIFY(std::abs(a[i] - m.layers[1].wq[i]) <= tolerance * std::max(1.0f, std::abs(m.layers[1].wq[i])));
     }
 
+    // Visual tokens that carry vocabulary ids: the flag survives config.json, and a token whose id is
+    // not a vocabulary index is refused before the session changes.
+    void visualTokenIdsAreCheckedAtTheDoor() {
+        ModelConfig c = tinyConfig();
+        c.visualTokenIds = true;
+        QCOMPARE(c.visualStride(), c.visualDim + 1);
+        auto parsed = ModelConfig::fromJson(c.toJson(), "config.json");
+        QVERIFY(parsed);
+        QVERIFY(parsed->visualTokenIds);
+        QVERIFY(!ModelConfig::fromJson(tinyConfig().toJson(), "config.json")->visualTokenIds);
+        auto model = std::make_shared<const ModelWeights>(randomModel(c, 3));
+        DecodeSession s(model, AttentionParams{});
+        QVERIFY(s.begin({1}));
+        std::vector<float> page(size_t(3) * c.visualStride(), 0.25f);
+        for (int t = 0; t < 3; ++t) page[size_t(t) * c.visualStride() + c.visualDim] = float(7 + t);
+        for (float bad : {-1.f, float(c.vocabSize), 2.5f, std::nanf("")}) {
+            auto broken = page;
+            broken[size_t(2) * c.visualStride() + c.visualDim] = bad;
+            const Status st = s.addPage(0, broken.data(), 3);
+            QVERIFY(!st);
+            QVERIFY2(QString::fromStdString(st.message()).contains("vocabulary id"), st.message().c_str());
+        }
+        QVERIFY(s.addPage(0, page.data(), 3));  // the refusals left no half-fed page behind
+        QVERIFY(s.step(1));
+    }
+
     void loaderRefusesBrokenFiles_data() {
         QTest::addColumn<QString>("damage");
         QTest::addColumn<QString>("words");
@@ -251,13 +277,18 @@ private slots:
     // (tests/fixtures/reader_parity, made by tools/train/make_parity_fixture.py).
     void matchesThePyTorchReader_data() {
         QTest::addColumn<QString>("mode");
-        QTest::newRow("full") << "full";
-        QTest::newRow("rswa") << "rswa";
-        QTest::newRow("srswa, covering budgets") << "srswa";
+        QTest::addColumn<QString>("fixture");
+        // reader_parity_ids: the visual tokens also carry vocabulary ids (visual_token_ids).
+        for (const char* fixture : {"reader_parity", "reader_parity_ids"}) {
+            QTest::addRow("%s, full", fixture) << "full" << fixture;
+            QTest::addRow("%s, rswa", fixture) << "rswa" << fixture;
+            QTest::addRow("%s, srswa, covering budgets", fixture) << "srswa" << fixture;
+        }
     }
     void matchesThePyTorchReader() {
         QFETCH(QString, mode);
-        const QString dir = sourceDir() + "/tests/fixtures/reader_parity";
+        QFETCH(QString, fixture);
+        const QString dir = sourceDir() + "/tests/fixtures/" + fixture;
         auto model = loadModel(dir.toStdString());
         QVERIFY2(model, model.status().message().c_str());
         QFile f(dir + "/case.json");
@@ -282,7 +313,9 @@ private slots:
         DecodeSession s(*model, p);
         QVERIFY(s.begin(ints(c["sinks"])));
         const auto p0 = page(0), p1 = page(1);
-        QVERIFY(s.addPage(0, p0.data(), int(p0.size()) / (*model)->config.visualDim));
+        const int stride = (*model)->config.visualStride();
+        QCOMPARE((*model)->config.visualTokenIds, fixture.endsWith("_ids"));
+        QVERIFY(s.addPage(0, p0.data(), int(p0.size()) / stride));
         int step = 0;
         double worst = 0;
         auto check = [&](int token) {
@@ -293,7 +326,7 @@ private slots:
             worst = std::max(worst, relDiff(*r->logits, want));
         };
         for (int t : ints(c["gen0"])) check(t);
-        QVERIFY(s.addPage(1, p1.data(), int(p1.size()) / (*model)->config.visualDim));
+        QVERIFY(s.addPage(1, p1.data(), int(p1.size()) / stride));
         for (int t : ints(c["gen1"])) check(t);
         QCOMPARE(step, golden.size());
         qInfo("%s: worst relative difference to PyTorch %.2e over %d steps", qPrintable(mode), worst, step);

@@ -52,7 +52,14 @@ Result<std::unique_ptr<ReaderEngine>> ReaderEngine::load(const ReaderOptions& op
     return e;
 }
 
-std::vector<float> ReaderEngine::visualTokens(const PpocrPage& page) {
+int ReaderEngine::vocabId(int ctcClass, int vocabSize) {
+    if (ctcClass <= 0) return kUnknown;
+    const int id = kFirstChar + ctcClass - 1;
+    return id < vocabSize ? id : kSpace;  // the class after the key file's characters is the space
+}
+
+std::vector<float> ReaderEngine::visualTokens(const PpocrPage& page, int idsForVocab) {
+    const int stride = kVisualDim + (idsForVocab > 0 ? 1 : 0);
     std::vector<float> out;
     const float height = float(std::max(1, page.height));
     for (const auto& line : page.lines) {
@@ -66,9 +73,10 @@ std::vector<float> ReaderEngine::visualTokens(const PpocrPage& page) {
             out.push_back(c == 0 ? 1.f : 0.f);
             out.push_back(c + 1 == n ? 1.f : 0.f);
             out.push_back(y);
+            if (idsForVocab > 0) out.push_back(float(vocabId(line.charIds[c], idsForVocab)));
         }
     }
-    if (out.empty()) out.assign(kVisualDim, 0.f);  // a blank page still brings one token
+    if (out.empty()) out.assign(size_t(stride), 0.f);  // a blank page still brings one (unknown) token
     return out;
 }
 
@@ -110,8 +118,9 @@ Result<ReaderPage> ReaderEngine::readPage(const cv::Mat& image, int dpi, const s
     auto read = d->ppocr->read(image, true, cancel);
     if (!read) return read.status();
     const PpocrPage& page = *read;
-    const std::vector<float> visual = visualTokens(page);
-    const int count = int(visual.size()) / kVisualDim;
+    const auto& config = d->model->config;
+    const std::vector<float> visual = visualTokens(page, config.visualTokenIds ? config.vocabSize : 0);
+    const int count = int(visual.size()) / config.visualStride();
     ReaderPage result;
     result.text.width = page.width;
     result.text.height = page.height;

@@ -7,6 +7,9 @@ Vocabulary (docs/READER.md in the model card): 0 unknown, 1 BOS, 2 EOS, 3 page b
 Visual tokens: one per character the front-end's CTC emitted, in its reading order: the
 recognizer's 120-wide feature vector at the character's frame, then the character's probability,
 a line-start flag, a line-end flag and the line's vertical place on the page (0..1): 124 values.
+With them goes the character's id in this vocabulary (the CTC hypothesis; restored spaces are
+SPACE), which models with `visual_token_ids` embed and add to the projection (the runtime's
+ReaderEngine::visualTokens builds the same).
 """
 import json
 import os
@@ -33,6 +36,13 @@ class Vocab:
             self.chars = [l.rstrip("\r\n") for l in f]
         self.index = {c: FIRST_CHAR + i for i, c in enumerate(self.chars)}
         self.size = FIRST_CHAR + len(self.chars)
+
+    def ctc_id(self, ctc_class):
+        """A front-end class id (1..6624, the last being the space) in this vocabulary."""
+        if ctc_class <= 0:
+            return 0
+        i = FIRST_CHAR + ctc_class - 1
+        return i if i < self.size else SPACE
 
     def encode(self, text):
         """Reading text → ids: paragraphs (blank lines) become PARAGRAPH, whitespace SPACE."""
@@ -74,11 +84,12 @@ def read_safetensors(path):
     return tensors, meta
 
 
-def page_visual_tokens(features_file):
-    """[n, 124] float32 visual tokens of one page from a `quire-cli features` file."""
+def page_visual_tokens(features_file, vocab):
+    """Visual tokens of one page from a `quire-cli features` file: [n, 124] float32 and their
+    vocabulary ids [n]."""
     tensors, meta = read_safetensors(features_file)
     page = json.loads(meta["quire.features"])
-    rows = []
+    rows, ids = [], []
     lines = page["lines"]
     height = max(1, page["height"])
     for k, line in enumerate(lines):
@@ -87,7 +98,7 @@ def page_visual_tokens(features_file):
             continue
         n = len(line["char_frames"])
         y = (line["box"][1] + line["box"][3] / 2) / height
-        for c, (frame, prob) in enumerate(zip(line["char_frames"], line["char_probs"])):
+        for c, (frame, prob, cls) in enumerate(zip(line["char_frames"], line["char_probs"], line["char_ids"])):
             v = np.zeros(VISUAL_DIM, np.float32)
             v[:120] = feats[min(frame, len(feats) - 1)]
             v[120] = prob
@@ -95,21 +106,31 @@ def page_visual_tokens(features_file):
             v[122] = 1.0 if c == n - 1 else 0.0
             v[123] = y
             rows.append(v)
+            ids.append(vocab.ctc_id(cls))
     if not rows:
-        rows.append(np.zeros(VISUAL_DIM, np.float32))  # a blank page still has one token
-    return np.stack(rows)
+        rows.append(np.zeros(VISUAL_DIM, np.float32))  # a blank page still has one (unknown) token
+        ids.append(0)
+    return np.stack(rows), np.array(ids, np.int32)
+
+
+def features_ready(doc_dir):
+    pages = [f for f in os.listdir(doc_dir) if f.endswith(".png")]
+    feat_dir = os.path.join(doc_dir, "features")
+    return os.path.isdir(feat_dir) and len(os.listdir(feat_dir)) == len(pages)
 
 
 def prepare_document(doc_dir, quire_cli, vocab):
     """Runs the front-end on a generated document's pages and returns its training record."""
     pages = sorted(f for f in os.listdir(doc_dir) if f.endswith(".png"))
     feat_dir = os.path.join(doc_dir, "features")
-    if not os.path.isdir(feat_dir) or len(os.listdir(feat_dir)) != len(pages):
+    if not features_ready(doc_dir):
         subprocess.run([quire_cli, "features", *[os.path.join(doc_dir, p) for p in pages], "--out", feat_dir],
                        check=True, capture_output=True)
-    record = {"visual": [], "targets": []}
+    record = {"visual": [], "ids": [], "targets": []}
     for k, p in enumerate(pages):
-        record["visual"].append(page_visual_tokens(os.path.join(feat_dir, f"page-{k + 1:05d}.safetensors")).astype(np.float16))
+        v, ids = page_visual_tokens(os.path.join(feat_dir, f"page-{k + 1:05d}.safetensors"), vocab)
+        record["visual"].append(v.astype(np.float16))
+        record["ids"].append(ids)
         with open(os.path.join(doc_dir, p.replace(".png", ".target.txt")), encoding="utf-8") as f:
             record["targets"].append(vocab.encode(f.read()))
     return record

@@ -3,8 +3,11 @@
 seeded model exported in the runtime's format, one sequence (sinks, two pages of visual tokens,
 generated tokens with a page break), and the logits at every generated step under full attention
 and R-SWA (a ring of 4, so eviction happens). The C++ runtime must reproduce them.
+With --visual-token-ids the model embeds an id carried by each visual token (the CTC hypothesis
+in Quire's reader); the case's page rows then end with that id.
 
     /usr/bin/python3 tools/train/make_parity_fixture.py tests/fixtures/reader_parity
+    /usr/bin/python3 tools/train/make_parity_fixture.py --visual-token-ids tests/fixtures/reader_parity_ids
 """
 import json
 import os
@@ -15,10 +18,11 @@ import torch
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from model import GEN, SINK, VISUAL, Config, QuireDecoder, attention_mask, export  # noqa: E402
 
-out = sys.argv[1]
+with_ids = "--visual-token-ids" in sys.argv[1:]
+out = [a for a in sys.argv[1:] if not a.startswith("--")][0]
 torch.manual_seed(7)
 c = Config(vocab_size=64, hidden_size=32, num_layers=2, num_heads=4, num_kv_heads=2, head_dim=8,
-           intermediate_size=48, visual_dim=12, max_position_embeddings=4096)
+           intermediate_size=48, visual_dim=12, max_position_embeddings=4096, visual_token_ids=with_ids)
 model = QuireDecoder(c)
 with torch.no_grad():  # weights large enough that the logits are not all alike
     for p in model.parameters():
@@ -31,19 +35,22 @@ export(model, out)
 
 sinks = [1, 5, 6]
 pages = [torch.randn(7, 12), torch.randn(5, 12)]
+page_ids = [torch.randint(0, 64, (7,)), torch.randint(0, 64, (5,))] if with_ids else [torch.zeros(7, dtype=torch.long),
+                                                                                   torch.zeros(5, dtype=torch.long)]
 # Generated inputs: page 0's text, then the page break (page 1 is fed before it), page 1's text.
 gen0 = [9, 10, 11, 12, 13, 14]
 gen1 = [3, 20, 21, 22, 23, 24, 25]
 items = [(SINK, t, None, -1) for t in sinks]
-items += [(VISUAL, 0, v, 0) for v in pages[0]]
+items += [(VISUAL, int(i), v, 0) for v, i in zip(pages[0], page_ids[0])]
 items += [(GEN, t, None, -1) for t in gen0]
-items += [(VISUAL, 0, v, 1) for v in pages[1]]
+items += [(VISUAL, int(i), v, 1) for v, i in zip(pages[1], page_ids[1])]
 items += [(GEN, t, None, -1) for t in gen1]
 kinds = torch.tensor([k for k, _, _, _ in items])
 tokens = torch.tensor([t for _, t, _, _ in items])
 visual = torch.stack([v if v is not None else torch.zeros(12) for _, _, v, _ in items])
 page_of = [p for _, _, _, p in items]
-case = {"sinks": sinks, "pages": [p.tolist() for p in pages], "gen0": gen0, "gen1": gen1, "recent": 4, "logits": {}}
+rows = [[r + ([float(i)] if with_ids else []) for r, i in zip(p.tolist(), ids.tolist())] for p, ids in zip(pages, page_ids)]
+case = {"sinks": sinks, "pages": rows, "gen0": gen0, "gen1": gen1, "recent": 4, "logits": {}}
 for mode in ["full", "rswa"]:
     mask = attention_mask(kinds.tolist(), page_of, mode, recent=4)
     with torch.no_grad():

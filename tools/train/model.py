@@ -36,6 +36,7 @@ class Config:
         self.bos_token_id = kw.get("bos_token_id", 1)
         self.eos_token_id = kw.get("eos_token_id", 2)
         self.page_break_token_id = kw.get("page_break_token_id", 3)
+        self.visual_token_ids = kw.get("visual_token_ids", False)
 
     def to_json(self):
         d = dict(self.__dict__)
@@ -109,10 +110,13 @@ class QuireDecoder(nn.Module):
         nn.init.normal_(self.embed_tokens.weight, std=0.02)
 
     def forward(self, tokens, visual, kinds, mask):
-        """tokens [B, T] (ignored where kind is VISUAL), visual [B, T, V] (used where VISUAL),
-        kinds [B, T], mask [B, T, T] bool (True: may attend). Returns logits [B, T, vocab]."""
+        """tokens [B, T] (where kind is VISUAL: the visual token's id, used with visual_token_ids),
+        visual [B, T, V] (used where VISUAL), kinds [B, T], mask [B, T, T] bool (True: may attend).
+        Returns logits [B, T, vocab]."""
         T = tokens.shape[1]
-        x = torch.where((kinds == VISUAL)[..., None], self.visual_proj(visual), self.embed_tokens(tokens.clamp(min=0)))
+        emb = self.embed_tokens(tokens.clamp(min=0))
+        vis = self.visual_proj(visual) + (emb if self.c.visual_token_ids else 0)
+        x = torch.where((kinds == VISUAL)[..., None], vis, emb)
         pos = torch.arange(T)
         for layer in self.layers:
             x = layer(x, pos, mask)

@@ -24,35 +24,34 @@ import torch
 import torch.nn.functional as F
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from data import BOS, EOS, PAGE_BREAK, VISUAL_DIM, Vocab, prepare_document  # noqa: E402
+from data import BOS, EOS, PAGE_BREAK, VISUAL_DIM, Vocab, features_ready, prepare_document  # noqa: E402
 from model import GEN, SINK, VISUAL, Config, QuireDecoder, attention_mask, export  # noqa: E402
 
 
 def build_sequence(record, max_len):
-    """One document as the runtime sees it: [BOS sink] [V0] [BOS y0...] [V1] [PB y1...] ... EOS.
-    Pages are dropped from the end until the sequence fits max_len."""
+    """One document as the runtime sees it: [BOS sink] [V0] [BOS y0...] [V1] [PB y1...] ... EOS,
+    cut at max_len (teacher forcing makes a cut anywhere harmless; a cut page still brings its
+    visual tokens, so most documents keep a page break)."""
     pages = len(record["visual"])
-    while True:
-        kinds, tokens, visual, pages_of, labels = [SINK], [BOS], [None], [-1], [-100]
-        y = []
-        for p in range(pages):
-            y += list(record["targets"][p]) + [PAGE_BREAK if p + 1 < pages else EOS]
-        inputs = [BOS] + y[:-1]
-        page = 0
+    kinds, tokens, visual, pages_of, labels = [SINK], [BOS], [None], [-1], [-100]
+    y = []
+    for p in range(pages):
+        y += list(record["targets"][p]) + [PAGE_BREAK if p + 1 < pages else EOS]
+    inputs = [BOS] + y[:-1]
+    page = 0
 
-        def add_page(p):
-            for v in record["visual"][p]:
-                kinds.append(VISUAL), tokens.append(0), visual.append(v), pages_of.append(p), labels.append(-100)
+    def add_page(p):
+        for v, i in zip(record["visual"][p], record["ids"][p]):
+            kinds.append(VISUAL), tokens.append(int(i)), visual.append(v), pages_of.append(p), labels.append(-100)
 
-        add_page(0)
-        for x, t in zip(inputs, y):
-            if x == PAGE_BREAK:
-                page += 1
-                add_page(page)
-            kinds.append(GEN), tokens.append(x), visual.append(None), pages_of.append(-1), labels.append(t)
-        if len(kinds) <= max_len or pages == 1:
+    add_page(0)
+    for x, t in zip(inputs, y):
+        if len(kinds) >= max_len:
             break
-        pages -= 1
+        if x == PAGE_BREAK:
+            page += 1
+            add_page(page)
+        kinds.append(GEN), tokens.append(x), visual.append(None), pages_of.append(-1), labels.append(t)
     n = min(len(kinds), max_len)
     vis = np.zeros((n, VISUAL_DIM), np.float32)
     for i in range(n):
@@ -60,6 +59,43 @@ def build_sequence(record, max_len):
             vis[i] = visual[i]
     return (torch.tensor(kinds[:n]), torch.tensor(tokens[:n]), torch.from_numpy(vis), pages_of[:n],
             torch.tensor(labels[:n]))
+
+
+def find_documents(data, ready_only):
+    """DATA/docNNNN or, for data made in batches, DATA/*/docNNNN, in sorted order."""
+    docs = []
+    for root, dirs, _ in os.walk(data):
+        docs += [os.path.join(root, d) for d in dirs if d.startswith("doc")]
+        dirs[:] = [d for d in dirs if not d.startswith("doc")]
+    docs.sort()
+    return [d for d in docs if features_ready(d)] if ready_only else docs
+
+
+def load_records(docs, loaded, quire_cli, vocab):
+    """Training records of the documents not in `loaded` (cached in DOC/record.npz)."""
+    records = []
+    for d in docs:
+        if d in loaded:
+            continue
+        loaded.add(d)
+        cache = os.path.join(d, "record.npz")
+        if os.path.exists(cache):
+            z = np.load(cache, allow_pickle=True)
+            if "ids" in z:
+                records.append({"visual": list(z["visual"]), "ids": list(z["ids"]), "targets": list(z["targets"])})
+                continue
+        r = prepare_document(d, quire_cli, vocab)
+        np.savez(cache, visual=object_array(r["visual"]), ids=object_array(r["ids"]), targets=object_array(r["targets"]))
+        records.append(r)
+    return records
+
+
+def object_array(items):
+    """A 1-D object array of per-page arrays (np.array would stack pages of equal length)."""
+    a = np.empty(len(items), dtype=object)
+    for i, x in enumerate(items):
+        a[i] = np.asarray(x)
+    return a
 
 
 def run_model(model, seq, recent):
@@ -91,6 +127,10 @@ def main():
     ap.add_argument("--resume", action="store_true")
     ap.add_argument("--device", default="cpu")
     ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--ready-only", action="store_true",
+                    help="use only documents whose features exist (another process is still computing the rest)")
+    ap.add_argument("--refresh-every", type=int, default=0,
+                    help="with --ready-only: every N steps, add the documents that became ready")
     ap.add_argument("--quire-cli", default=os.path.join(os.path.dirname(__file__), "..", "..", "build", "app", "quire-cli"))
     args = ap.parse_args()
     cfg = json.load(open(args.config))
@@ -102,20 +142,12 @@ def main():
     os.makedirs(args.out, exist_ok=True)
 
     vocab = Vocab()
-    docs = sorted(d for d in os.listdir(args.data) if d.startswith("doc"))
+    quire_cli = os.path.abspath(args.quire_cli)
     t0 = time.time()
-    records = []
-    for d in docs:
-        cache = os.path.join(args.data, d, "record.npz")
-        if os.path.exists(cache):
-            z = np.load(cache, allow_pickle=True)
-            records.append({"visual": list(z["visual"]), "targets": list(z["targets"])})
-            continue
-        r = prepare_document(os.path.join(args.data, d), os.path.abspath(args.quire_cli), vocab)
-        np.savez(cache, visual=np.array(r["visual"], dtype=object), targets=np.array(r["targets"], dtype=object))
-        records.append(r)
+    loaded = set()
+    records = load_records(find_documents(args.data, args.ready_only), loaded, quire_cli, vocab)
     print(f"{len(records)} documents ready in {time.time() - t0:.0f} s", flush=True)
-    held = max(1, len(records) // 20)
+    held = min(20, max(1, len(records) // 10))  # the first documents: a fixed set while data grows
     max_len = train_cfg["max_len"]
     train_seqs = [build_sequence(r, max_len) for r in records[held:]]
     eval_seqs = [build_sequence(r, max_len) for r in records[:held]]
@@ -144,12 +176,18 @@ def main():
     if step == 0:
         log.write("step\ttrain_loss\theldout_loss\theldout_token_acc\tseconds\n")
     start, running = time.time(), []
-    order = list(range(len(train_seqs)))
     while step < total:
+        order = list(range(len(train_seqs)))
         random.shuffle(order)
         for i in order:
             if step >= total:
                 break
+            if args.refresh_every and step % args.refresh_every == 0 and step:
+                new = load_records(find_documents(args.data, True), loaded, quire_cli, vocab)
+                if new:
+                    train_seqs += [build_sequence(r, max_len) for r in new]
+                    print(f"step {step}: {len(new)} more documents, {len(train_seqs)} in training", flush=True)
+                    break  # a new epoch order that includes them
             lr = train_cfg["lr"] * min(1.0, (step + 1) / warmup) * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * step / total)))
             for g in opt.param_groups:
                 g["lr"] = lr

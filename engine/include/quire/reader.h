@@ -5,7 +5,9 @@
 // Visual tokens, one per character the front-end's CTC emitted, in reading order: the
 // recognizer's 120 features at the character's frame, the character's probability, line-start
 // and line-end flags, and the line's vertical place on the page (0..1) — exactly what
-// tools/train/data.py builds from `quire-cli features`.
+// tools/train/data.py builds from `quire-cli features`. Models with `visual_token_ids` also get the
+// character's reader-vocabulary id after the 124 values, so that copying the front-end's hypothesis
+// needs no learning through the projector.
 #pragma once
 
 #include <atomic>
@@ -55,8 +57,11 @@ public:
                                 const std::function<void(const std::string&)>& onText = {});
     int pagesRead() const;
 
-    // The visual tokens of a page read by the front-end: [count, 124], row-major.
-    static std::vector<float> visualTokens(const PpocrPage& page);
+    // The visual tokens of a page read by the front-end: [count, 124], row-major; with
+    // `idsForVocab` > 0, [count, 125] with each character's id in a reader vocabulary of that size.
+    static std::vector<float> visualTokens(const PpocrPage& page, int idsForVocab = 0);
+    // A front-end class id (1 .. classes-1; the last class is the space) in the reader's vocabulary.
+    static int vocabId(int ctcClass, int vocabSize);
 
 private:
     ReaderEngine();

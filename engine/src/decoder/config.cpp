@@ -32,6 +32,7 @@ Result<ModelConfig> ModelConfig::fromJson(const std::string& json, const std::st
     c.rmsNormEps = float(o.value("rms_norm_eps").toDouble(c.rmsNormEps));
     c.ropeTheta = o.value("rope_theta").toDouble(c.ropeTheta);
     c.tieWordEmbeddings = o.value("tie_word_embeddings").toBool(c.tieWordEmbeddings);
+    c.visualTokenIds = o.value("visual_token_ids").toBool(c.visualTokenIds);
     if (Status s = c.validate(where); !s) return s;
     return c;
 }
@@ -62,7 +63,8 @@ std::string ModelConfig::toJson() const {
                   {"head_dim", headDim}, {"intermediate_size", intermediateSize}, {"visual_dim", visualDim},
                   {"rms_norm_eps", double(rmsNormEps)}, {"rope_theta", ropeTheta},
                   {"max_position_embeddings", maxPositions}, {"tie_word_embeddings", tieWordEmbeddings},
-                  {"bos_token_id", bosTokenId}, {"eos_token_id", eosTokenId}, {"page_break_token_id", pageBreakTokenId}};
+                  {"bos_token_id", bosTokenId}, {"eos_token_id", eosTokenId}, {"page_break_token_id", pageBreakTokenId},
+                  {"visual_token_ids", visualTokenIds}};
     return QJsonDocument(o).toJson(QJsonDocument::Indented).toStdString();
 }
 

@@ -442,7 +442,21 @@ struct DecodeSession::Impl {
         }
         std::vector<float> X(size_t(T) * H), Xn(size_t(T) * H), Qm(size_t(T) * Q), Km(size_t(T) * KV), Vm(size_t(T) * KV),
             A(size_t(T) * Q), O(size_t(T) * H), Gm(size_t(T) * F), Um(size_t(T) * F);
-        gemm(model->visualW, H, c.visualDim, visual, T, X.data());
+        if (!c.visualTokenIds) {
+            gemm(model->visualW, H, c.visualDim, visual, T, X.data());
+        } else {
+            // Features and ids are interleaved per token: pack the features for one product, then add
+            // each token's embedding.
+            const int stride = c.visualStride();
+            std::vector<float> packed(size_t(T) * c.visualDim);
+            for (int t = 0; t < T; ++t)
+                std::copy_n(visual + size_t(t) * stride, c.visualDim, &packed[size_t(t) * c.visualDim]);
+            gemm(model->visualW, H, c.visualDim, packed.data(), T, X.data());
+            for (int t = 0; t < T; ++t) {
+                const float* e = &model->embed[size_t(visual[size_t(t) * stride + c.visualDim]) * H];
+                for (int j = 0; j < H; ++j) X[size_t(t) * H + j] += e[j];
+            }
+        }
         for (int t = 0; t < T; ++t)
             for (int j = 0; j < H; ++j) X[size_t(t) * H + j] += model->visualB[size_t(j)];
         for (int l = 0; l < c.numLayers; ++l) {
@@ -546,6 +560,13 @@ Status DecodeSession::addPage(int page, const float* visual, int count) {
         return Status(ErrorCode::InvalidArgument, "addPage: a page brings 1 to " + std::to_string(m_params.maxPageTokens) + " visual tokens");
     if (d->pageBlocks.count(page) || (!d->pageBlocks.empty() && page != d->pageBlocks.rbegin()->first + 1))
         return Status(ErrorCode::InvalidArgument, "addPage: pages are fed once each, in order");
+    if (c.visualTokenIds)
+        for (int t = 0; t < count; ++t) {
+            const float id = visual[size_t(t) * c.visualStride() + c.visualDim];
+            if (!(id >= 0 && id < float(c.vocabSize)) || id != std::floor(id))
+                return Status(ErrorCode::InvalidArgument,
+                              "addPage: visual token " + std::to_string(t) + " carries no valid vocabulary id");
+        }
     // Generated tokens after this page start a new block (positions inside a block stay consecutive).
     if (!d->genBlocks.empty()) d->blocks[size_t(d->genBlocks.back())].sealed = true;
     std::vector<float> summary(size_t(c.numLayers) * c.numKvHeads * c.headDim, 0.f);
@@ -808,7 +829,7 @@ Result<std::unique_ptr<DecodeSession>> DecodeSession::restore(std::shared_ptr<co
         if (!r.get(page) || !r.get(pos0) || !r.get(count)) return bad("truncated");
         auto visual = pages(page);
         if (!visual) return visual.status();
-        if (int(visual->size()) != count * c.visualDim)
+        if (int(visual->size()) != count * c.visualStride())
             return bad("page " + std::to_string(page) + " now has a different number of visual tokens");
         d.position = pos0;
         d.currentPage = currentPage;

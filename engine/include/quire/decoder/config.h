@@ -17,6 +17,9 @@ struct ModelConfig {
     int headDim = 0;
     int intermediateSize = 0;
     int visualDim = 0;  // width of the visual tokens entering the projector
+    // Each visual token also carries a vocabulary id (a front-end's hypothesis for it), stored after
+    // its visualDim features; its embedding is added to the projection.
+    bool visualTokenIds = false;
     float rmsNormEps = 1e-5f;
     double ropeTheta = 10000.0;
     int maxPositions = 4096;  // the rotary range the model was trained on
@@ -27,6 +30,7 @@ struct ModelConfig {
     static Result<ModelConfig> load(const std::filesystem::path& file);
     std::string toJson() const;
     Status validate(const std::string& where) const;
+    int visualStride() const { return visualDim + (visualTokenIds ? 1 : 0); }  // floats per visual token
     int groupSize() const { return numHeads / numKvHeads; }
     size_t kvBytesPerToken() const { return size_t(2) * numLayers * numKvHeads * headDim * sizeof(float); }
 };

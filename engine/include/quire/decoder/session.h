@@ -72,7 +72,8 @@ public:
     ~DecodeSession();
 
     Status begin(const std::vector<int>& sinkTokens);
-    // Visual tokens of page `page` ([count, visualDim], row-major). Pages are fed in order.
+    // Visual tokens of page `page` ([count, visualStride()], row-major: the features, then the
+    // token's vocabulary id where the model has visual_token_ids). Pages are fed in order.
     Status addPage(int page, const float* visual, int count);
     // Feeds the previous output token (the page-break token moves to the next page) and returns
     // the logits of the next one.
@@ -94,7 +95,7 @@ public:
     // they depend only on the sinks and the page itself, so restore() recomputes them from the
     // page's visual tokens at their original positions.
     std::string saveState() const;
-    using PageProvider = std::function<Result<std::vector<float>>(int page)>;  // [count, visualDim]
+    using PageProvider = std::function<Result<std::vector<float>>(int page)>;  // [count, visualStride()]
     static Result<std::unique_ptr<DecodeSession>> restore(std::shared_ptr<const ModelWeights> model,
                                                           AttentionParams params, const std::string& state,
                                                           const PageProvider& pages);
