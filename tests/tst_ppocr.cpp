@@ -10,13 +10,18 @@
 
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <mutex>
 #include <random>
+#include <set>
 
 #include "nn/cpu_ops.h"
 #include "quire/nn/onnx_graph.h"
 #include "quire/decoder/model.h"
 #include "quire/ppocr.h"
+#include "quire/project_store.h"
 #include "quire/reader.h"
+#include "quire/transcriber.h"
 #include "quire/recognizer.h"
 #include "test_util.h"
 
@@ -120,6 +125,21 @@ std::string patchedDetector(const std::string& path) {
 }
 
 }  // namespace
+
+// A reader-shaped model small enough to generate in a test (random weights).
+static decoder::ModelConfig tinyReaderConfig() {
+    decoder::ModelConfig c;
+    c.vocabSize = reader_vocab::kFirstChar + 6623;
+    c.hiddenSize = 32;
+    c.numLayers = 2;
+    c.numHeads = 4;
+    c.numKvHeads = 2;
+    c.headDim = 8;
+    c.intermediateSize = 48;
+    c.visualDim = reader_vocab::kVisualDim;
+    c.maxPositions = 1 << 16;
+    return c;
+}
 
 class TestPpocr : public QObject {
     Q_OBJECT
@@ -477,23 +497,73 @@ private slots:
         QCOMPARE(v[lastOfLine * 124 + 122], 1.f);  // line end
         QCOMPARE(v[lastOfLine * 124 + 121], 0.f);
         QVERIFY(std::equal(v.begin(), v.begin() + 120, first.features.begin() + size_t(first.charFrames[0]) * 120));
+
+        // With ids (visual_token_ids models): 125 values, the 125th the character in the reader's
+        // vocabulary; the restored space between "Two" and "lines" is the space token.
+        const int vocab = reader_vocab::kFirstChar + (*engine)->classCount() - 2;
+        const auto w = ReaderEngine::visualTokens(*read, vocab);
+        QCOMPARE(w.size(), chars * size_t(reader_vocab::kVisualDim + 1));
+        QVERIFY(std::equal(v.begin(), v.begin() + 124, w.begin()));
+        std::string spelled;
+        for (size_t k = 0; k < first.charIds.size(); ++k) {
+            const int id = int(w[k * 125 + 124]);
+            QCOMPARE(id, ReaderEngine::vocabId(first.charIds[k], vocab));
+            spelled += id == reader_vocab::kSpace ? " " : (*engine)->charOf(id - reader_vocab::kFirstChar + 1);
+        }
+        QCOMPARE(QString::fromStdString(spelled), QString::fromStdString(first.text));
+        QVERIFY2(first.text.find(' ') != std::string::npos, first.text.c_str());
+    }
+
+    // Where the reader model is looked for: an explicit folder only; else $QUIRE_READER_MODEL.
+    void readerModelIsFoundOrTheSearchIsNamed() {
+        QTemporaryDir tmp;
+        const auto missing = findReaderModel(tmp.filePath("nowhere").toStdString());
+        QVERIFY(!missing);
+        QVERIFY2(QString::fromStdString(missing.status().message()).contains("nowhere"), missing.status().message().c_str());
+        QVERIFY(decoder::saveModel(decoder::randomModel(tinyReaderConfig(), 1), tmp.filePath("m").toStdString()));
+        QCOMPARE(QString::fromStdString(*findReaderModel(tmp.filePath("m").toStdString())), tmp.filePath("m"));
+        qputenv("QUIRE_READER_MODEL", tmp.filePath("m").toUtf8());
+        const auto fromEnv = findReaderModel();
+        qunsetenv("QUIRE_READER_MODEL");
+        QVERIFY(fromEnv);
+        QCOMPARE(QString::fromStdString(*fromEnv), tmp.filePath("m"));
+    }
+
+    // The reader streams its text token by token to TranscribeParams::onText, per page, while it
+    // writes (an untrained model: the pages then fail, but what it generated was seen as it came).
+    void readerStreamsTokensAsTheyAreGenerated() {
+        QTemporaryDir tmp;
+        QVERIFY(decoder::saveModel(decoder::randomModel(tinyReaderConfig(), 5), tmp.filePath("model").toStdString()));
+        auto store = ProjectStore::open(tmp.filePath("s.quire").toStdString(), ProjectStore::Mode::OpenOrCreate);
+        QVERIFY(store);
+        TranscribeParams p;
+        p.inputs = {samplePdf().toStdString()};
+        p.recognizer.engine = "reader";
+        p.recognizer.readerModel = tmp.filePath("model").toStdString();
+        std::mutex m;
+        std::map<int64_t, int> pieces;
+        p.onText = [&](int64_t page, const std::string& piece) {
+            QVERIFY(!piece.empty());
+            std::lock_guard lock(m);
+            ++pieces[page];
+        };
+        std::set<int64_t> finished;
+        p.onPage = [&](const PageEvent& e) { finished.insert(e.page.id); };
+        auto r = runTranscription(**store, p);
+        QVERIFY2(r, r.status().message().c_str());
+        QCOMPARE(int(finished.size()), 9);
+        QCOMPARE(int(pieces.size()), 9);  // every page streamed before it ended
+        for (const auto& [page, n] : pieces) {
+            QVERIFY(finished.count(page));
+            QVERIFY(n > 1);
+        }
     }
 
     // An untrained reader model (generated weights) loops or runs to the token cap: each page is a
     // failed page with the reason, nothing is exported for it, and the run exits 3.
     void readerFailuresAreFailedPagesWithTheReason() {
         QTemporaryDir tmp;
-        decoder::ModelConfig c;
-        c.vocabSize = reader_vocab::kFirstChar + 6623;
-        c.hiddenSize = 32;
-        c.numLayers = 2;
-        c.numHeads = 4;
-        c.numKvHeads = 2;
-        c.headDim = 8;
-        c.intermediateSize = 48;
-        c.visualDim = reader_vocab::kVisualDim;
-        c.maxPositions = 1 << 16;
-        QVERIFY(decoder::saveModel(decoder::randomModel(c, 5), tmp.filePath("model").toStdString()));
+        QVERIFY(decoder::saveModel(decoder::randomModel(tinyReaderConfig(), 5), tmp.filePath("model").toStdString()));
         const QString project = tmp.filePath("r.quire");
         auto r = runCli({"transcribe", samplePdf(), "--project", project, "--engine", "reader", "--reader-model",
                          tmp.filePath("model"), "--export", "md", "--out", tmp.path()});

@@ -502,6 +502,7 @@ void MainWindow::markProofread() {
 TranscribeParams MainWindow::paramsFromSettings() const {
     TranscribeParams p;
     p.recognizer.engine = m_settings->engine().toStdString();
+    p.recognizer.readerModel = m_settings->readerModel().toStdString();
     p.recognizer.languages = m_settings->languages().toStdString();
     p.threads = m_settings->threads();
     p.flag.meanBelow = m_settings->flagBelow();

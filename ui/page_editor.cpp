@@ -92,8 +92,12 @@ void PageEditor::appendStreamed(qint64 pageId, const QString& chunk, bool pageCo
     // Streaming only fills a page nobody has typed into.
     if (toPlainText() != m_savedText) return;
     m_loading = true;
-    moveCursor(QTextCursor::End);
-    insertPlainText(chunk);
+    if (pageComplete) {
+        setPlainText(chunk);  // the page's final text replaces what streamed in token by token
+    } else {
+        moveCursor(QTextCursor::End);
+        insertPlainText(chunk);
+    }
     m_savedText = toPlainText();
     m_lastText = m_savedText;
     m_loading = false;

@@ -27,7 +27,8 @@ public:
     void setPage(qint64 pageId, const QString& text, const PageText& layout, float lowConfidence);
     void clearPage();
     qint64 pageId() const { return m_pageId; }
-    // Appends streamed text for a page still being written (token by token or a page at once).
+    // Streamed text of a page still being written: pieces (token by token from the reader) are
+    // appended; `pageComplete` brings the page's final text, which replaces them. Never over typing.
     void appendStreamed(qint64 pageId, const QString& chunk, bool pageComplete);
     void setSpellLanguage(const QString& tesseractLanguages);
     bool spellCheckAvailable() const { return m_hunspell != nullptr; }

@@ -9,6 +9,8 @@ Settings::Settings() : m_s(QStringLiteral("Quire"), QStringLiteral("Quire")) {}
 
 QString Settings::engine() const { return m_s.value("recognition/engine", "auto").toString(); }
 void Settings::setEngine(const QString& v) { m_s.setValue("recognition/engine", v); }
+QString Settings::readerModel() const { return m_s.value("recognition/readerModel").toString(); }
+void Settings::setReaderModel(const QString& v) { m_s.setValue("recognition/readerModel", v); }
 QString Settings::languages() const { return m_s.value("recognition/languages", "eng").toString(); }
 void Settings::setLanguages(const QString& v) { m_s.setValue("recognition/languages", v); }
 int Settings::threads() const { return m_s.value("recognition/threads", 0).toInt(); }

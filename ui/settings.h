@@ -13,8 +13,10 @@ class Settings {
 public:
     Settings();
 
-    QString engine() const;  // "auto", "tesseract" or "ppocr"
+    QString engine() const;  // "auto", "tesseract", "ppocr" or "reader"
     void setEngine(const QString& v);
+    QString readerModel() const;  // the reader's model folder; empty: the installed model
+    void setReaderModel(const QString& v);
     QString languages() const;  // e.g. "eng" or "eng+chi_sim"
     void setLanguages(const QString& v);
     int threads() const;  // 0: one per core

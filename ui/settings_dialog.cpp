@@ -4,15 +4,19 @@
 #include <QComboBox>
 #include <QDialogButtonBox>
 #include <QDoubleSpinBox>
+#include <QFileDialog>
 #include <QFormLayout>
+#include <QHBoxLayout>
 #include <QLabel>
 #include <QLineEdit>
+#include <QPushButton>
 #include <QSpinBox>
 #include <QVBoxLayout>
 
 #include "quire/backend.h"
 #include "quire/recognizer.h"
 #include "quire/ppocr.h"
+#include "quire/reader.h"
 #include "settings.h"
 
 namespace quire::ui {
@@ -26,8 +30,32 @@ SettingsDialog::SettingsDialog(Settings& settings, QWidget* parent) : QDialog(pa
     m_engine->addItem(tr("PP-OCRv4 (neural; Chinese and mixed text)"), "ppocr");
     if (auto models = findPpocrModels(); !models)
         m_engine->setItemData(2, QString::fromStdString(models.status().message()), Qt::ToolTipRole);
+    m_engine->addItem(tr("Quire reader (whole-volume decoder over PP-OCRv4)"), "reader");
     m_engine->setCurrentIndex(std::max(0, m_engine->findData(settings.engine())));
     form->addRow(tr("Recognition engine:"), m_engine);
+    // The reader's model folder: empty means the model installed with Quire.
+    m_readerModel = new QLineEdit(settings.readerModel());
+    const auto installedModel = findReaderModel();
+    m_readerModel->setPlaceholderText(installedModel ? tr("Installed model: %1").arg(QString::fromStdString(*installedModel))
+                                                : tr("No installed model found"));
+    if (!installedModel) m_readerModel->setToolTip(QString::fromStdString(installedModel.status().message()));
+    auto* browse = new QPushButton(tr("Browse…"));
+    connect(browse, &QPushButton::clicked, this, [this] {
+        const QString dir = QFileDialog::getExistingDirectory(this, tr("Reader model folder (config.json and model.safetensors)"),
+                                                              m_readerModel->text());
+        if (!dir.isEmpty()) m_readerModel->setText(dir);
+    });
+    auto* modelRow = new QHBoxLayout;
+    modelRow->addWidget(m_readerModel, 1);
+    modelRow->addWidget(browse);
+    form->addRow(tr("Reader model:"), modelRow);
+    auto enableModel = [this, browse] {
+        const bool reader = m_engine->currentData().toString() == "reader";
+        m_readerModel->setEnabled(reader);
+        browse->setEnabled(reader);
+    };
+    connect(m_engine, &QComboBox::currentIndexChanged, this, enableModel);
+    enableModel();
     m_languages = new QLineEdit(settings.languages());
     QStringList installed;
     for (const auto& l : availableTesseractLanguages()) installed << QString::fromStdString(l);
@@ -91,6 +119,7 @@ SettingsDialog::SettingsDialog(Settings& settings, QWidget* parent) : QDialog(pa
 
 void SettingsDialog::accept() {
     m_settings.setEngine(m_engine->currentData().toString());
+    m_settings.setReaderModel(m_readerModel->text().trimmed());
     m_settings.setLanguages(m_languages->text().trimmed().isEmpty() ? "eng" : m_languages->text().trimmed());
     m_settings.setThreads(m_threads->value());
     m_settings.setDevice(m_device->currentData().toString());

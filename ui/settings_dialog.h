@@ -21,7 +21,7 @@ public:
 private:
     Settings& m_settings;
     QComboBox *m_engine, *m_device, *m_theme, *m_uiLanguage;
-    QLineEdit* m_languages;
+    QLineEdit *m_languages, *m_readerModel;
     QSpinBox *m_threads, *m_dpi;
     QDoubleSpinBox* m_flag;
     QCheckBox *m_deskew, *m_normalize, *m_binarize, *m_split;

@@ -32,6 +32,9 @@ void TranscriptionWorker::run(const RunRequest& request) {
     p.cancel = &m_cancel;
     p.pause = &m_pause;
     p.onLog = [this](const std::string& m) { emit logMessage(QString::fromStdString(m), true); };
+    p.onText = [this](int64_t pageId, const std::string& piece) {
+        emit textStreamed(pageId, QString::fromStdString(piece), false);
+    };
     p.onPage = [this](const PageEvent& e) {
         if (!e.text.empty()) emit textStreamed(e.page.id, QString::fromStdString(e.text), true);
         if (!e.failure.empty())

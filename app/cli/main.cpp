@@ -39,7 +39,7 @@ const char* kUsageText =
     "Usage:\n"
     "  quire-cli features INPUT... --out DIR [--dpi 300] [--json]   (PP-OCR visual tokens per page)\n"
     "  quire-cli transcribe [INPUT...] --project P.quire [--lang eng] [--engine tesseract|ppocr|reader|auto]\n"
-    "            [--reader-model DIR]\n"
+    "            [--reader-model DIR (default: the installed reader, or $QUIRE_READER_MODEL)]\n"
     "            [--threads N] [--dpi 300] [--pdf-text recognize|keep] [--split none|auto]\n"
     "            [--no-deskew] [--no-normalize] [--binarize] [--flag-below 80] [--retry-failed]\n"
     "            [--export md,docx,txt,hocr,alto,page,pdf --out DIR] [--json]\n"
@@ -187,8 +187,6 @@ int cmdTranscribe(const cli::Args& args) {
         return fail(kUsage, "unknown --engine '" + engine + "' (choose tesseract, ppocr, reader or auto)");
     p.recognizer.engine = engine;
     p.recognizer.readerModel = args.value("reader-model", last.value("readerModel").toString().toStdString());
-    if (engine == "reader" && p.recognizer.readerModel.empty())
-        return fail(kUsage, "--engine reader needs --reader-model DIR (a folder with config.json and model.safetensors)");
     p.recognizer.languages = args.value("lang", last.value("languages").toString("eng").toStdString());
     if (engine == "auto") {
         std::string why;

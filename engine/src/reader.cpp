@@ -6,12 +6,38 @@
 #include <map>
 
 #include "quire/decoder/model.h"
+#include "source_paths.h"
 
 namespace fs = std::filesystem;
 
 namespace quire {
 
 using namespace reader_vocab;
+
+Result<std::string> findReaderModel(const std::string& explicitDir) {
+    std::vector<fs::path> dirs;
+    const char* env = std::getenv("QUIRE_READER_MODEL");
+    if (!explicitDir.empty()) {
+        dirs.emplace_back(explicitDir);  // an explicit setting is the only place looked in
+    } else if (env && *env) {
+        dirs.emplace_back(env);
+    } else {
+        if (const char* xdg = std::getenv("XDG_DATA_HOME"); xdg && *xdg)
+            dirs.push_back(fs::path(xdg) / "quire/models/reader");
+        else if (const char* home = std::getenv("HOME"); home && *home)
+            dirs.push_back(fs::path(home) / ".local/share/quire/models/reader");
+        dirs.emplace_back("/usr/local/share/quire/models/reader");
+        dirs.emplace_back("/usr/share/quire/models/reader");
+        dirs.push_back(fs::path(QUIRE_SOURCE_MODELS_DIR) / "reader");
+    }
+    std::string tried;
+    for (const auto& d : dirs) {
+        std::error_code ec;
+        if (fs::is_regular_file(d / "config.json", ec) && fs::is_regular_file(d / "model.safetensors", ec)) return d.string();
+        tried += (tried.empty() ? "" : ", ") + d.string();
+    }
+    return Status(ErrorCode::NotFound, "no reader model (config.json and model.safetensors) in: " + tried);
+}
 
 struct ReaderEngine::Impl {
     ReaderOptions options;
@@ -28,24 +54,23 @@ ReaderEngine::~ReaderEngine() = default;
 int ReaderEngine::pagesRead() const { return d->pagesRead; }
 
 Result<std::unique_ptr<ReaderEngine>> ReaderEngine::load(const ReaderOptions& options) {
-    if (options.modelDir.empty()) return Status(ErrorCode::InvalidArgument, "reader: no model folder given");
-    std::error_code ec;
-    if (!fs::is_directory(options.modelDir, ec))
-        return Status(ErrorCode::NotFound, options.modelDir + ": the reader model folder does not exist");
-    auto model = decoder::loadModel(options.modelDir);
+    auto dir = findReaderModel(options.modelDir);
+    if (!dir) return dir.status();
+    auto model = decoder::loadModel(*dir);
     if (!model) return model.status();
     auto ppocr = PpocrEngine::load(options.ppocr);
     if (!ppocr) return ppocr.status();
     const auto& c = (*model)->config;
     const int vocab = kFirstChar + (*ppocr)->classCount() - 2;
     if (c.visualDim != kVisualDim || c.vocabSize != vocab)
-        return Status(ErrorCode::Corrupt, options.modelDir + ": not a reader model for this front-end (visual_dim " +
+        return Status(ErrorCode::Corrupt, *dir + ": not a reader model for this front-end (visual_dim " +
                                               std::to_string(c.visualDim) + ", vocab_size " + std::to_string(c.vocabSize) +
                                               "; expected " + std::to_string(kVisualDim) + " and " + std::to_string(vocab) + ")");
     if (c.pageBreakTokenId != kPageBreak || c.eosTokenId != kEos || c.bosTokenId != kBos)
-        return Status(ErrorCode::Corrupt, options.modelDir + ": special token ids differ from the reader vocabulary");
+        return Status(ErrorCode::Corrupt, *dir + ": special token ids differ from the reader vocabulary");
     std::unique_ptr<ReaderEngine> e(new ReaderEngine);
     e->d->options = options;
+    e->d->options.modelDir = *dir;
     e->d->options.attention.maxPageTokens = std::max(options.attention.maxPageTokens, 6144);
     e->d->model = std::move(model).value();
     e->d->ppocr = std::move(ppocr).value();

@@ -293,7 +293,10 @@ Result<RunSummary> runTranscription(ProjectStore& store, const TranscribeParams&
                     } else {
                         const PreprocessResult pre = preprocessPage(img.image, params.preprocess);
                         for (const auto& region : pre.regions) {
-                            auto text = (*rec)->recognize(region.image, img.dpi, params.cancel);
+                            std::function<void(const std::string&)> stream;
+                            if (params.onText)
+                                stream = [&, id = job->page.id](const std::string& piece) { params.onText(id, piece); };
+                            auto text = (*rec)->recognize(region.image, img.dpi, params.cancel, stream);
                             if (!text) {
                                 d.error = text.status();
                                 break;

@@ -60,7 +60,7 @@ def split_image(image):
     return path, (int(page) if page else 1)
 
 
-def run_quire(cli, rows, base, threads, lang, workdir, dpi, engine):
+def run_quire(cli, rows, base, threads, lang, workdir, dpi, engine, reader_model=None):
     project = os.path.join(workdir, f"eval-{lang}-{engine}.quire")
     files = []
     for r in rows:
@@ -70,7 +70,8 @@ def run_quire(cli, rows, base, threads, lang, workdir, dpi, engine):
             files.append(full)
     start = time.monotonic()
     proc = subprocess.run([cli, "transcribe", *files, "--project", project, "--lang", lang, "--threads",
-                           str(threads), "--dpi", str(dpi), "--engine", engine, "--json"], capture_output=True, text=True)
+                           str(threads), "--dpi", str(dpi), "--engine", engine, "--json"]
+                          + (["--reader-model", reader_model] if reader_model else []), capture_output=True, text=True)
     elapsed = time.monotonic() - start
     if proc.returncode not in (0, 3):
         sys.exit(f"quire-cli failed ({proc.returncode}): {proc.stderr}")
@@ -117,7 +118,8 @@ def main():
     ap.add_argument("--dpi", type=int, default=300, help="rendering resolution for PDF pages (both engines)")
     ap.add_argument("--sets", default="", help="comma-separated sets to include (default: all)")
     ap.add_argument("--engines", default="tesseract",
-                    help="comma-separated quire-cli recognizers to measure side by side (tesseract,ppocr,auto)")
+                    help="comma-separated quire-cli recognizers to measure side by side (tesseract,ppocr,reader,auto)")
+    ap.add_argument("--reader-model", help="the reader model folder, for --engines reader")
     ap.add_argument("--no-tesseract-cli", action="store_true")
     ap.add_argument("--markdown", help="also write the tables as Markdown to this file")
     ap.add_argument("--hyp-dir", help="write each engine's page texts here")
@@ -148,7 +150,8 @@ def main():
         for lang, lrows in by_lang.items():
             tl = LANG.get(lang, lang)
             for e in quire_engines:
-                h, t = run_quire(os.path.abspath(args.quire_cli), lrows, base, args.threads, tl, tmp, args.dpi, e)
+                h, t = run_quire(os.path.abspath(args.quire_cli), lrows, base, args.threads, tl, tmp, args.dpi, e,
+                                 args.reader_model)
                 hyps[label[e]].update(h)
                 seconds[label[e]] += t
             if "tesseract-cli" in hyps:

@@ -31,8 +31,14 @@ constexpr int kUnknown = 0, kBos = 1, kEos = 2, kPageBreak = 3, kParagraph = 4, 
 constexpr int kVisualDim = 124;
 }  // namespace reader_vocab
 
+// The reader model folder: `explicitDir` if given (and then only it), else $QUIRE_READER_MODEL,
+// else `quire/models/reader` under $XDG_DATA_HOME (~/.local/share), /usr/local/share and
+// /usr/share (where the package installs the shipped model), else the source tree's
+// resources/models/reader (a build run in place). NotFound lists the places tried.
+Result<std::string> findReaderModel(const std::string& explicitDir = {});
+
 struct ReaderOptions {
-    std::string modelDir;  // config.json + model.safetensors (docs/MODEL_FORMAT.md)
+    std::string modelDir;  // config.json + model.safetensors (docs/MODEL_FORMAT.md); empty: findReaderModel()
     PpocrOptions ppocr;
     decoder::AttentionParams attention;  // SR-SWA defaults; maxPageTokens is raised to fit pages
     decoder::GreedyOptions greedy;

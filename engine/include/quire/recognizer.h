@@ -2,6 +2,7 @@
 #pragma once
 
 #include <atomic>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -32,9 +33,13 @@ public:
     virtual ~Recognizer() = default;
     virtual std::string name() const = 0;
     virtual std::string version() const = 0;
-    // `gray` is 8-bit; returned boxes are in `gray`'s pixel coordinates.
-    virtual Result<PageText> recognize(const cv::Mat& gray, int dpi,
-                                       const std::atomic<bool>* cancel = nullptr) = 0;
+    // `gray` is 8-bit; returned boxes are in `gray`'s pixel coordinates. Engines that generate text
+    // token by token (the reader) pass each piece to `onText` as it comes; the others do not call it.
+    virtual Result<PageText> recognize(const cv::Mat& gray, int dpi, const std::atomic<bool>* cancel,
+                                       const std::function<void(const std::string&)>& onText) = 0;
+    Result<PageText> recognize(const cv::Mat& gray, int dpi, const std::atomic<bool>* cancel = nullptr) {
+        return recognize(gray, dpi, cancel, {});
+    }
 };
 
 // The languages installed for Tesseract (names of *.traineddata).

@@ -53,6 +53,9 @@ struct TranscribeParams {
     std::function<void(const RunProgress&)> onProgress;
     std::function<void(const PageEvent&)> onPage;
     std::function<void(const std::string&)> onLog;  // warnings and notes, in words
+    // Text of a page as an engine generates it (the reader, token by token; called from a worker
+    // thread). The page's final text still comes with onPage.
+    std::function<void(int64_t pageId, const std::string& piece)> onText;
     const std::atomic<bool>* cancel = nullptr;
     // While set, no new page is started (pages in flight finish and are committed).
     const std::atomic<bool>* pause = nullptr;

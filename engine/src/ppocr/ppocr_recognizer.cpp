@@ -18,7 +18,8 @@ public:
     std::string name() const override { return "ppocr"; }
     std::string version() const override { return "PP-OCRv4"; }
 
-    Result<PageText> recognize(const cv::Mat& gray, int dpi, const std::atomic<bool>* cancel) override {
+    Result<PageText> recognize(const cv::Mat& gray, int dpi, const std::atomic<bool>* cancel,
+                               const std::function<void(const std::string&)>& onText) override {
         auto page = m_engine->read(gray, false, cancel);
         if (!page) return page.status();
         PageText text = m_engine->toPageText(*page, dpi);
@@ -40,8 +41,9 @@ public:
         : m_engine(std::move(engine)), m_langs(std::move(langs)) {}
     std::string name() const override { return "reader"; }
     std::string version() const override { return "SR-SWA reader"; }
-    Result<PageText> recognize(const cv::Mat& gray, int dpi, const std::atomic<bool>* cancel) override {
-        auto page = m_engine->readPage(gray, dpi, cancel);
+    Result<PageText> recognize(const cv::Mat& gray, int dpi, const std::atomic<bool>* cancel,
+                               const std::function<void(const std::string&)>& onText) override {
+        auto page = m_engine->readPage(gray, dpi, cancel, onText);
         if (!page) return page.status();
         if (!page->failure.empty()) return Status(ErrorCode::Engine, "reader: " + page->failure);
         page->text.language = m_langs;
