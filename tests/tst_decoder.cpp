@@ -279,7 +279,8 @@ private slots:
         QTest::addColumn<QString>("mode");
         QTest::addColumn<QString>("fixture");
         // reader_parity_ids: the visual tokens also carry vocabulary ids (visual_token_ids).
-        for (const char* fixture : {"reader_parity", "reader_parity_ids"}) {
+        // reader_parity_aligned: ids and page-aligned positions (page_aligned_positions).
+        for (const char* fixture : {"reader_parity", "reader_parity_ids", "reader_parity_aligned"}) {
             QTest::addRow("%s, full", fixture) << "full" << fixture;
             QTest::addRow("%s, rswa", fixture) << "rswa" << fixture;
             QTest::addRow("%s, srswa, covering budgets", fixture) << "srswa" << fixture;
@@ -314,7 +315,8 @@ private slots:
         QVERIFY(s.begin(ints(c["sinks"])));
         const auto p0 = page(0), p1 = page(1);
         const int stride = (*model)->config.visualStride();
-        QCOMPARE((*model)->config.visualTokenIds, fixture.endsWith("_ids"));
+        QCOMPARE((*model)->config.visualTokenIds, fixture != "reader_parity");
+        QCOMPARE((*model)->config.pageAlignedPositions, fixture.endsWith("_aligned"));
         QVERIFY(s.addPage(0, p0.data(), int(p0.size()) / stride));
         int step = 0;
         double worst = 0;
@@ -335,13 +337,19 @@ private slots:
 
     void srswaWithCoveringBudgetsEqualsRswa_data() {
         QTest::addColumn<int>("maxPositions");
-        QTest::newRow("absolute positions") << (1 << 20);
-        QTest::newRow("framed positions") << 256;  // the volume spans far more than the trained range
+        QTest::addColumn<bool>("pageAligned");
+        QTest::newRow("absolute positions") << (1 << 20) << false;
+        QTest::newRow("framed positions") << 256 << false;  // the volume spans far more than the trained range
+        // Text positions overlap their page's: framing keeps each page-and-text interval whole.
+        QTest::newRow("page-aligned, absolute") << (1 << 20) << true;
+        QTest::newRow("page-aligned, framed") << 256 << true;
     }
     void srswaWithCoveringBudgetsEqualsRswa() {
         QFETCH(int, maxPositions);
+        QFETCH(bool, pageAligned);
         ModelConfig cfg = tinyConfig();
         cfg.maxPositions = maxPositions;
+        cfg.pageAlignedPositions = pageAligned;
         auto model = std::make_shared<const ModelWeights>(randomModel(cfg, 5));
         AttentionParams r;
         r.mode = AttentionMode::RSwa;

@@ -8,6 +8,8 @@ in Quire's reader); the case's page rows then end with that id.
 
     /usr/bin/python3 tools/train/make_parity_fixture.py tests/fixtures/reader_parity
     /usr/bin/python3 tools/train/make_parity_fixture.py --visual-token-ids tests/fixtures/reader_parity_ids
+    /usr/bin/python3 tools/train/make_parity_fixture.py --visual-token-ids --page-aligned-positions \
+        tests/fixtures/reader_parity_aligned
 """
 import json
 import os
@@ -19,10 +21,12 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from model import GEN, SINK, VISUAL, Config, QuireDecoder, attention_mask, export  # noqa: E402
 
 with_ids = "--visual-token-ids" in sys.argv[1:]
+aligned = "--page-aligned-positions" in sys.argv[1:]
 out = [a for a in sys.argv[1:] if not a.startswith("--")][0]
 torch.manual_seed(7)
 c = Config(vocab_size=64, hidden_size=32, num_layers=2, num_heads=4, num_kv_heads=2, head_dim=8,
-           intermediate_size=48, visual_dim=12, max_position_embeddings=4096, visual_token_ids=with_ids)
+           intermediate_size=48, visual_dim=12, max_position_embeddings=4096, visual_token_ids=with_ids,
+           page_aligned_positions=aligned)
 model = QuireDecoder(c)
 with torch.no_grad():  # weights large enough that the logits are not all alike
     for p in model.parameters():

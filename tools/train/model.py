@@ -37,6 +37,7 @@ class Config:
         self.eos_token_id = kw.get("eos_token_id", 2)
         self.page_break_token_id = kw.get("page_break_token_id", 3)
         self.visual_token_ids = kw.get("visual_token_ids", False)
+        self.page_aligned_positions = kw.get("page_aligned_positions", False)
 
     def to_json(self):
         d = dict(self.__dict__)
@@ -109,7 +110,7 @@ class QuireDecoder(nn.Module):
         self.lm_head = None if c.tie_word_embeddings else nn.Linear(c.hidden_size, c.vocab_size, bias=False)
         nn.init.normal_(self.embed_tokens.weight, std=0.02)
 
-    def forward(self, tokens, visual, kinds, mask):
+    def forward(self, tokens, visual, kinds, mask, pos=None):
         """tokens [B, T] (where kind is VISUAL: the visual token's id, used with visual_token_ids),
         visual [B, T, V] (used where VISUAL), kinds [B, T], mask [B, T, T] bool (True: may attend).
         Returns logits [B, T, vocab]."""
@@ -117,11 +118,39 @@ class QuireDecoder(nn.Module):
         emb = self.embed_tokens(tokens.clamp(min=0))
         vis = self.visual_proj(visual) + (emb if self.c.visual_token_ids else 0)
         x = torch.where((kinds == VISUAL)[..., None], vis, emb)
-        pos = torch.arange(T)
+        if pos is None:
+            pos = torch.as_tensor(positions(kinds[0].tolist(), self.c.page_aligned_positions))
         for layer in self.layers:
             x = layer(x, pos, mask)
         x = self.norm(x)
         return x @ self.embed_tokens.weight.T if self.lm_head is None else self.lm_head(x)
+
+
+def positions(kinds, page_aligned):
+    """Rotary positions of a sequence's items (docs/DECODING.md). Plain: the items' indices.
+    Page-aligned: a page's visual tokens start at the next unused position, and the text generated
+    after that page starts at the same position, so the t-th character written sits at the
+    position of the t-th visual token (the character it most likely reads)."""
+    if not page_aligned:
+        return list(range(len(kinds)))
+    out, frontier, page_start, next_gen, prev = [], 0, 0, 0, None
+    for k in kinds:
+        if k == SINK:
+            p = frontier
+        elif k == VISUAL:
+            if prev != VISUAL:
+                page_start = frontier
+                next_gen = page_start
+                p = page_start
+            else:
+                p = out[-1] + 1
+        else:
+            p = next_gen
+            next_gen += 1
+        out.append(p)
+        frontier = max(frontier, p + 1)
+        prev = k
+    return out
 
 
 def attention_mask(kinds, pages, mode, recent=128):

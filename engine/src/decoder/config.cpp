@@ -33,6 +33,7 @@ Result<ModelConfig> ModelConfig::fromJson(const std::string& json, const std::st
     c.ropeTheta = o.value("rope_theta").toDouble(c.ropeTheta);
     c.tieWordEmbeddings = o.value("tie_word_embeddings").toBool(c.tieWordEmbeddings);
     c.visualTokenIds = o.value("visual_token_ids").toBool(c.visualTokenIds);
+    c.pageAlignedPositions = o.value("page_aligned_positions").toBool(c.pageAlignedPositions);
     if (Status s = c.validate(where); !s) return s;
     return c;
 }
@@ -64,7 +65,7 @@ std::string ModelConfig::toJson() const {
                   {"rms_norm_eps", double(rmsNormEps)}, {"rope_theta", ropeTheta},
                   {"max_position_embeddings", maxPositions}, {"tie_word_embeddings", tieWordEmbeddings},
                   {"bos_token_id", bosTokenId}, {"eos_token_id", eosTokenId}, {"page_break_token_id", pageBreakTokenId},
-                  {"visual_token_ids", visualTokenIds}};
+                  {"visual_token_ids", visualTokenIds}, {"page_aligned_positions", pageAlignedPositions}};
     return QJsonDocument(o).toJson(QJsonDocument::Indented).toStdString();
 }
 

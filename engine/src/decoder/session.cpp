@@ -72,6 +72,7 @@ struct DecodeSession::Impl {
     std::map<int, std::vector<float>> pageSummary;  // page -> [layer][kvHead][dim] mean pre-rotary key
     std::map<int, int> pageTokens;
     int64_t position = 0, generated = 0;
+    int64_t frontier = 0;  // one past the highest position used (page-aligned positions reuse lower ones)
     int currentPage = 0;
     bool pageFedSinceLastGen = false;
     std::vector<double> invFreq;
@@ -169,25 +170,49 @@ struct DecodeSession::Impl {
     };
 
     // Frames positions: when the attended set spans more positions than the model was trained on,
-    // it is laid out contiguously (gaps removed) ending at the query; otherwise positions are
+    // it is laid out contiguously (gaps removed) around the query; otherwise positions are
     // absolute. Rotation is relative, so this only changes the position the query is rotated to.
+    // Spans whose positions overlap (a page and its text, with page-aligned positions) form one
+    // interval, so the distances inside it are kept.
     void frame(std::vector<Span>& spans, int64_t queryPos) const {
         std::sort(spans.begin(), spans.end(), [](const Span& a, const Span& b) {
             return a.block->pos0 + a.first < b.block->pos0 + b.first;
         });
         if (spans.empty()) return;
-        const int64_t span = queryPos - (spans.front().block->pos0 + spans.front().first);
-        if (span < c.maxPositions) {
+        const int64_t lo = std::min(queryPos, spans.front().block->pos0 + spans.front().first);
+        int64_t hi = queryPos + 1;
+        for (const auto& s : spans) hi = std::max(hi, s.block->pos0 + s.last);
+        if (hi - 1 - lo < c.maxPositions) {
             for (auto& s : spans) s.queryPos = queryPos;
             return;
         }
-        int64_t total = 0;
-        for (const auto& s : spans) total += s.last - s.first;
-        int64_t virt = 0;  // virtual position of the span's first token; the query sits at total - 1
+        // Disjoint intervals of attended positions (the query's own included), laid end to end.
+        struct Interval {
+            int64_t begin, end, virt;
+        };
+        std::vector<Interval> iv;
+        auto add = [&](int64_t a, int64_t b) {
+            if (!iv.empty() && a <= iv.back().end) iv.back().end = std::max(iv.back().end, b);
+            else iv.push_back({a, b, 0});
+        };
+        bool queryAdded = false;
+        for (const auto& s : spans) {
+            const int64_t a = s.block->pos0 + s.first;
+            if (!queryAdded && queryPos < a) add(queryPos, queryPos + 1), queryAdded = true;
+            add(a, s.block->pos0 + s.last);
+        }
+        if (!queryAdded) add(queryPos, queryPos + 1);
+        int64_t virt = 0;
+        for (auto& i : iv) i.virt = virt, virt += i.end - i.begin;
+        auto virtualOf = [&](int64_t pos) {
+            auto it = std::upper_bound(iv.begin(), iv.end(), pos, [](int64_t p, const Interval& i) { return p < i.begin; });
+            --it;  // the interval holding pos
+            return it->virt + (pos - it->begin);
+        };
+        const int64_t queryVirt = virtualOf(queryPos);
         for (auto& s : spans) {
             const int64_t abs = s.block->pos0 + s.first;
-            s.queryPos = abs - virt + (total - 1);
-            virt += s.last - s.first;
+            s.queryPos = abs + (queryVirt - virtualOf(abs));
         }
     }
 
@@ -506,6 +531,8 @@ struct DecodeSession::Impl {
             for (size_t i = 0; i < X.size(); ++i) X[i] += O[i];
         }
         position += T;
+        frontier = std::max(frontier, position);
+        if (c.pageAlignedPositions) position = pagePos0[page];  // the page's text starts where the page does
         return Status::ok();
     }
 
@@ -549,6 +576,7 @@ Status DecodeSession::begin(const std::vector<int>& sinkTokens) {
             return spans;
         }, [](int) {});
         ++d->position;
+        d->frontier = std::max(d->frontier, d->position);
     }
     return Status::ok();
 }
@@ -570,6 +598,7 @@ Status DecodeSession::addPage(int page, const float* visual, int count) {
     // Generated tokens after this page start a new block (positions inside a block stay consecutive).
     if (!d->genBlocks.empty()) d->blocks[size_t(d->genBlocks.back())].sealed = true;
     std::vector<float> summary(size_t(c.numLayers) * c.numKvHeads * c.headDim, 0.f);
+    if (c.pageAlignedPositions) d->position = std::max(d->position, d->frontier);
     d->pagePos0[page] = d->position;
     if (Status s = d->prefillPage(page, visual, count, summary); !s) return s;
     d->pageSummary[page] = std::move(summary);
@@ -620,6 +649,7 @@ Result<StepResult> DecodeSession::step(int inputToken) {
         d->recentQueryNext = (d->recentQueryNext + 1) % int(d->recentQueries.size());
     }
     ++d->position;
+    d->frontier = std::max(d->frontier, d->position);
     // Generated blocks wholly older than the recent window are dropped (R-SWA / SR-SWA).
     if (m_params.mode != AttentionMode::Full) {
         while (d->genBlocks.size() > 1) {
@@ -871,6 +901,9 @@ Result<std::unique_ptr<DecodeSession>> DecodeSession::restore(std::shared_ptr<co
         d.genBlocks.push_back(*id);
     }
     d.position = position;
+    d.frontier = position;
+    for (const Block& b : d.blocks)
+        if (b.count > 0) d.frontier = std::max(d.frontier, b.pos0 + b.count);
     d.generated = generated;
     d.stepsSinceGate = stepsSinceGate;
     d.recentQueryNext = recentNext;

@@ -20,6 +20,9 @@ struct ModelConfig {
     // Each visual token also carries a vocabulary id (a front-end's hypothesis for it), stored after
     // its visualDim features; its embedding is added to the projection.
     bool visualTokenIds = false;
+    // Positions (docs/DECODING.md): a page's visual tokens start at the next unused position and
+    // the text generated after that page starts at the same position (trained that way).
+    bool pageAlignedPositions = false;
     float rmsNormEps = 1e-5f;
     double ropeTheta = 10000.0;
     int maxPositions = 4096;  // the rotary range the model was trained on
