@@ -489,6 +489,13 @@ private slots:
         GreedySampler loop({0, 100, 100, 4, 8});
         for (int i = 0; i < 12; ++i) loop.push(i % 3 == 0 ? 4 : 9);
         QVERIFY(loop.looping());
+        // With a minimum span (the reader's character tokens), a dotted leader of 20 is no loop;
+        // 64 dots are.
+        GreedySampler leader({0, 100, 100, 4, 64, 64});
+        for (int i = 0; i < 20; ++i) leader.push(15);
+        QVERIFY(!leader.looping());
+        for (int i = 20; i < 64; ++i) leader.push(15);
+        QVERIFY(leader.looping());
     }
 };
 

@@ -171,6 +171,7 @@ Result<ReaderPage> ReaderEngine::readPage(const cv::Mat& image, int dpi, const s
 
     std::vector<int> tokens;
     std::vector<float> probs;
+    const int cap = std::min(d->options.greedy.maxTokensPerPage, 2 * count + 64);
     int input = fresh ? kBos : kPageBreak;
     auto fail = [&](std::string why) {
         result.failure = std::move(why);
@@ -201,8 +202,9 @@ Result<ReaderPage> ReaderEngine::readPage(const cv::Mat& image, int dpi, const s
         if (d->sampler->looping())
             return fail("decoding loop: the output repeats itself (page " + std::to_string(pageNo + 1) + ", " +
                         std::to_string(result.tokens) + " tokens)");
-        if (result.tokens >= d->options.greedy.maxTokensPerPage)
-            return fail("the page reached the token cap (" + std::to_string(d->options.greedy.maxTokensPerPage) + " tokens)");
+        if (result.tokens >= cap)
+            return fail("the page reached the token cap (" + std::to_string(cap) + " tokens for " +
+                        std::to_string(count) + " visual tokens)");
         input = next;
     }
 

@@ -63,7 +63,7 @@ public:
     std::string version() const override { return tesseract::TessBaseAPI::Version(); }
 
     Result<PageText> recognize(const cv::Mat& gray, int dpi, const std::atomic<bool>* cancel,
-                               const std::function<void(const std::string&)>& onText) override {
+                               const std::function<void(const std::string&)>& /*onText: not streamed*/) override {
         if (gray.empty() || gray.type() != CV_8UC1)
             return Status(ErrorCode::Internal, "tesseract: expected an 8-bit gray image");
         m_api->SetImage(gray.data, gray.cols, gray.rows, 1, int(gray.step));

@@ -37,11 +37,26 @@ constexpr int kVisualDim = 124;
 // resources/models/reader (a build run in place). NotFound lists the places tried.
 Result<std::string> findReaderModel(const std::string& explicitDir = {});
 
+// Decoding rules for character tokens: an n-gram ban of 35 characters (Unlimited-OCR's 35 are
+// subword tokens) would forbid a Bible verse's repeated phrase, and eight dots of a table of
+// contents' leader are no loop. The token cap per page is the smaller of maxTokensPerPage and
+// twice the page's visual tokens plus 64 (the reader writes about one token per visual token).
+inline decoder::GreedyOptions readerGreedyDefaults() {
+    decoder::GreedyOptions g;
+    g.noRepeatNgram = 120;
+    g.ngramWindow = 4096;
+    g.maxTokensPerPage = 16384;
+    g.loopMinRepeats = 4;
+    g.loopMaxPeriod = 64;
+    g.loopMinSpan = 64;
+    return g;
+}
+
 struct ReaderOptions {
     std::string modelDir;  // config.json + model.safetensors (docs/MODEL_FORMAT.md); empty: findReaderModel()
     PpocrOptions ppocr;
     decoder::AttentionParams attention;  // SR-SWA defaults; maxPageTokens is raised to fit pages
-    decoder::GreedyOptions greedy;
+    decoder::GreedyOptions greedy = readerGreedyDefaults();
 };
 
 // One page as read by the decoder.

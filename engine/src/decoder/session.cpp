@@ -727,8 +727,10 @@ void GreedySampler::push(int token) { m_history.push_back(token); }
 bool GreedySampler::looping() const {
     const int len = int(m_history.size());
     for (int period = 1; period <= m_opt.loopMaxPeriod; ++period) {
-        const int need = period * m_opt.loopMinRepeats;
-        if (len < need || need < 8) continue;
+        int need = period * m_opt.loopMinRepeats;
+        if (need < 8) continue;
+        need = std::max(need, m_opt.loopMinSpan);  // the repeats must cover this many tokens
+        if (len < need) continue;
         bool periodic = true;
         for (int i = len - need; i + period < len && periodic; ++i) periodic = m_history[size_t(i)] == m_history[size_t(i + period)];
         if (periodic) return true;

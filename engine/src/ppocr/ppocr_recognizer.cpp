@@ -19,7 +19,7 @@ public:
     std::string version() const override { return "PP-OCRv4"; }
 
     Result<PageText> recognize(const cv::Mat& gray, int dpi, const std::atomic<bool>* cancel,
-                               const std::function<void(const std::string&)>& onText) override {
+                               const std::function<void(const std::string&)>& /*onText: not streamed*/) override {
         auto page = m_engine->read(gray, false, cancel);
         if (!page) return page.status();
         PageText text = m_engine->toPageText(*page, dpi);

@@ -113,6 +113,7 @@ struct GreedyOptions {
     int maxTokensPerPage = 2048;
     int loopMinRepeats = 4;    // a period repeated this many times in a row ...
     int loopMaxPeriod = 64;    // ... up to this length counts as a loop
+    int loopMinSpan = 8;       // ... once the repeats cover at least this many tokens
 };
 
 class GreedySampler {
