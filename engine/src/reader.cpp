@@ -61,7 +61,10 @@ Result<std::unique_ptr<ReaderEngine>> ReaderEngine::load(const ReaderOptions& op
     auto ppocr = PpocrEngine::load(options.ppocr);
     if (!ppocr) return ppocr.status();
     const auto& c = (*model)->config;
-    const int vocab = kFirstChar + (*ppocr)->classCount() - 2;
+    const int vocab = kVocabSize;
+    if ((*ppocr)->classCount() != kKeyCount + 2)
+        return Status(ErrorCode::Corrupt, "reader: the front-end has " + std::to_string((*ppocr)->classCount()) +
+                                              " classes, the reader's vocabulary is made for " + std::to_string(kKeyCount + 2));
     if (c.visualDim != kVisualDim || c.vocabSize != vocab)
         return Status(ErrorCode::Corrupt, *dir + ": not a reader model for this front-end (visual_dim " +
                                               std::to_string(c.visualDim) + ", vocab_size " + std::to_string(c.vocabSize) +
@@ -77,14 +80,13 @@ Result<std::unique_ptr<ReaderEngine>> ReaderEngine::load(const ReaderOptions& op
     return e;
 }
 
-int ReaderEngine::vocabId(int ctcClass, int vocabSize) {
-    if (ctcClass <= 0) return kUnknown;
-    const int id = kFirstChar + ctcClass - 1;
-    return id < vocabSize ? id : kSpace;  // the class after the key file's characters is the space
+int ReaderEngine::vocabId(int ctcClass) {
+    if (ctcClass <= 0 || ctcClass > kKeyCount + 1) return kUnknown;
+    return ctcClass == kKeyCount + 1 ? kSpace : kFirstChar + ctcClass - 1;  // the last class is the space
 }
 
-std::vector<float> ReaderEngine::visualTokens(const PpocrPage& page, int idsForVocab) {
-    const int stride = kVisualDim + (idsForVocab > 0 ? 1 : 0);
+std::vector<float> ReaderEngine::visualTokens(const PpocrPage& page, bool withIds) {
+    const int stride = kVisualDim + (withIds ? 1 : 0);
     std::vector<float> out;
     const float height = float(std::max(1, page.height));
     for (const auto& line : page.lines) {
@@ -98,8 +100,12 @@ std::vector<float> ReaderEngine::visualTokens(const PpocrPage& page, int idsForV
             out.push_back(c == 0 ? 1.f : 0.f);
             out.push_back(c + 1 == n ? 1.f : 0.f);
             out.push_back(y);
-            if (idsForVocab > 0) out.push_back(float(vocabId(line.charIds[c], idsForVocab)));
+            if (withIds) out.push_back(float(vocabId(line.charIds[c])));
         }
+        // The line's end, where lines join.
+        out.insert(out.end(), 120, 0.f);
+        out.insert(out.end(), {1.f, 0.f, 1.f, y});
+        if (withIds) out.push_back(float(kLineBreak));
     }
     if (out.empty()) out.assign(size_t(stride), 0.f);  // a blank page still brings one (unknown) token
     return out;
@@ -144,7 +150,7 @@ Result<ReaderPage> ReaderEngine::readPage(const cv::Mat& image, int dpi, const s
     if (!read) return read.status();
     const PpocrPage& page = *read;
     const auto& config = d->model->config;
-    const std::vector<float> visual = visualTokens(page, config.visualTokenIds ? config.vocabSize : 0);
+    const std::vector<float> visual = visualTokens(page, config.visualTokenIds);
     const int count = int(visual.size()) / config.visualStride();
     ReaderPage result;
     result.text.width = page.width;
@@ -189,9 +195,14 @@ Result<ReaderPage> ReaderEngine::readPage(const cv::Mat& image, int dpi, const s
         const float mx = *std::max_element(logits.begin(), logits.end());
         for (float l : logits) sum += std::exp(double(l - mx));
         const float prob = float(std::exp(double(logits[size_t(next)] - mx)) / sum);
-        d->sampler->push(next);
         ++result.tokens;
         if (next == kPageBreak || next == kEos) break;
+        if (result.tokens >= cap)
+            return fail("the page reached the token cap (" + std::to_string(cap) + " tokens for " +
+                        std::to_string(count) + " visual tokens)");
+        input = next;
+        if (next == kSkip) continue;  // a visual token that is not reading text: nothing to write
+        d->sampler->push(next);       // repetition rules look at the text only
         tokens.push_back(next);
         probs.push_back(prob);
         if (onText) {
@@ -202,10 +213,6 @@ Result<ReaderPage> ReaderEngine::readPage(const cv::Mat& image, int dpi, const s
         if (d->sampler->looping())
             return fail("decoding loop: the output repeats itself (page " + std::to_string(pageNo + 1) + ", " +
                         std::to_string(result.tokens) + " tokens)");
-        if (result.tokens >= cap)
-            return fail("the page reached the token cap (" + std::to_string(cap) + " tokens for " +
-                        std::to_string(count) + " visual tokens)");
-        input = next;
     }
 
     // Text, words and their boxes: output characters aligned with the front-end's CTC characters.

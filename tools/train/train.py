@@ -78,7 +78,7 @@ def load_records(docs, loaded, quire_cli, vocab):
         if d in loaded:
             continue
         loaded.add(d)
-        cache = os.path.join(d, "record.npz")
+        cache = os.path.join(d, "record2.npz")  # visual tokens with line ends, aligned outputs
         if os.path.exists(cache):
             z = np.load(cache, allow_pickle=True)
             if "ids" in z:
@@ -129,6 +129,8 @@ def main():
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--ready-only", action="store_true",
                     help="use only documents whose features exist (another process is still computing the rest)")
+    ap.add_argument("--init", help="start from this checkpoint's weights (tensors whose shape changed "
+                    "keep their overlapping part, e.g. an embedding that gained tokens)")
     ap.add_argument("--refresh-every", type=int, default=0,
                     help="with --ready-only: every N steps, add the documents that became ready")
     ap.add_argument("--quire-cli", default=os.path.join(os.path.dirname(__file__), "..", "..", "build", "app", "quire-cli"))
@@ -159,6 +161,14 @@ def main():
     opt = torch.optim.AdamW(model.parameters(), lr=train_cfg["lr"], weight_decay=train_cfg.get("weight_decay", 0.01))
     step = 0
     ckpt = os.path.join(args.out, "checkpoint.pt")
+    if args.init and not (args.resume and os.path.exists(ckpt)):
+        own = model.state_dict()
+        with torch.no_grad():
+            for name, t in torch.load(args.init)["model"].items():
+                if name in own:
+                    view = own[name][tuple(slice(0, min(a, b)) for a, b in zip(own[name].shape, t.shape))]
+                    view.copy_(t[tuple(slice(0, s) for s in view.shape)])
+        print(f"initialised from {args.init}", flush=True)
     if args.resume and os.path.exists(ckpt):
         state = torch.load(ckpt)
         model.load_state_dict(state["model"])

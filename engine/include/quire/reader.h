@@ -2,12 +2,16 @@
 // visual tokens (docs/TRAINING.md). Pages are given in order; the decoder keeps its context (the
 // window of pages, gated earlier pages, its recent output) across page breaks.
 //
-// Visual tokens, one per character the front-end's CTC emitted, in reading order: the
-// recognizer's 120 features at the character's frame, the character's probability, line-start
-// and line-end flags, and the line's vertical place on the page (0..1) — exactly what
-// tools/train/data.py builds from `quire-cli features`. Models with `visual_token_ids` also get the
-// character's reader-vocabulary id after the 124 values, so that copying the front-end's hypothesis
-// needs no learning through the projector.
+// Visual tokens, one per character the front-end's CTC emitted, in reading order, and one at the
+// end of each line: the recognizer's 120 features at the character's frame (zeros for a line
+// end), the character's probability, line-start and line-end flags, and the line's vertical place
+// on the page (0..1) — exactly what tools/train/data.py builds from `quire-cli features`. Models
+// with `visual_token_ids` also get the token's reader-vocabulary id after the 124 values (the CTC
+// character; a restored space is the space token, a line end the line-break token).
+//
+// The reader writes the page's reading text laid along the visual tokens (tools/train/data.py,
+// aligned_output): mostly one token per visual token — the text it stands for, or SKIP for a token
+// that is not reading text (running head, folio, a line-end hyphen). SKIP is not text.
 #pragma once
 
 #include <atomic>
@@ -28,6 +32,9 @@ namespace quire {
 namespace reader_vocab {
 constexpr int kUnknown = 0, kBos = 1, kEos = 2, kPageBreak = 3, kParagraph = 4, kLineBreak = 5, kSpace = 6,
               kFirstChar = 7;
+constexpr int kKeyCount = 6623;                // PP-OCR's characters (ppocr_keys_v1.txt)
+constexpr int kSkip = kFirstChar + kKeyCount;  // "this visual token is not reading text"
+constexpr int kVocabSize = kSkip + 1;
 constexpr int kVisualDim = 124;
 }  // namespace reader_vocab
 
@@ -78,11 +85,11 @@ public:
                                 const std::function<void(const std::string&)>& onText = {});
     int pagesRead() const;
 
-    // The visual tokens of a page read by the front-end: [count, 124], row-major; with
-    // `idsForVocab` > 0, [count, 125] with each character's id in a reader vocabulary of that size.
-    static std::vector<float> visualTokens(const PpocrPage& page, int idsForVocab = 0);
-    // A front-end class id (1 .. classes-1; the last class is the space) in the reader's vocabulary.
-    static int vocabId(int ctcClass, int vocabSize);
+    // The visual tokens of a page read by the front-end: [count, 124], row-major; with `withIds`,
+    // [count, 125] with each token's id in the reader's vocabulary.
+    static std::vector<float> visualTokens(const PpocrPage& page, bool withIds = false);
+    // A front-end class id (1 .. 6624; 6624 is the space) in the reader's vocabulary.
+    static int vocabId(int ctcClass);
 
 private:
     ReaderEngine();
