@@ -18,29 +18,39 @@ import sys
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from model import GEN, SINK, VISUAL, Config, QuireDecoder, attention_mask, export  # noqa: E402
+from model import GEN, SINK, VISUAL, Config, QuireDecoder, attention_mask, export, load_exported  # noqa: E402
 
+# --trained DIR: golden logits of an exported (trained) model instead of a seeded one; the fixture
+# then holds no weights, only the case, with each step's logits at a fixed set of ids.
+trained = sys.argv[sys.argv.index("--trained") + 1] if "--trained" in sys.argv else None
 with_ids = "--visual-token-ids" in sys.argv[1:]
 aligned = "--page-aligned-positions" in sys.argv[1:]
-out = [a for a in sys.argv[1:] if not a.startswith("--")][0]
+out = [a for a in sys.argv[1:] if not a.startswith("--") and a != trained][0]
+os.makedirs(out, exist_ok=True)
 torch.manual_seed(7)
 c = Config(vocab_size=64, hidden_size=32, num_layers=2, num_heads=4, num_kv_heads=2, head_dim=8,
            intermediate_size=48, visual_dim=12, max_position_embeddings=4096, visual_token_ids=with_ids,
            page_aligned_positions=aligned)
-model = QuireDecoder(c)
-with torch.no_grad():  # weights large enough that the logits are not all alike
-    for p in model.parameters():
-        p.normal_(0, 0.3)
-    for l in model.layers:
-        l.attn_norm.weight.uniform_(0.5, 1.5)
-        l.mlp_norm.weight.uniform_(0.5, 1.5)
-    model.norm.weight.uniform_(0.5, 1.5)
-export(model, out)
+if trained:
+    model = load_exported(trained)
+    c = model.c
+    with_ids = c.visual_token_ids
+else:
+    model = QuireDecoder(c)
+    with torch.no_grad():  # weights large enough that the logits are not all alike
+        for p in model.parameters():
+            p.normal_(0, 0.3)
+        for l in model.layers:
+            l.attn_norm.weight.uniform_(0.5, 1.5)
+            l.mlp_norm.weight.uniform_(0.5, 1.5)
+        model.norm.weight.uniform_(0.5, 1.5)
+    export(model, out)
 
-sinks = [1, 5, 6]
-pages = [torch.randn(7, 12), torch.randn(5, 12)]
-page_ids = [torch.randint(0, 64, (7,)), torch.randint(0, 64, (5,))] if with_ids else [torch.zeros(7, dtype=torch.long),
-                                                                                   torch.zeros(5, dtype=torch.long)]
+V, vocab = c.visual_dim, c.vocab_size
+sinks = [1, 5, 6] if not trained else [1]
+pages = [torch.randn(7, V) * (2.7 if trained else 1), torch.randn(5, V) * (2.7 if trained else 1)]
+page_ids = [torch.randint(0, vocab, (7,)), torch.randint(0, vocab, (5,))] if with_ids else [
+    torch.zeros(7, dtype=torch.long), torch.zeros(5, dtype=torch.long)]
 # Generated inputs: page 0's text, then the page break (page 1 is fed before it), page 1's text.
 gen0 = [9, 10, 11, 12, 13, 14]
 gen1 = [3, 20, 21, 22, 23, 24, 25]
@@ -51,15 +61,21 @@ items += [(VISUAL, int(i), v, 1) for v, i in zip(pages[1], page_ids[1])]
 items += [(GEN, t, None, -1) for t in gen1]
 kinds = torch.tensor([k for k, _, _, _ in items])
 tokens = torch.tensor([t for _, t, _, _ in items])
-visual = torch.stack([v if v is not None else torch.zeros(12) for _, _, v, _ in items])
+visual = torch.stack([v if v is not None else torch.zeros(V) for _, _, v, _ in items])
 page_of = [p for _, _, _, p in items]
 rows = [[r + ([float(i)] if with_ids else []) for r, i in zip(p.tolist(), ids.tolist())] for p, ids in zip(pages, page_ids)]
 case = {"sinks": sinks, "pages": rows, "gen0": gen0, "gen1": gen1, "recent": 4, "logits": {}}
+watch = sorted(set(range(0, vocab, max(1, vocab // 48))) | set(gen0 + gen1)) if trained else None
+if trained:
+    case["ids"] = watch
 for mode in ["full", "rswa"]:
     mask = attention_mask(kinds.tolist(), page_of, mode, recent=4)
     with torch.no_grad():
         logits = model(tokens[None], visual[None], kinds[None], mask[None])[0]
-    case["logits"][mode] = [logits[i].tolist() for i in range(len(items)) if kinds[i] == GEN]
+    case["logits"][mode] = [(logits[i][watch] if trained else logits[i]).tolist() for i in range(len(items))
+                            if kinds[i] == GEN]
 with open(os.path.join(out, "case.json"), "w") as f:
     json.dump(case, f)
 print(f"wrote {out}: {sum(p.numel() for p in model.parameters())} parameters, {len(case['logits']['full'])} steps")
+if trained:
+    print("the case's logits are at ids", len(watch))

@@ -207,3 +207,24 @@ def export(model, out_dir):
     save_safetensors(os.path.join(out_dir, "model.safetensors"), t)
     with open(os.path.join(out_dir, "config.json"), "w") as f:
         f.write(c.to_json() + "\n")
+
+
+def load_exported(model_dir):
+    """A model from the runtime's format (config.json + model.safetensors, F32), for golden logits."""
+    import numpy as np
+    with open(os.path.join(model_dir, "config.json")) as f:
+        cfg = json.load(f)
+    cfg.pop("model_type", None)
+    model = QuireDecoder(Config(**cfg))
+    with open(os.path.join(model_dir, "model.safetensors"), "rb") as f:
+        raw = f.read()
+    n = struct.unpack("<Q", raw[:8])[0]
+    header = json.loads(raw[8:8 + n])
+    header.pop("__metadata__", None)
+    state = {}
+    for name, t in header.items():
+        assert t["dtype"] == "F32", name
+        a, b = t["data_offsets"]
+        state[name] = torch.from_numpy(np.frombuffer(raw[8 + n + a:8 + n + b], dtype=np.float32).reshape(t["shape"]).copy())
+    model.load_state_dict(state)
+    return model.eval()
