@@ -8,7 +8,24 @@
 #include <string>
 #include <vector>
 
+#include "quire/decoder/config.h"
+
 namespace quire::test {
+
+// A decoder of the supported family small enough to generate in a test (random weights).
+inline decoder::ModelConfig tinyDecoderConfig(int vocabSize = 48, int visualDim = 12, int maxPositions = 1 << 20) {
+    decoder::ModelConfig c;
+    c.vocabSize = vocabSize;
+    c.hiddenSize = 32;
+    c.numLayers = 2;
+    c.numHeads = 4;
+    c.numKvHeads = 2;
+    c.headDim = 8;
+    c.intermediateSize = 48;
+    c.visualDim = visualDim;
+    c.maxPositions = maxPositions;
+    return c;
+}
 
 QString sourceDir();
 QString samplePdf();

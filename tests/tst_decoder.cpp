@@ -20,19 +20,7 @@ using namespace quire::test;
 
 namespace {
 
-ModelConfig tinyConfig() {
-    ModelConfig c;
-    c.vocabSize = 48;
-    c.hiddenSize = 32;
-    c.numLayers = 2;
-    c.numHeads = 4;
-    c.numKvHeads = 2;
-    c.headDim = 8;
-    c.intermediateSize = 48;
-    c.visualDim = 12;
-    c.maxPositions = 1 << 20;
-    return c;
-}
+ModelConfig tinyConfig() { return tinyDecoderConfig(); }
 
 std::vector<float> pageFeatures(int page, int count, int dim) {
     std::mt19937 rng(uint32_t(1000 + page));

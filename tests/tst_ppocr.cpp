@@ -129,17 +129,7 @@ std::string patchedDetector(const std::string& path) {
 
 // A reader-shaped model small enough to generate in a test (random weights).
 static decoder::ModelConfig tinyReaderConfig() {
-    decoder::ModelConfig c;
-    c.vocabSize = reader_vocab::kVocabSize;
-    c.hiddenSize = 32;
-    c.numLayers = 2;
-    c.numHeads = 4;
-    c.numKvHeads = 2;
-    c.headDim = 8;
-    c.intermediateSize = 48;
-    c.visualDim = reader_vocab::kVisualDim;
-    c.maxPositions = 1 << 16;
-    return c;
+    return tinyDecoderConfig(reader_vocab::kVocabSize, reader_vocab::kVisualDim, 1 << 16);
 }
 
 class TestPpocr : public QObject {
