@@ -6,6 +6,7 @@
 #include <map>
 
 #include "quire/decoder/model.h"
+#include "data_dirs.h"
 #include "source_paths.h"
 
 namespace fs = std::filesystem;
@@ -15,23 +16,9 @@ namespace quire {
 using namespace reader_vocab;
 
 Result<std::string> findReaderModel(const std::string& explicitDir) {
-    std::vector<fs::path> dirs;
-    const char* env = std::getenv("QUIRE_READER_MODEL");
-    if (!explicitDir.empty()) {
-        dirs.emplace_back(explicitDir);  // an explicit setting is the only place looked in
-    } else if (env && *env) {
-        dirs.emplace_back(env);
-    } else {
-        if (const char* xdg = std::getenv("XDG_DATA_HOME"); xdg && *xdg)
-            dirs.push_back(fs::path(xdg) / "quire/models/reader");
-        else if (const char* home = std::getenv("HOME"); home && *home)
-            dirs.push_back(fs::path(home) / ".local/share/quire/models/reader");
-        dirs.emplace_back("/usr/local/share/quire/models/reader");
-        dirs.emplace_back("/usr/share/quire/models/reader");
-        dirs.push_back(fs::path(QUIRE_SOURCE_MODELS_DIR) / "reader");
-    }
     std::string tried;
-    for (const auto& d : dirs) {
+    for (const auto& d : dataDirCandidates(explicitDir, "QUIRE_READER_MODEL", "models/reader",
+                                           {fs::path(QUIRE_SOURCE_MODELS_DIR) / "reader"})) {
         std::error_code ec;
         if (fs::is_regular_file(d / "config.json", ec) && fs::is_regular_file(d / "model.safetensors", ec)) return d.string();
         tried += (tried.empty() ? "" : ", ") + d.string();
@@ -61,14 +48,13 @@ Result<std::unique_ptr<ReaderEngine>> ReaderEngine::load(const ReaderOptions& op
     auto ppocr = PpocrEngine::load(options.ppocr);
     if (!ppocr) return ppocr.status();
     const auto& c = (*model)->config;
-    const int vocab = kVocabSize;
     if ((*ppocr)->classCount() != kKeyCount + 2)
         return Status(ErrorCode::Corrupt, "reader: the front-end has " + std::to_string((*ppocr)->classCount()) +
                                               " classes, the reader's vocabulary is made for " + std::to_string(kKeyCount + 2));
-    if (c.visualDim != kVisualDim || c.vocabSize != vocab)
+    if (c.visualDim != kVisualDim || c.vocabSize != kVocabSize)
         return Status(ErrorCode::Corrupt, *dir + ": not a reader model for this front-end (visual_dim " +
                                               std::to_string(c.visualDim) + ", vocab_size " + std::to_string(c.vocabSize) +
-                                              "; expected " + std::to_string(kVisualDim) + " and " + std::to_string(vocab) + ")");
+                                              "; expected " + std::to_string(kVisualDim) + " and " + std::to_string(kVocabSize) + ")");
     if (c.pageBreakTokenId != kPageBreak || c.eosTokenId != kEos || c.bosTokenId != kBos)
         return Status(ErrorCode::Corrupt, *dir + ": special token ids differ from the reader vocabulary");
     std::unique_ptr<ReaderEngine> e(new ReaderEngine);

@@ -72,7 +72,7 @@ def find_documents(data, ready_only):
 
 
 def load_records(docs, loaded, quire_cli, vocab):
-    """Training records of the documents not in `loaded` (cached in DOC/record.npz)."""
+    """Training records of the documents not in `loaded` (cached in DOC/record2.npz)."""
     records = []
     for d in docs:
         if d in loaded:
@@ -81,9 +81,8 @@ def load_records(docs, loaded, quire_cli, vocab):
         cache = os.path.join(d, "record2.npz")  # visual tokens with line ends, aligned outputs
         if os.path.exists(cache):
             z = np.load(cache, allow_pickle=True)
-            if "ids" in z:
-                records.append({"visual": list(z["visual"]), "ids": list(z["ids"]), "targets": list(z["targets"])})
-                continue
+            records.append({"visual": list(z["visual"]), "ids": list(z["ids"]), "targets": list(z["targets"])})
+            continue
         r = prepare_document(d, quire_cli, vocab)
         np.savez(cache, visual=object_array(r["visual"]), ids=object_array(r["ids"]), targets=object_array(r["targets"]))
         records.append(r)

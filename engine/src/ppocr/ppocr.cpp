@@ -15,6 +15,7 @@
 #include <numeric>
 #include <optional>
 
+#include "data_dirs.h"
 #include "quire/nn/onnx_graph.h"
 
 namespace fs = std::filesystem;
@@ -43,20 +44,6 @@ constexpr Pinned kPinned[] = {
     {kRecFile, "06b3e6af6c59a1ba5d53790ed8c2e4b2de389870b6cf5a97f349f3412cb269c0"},
     {kKeysFile, "28b2362ad4ab2dc38769aa72feb535e3a9ddb3fd2a7585a05920e6393b1dc7f7"},
 };
-
-std::vector<fs::path> candidateDirs(const std::string& explicitDir) {
-    if (!explicitDir.empty()) return {fs::path(explicitDir)};
-    // An explicit setting is the only place looked in: a wrong one is reported, not bypassed.
-    if (const char* env = std::getenv("QUIRE_PPOCR_DIR"); env && *env) return {fs::path(env)};
-    std::vector<fs::path> dirs;
-    if (const char* xdg = std::getenv("XDG_DATA_HOME"); xdg && *xdg)
-        dirs.push_back(fs::path(xdg) / "quire/models/ppocr-v4");
-    else if (const char* home = std::getenv("HOME"); home && *home)
-        dirs.push_back(fs::path(home) / ".local/share/quire/models/ppocr-v4");
-    dirs.emplace_back("/usr/local/share/quire/models/ppocr-v4");
-    dirs.emplace_back("/usr/share/quire/models/ppocr-v4");
-    return dirs;
-}
 
 Status verifyFile(const fs::path& path, const char* expected) {
     QFile f(QString::fromStdString(path.string()));
@@ -179,7 +166,7 @@ std::string ppocrInstallCommand() { return "installer/fetch-models.sh (or: QUIRE
 
 Result<std::string> findPpocrModels(const std::string& explicitDir) {
     std::string tried;
-    for (const auto& dir : candidateDirs(explicitDir)) {
+    for (const auto& dir : dataDirCandidates(explicitDir, "QUIRE_PPOCR_DIR", "models/ppocr-v4")) {
         std::error_code ec;
         bool all = true;
         for (const auto& p : kPinned) all = all && fs::is_regular_file(dir / p.file, ec);
