@@ -30,6 +30,25 @@ std::vector<float> pageFeatures(int page, int count, int dim) {
     return v;
 }
 
+// Line-aligned positions (config.h): token 5 ends a visual line, tokens 4 and 6 end written lines.
+void makeLineAligned(ModelConfig& c) {
+    c.visualTokenIds = c.pageAlignedPositions = true;
+    c.lineEndTokenIds = {4, 6};
+    c.visualLineEndTokenId = 5;
+}
+
+// A page's visual tokens with vocabulary ids after each one's features (visual_token_ids): every
+// sixth token (and the last) a line end when lineEnd >= 0.
+std::vector<float> pageWithIds(int page, int count, int dim, int lineEnd) {
+    const auto f = pageFeatures(page, count, dim);
+    std::vector<float> v;
+    for (int t = 0; t < count; ++t) {
+        v.insert(v.end(), f.begin() + size_t(t) * dim, f.begin() + size_t(t + 1) * dim);
+        v.push_back(float(lineEnd >= 0 && (t % 6 == 5 || t == count - 1) ? lineEnd : 10 + (t + page) % 7));
+    }
+    return v;
+}
+
 double relDiff(const std::vector<float>& a, const std::vector<float>& b) {
     double num = 0, den = 0;
     for (size_t i = 0; i < a.size(); ++i) num = std::max(num, double(std::abs(a[i] - b[i]))), den = std::max(den, double(std::abs(b[i])));
@@ -190,6 +209,27 @@ private slots:
         QVERIFY(s.step(1));
     }
 
+    // Line-aligned positions survive config.json, and a config that cannot use them is refused.
+    void lineAlignedConfigRoundTripsAndIsChecked() {
+        ModelConfig c = tinyConfig();
+        makeLineAligned(c);
+        auto parsed = ModelConfig::fromJson(c.toJson(), "config.json");
+        QVERIFY2(parsed, parsed.status().message().c_str());
+        QCOMPARE(parsed->lineEndTokenIds, c.lineEndTokenIds);
+        QCOMPARE(parsed->visualLineEndTokenId, 5);
+        QVERIFY(!ModelConfig::fromJson(tinyConfig().toJson(), "config.json")->lineAlignedPositions());
+        ModelConfig noIds = c;
+        noIds.visualTokenIds = false;
+        const Status st = noIds.validate("config.json");
+        QVERIFY2(!st && QString::fromStdString(st.message()).contains("visual_token_ids"), st.message().c_str());
+        ModelConfig badId = c;
+        badId.visualLineEndTokenId = c.vocabSize;
+        QVERIFY(!badId.validate("config.json"));
+        ModelConfig pageBreak = c;
+        pageBreak.lineEndTokenIds = {c.pageBreakTokenId};
+        QVERIFY(!pageBreak.validate("config.json"));
+    }
+
     void loaderRefusesBrokenFiles_data() {
         QTest::addColumn<QString>("damage");
         QTest::addColumn<QString>("words");
@@ -268,9 +308,11 @@ private slots:
         QTest::addColumn<QString>("fixture");
         // reader_parity_ids: the visual tokens also carry vocabulary ids (visual_token_ids).
         // reader_parity_aligned: ids and page-aligned positions (page_aligned_positions).
+        // reader_parity_lines: ids and line-aligned positions (line_end_token_ids).
         // reader_golden: the shipped reader (resources/models/reader) against logits PyTorch gave
         // for it, at a fixed set of ids (make_parity_fixture.py --trained).
-        for (const char* fixture : {"reader_parity", "reader_parity_ids", "reader_parity_aligned", "reader_golden"}) {
+        for (const char* fixture : {"reader_parity", "reader_parity_ids", "reader_parity_aligned", "reader_parity_lines",
+                                    "reader_golden"}) {
             QTest::addRow("%s, full", fixture) << "full" << fixture;
             QTest::addRow("%s, rswa", fixture) << "rswa" << fixture;
             QTest::addRow("%s, srswa, covering budgets", fixture) << "srswa" << fixture;
@@ -309,7 +351,8 @@ private slots:
         const int stride = (*model)->config.visualStride();
         if (!golden) {
             QCOMPARE((*model)->config.visualTokenIds, fixture != "reader_parity");
-            QCOMPARE((*model)->config.pageAlignedPositions, fixture.endsWith("_aligned"));
+            QCOMPARE((*model)->config.pageAlignedPositions, fixture.endsWith("_aligned") || fixture.endsWith("_lines"));
+            QCOMPARE((*model)->config.lineAlignedPositions(), fixture.endsWith("_lines"));
         }
         std::vector<int> watched;  // golden: the ids whose logits the case holds
         for (const auto& x : c["ids"].toArray()) watched.push_back(x.toInt());
@@ -339,18 +382,24 @@ private slots:
     void srswaWithCoveringBudgetsEqualsRswa_data() {
         QTest::addColumn<int>("maxPositions");
         QTest::addColumn<bool>("pageAligned");
-        QTest::newRow("absolute positions") << (1 << 20) << false;
-        QTest::newRow("framed positions") << 256 << false;  // the volume spans far more than the trained range
+        QTest::addColumn<bool>("lineAligned");
+        QTest::newRow("absolute positions") << (1 << 20) << false << false;
+        QTest::newRow("framed positions") << 256 << false << false;  // the volume spans far more than the trained range
         // Text positions overlap their page's: framing keeps each page-and-text interval whole.
-        QTest::newRow("page-aligned, absolute") << (1 << 20) << true;
-        QTest::newRow("page-aligned, framed") << 256 << true;
+        QTest::newRow("page-aligned, absolute") << (1 << 20) << true << false;
+        QTest::newRow("page-aligned, framed") << 256 << true << false;
+        // Positions jump back to each line's start: generated blocks start at every line.
+        QTest::newRow("line-aligned, absolute") << (1 << 20) << true << true;
+        QTest::newRow("line-aligned, framed") << 256 << true << true;
     }
     void srswaWithCoveringBudgetsEqualsRswa() {
         QFETCH(int, maxPositions);
         QFETCH(bool, pageAligned);
+        QFETCH(bool, lineAligned);
         ModelConfig cfg = tinyConfig();
         cfg.maxPositions = maxPositions;
         cfg.pageAlignedPositions = pageAligned;
+        if (lineAligned) makeLineAligned(cfg);
         auto model = std::make_shared<const ModelWeights>(randomModel(cfg, 5));
         AttentionParams r;
         r.mode = AttentionMode::RSwa;
@@ -369,7 +418,7 @@ private slots:
             const int page = a.stats().currentPage;
             while (fed < page + r.windowAfter) {
                 ++fed;
-                const auto f = pageFeatures(fed, 24, cfg.visualDim);
+                const auto f = lineAligned ? pageWithIds(fed, 24, cfg.visualDim, 5) : pageFeatures(fed, 24, cfg.visualDim);
                 QVERIFY(a.addPage(fed, f.data(), 24) && b.addPage(fed, f.data(), 24));
             }
             auto ra = a.step(token);
@@ -380,8 +429,8 @@ private slots:
             const int na = ga.pick(*ra->logits), nb = gb.pick(*rb->logits);
             QCOMPARE(nb, na);
             ga.push(na), gb.push(nb);
-            // A page break every 40 tokens keeps the volume moving.
-            token = (step % 40 == 39) ? cfg.pageBreakTokenId : na;
+            // A page break every 40 tokens keeps the volume moving; line ends every 7 move the text.
+            token = (step % 40 == 39) ? cfg.pageBreakTokenId : lineAligned && step % 7 == 6 ? 4 + 2 * (step % 2) : na;
         }
         QVERIFY2(worstDiff <= 1e-3, qPrintable(QString("logits differ by %1 at step %2").arg(worstDiff).arg(worst)));
         QVERIFY(a.stats().currentPage >= 40);
@@ -430,12 +479,17 @@ private slots:
 
     void savedStateContinuesWithIdenticalTokens_data() {
         QTest::addColumn<int>("mode");
-        QTest::newRow("srswa") << int(AttentionMode::SrSwa);
-        QTest::newRow("rswa") << int(AttentionMode::RSwa);
+        QTest::addColumn<bool>("lineAligned");
+        QTest::newRow("srswa") << int(AttentionMode::SrSwa) << false;
+        QTest::newRow("rswa") << int(AttentionMode::RSwa) << false;
+        QTest::newRow("srswa, line-aligned") << int(AttentionMode::SrSwa) << true;  // saved mid-line
     }
     void savedStateContinuesWithIdenticalTokens() {
         QFETCH(int, mode);
-        auto model = std::make_shared<const ModelWeights>(randomModel(tinyConfig(), 21));
+        QFETCH(bool, lineAligned);
+        ModelConfig cfg = tinyConfig();
+        if (lineAligned) makeLineAligned(cfg);
+        auto model = std::make_shared<const ModelWeights>(randomModel(cfg, 21));
         AttentionParams p;
         p.mode = AttentionMode(mode);
         p.recentTokens = 20;
@@ -443,6 +497,7 @@ private slots:
         p.gatedPages = 2;
         p.blocksPerGatedPage = 1;
         const int dim = model->config.visualDim;
+        auto pageOf = [&](int page) { return lineAligned ? pageWithIds(page, 24, dim, 5) : pageFeatures(page, 24, dim); };
         DecodeSession a(model, p);
         QVERIFY(a.begin({1, 4}));
         int fed = -1, token = 1;
@@ -450,14 +505,15 @@ private slots:
             for (int k = 0; k < steps; ++k) {
                 while (fed < s.stats().currentPage + p.windowAfter) {
                     ++fed;
-                    const auto f = pageFeatures(fed, 24, dim);
+                    const auto f = pageOf(fed);
                     QVERIFY(s.addPage(fed, f.data(), 24));
                 }
                 auto r = s.step(token);
                 QVERIFY(r);
                 if (logits) logits->push_back(*r->logits);
                 token = (k % 17 == 16) ? model->config.pageBreakTokenId
-                                       : int(std::max_element(r->logits->begin() + 4, r->logits->end()) - r->logits->begin());
+                        : lineAligned && k % 5 == 4 ? 4
+                                       : int(std::max_element(r->logits->begin() + 7, r->logits->end()) - r->logits->begin());
             }
         };
         drive(a, 150, nullptr);  // well into the volume: pages offloaded, ring wrapped
@@ -466,7 +522,7 @@ private slots:
         std::vector<std::vector<float>> expected, got;
         drive(a, 60, &expected);
         auto b = DecodeSession::restore(model, p, state, [&](int page) -> Result<std::vector<float>> {
-            return pageFeatures(page, 24, dim);
+            return pageOf(page);
         });
         QVERIFY2(b, b.status().message().c_str());
         fed = fedAtSave, token = tokenAtSave;
@@ -475,7 +531,7 @@ private slots:
         for (size_t i = 0; i < got.size(); ++i) QVERIFY2(got[i] == expected[i], qPrintable(QString("step %1 differs").arg(i)));
         // A damaged state is refused, not half-restored.
         auto broken = DecodeSession::restore(model, p, state.substr(0, state.size() / 2),
-                                             [&](int page) -> Result<std::vector<float>> { return pageFeatures(page, 24, dim); });
+                                             [&](int page) -> Result<std::vector<float>> { return pageOf(page); });
         QVERIFY(!broken);
     }
 

@@ -187,7 +187,8 @@ Result<ReaderPage> ReaderEngine::readPage(const cv::Mat& image, int dpi, const s
             return fail("the page reached the token cap (" + std::to_string(cap) + " tokens for " +
                         std::to_string(count) + " visual tokens)");
         input = next;
-        if (next == kSkip) continue;  // a visual token that is not reading text: nothing to write
+        // A visual token that is not reading text, or lines joined with nothing: nothing to write.
+        if (next == kSkip || next == kLineJoin) continue;
         d->sampler->push(next);       // repetition rules look at the text only
         tokens.push_back(next);
         probs.push_back(prob);

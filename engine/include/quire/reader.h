@@ -34,7 +34,8 @@ constexpr int kUnknown = 0, kBos = 1, kEos = 2, kPageBreak = 3, kParagraph = 4, 
               kFirstChar = 7;
 constexpr int kKeyCount = 6623;                // PP-OCR's characters (ppocr_keys_v1.txt)
 constexpr int kSkip = kFirstChar + kKeyCount;  // "this visual token is not reading text"
-constexpr int kVocabSize = kSkip + 1;
+constexpr int kLineJoin = kSkip + 1;            // a line end where the lines join with nothing
+constexpr int kVocabSize = kLineJoin + 1;
 constexpr int kVisualDim = 124;
 }  // namespace reader_vocab
 

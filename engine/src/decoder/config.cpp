@@ -2,6 +2,7 @@
 
 #include <QFile>
 #include <QJsonDocument>
+#include <QJsonArray>
 #include <QJsonObject>
 
 namespace quire::decoder {
@@ -34,6 +35,18 @@ Result<ModelConfig> ModelConfig::fromJson(const std::string& json, const std::st
     c.tieWordEmbeddings = o.value("tie_word_embeddings").toBool(c.tieWordEmbeddings);
     c.visualTokenIds = o.value("visual_token_ids").toBool(c.visualTokenIds);
     c.pageAlignedPositions = o.value("page_aligned_positions").toBool(c.pageAlignedPositions);
+    if (o.contains("line_end_token_ids")) {
+        if (!o.value("line_end_token_ids").isArray())
+            return Status(ErrorCode::Corrupt, where + ": 'line_end_token_ids' must be a list of token ids");
+        for (const QJsonValue& v : o.value("line_end_token_ids").toArray()) {
+            const double id = v.toDouble(-1);
+            if (id < 0 || id > 1e9 || id != std::floor(id))
+                return Status(ErrorCode::Corrupt, where + ": 'line_end_token_ids' must be a list of token ids");
+            c.lineEndTokenIds.push_back(int(id));
+        }
+    }
+    if (o.contains("visual_line_end_token_id") && o.value("visual_line_end_token_id").toDouble(-1) >= 0)
+        if (Status s = integer("visual_line_end_token_id", c.visualLineEndTokenId, false); !s) return s;
     if (Status s = c.validate(where); !s) return s;
     return c;
 }
@@ -48,6 +61,14 @@ Status ModelConfig::validate(const std::string& where) const {
     if (maxPositions < 16) return bad("max_position_embeddings is too small");
     for (int id : {bosTokenId, eosTokenId, pageBreakTokenId})
         if (id < 0 || id >= vocabSize) return bad("special token ids must lie inside the vocabulary");
+    if (lineAlignedPositions()) {
+        if (!pageAlignedPositions || !visualTokenIds)
+            return bad("line_end_token_ids needs page_aligned_positions and visual_token_ids");
+        if (visualLineEndTokenId < 0 || visualLineEndTokenId >= vocabSize)
+            return bad("line_end_token_ids needs visual_line_end_token_id inside the vocabulary");
+        for (int id : lineEndTokenIds)
+            if (id < 0 || id >= vocabSize || id == pageBreakTokenId) return bad("line_end_token_ids must be vocabulary ids other than the page break");
+    }
     if (!(ropeTheta > 1) || !(rmsNormEps > 0)) return bad("rope_theta and rms_norm_eps must be positive");
     return Status::ok();
 }
@@ -66,6 +87,12 @@ std::string ModelConfig::toJson() const {
                   {"max_position_embeddings", maxPositions}, {"tie_word_embeddings", tieWordEmbeddings},
                   {"bos_token_id", bosTokenId}, {"eos_token_id", eosTokenId}, {"page_break_token_id", pageBreakTokenId},
                   {"visual_token_ids", visualTokenIds}, {"page_aligned_positions", pageAlignedPositions}};
+    if (lineAlignedPositions()) {
+        QJsonArray ids;
+        for (int id : lineEndTokenIds) ids.append(id);
+        o.insert("line_end_token_ids", ids);
+        o.insert("visual_line_end_token_id", visualLineEndTokenId);
+    }
     return QJsonDocument(o).toJson(QJsonDocument::Indented).toStdString();
 }
 

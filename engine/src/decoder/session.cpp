@@ -88,6 +88,10 @@ struct DecodeSession::Impl {
     bool recallProbe = false;
     std::vector<int> sinkTokens;
     std::map<int, int64_t> pagePos0;
+    // Line-aligned positions: positions of each fed page's visual line ends (pages not yet left
+    // behind), and how many line ends the text of the current page has written.
+    std::map<int, std::vector<int64_t>> pageLineEnds;
+    int writtenLineEnds = 0;
     std::vector<int> retiredGenBlocks;  // measureRecall: generated blocks kept in host memory
 
     Impl(std::shared_ptr<const ModelWeights> m, AttentionParams params) : model(std::move(m)), c(model->config), p(params) {
@@ -101,8 +105,11 @@ struct DecodeSession::Impl {
             const int window = 1 + p.windowBefore + p.windowAfter;
             // Sinks, the window's pages plus one being fed, the ring (+2 partially filled), and the
             // staging area the gated blocks are copied into on a GPU.
+            // Line-aligned positions start a generated block at each line: up to one more
+            // (partly filled) block per recent token, still a bound fixed at the start.
             capacitySlots = (p.maxSinkTokens + kBlockTokens - 1) / kBlockTokens + (window + 1) * perPage +
-                            (p.recentTokens + kBlockTokens - 1) / kBlockTokens + 2 + p.gatedPages * p.blocksPerGatedPage;
+                            (p.recentTokens + kBlockTokens - 1) / kBlockTokens + 2 + p.gatedPages * p.blocksPerGatedPage +
+                            (c.lineAlignedPositions() ? p.recentTokens : 0);
             pool.assign(size_t(capacitySlots) * blockFloats, 0.f);
             for (int s = capacitySlots - 1; s >= 0; --s) freeSlots.push_back(s);
         }
@@ -600,6 +607,13 @@ Status DecodeSession::addPage(int page, const float* visual, int count) {
     std::vector<float> summary(size_t(c.numLayers) * c.numKvHeads * c.headDim, 0.f);
     if (c.pageAlignedPositions) d->position = std::max(d->position, d->frontier);
     d->pagePos0[page] = d->position;
+    if (c.lineAlignedPositions()) {
+        std::vector<int64_t>& ends = d->pageLineEnds[page];
+        ends.clear();
+        for (int t = 0; t < count; ++t)
+            if (int(visual[size_t(t) * c.visualStride() + c.visualDim]) == c.visualLineEndTokenId)
+                ends.push_back(d->position + t);
+    }
     if (Status s = d->prefillPage(page, visual, count, summary); !s) return s;
     d->pageSummary[page] = std::move(summary);
     d->pageTokens[page] = count;
@@ -612,7 +626,18 @@ Result<StepResult> DecodeSession::step(int inputToken) {
     if (d->sinkBlocks.empty()) return Status(ErrorCode::InvalidArgument, "step: begin() first");
     if (inputToken < 0 || inputToken >= c.vocabSize) return Status(ErrorCode::InvalidArgument, "step: token out of range");
     const bool pageBreak = inputToken == c.pageBreakTokenId && d->generated > 0;
-    if (pageBreak) ++d->currentPage;
+    if (pageBreak) {
+        ++d->currentPage;
+        d->writtenLineEnds = 0;
+        d->pageLineEnds.erase(d->pageLineEnds.begin(), d->pageLineEnds.lower_bound(d->currentPage));
+    }
+    if (c.lineAlignedPositions() && c.isLineEnd(inputToken)) {
+        // The line end sits where the page's next line starts (docs/DECODING.md).
+        auto it = d->pageLineEnds.find(d->currentPage);
+        if (it != d->pageLineEnds.end() && d->writtenLineEnds < int(it->second.size()))
+            d->position = it->second[size_t(d->writtenLineEnds)] + 1;
+        ++d->writtenLineEnds;
+    }
     if (m_params.mode == AttentionMode::SrSwa) {
         // Pages that left the window go to host memory; their bounds and summaries stay.
         for (auto& [page, ids] : d->pageBlocks)
@@ -621,7 +646,8 @@ Result<StepResult> DecodeSession::step(int inputToken) {
     }
     // The block of the new generated token.
     if (d->genBlocks.empty() || d->blocks[size_t(d->genBlocks.back())].count == kBlockTokens ||
-        d->blocks[size_t(d->genBlocks.back())].sealed) {
+        d->blocks[size_t(d->genBlocks.back())].sealed ||
+        d->blocks[size_t(d->genBlocks.back())].pos0 + d->blocks[size_t(d->genBlocks.back())].count != d->position) {
         auto id = d->newBlock(BlockKind::Generated, d->currentPage);
         if (!id) return id.status();
         d->blocks[size_t(*id)].genIndex0 = d->generated;
@@ -781,7 +807,7 @@ private:
     size_t m_pos = 0;
 };
 
-constexpr uint32_t kStateMagic = 0x51445331;  // "QDS1"
+constexpr uint32_t kStateMagic = 0x51445332;  // "QDS2" (QDS1 lacked the line-end count)
 
 }  // namespace
 
@@ -822,6 +848,7 @@ std::string DecodeSession::saveState() const {
         w.putFloats(b.kMin);
         w.putFloats(b.kMax);
     }
+    w.put(int32_t(d->writtenLineEnds));
     return w.take();
 }
 
@@ -909,6 +936,9 @@ Result<std::unique_ptr<DecodeSession>> DecodeSession::restore(std::shared_ptr<co
     d.generated = generated;
     d.stepsSinceGate = stepsSinceGate;
     d.recentQueryNext = recentNext;
+    int32_t writtenLineEnds = 0;
+    if (!r.get(writtenLineEnds) || writtenLineEnds < 0) return bad("truncated");
+    d.writtenLineEnds = writtenLineEnds;
     return session;
 }
 

@@ -3,6 +3,7 @@
 
 #include <filesystem>
 #include <string>
+#include <vector>
 
 #include "quire/status.h"
 
@@ -23,6 +24,11 @@ struct ModelConfig {
     // Positions (docs/DECODING.md): a page's visual tokens start at the next unused position and
     // the text generated after that page starts at the same position (trained that way).
     bool pageAlignedPositions = false;
+    // Line-aligned positions (page-aligned, with visual token ids): the k-th of these tokens written
+    // on a page sits just past the page's k-th visual token whose id is visualLineEndTokenId, where
+    // the next line's visual tokens start; the tokens after it follow on from there.
+    std::vector<int> lineEndTokenIds;
+    int visualLineEndTokenId = -1;
     float rmsNormEps = 1e-5f;
     double ropeTheta = 10000.0;
     int maxPositions = 4096;  // the rotary range the model was trained on
@@ -34,6 +40,12 @@ struct ModelConfig {
     std::string toJson() const;
     Status validate(const std::string& where) const;
     int visualStride() const { return visualDim + (visualTokenIds ? 1 : 0); }  // floats per visual token
+    bool lineAlignedPositions() const { return !lineEndTokenIds.empty(); }
+    bool isLineEnd(int token) const {
+        for (int t : lineEndTokenIds)
+            if (t == token) return true;
+        return false;
+    }
     int groupSize() const { return numHeads / numKvHeads; }
     size_t kvBytesPerToken() const { return size_t(2) * numLayers * numKvHeads * headDim * sizeof(float); }
 };
