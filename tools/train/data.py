@@ -2,7 +2,8 @@
 features`), so training and inference see identical encoder outputs, and target token ids.
 
 Vocabulary (docs/TRAINING.md): 0 unknown, 1 BOS, 2 EOS, 3 page break, 4 paragraph, 5 line break,
-6 space, then the 6,623 characters of PP-OCR's key file in its order, then SKIP (6,630): 6,631.
+6 space, then the 6,623 characters of PP-OCR's key file in its order, then SKIP (6,630) and
+LINE_JOIN (6,631): 6,632.
 
 Visual tokens: one per character the front-end's CTC emitted, in its reading order, and one more
 at the end of each line: the recognizer's 120-wide feature vector at the character's frame (zeros
@@ -13,11 +14,15 @@ with `visual_token_ids` embed and add to the projection (the runtime's ReaderEng
 builds the same).
 
 What the reader writes for a page (`aligned_output`): its reading text, laid along the visual
-tokens — for each visual token in turn the text it stands for (usually itself; a line end becomes
-the space or paragraph that joins the lines), SKIP for one that is not reading text (running
-heads, folios, a line-end hyphen), and extra tokens where the front-end missed characters.
-Removing SKIP gives the reading text exactly; the t-th token written mostly belongs to the t-th
-visual token, which page-aligned positions put at the same place.
+tokens line by line — for each visual token of a line in turn the text it stands for (usually
+itself), SKIP for one that is not reading text (running heads, folios, a line-end hyphen), extra
+tokens where the front-end missed characters; and for each line's end token one line-end token:
+LINE_BREAK where the lines join with a space, PARAGRAPH where a paragraph ends, LINE_JOIN where
+they join with nothing (a hyphenated word, Chinese). Removing SKIP and LINE_JOIN and reading
+LINE_BREAK as a space gives the reading text exactly. With line-aligned positions
+(docs/DECODING.md) the text of each line starts at the position of the line's first visual
+token, so the t-th token written on a line sits at the line's t-th visual token and a character
+the front-end missed shifts the rest of its line only.
 """
 import difflib
 import json
@@ -31,6 +36,8 @@ BOS, EOS, PAGE_BREAK, PARAGRAPH, LINE_BREAK, SPACE = 1, 2, 3, 4, 5, 6
 FIRST_CHAR = 7
 KEY_COUNT = 6623
 SKIP = FIRST_CHAR + KEY_COUNT
+LINE_JOIN = SKIP + 1
+LINE_ENDS = (PARAGRAPH, LINE_BREAK, LINE_JOIN)  # what the reader writes at a line's end token
 VISUAL_DIM = 124
 
 
@@ -47,7 +54,7 @@ class Vocab:
             self.chars = [l.rstrip("\r\n") for l in f]
         assert len(self.chars) == KEY_COUNT, keys_file
         self.index = {c: FIRST_CHAR + i for i, c in enumerate(self.chars)}
-        self.size = SKIP + 1
+        self.size = LINE_JOIN + 1
 
     def ctc_id(self, ctc_class):
         """A front-end class id (1..6624, the last being the space) in this vocabulary."""
@@ -128,11 +135,9 @@ def page_visual_tokens(features_file, vocab):
     return np.stack(rows), np.array(ids, np.int32)
 
 
-def aligned_output(visual_ids, target):
-    """The tokens the reader writes for a page (module docstring): `target` laid along the visual
-    tokens. Without SKIP it is `target` exactly."""
-    # A line end stands for the space or paragraph that joins lines: match it as a space.
-    src = [SPACE if i == LINE_BREAK else int(i) for i in visual_ids]
+def align_line(src, target):
+    """`target` laid along one line's visual ids `src` (no line end): SKIP for visual tokens that
+    stand for nothing, extra tokens where the front-end missed characters."""
     out = []
     for op, i1, i2, j1, j2 in difflib.SequenceMatcher(None, src, target, autojunk=False).get_opcodes():
         if op == "delete":
@@ -142,6 +147,44 @@ def aligned_output(visual_ids, target):
             if op == "replace" and i2 - i1 > j2 - j1:
                 out += [SKIP] * (i2 - i1 - (j2 - j1))
     return out
+
+
+def aligned_output(visual_ids, target):
+    """The tokens the reader writes for a page (module docstring): `target` laid along the visual
+    tokens, one line-end token per visual line end. Without SKIP and LINE_JOIN, and with
+    LINE_BREAK read as SPACE, it is `target` exactly."""
+    # Where each visual line end falls in the target: align the page once, a line end matched as
+    # the space that usually joins lines.
+    src = [SPACE if i == LINE_BREAK else int(i) for i in visual_ids]
+    at = [0] * (len(src) + 1)  # at[i]: the target index that src[i] aligns to (or would)
+    ops = difflib.SequenceMatcher(None, src, target, autojunk=False).get_opcodes()
+    for op, i1, i2, j1, j2 in ops:
+        for i in range(i1, i2):
+            at[i] = j1 + min(i - i1, j2 - j1) if op in ("equal", "replace") else j1
+    at[len(src)] = len(target)
+    out, start, line = [], 0, []
+    for i, v in enumerate(visual_ids):
+        if v != LINE_BREAK:
+            line.append(int(v))
+            continue
+        # The next line's text starts where its first visual token aligns; what the front-end
+        # missed at this line's end (a final full stop) stays on this line.
+        nxt = max(start, at[i + 1])
+        if nxt > start and target[nxt - 1] in (SPACE, PARAGRAPH):
+            out += align_line(line, target[start:nxt - 1])
+            out.append(LINE_BREAK if target[nxt - 1] == SPACE else PARAGRAPH)
+        else:
+            out += align_line(line, target[start:nxt])
+            out.append(LINE_JOIN)
+        start = nxt
+        line = []
+    out += align_line(line, target[start:])  # text past the last line end (the front-end missed lines)
+    return out
+
+
+def reading_ids(out):
+    """What a written token sequence reads as: SKIP and LINE_JOIN dropped, LINE_BREAK a space."""
+    return [SPACE if o == LINE_BREAK else o for o in out if o not in (SKIP, LINE_JOIN)]
 
 
 def features_ready(doc_dir):
@@ -169,23 +212,29 @@ def prepare_document(doc_dir, quire_cli, vocab):
 
 def self_test():
     """The writing rule on a hand-made page: running head and folio skipped, a line-end hyphen
-    joined, a misread letter dropped, lines joined by spaces; without SKIP, exactly the target."""
+    joined, a misread letter dropped, lines joined by spaces; read back, exactly the target."""
     v = Vocab()
 
     def enc(s):
         return [SPACE if c == " " else v.index[c] for c in s]
 
     visual = (enc("THE BIBLE 12") + [LINE_BREAK] + enc("the exam-") + [LINE_BREAK] + enc("ple is gooed") +
-              [LINE_BREAK])
-    target = v.encode("the example is good")
+              [LINE_BREAK] + enc("end.") + [LINE_BREAK])
+    target = v.encode("the example is good end.")
     out = aligned_output(visual, target)
-    assert [o for o in out if o != SKIP] == target, out
+    assert reading_ids(out) == target, out
     assert len(out) == len(visual), (len(out), len(visual))  # one written token per visual token here
-    shown = "".join("~" if o == SKIP else (v.decode([o]) or "?") for o in out)
-    assert shown == "~~~~~~~~~~~~~the exam~~ple is goo~d~", shown
-    # Characters the front-end missed are written where they belong (the text runs one ahead).
-    out = aligned_output(enc("a bc"), v.encode("a bxc"))
-    assert [o for o in out if o != SKIP] == v.encode("a bxc")
+    shown = "".join({SKIP: "~", LINE_JOIN: "+", LINE_BREAK: "|"}.get(o) or v.decode([o]) or "?" for o in out)
+    assert shown == "~~~~~~~~~~~~+the exam~+ple is goo~d|end.+", shown
+    # Characters the front-end missed are written where they belong; only their line runs ahead.
+    out = aligned_output(enc("a bc") + [LINE_BREAK] + enc("de") + [LINE_BREAK], v.encode("a bxc de"))
+    assert reading_ids(out) == v.encode("a bxc de")
+    shown = "".join({SKIP: "~", LINE_JOIN: "+", LINE_BREAK: "|"}.get(o) or v.decode([o]) or "?" for o in out)
+    assert shown == "a bxc|de+", shown
+    # Chinese lines join with nothing; a paragraph end is kept.
+    out = aligned_output(enc("天地") + [LINE_BREAK] + enc("玄黄") + [LINE_BREAK] + enc("宇宙") + [LINE_BREAK],
+                         v.encode("天地玄黄\n\n宇宙"))
+    assert out == enc("天地") + [LINE_JOIN] + enc("玄黄") + [PARAGRAPH] + enc("宇宙") + [LINE_JOIN], out
     print("aligned_output: ok")
 
 

@@ -10,6 +10,10 @@ in Quire's reader); the case's page rows then end with that id.
     /usr/bin/python3 tools/train/make_parity_fixture.py --visual-token-ids tests/fixtures/reader_parity_ids
     /usr/bin/python3 tools/train/make_parity_fixture.py --visual-token-ids --page-aligned-positions \
         tests/fixtures/reader_parity_aligned
+    /usr/bin/python3 tools/train/make_parity_fixture.py --visual-token-ids --page-aligned-positions \
+        --line-aligned-positions tests/fixtures/reader_parity_lines
+With line-aligned positions (and for a trained model that has them) some visual tokens are line
+ends and some generated tokens write line ends, so the positions jump as they do in a real page.
 """
 import json
 import os
@@ -25,12 +29,14 @@ from model import GEN, SINK, VISUAL, Config, QuireDecoder, attention_mask, expor
 trained = sys.argv[sys.argv.index("--trained") + 1] if "--trained" in sys.argv else None
 with_ids = "--visual-token-ids" in sys.argv[1:]
 aligned = "--page-aligned-positions" in sys.argv[1:]
+lines = "--line-aligned-positions" in sys.argv[1:]
 out = [a for a in sys.argv[1:] if not a.startswith("--") and a != trained][0]
 os.makedirs(out, exist_ok=True)
 torch.manual_seed(7)
 c = Config(vocab_size=64, hidden_size=32, num_layers=2, num_heads=4, num_kv_heads=2, head_dim=8,
            intermediate_size=48, visual_dim=12, max_position_embeddings=4096, visual_token_ids=with_ids,
-           page_aligned_positions=aligned)
+           page_aligned_positions=aligned, line_end_token_ids=[4, 5] if lines else [],
+           visual_line_end_token_id=6 if lines else -1)
 if trained:
     model = load_exported(trained)
     c = model.c
@@ -54,6 +60,11 @@ page_ids = [torch.randint(0, vocab, (7,)), torch.randint(0, vocab, (5,))] if wit
 # Generated inputs: page 0's text, then the page break (page 1 is fed before it), page 1's text.
 gen0 = [9, 10, 11, 12, 13, 14]
 gen1 = [3, 20, 21, 22, 23, 24, 25]
+if c.line_end_token_ids:  # lines of 3, 3 and 1 visual tokens on page 0, 2 and 3 on page 1
+    page_ids[0][[2, 5]] = c.visual_line_end_token_id
+    page_ids[1][1] = c.visual_line_end_token_id
+    gen0[2], gen0[4] = c.line_end_token_ids[0], c.line_end_token_ids[-1]
+    gen1[2] = c.line_end_token_ids[0]
 items = [(SINK, t, None, -1) for t in sinks]
 items += [(VISUAL, int(i), v, 0) for v, i in zip(pages[0], page_ids[0])]
 items += [(GEN, t, None, -1) for t in gen0]

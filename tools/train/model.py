@@ -38,6 +38,8 @@ class Config:
         self.page_break_token_id = kw.get("page_break_token_id", 3)
         self.visual_token_ids = kw.get("visual_token_ids", False)
         self.page_aligned_positions = kw.get("page_aligned_positions", False)
+        self.line_end_token_ids = list(kw.get("line_end_token_ids", []))
+        self.visual_line_end_token_id = kw.get("visual_line_end_token_id", -1)
 
     def to_json(self):
         d = dict(self.__dict__)
@@ -119,22 +121,95 @@ class QuireDecoder(nn.Module):
         vis = self.visual_proj(visual) + (emb if self.c.visual_token_ids else 0)
         x = torch.where((kinds == VISUAL)[..., None], vis, emb)
         if pos is None:
-            pos = torch.as_tensor(positions(kinds[0].tolist(), self.c.page_aligned_positions))
+            pos = torch.as_tensor(positions(kinds[0].tolist(), self.c.page_aligned_positions, tokens[0].tolist(),
+                                            self.c.line_end_token_ids, self.c.visual_line_end_token_id))
         for layer in self.layers:
             x = layer(x, pos, mask)
         x = self.norm(x)
         return x @ self.embed_tokens.weight.T if self.lm_head is None else self.lm_head(x)
 
 
-def positions(kinds, page_aligned):
+def rotary_peak_weights(head_dim, theta, span=9000, iters=3000):
+    """Weights of the rotary frequency pairs for a head that should attend to relative position 0
+    only: maximises the smallest gap, over 0 < |offset| < span, between the score at offset 0 and
+    at the offset (an exponentiated-gradient ascent on a smoothed minimum; about 0.24 of the peak
+    for 48-dim heads, against 0.04 for equal weights)."""
+    import numpy as np
+    inv = theta ** (-2.0 * np.arange(head_dim // 2) / head_dim)
+    gap = 1 - np.cos(np.arange(1, span)[:, None] * inv[None, :])
+    w = np.ones(head_dim // 2) / (head_dim // 2)
+    for _ in range(iters):
+        m = gap @ w
+        p = np.exp(-200 * (m - m.min()))
+        g = (p / p.sum()) @ gap
+        w = w * np.exp(0.5 * g / np.abs(g).max())
+        w /= w.sum()
+    return w / w.max(), float((gap @ w).min() / w.sum())
+
+
+def copy_init(model, visual_flag=10.0, gain=6.0, sharpness=40.0, visual_scale=0.03):
+    """Starts the reader as a copier of the front-end: at initialisation every written token
+    predicts the id of the visual token at its own position, which line-aligned positions make the
+    right answer for most tokens (docs/TRAINING.md); training then learns where not to copy. Without
+    it, a run spends its first thousand steps finding that copy head (see the copy-task diagnostic).
+    Residual dim 0 flags visual tokens (projector bias), dim 1 all token embeddings. In layer 0,
+    query heads 0 and 2 (one per KV head) attend by position alone to the visual token at relative
+    offset 0 and carry its embedding's dims 2..97 into the written token's residual. Every other
+    residual write (other heads, all MLPs, layers 1..) starts at zero, so the network starts as
+    exactly that copier."""
+    c = model.c
+    H, D = c.hidden_size, c.head_dim
+    assert c.visual_token_ids and c.page_aligned_positions and c.num_kv_heads * D + 2 <= H
+    G = c.num_heads // c.num_kv_heads
+    w, gap = rotary_peak_weights(D, c.rope_theta)
+    w = torch.as_tensor(w, dtype=torch.float32)
+    with torch.no_grad():
+        e = model.embed_tokens.weight
+        e.normal_(0, 0.1)
+        e[:, 0] = 0
+        e[:, 1] = 1
+        vp = model.visual_proj
+        vp.weight[: 2 + c.num_kv_heads * D] = 0
+        vp.weight.mul_(visual_scale)  # the flag must dominate a visual token's norm (its key's scale)
+        vp.bias[: 2 + c.num_kv_heads * D] = 0
+        vp.bias[0] = visual_flag
+        L0 = model.layers[0]
+        L0.q_proj.weight.zero_(), L0.k_proj.weight.zero_(), L0.v_proj.weight.zero_(), L0.o_proj.weight.zero_()
+        # Normalised, a visual token's dim 0 is about sqrt(H) and a written token's dim 1 about the
+        # same; the peak score is then `sharpness` nats over the rotary gap.
+        scale = math.sqrt(sharpness * math.sqrt(D) / (gap * w.sum().item())) / math.sqrt(H)
+        for g in range(c.num_kv_heads):
+            L0.k_proj.weight[g * D: g * D + D // 2, 0] = w.sqrt() * scale
+            h = g * G  # the first query head of the group copies; the others are free
+            L0.q_proj.weight[h * D: h * D + D // 2, 1] = w.sqrt() * scale
+            for j in range(D):
+                L0.v_proj.weight[g * D + j, 2 + g * D + j] = 1.0
+                L0.o_proj.weight[2 + g * D + j, h * D + j] = gain
+            # The free heads keep random queries; their values and outputs start at zero.
+            for hh in range(h + 1, h + G):
+                L0.q_proj.weight[hh * D:(hh + 1) * D].normal_(0, 0.02)
+        L0.down_proj.weight.zero_()
+        for L in model.layers[1:]:
+            L.o_proj.weight.zero_()
+            L.down_proj.weight.zero_()
+    return gap
+
+
+def positions(kinds, page_aligned, tokens=None, line_ends=(), visual_line_end=-1):
     """Rotary positions of a sequence's items (docs/DECODING.md). Plain: the items' indices.
     Page-aligned: a page's visual tokens start at the next unused position, and the text generated
     after that page starts at the same position, so the t-th character written sits at the
-    position of the t-th visual token (the character it most likely reads)."""
+    position of the t-th visual token (the character it most likely reads).
+    Line-aligned (page-aligned with `line_ends`, which needs the visual tokens' ids in `tokens`):
+    the k-th line-end token written on a page sits just past the page's k-th visual line end
+    (a visual token whose id is `visual_line_end`), where the next line's visual tokens start;
+    the tokens after it follow on from there."""
     if not page_aligned:
         return list(range(len(kinds)))
+    line_ends = set(line_ends)
     out, frontier, page_start, next_gen, prev = [], 0, 0, 0, None
-    for k in kinds:
+    page_line_ends, written_ends = [], 0
+    for i, k in enumerate(kinds):
         if k == SINK:
             p = frontier
         elif k == VISUAL:
@@ -142,11 +217,18 @@ def positions(kinds, page_aligned):
                 page_start = frontier
                 next_gen = page_start
                 p = page_start
+                page_line_ends, written_ends = [], 0
             else:
                 p = out[-1] + 1
+            if line_ends and tokens[i] == visual_line_end:
+                page_line_ends.append(p)
         else:
             p = next_gen
-            next_gen += 1
+            if line_ends and tokens[i] in line_ends:
+                if written_ends < len(page_line_ends):
+                    p = page_line_ends[written_ends] + 1
+                written_ends += 1
+            next_gen = p + 1
         out.append(p)
         frontier = max(frontier, p + 1)
         prev = k

@@ -25,7 +25,7 @@ import torch.nn.functional as F
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from data import BOS, EOS, PAGE_BREAK, VISUAL_DIM, Vocab, features_ready, prepare_document  # noqa: E402
-from model import GEN, SINK, VISUAL, Config, QuireDecoder, attention_mask, export  # noqa: E402
+from model import GEN, SINK, VISUAL, Config, QuireDecoder, attention_mask, copy_init, export  # noqa: E402
 
 
 def build_sequence(record, max_len):
@@ -72,13 +72,13 @@ def find_documents(data, ready_only):
 
 
 def load_records(docs, loaded, quire_cli, vocab):
-    """Training records of the documents not in `loaded` (cached in DOC/record2.npz)."""
+    """Training records of the documents not in `loaded` (cached in DOC/record3.npz)."""
     records = []
     for d in docs:
         if d in loaded:
             continue
         loaded.add(d)
-        cache = os.path.join(d, "record2.npz")  # visual tokens with line ends, aligned outputs
+        cache = os.path.join(d, "record3.npz")  # visual tokens with line ends, line-aligned outputs
         if os.path.exists(cache):
             z = np.load(cache, allow_pickle=True)
             records.append({"visual": list(z["visual"]), "ids": list(z["ids"]), "targets": list(z["targets"])})
@@ -130,6 +130,9 @@ def main():
                     help="use only documents whose features exist (another process is still computing the rest)")
     ap.add_argument("--init", help="start from this checkpoint's weights (tensors whose shape changed "
                     "keep their overlapping part, e.g. an embedding that gained tokens)")
+    ap.add_argument("--copy-init", action="store_true",
+                    help="start as a copier of the front-end's hypothesis (model.copy_init; needs line- or "
+                    "page-aligned positions and visual token ids)")
     ap.add_argument("--refresh-every", type=int, default=0,
                     help="with --ready-only: every N steps, add the documents that became ready")
     ap.add_argument("--quire-cli", default=os.path.join(os.path.dirname(__file__), "..", "..", "build", "app", "quire-cli"))
@@ -160,6 +163,10 @@ def main():
     opt = torch.optim.AdamW(model.parameters(), lr=train_cfg["lr"], weight_decay=train_cfg.get("weight_decay", 0.01))
     step = 0
     ckpt = os.path.join(args.out, "checkpoint.pt")
+    if args.copy_init and not (args.resume and os.path.exists(ckpt)):
+        gap = copy_init(model)
+        el, acc = evaluate(model, eval_seqs, train_cfg["recent_tokens"])
+        print(f"copy initialisation (rotary gap {gap:.3f}): held-out loss {el:.3f}, token acc {acc:.3f}", flush=True)
     if args.init and not (args.resume and os.path.exists(ckpt)):
         own = model.state_dict()
         with torch.no_grad():
