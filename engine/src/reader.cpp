@@ -165,6 +165,14 @@ Result<ReaderPage> ReaderEngine::readPage(const cv::Mat& image, int dpi, const s
     std::vector<float> probs;
     const int cap = std::min(d->options.greedy.maxTokensPerPage, 2 * count + 64);
     int input = fresh ? kBos : kPageBreak;
+    // With line-aligned positions the reader writes one line end per visual line end, so the
+    // page's text is complete once it has written the last one (docs/DECODING.md): decoding stops
+    // there rather than letting the model write on past the page's visual tokens.
+    int visualLineEnds = 0, writtenLineEnds = 0;
+    if (config.lineAlignedPositions())
+        for (int t = 0; t < count; ++t)
+            if (int(visual[size_t(t) * config.visualStride() + config.visualDim]) == config.visualLineEndTokenId)
+                ++visualLineEnds;
     auto fail = [&](std::string why) {
         result.failure = std::move(why);
         d->session.reset();  // the next page starts a fresh session
@@ -187,6 +195,8 @@ Result<ReaderPage> ReaderEngine::readPage(const cv::Mat& image, int dpi, const s
             return fail("the page reached the token cap (" + std::to_string(cap) + " tokens for " +
                         std::to_string(count) + " visual tokens)");
         input = next;
+        const bool pageDone = config.isLineEnd(next) && ++writtenLineEnds == visualLineEnds;
+        if (pageDone && next == kLineJoin) break;
         // A visual token that is not reading text, or lines joined with nothing: nothing to write.
         if (next == kSkip || next == kLineJoin) continue;
         d->sampler->push(next);       // repetition rules look at the text only
@@ -200,6 +210,7 @@ Result<ReaderPage> ReaderEngine::readPage(const cv::Mat& image, int dpi, const s
         if (d->sampler->looping())
             return fail("decoding loop: the output repeats itself (page " + std::to_string(pageNo + 1) + ", " +
                         std::to_string(result.tokens) + " tokens)");
+        if (pageDone) break;
     }
 
     // Text, words and their boxes: output characters aligned with the front-end's CTC characters.
