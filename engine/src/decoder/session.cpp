@@ -81,7 +81,7 @@ struct DecodeSession::Impl {
     int recentQueryNext = 0, stepsSinceGate = 0;
     std::vector<int> gated;
     // Scratch.
-    std::vector<float> x, h, q, k, v, att, tmp, gateBuf, upBuf, logits, scores;
+    std::vector<float> x, h, q, k, v, att, tmp, gateBuf, upBuf, logits, scores, qrot;
     std::vector<std::vector<int64_t>> lastPositions;
     int lastAttended = 0;
     RecallStats recall;
@@ -223,48 +223,68 @@ struct DecodeSession::Impl {
         }
     }
 
-    // Attention of the current token (pre-rotary q for all heads) over `spans`, into att.
+    // Attention of the current query (q, all heads) over `spans` at `layer`, into att. The heads
+    // of a KV group are done together, so each key and value is read once per group; dot
+    // products keep eight partial sums, which the compiler vectorises (a single running sum is
+    // a serial chain it may not reorder).
     void attend(int layer, const std::vector<Span>& spans) {
         const int D = c.headDim, G = c.groupSize();
         const float scale = float(1.0 / std::sqrt(double(D)));
         int total = 0;
         for (const auto& s : spans) total += s.last - s.first;
-        scores.resize(size_t(total));
-        std::vector<float> qr(static_cast<size_t>(D));
-        for (int hh = 0; hh < c.numHeads; ++hh) {
-            const int g = hh / G;
-            const float* qh = &q[size_t(hh) * D];
+        scores.resize(size_t(total) * G);
+        qrot.resize(size_t(G) * D);
+        for (int g = 0; g < c.numKvHeads; ++g) {
             int idx = 0;
             int64_t rotatedFor = INT64_MIN;
             for (const auto& s : spans) {
                 if (s.queryPos != rotatedFor) {
-                    std::copy(qh, qh + D, qr.begin());
-                    rotate(qr.data(), s.queryPos);
+                    for (int j = 0; j < G; ++j) {
+                        const float* qh = &q[size_t(g * G + j) * D];
+                        std::copy(qh, qh + D, &qrot[size_t(j) * D]);
+                        rotate(&qrot[size_t(j) * D], s.queryPos);
+                    }
                     rotatedFor = s.queryPos;
                 }
                 const float* base = data(*s.block);
-                for (int t = s.first; t < s.last; ++t) {
+                for (int t = s.first; t < s.last; ++t, ++idx) {
                     const float* kk = base + kIndex(layer, g, t);
-                    float dot = 0;
-                    for (int i = 0; i < D; ++i) dot += qr[size_t(i)] * kk[i];
-                    scores[size_t(idx++)] = dot * scale;
+                    for (int j = 0; j < G; ++j)
+                        scores[size_t(j) * total + idx] = dot(&qrot[size_t(j) * D], kk, D) * scale;
                 }
             }
-            const float mx = *std::max_element(scores.begin(), scores.end());
-            double sum = 0;
-            for (auto& sc : scores) sum += (sc = std::exp(sc - mx));
-            float* out = &att[size_t(hh) * D];
-            std::fill(out, out + D, 0.f);
+            for (int j = 0; j < G; ++j) {
+                float* sc = &scores[size_t(j) * total];
+                const float mx = *std::max_element(sc, sc + total);
+                double sum = 0;
+                for (int i = 0; i < total; ++i) sum += (sc[i] = std::exp(sc[i] - mx));
+                const float inv = float(1.0 / sum);
+                for (int i = 0; i < total; ++i) sc[i] *= inv;
+                std::fill(&att[size_t(g * G + j) * D], &att[size_t(g * G + j) * D] + D, 0.f);
+            }
             idx = 0;
             for (const auto& s : spans) {
                 const float* base = data(*s.block) + halfFloats;
-                for (int t = s.first; t < s.last; ++t) {
-                    const float w = float(scores[size_t(idx++)] / sum);
+                for (int t = s.first; t < s.last; ++t, ++idx) {
                     const float* vv = base + kIndex(layer, g, t);
-                    for (int i = 0; i < D; ++i) out[i] += w * vv[i];
+                    for (int j = 0; j < G; ++j) {
+                        const float w = scores[size_t(j) * total + idx];
+                        float* out = &att[size_t(g * G + j) * D];
+                        for (int i = 0; i < D; ++i) out[i] += w * vv[i];
+                    }
                 }
             }
         }
+    }
+
+    static float dot(const float* a, const float* b, int n) {
+        float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+        int i = 0;
+        for (; i + 8 <= n; i += 8)
+            for (int l = 0; l < 8; ++l) acc[l] += a[i + l] * b[i + l];
+        float sum = ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7]));
+        for (; i < n; ++i) sum += a[i] * b[i];
+        return sum;
     }
 
     std::vector<Span> wholeBlocks(const std::vector<int>& ids) const {
@@ -460,6 +480,75 @@ struct DecodeSession::Impl {
                     rows);
     }
 
+    // Causal attention of a page's T tokens (pre-rotary queries Qm, [T][heads·D]) over the sinks
+    // and the page itself at `layer`, into A: the same result as attend() token by token, with the
+    // page part as matrix products over row chunks (scores Q·Kᵀ, then weights·V).
+    void pageAttention(int layer, const std::vector<int>& ids, const std::vector<float>& Qm,
+                       const std::vector<std::vector<Span>>& sinkSpans, int T, std::vector<float>& A) {
+        const int D = c.headDim, G = c.groupSize(), Q = c.numHeads * D;
+        const float scale = float(1.0 / std::sqrt(double(D)));
+        constexpr int kChunk = 256;
+        std::vector<float> K(size_t(T) * D), V(size_t(T) * D), Qr(size_t(kChunk) * D), S(size_t(kChunk) * T), O(size_t(kChunk) * D);
+        std::vector<float> qs(static_cast<size_t>(D)), sinkScores;
+        for (int g = 0; g < c.numKvHeads; ++g) {
+            for (int t = 0; t < T; ++t) {  // the page's keys (rotated) and values, contiguous
+                const float* base = data(blocks[size_t(ids[size_t(t / kBlockTokens)])]);
+                const size_t at = kIndex(layer, g, t % kBlockTokens);
+                std::copy_n(base + at, D, &K[size_t(t) * D]);
+                std::copy_n(base + halfFloats + at, D, &V[size_t(t) * D]);
+            }
+            for (int j = 0; j < G; ++j) {
+                const int hh = g * G + j;
+                for (int r0 = 0; r0 < T; r0 += kChunk) {
+                    const int rows = std::min(kChunk, T - r0), cols = r0 + rows;
+                    for (int r = 0; r < rows; ++r) {
+                        float* qr = &Qr[size_t(r) * D];
+                        std::copy_n(&Qm[size_t(r0 + r) * Q + size_t(hh) * D], D, qr);
+                        rotate(qr, position + r0 + r);
+                    }
+                    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, rows, cols, D, scale, Qr.data(), D, K.data(), D,
+                                0.0f, S.data(), cols);
+                    for (int r = 0; r < rows; ++r) {
+                        const int t = r0 + r;
+                        float* row = &S[size_t(r) * cols];
+                        // The sinks, each span with the query rotated where the frame puts it.
+                        sinkScores.clear();
+                        for (const Span& sp : sinkSpans[size_t(t)]) {
+                            std::copy_n(&Qm[size_t(t) * Q + size_t(hh) * D], D, qs.begin());
+                            rotate(qs.data(), sp.queryPos);
+                            for (int u = sp.first; u < sp.last; ++u)
+                                sinkScores.push_back(dot(qs.data(), data(*sp.block) + kIndex(layer, g, u), D) * scale);
+                        }
+                        float mx = -INFINITY;
+                        for (float x : sinkScores) mx = std::max(mx, x);
+                        for (int u = 0; u <= t; ++u) mx = std::max(mx, row[u]);
+                        double sum = 0;
+                        for (float& x : sinkScores) sum += (x = std::exp(x - mx));
+                        for (int u = 0; u <= t; ++u) sum += (row[u] = std::exp(row[u] - mx));
+                        const float inv = float(1.0 / sum);
+                        for (int u = 0; u <= t; ++u) row[u] *= inv;
+                        std::fill(row + t + 1, row + cols, 0.f);  // causal
+                        float* out = &A[size_t(t) * Q + size_t(hh) * D];
+                        std::fill(out, out + D, 0.f);
+                        size_t k = 0;
+                        for (const Span& sp : sinkSpans[size_t(t)])
+                            for (int u = sp.first; u < sp.last; ++u, ++k) {
+                                const float w = sinkScores[k] * inv;
+                                const float* vv = data(*sp.block) + halfFloats + kIndex(layer, g, u);
+                                for (int i = 0; i < D; ++i) out[i] += w * vv[i];
+                            }
+                    }
+                    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, rows, D, cols, 1.0f, S.data(), cols, V.data(), D,
+                                0.0f, O.data(), D);
+                    for (int r = 0; r < rows; ++r) {
+                        float* out = &A[size_t(r0 + r) * Q + size_t(hh) * D];
+                        for (int i = 0; i < D; ++i) out[i] += O[size_t(r) * D + i];
+                    }
+                }
+            }
+        }
+    }
+
     // Prefill of a page's visual tokens, all layers, in matrix products: every token of the page
     // attends to the sinks and causally to the page (positions pos0 .. pos0 + T - 1).
     Status prefillPage(int page, const float* visual, int T, std::vector<float>& summary) {
@@ -491,6 +580,19 @@ struct DecodeSession::Impl {
         }
         for (int t = 0; t < T; ++t)
             for (int j = 0; j < H; ++j) X[size_t(t) * H + j] += model->visualB[size_t(j)];
+        // Where each token's query is rotated for each sink span (the position frame; the page's
+        // own keys are in the query's interval, so they see its absolute position).
+        std::vector<std::vector<Span>> sinkQueryPos(static_cast<size_t>(T));
+        for (int t = 0; t < T; ++t) {
+            std::vector<Span> spans = wholeBlocks(sinkBlocks);
+            for (int bi = 0; bi <= t / kBlockTokens; ++bi)
+                spans.push_back({&blocks[size_t(ids[size_t(bi)])], 0, bi == t / kBlockTokens ? t % kBlockTokens + 1 : kBlockTokens, 0});
+            frame(spans, position + t);
+            for (const Span& sp : spans) {
+                if (sp.block->kind == BlockKind::Sink) sinkQueryPos[size_t(t)].push_back(sp);
+                else if (sp.queryPos != position + t) return Status(ErrorCode::Internal, "prefill: page keys outside the query's frame");
+            }
+        }
         for (int l = 0; l < c.numLayers; ++l) {
             const LayerWeights& L = model->layers[size_t(l)];
             for (int t = 0; t < T; ++t) rmsnorm(&X[size_t(t) * H], L.attnNorm.data(), &Xn[size_t(t) * H], H, c.rmsNormEps);
@@ -517,16 +619,20 @@ struct DecodeSession::Impl {
                 }
                 b.count = std::max(b.count, bt + 1);
             }
-            for (int t = 0; t < T; ++t) {
-                std::copy(&Qm[size_t(t) * Q], &Qm[size_t(t) * Q] + Q, q.begin());
-                std::vector<Span> spans = wholeBlocks(sinkBlocks);
-                for (int bi = 0; bi <= t / kBlockTokens; ++bi) {
-                    const Block& b = blocks[size_t(ids[size_t(bi)])];
-                    spans.push_back({&b, 0, bi == t / kBlockTokens ? t % kBlockTokens + 1 : kBlockTokens, 0});
+            if (!p.referencePrefill) {
+                pageAttention(l, ids, Qm, sinkQueryPos, T, A);
+            } else {
+                for (int t = 0; t < T; ++t) {
+                    std::copy(&Qm[size_t(t) * Q], &Qm[size_t(t) * Q] + Q, q.begin());
+                    std::vector<Span> spans = wholeBlocks(sinkBlocks);
+                    for (int bi = 0; bi <= t / kBlockTokens; ++bi) {
+                        const Block& b = blocks[size_t(ids[size_t(bi)])];
+                        spans.push_back({&b, 0, bi == t / kBlockTokens ? t % kBlockTokens + 1 : kBlockTokens, 0});
+                    }
+                    frame(spans, position + t);
+                    attend(l, spans);
+                    std::copy(att.begin(), att.begin() + Q, &A[size_t(t) * Q]);
                 }
-                frame(spans, position + t);
-                attend(l, spans);
-                std::copy(att.begin(), att.begin() + Q, &A[size_t(t) * Q]);
             }
             gemm(L.wo, H, Q, A.data(), T, O.data());
             for (size_t i = 0; i < X.size(); ++i) X[i] += O[i];

@@ -43,6 +43,9 @@ struct AttentionParams {
     // Benchmarks only: keep every key in host memory and measure, at each generated step, the share
     // of full attention's softmax mass that falls on the tokens this mode attends to.
     bool measureRecall = false;
+    // Tests only: prefill a page token by token with the decode step's attention instead of in
+    // matrix products (the reference the batched prefill is checked against).
+    bool referencePrefill = false;
 };
 
 // Attention-mass recall against full attention, per (layer, head) sample.
