@@ -530,6 +530,45 @@ private slots:
 
     // The reader streams its text token by token to TranscribeParams::onText, per page, while it
     // writes (an untrained model: the pages then fail, but what it generated was seen as it came).
+    // The shipped reader places each word where the front-end saw it: word boxes come from the
+    // visual tokens the words attended to most.
+    void shippedReaderPlacesWordsWhereTheyStand() {
+        auto dir = findReaderModel();
+        if (!dir) QSKIP("no reader model is shipped");
+        ReaderOptions o;
+        o.modelDir = *dir;
+        auto reader = ReaderEngine::load(o);
+        QVERIFY2(reader, reader.status().message().c_str());
+        const std::vector<std::string> lines = {"The words of the reader", "stand where the page has them,",
+                                                "line under line."};
+        const cv::Mat page = textPage(lines, 1700, 700, 1.4);
+        auto got = (*reader)->readPage(page, 300);
+        QVERIFY2(got, got.status().message().c_str());
+        QVERIFY2(got->failure.empty(), got->failure.c_str());
+        auto ppocr = PpocrEngine::load(PpocrOptions{});
+        QVERIFY2(ppocr, ppocr.status().message().c_str());
+        auto front = (*ppocr)->read(page, true, nullptr);
+        QVERIFY(front);
+        int words = 0, placed = 0;
+        for (const auto& line : got->text.lines)
+            for (const auto& w : line.words) {
+                ++words;
+                const cv::Point centre(w.box.x + w.box.w / 2, w.box.y + w.box.h / 2);
+                // Inside the front-end's line that holds the word, and not just the line's corner.
+                for (const auto& fl : front->lines) {
+                    const Box& b = fl.box;
+                    const bool inside = centre.x >= b.x && centre.x < b.x + b.w && centre.y >= b.y && centre.y < b.y + b.h;
+                    if (inside && fl.text.find(w.text) != std::string::npos && w.box.w < b.w) {
+                        ++placed;
+                        break;
+                    }
+                }
+            }
+        qInfo("%d of %d words inside the front-end line that holds them", placed, words);
+        QVERIFY(words >= 12);
+        QVERIFY(placed >= words * 9 / 10);
+    }
+
     void readerStreamsTokensAsTheyAreGenerated() {
         QTemporaryDir tmp;
         QVERIFY(decoder::saveModel(decoder::randomModel(tinyReaderConfig(), 5), tmp.filePath("model").toStdString()));

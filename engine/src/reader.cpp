@@ -61,6 +61,7 @@ Result<std::unique_ptr<ReaderEngine>> ReaderEngine::load(const ReaderOptions& op
     e->d->options = options;
     e->d->options.modelDir = *dir;
     e->d->options.attention.maxPageTokens = std::max(options.attention.maxPageTokens, 6144);
+    e->d->options.attention.trackAttention = true;  // word boxes from the visual tokens attended to
     e->d->model = std::move(model).value();
     e->d->ppocr = std::move(ppocr).value();
     return e;
@@ -163,6 +164,7 @@ Result<ReaderPage> ReaderEngine::readPage(const cv::Mat& image, int dpi, const s
 
     std::vector<int> tokens;
     std::vector<float> probs;
+    std::vector<int> attended;  // per written token: the visual token it attended to most, or -1
     const int cap = std::min(d->options.greedy.maxTokensPerPage, 2 * count + 64);
     int input = fresh ? kBos : kPageBreak;
     // With line-aligned positions the reader writes one line end per visual line end, so the
@@ -202,6 +204,7 @@ Result<ReaderPage> ReaderEngine::readPage(const cv::Mat& image, int dpi, const s
         d->sampler->push(next);       // repetition rules look at the text only
         tokens.push_back(next);
         probs.push_back(prob);
+        attended.push_back(step->attendedVisual);
         if (onText) {
             if (next == kParagraph) onText("\n\n");
             else if (next == kSpace || next == kLineBreak) onText(" ");
@@ -228,9 +231,23 @@ Result<ReaderPage> ReaderEngine::readPage(const cv::Mat& image, int dpi, const s
             outChars.push_back(d->ppocr->charOf(tokens[k] - kFirstChar + 1));
             outToken.push_back(int(k));
         }
+    // Each character's place: the visual token it attended to most (summed over layers and heads;
+    // the reader's copy head looks at the character it writes), where that is a character; else
+    // a Levenshtein alignment of the output with the front-end's characters.
+    std::vector<int> visualToCtc;  // visual token (visualTokens() order) -> CTC character, or -1
+    for (size_t l = 0, offset = 0; l < page.lines.size(); offset += page.lines[l].charIds.size(), ++l) {
+        const PpocrLine& line = page.lines[l];
+        if (line.charFrames.empty() || line.frames == 0 || line.features.empty()) continue;
+        for (size_t c = 0; c < line.charFrames.size(); ++c) visualToCtc.push_back(int(offset + c));
+        visualToCtc.push_back(-1);  // the line's end
+    }
     const std::vector<int> aligned = alignToCtc(outChars, ctc);
     std::vector<int> tokenToChar(tokens.size(), -1);
-    for (size_t i = 0; i < outToken.size(); ++i) tokenToChar[size_t(outToken[i])] = aligned[i];
+    for (size_t i = 0; i < outToken.size(); ++i) {
+        const int v = attended[size_t(outToken[i])];
+        const int byAttention = v >= 0 && v < int(visualToCtc.size()) ? visualToCtc[size_t(v)] : -1;
+        tokenToChar[size_t(outToken[i])] = byAttention >= 0 ? byAttention : aligned[i];
+    }
 
     int paragraph = 0, lastLine = page.lines.empty() ? -1 : 0;
     Line* current = nullptr;

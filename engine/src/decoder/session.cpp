@@ -92,6 +92,9 @@ struct DecodeSession::Impl {
     // behind), and how many line ends the text of the current page has written.
     std::map<int, std::vector<int64_t>> pageLineEnds;
     int writtenLineEnds = 0;
+    // trackAttention: attention mass per visual token of the current page during one step.
+    bool trackingStep = false;
+    std::vector<float> attendedMass;
     std::vector<int> retiredGenBlocks;  // measureRecall: generated blocks kept in host memory
 
     Impl(std::shared_ptr<const ModelWeights> m, AttentionParams params) : model(std::move(m)), c(model->config), p(params) {
@@ -261,6 +264,21 @@ struct DecodeSession::Impl {
                 const float inv = float(1.0 / sum);
                 for (int i = 0; i < total; ++i) sc[i] *= inv;
                 std::fill(&att[size_t(g * G + j) * D], &att[size_t(g * G + j) * D] + D, 0.f);
+            }
+            if (trackingStep) {
+                int at = 0;
+                for (const auto& s : spans) {
+                    const Block& b = *s.block;
+                    if (b.kind == BlockKind::Visual && b.page == currentPage) {
+                        const int64_t first = b.pos0 - pagePos0[b.page];
+                        for (int t = s.first; t < s.last; ++t) {
+                            const size_t v = size_t(first + t);
+                            if (v >= attendedMass.size()) continue;
+                            for (int j = 0; j < G; ++j) attendedMass[v] += scores[size_t(j) * total + at + (t - s.first)];
+                        }
+                    }
+                    at += s.last - s.first;
+                }
             }
             idx = 0;
             for (const auto& s : spans) {
@@ -769,6 +787,8 @@ Result<StepResult> DecodeSession::step(int inputToken) {
     ++d->stepsSinceGate;
     d->embed(inputToken);
     std::vector<float> gq(size_t(c.numLayers) * c.numKvHeads * c.headDim, 0.f);
+    d->trackingStep = m_params.trackAttention && d->pageTokens.count(d->currentPage);
+    if (d->trackingStep) d->attendedMass.assign(size_t(d->pageTokens[d->currentPage]), 0.f);
     d->forward(id, t, [&](int l) { return d->generatedSet(l); }, [&](int l) {
         // Pre-rotary query of the group, for the page gate's running mean.
         const int G = c.groupSize();
@@ -796,7 +816,13 @@ Result<StepResult> DecodeSession::step(int inputToken) {
         }
     }
     d->computeLogits();
-    return StepResult{&d->logits, d->currentPage};
+    StepResult result{&d->logits, d->currentPage, -1};
+    if (d->trackingStep) {
+        d->trackingStep = false;
+        const auto best = std::max_element(d->attendedMass.begin(), d->attendedMass.end());
+        if (best != d->attendedMass.end() && *best > 0) result.attendedVisual = int(best - d->attendedMass.begin());
+    }
+    return result;
 }
 
 SessionStats DecodeSession::stats() const {

@@ -46,6 +46,9 @@ struct AttentionParams {
     // Tests only: prefill a page token by token with the decode step's attention instead of in
     // matrix products (the reference the batched prefill is checked against).
     bool referencePrefill = false;
+    // Report, per step, the current page's visual token attended to most (StepResult); a reader
+    // places words on the page by it.
+    bool trackAttention = false;
 };
 
 // Attention-mass recall against full attention, per (layer, head) sample.
@@ -58,6 +61,9 @@ struct RecallStats {
 struct StepResult {
     const std::vector<float>* logits = nullptr;  // [vocab], valid until the next call
     int page = 0;                                // the page the step belongs to
+    // With AttentionParams::trackAttention: the visual token of that page (index in the order it
+    // was fed) that received the most attention, summed over layers and heads; -1 if none.
+    int attendedVisual = -1;
 };
 
 struct SessionStats {
