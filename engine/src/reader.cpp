@@ -72,13 +72,23 @@ int ReaderEngine::vocabId(int ctcClass) {
     return ctcClass == kKeyCount + 1 ? kSpace : kFirstChar + ctcClass - 1;  // the last class is the space
 }
 
+namespace {
+
+// A line the front-end read with features to show: it brings visual tokens (its characters and
+// its end); others (no characters or no recognizer output) bring none.
+bool bringsVisualTokens(const PpocrLine& line) {
+    return !line.charFrames.empty() && line.frames > 0 && !line.features.empty();
+}
+
+}  // namespace
+
 std::vector<float> ReaderEngine::visualTokens(const PpocrPage& page, bool withIds) {
     const int stride = kVisualDim + (withIds ? 1 : 0);
     std::vector<float> out;
     const float height = float(std::max(1, page.height));
     for (const auto& line : page.lines) {
+        if (!bringsVisualTokens(line)) continue;
         const size_t n = line.charFrames.size();
-        if (n == 0 || line.frames == 0 || line.features.empty()) continue;
         const float y = (float(line.box.y) + float(line.box.h) / 2) / height;
         for (size_t c = 0; c < n; ++c) {
             const int f = std::min(line.charFrames[c], line.frames - 1);
@@ -167,14 +177,6 @@ Result<ReaderPage> ReaderEngine::readPage(const cv::Mat& image, int dpi, const s
     std::vector<int> attended;  // per written token: the visual token it attended to most, or -1
     const int cap = std::min(d->options.greedy.maxTokensPerPage, 2 * count + 64);
     int input = fresh ? kBos : kPageBreak;
-    // With line-aligned positions the reader writes one line end per visual line end, so the
-    // page's text is complete once it has written the last one (docs/DECODING.md): decoding stops
-    // there rather than letting the model write on past the page's visual tokens.
-    int visualLineEnds = 0, writtenLineEnds = 0;
-    if (config.lineAlignedPositions())
-        for (int t = 0; t < count; ++t)
-            if (int(visual[size_t(t) * config.visualStride() + config.visualDim]) == config.visualLineEndTokenId)
-                ++visualLineEnds;
     auto fail = [&](std::string why) {
         result.failure = std::move(why);
         d->session.reset();  // the next page starts a fresh session
@@ -197,7 +199,10 @@ Result<ReaderPage> ReaderEngine::readPage(const cv::Mat& image, int dpi, const s
             return fail("the page reached the token cap (" + std::to_string(cap) + " tokens for " +
                         std::to_string(count) + " visual tokens)");
         input = next;
-        const bool pageDone = config.isLineEnd(next) && ++writtenLineEnds == visualLineEnds;
+        // With line-aligned positions the reader writes one line end per visual line end, so the
+        // page's text is complete once it has written the last one (docs/DECODING.md): decoding
+        // stops there rather than letting the model write on past the page's visual tokens.
+        const bool pageDone = config.isLineEnd(next) && d->session->lineEndsLeft() == 1;
         if (pageDone && next == kLineJoin) break;
         // A visual token that is not reading text, or lines joined with nothing: nothing to write.
         if (next == kSkip || next == kLineJoin) continue;
@@ -237,16 +242,20 @@ Result<ReaderPage> ReaderEngine::readPage(const cv::Mat& image, int dpi, const s
     std::vector<int> visualToCtc;  // visual token (visualTokens() order) -> CTC character, or -1
     for (size_t l = 0, offset = 0; l < page.lines.size(); offset += page.lines[l].charIds.size(), ++l) {
         const PpocrLine& line = page.lines[l];
-        if (line.charFrames.empty() || line.frames == 0 || line.features.empty()) continue;
+        if (!bringsVisualTokens(line)) continue;
         for (size_t c = 0; c < line.charFrames.size(); ++c) visualToCtc.push_back(int(offset + c));
         visualToCtc.push_back(-1);  // the line's end
     }
-    const std::vector<int> aligned = alignToCtc(outChars, ctc);
     std::vector<int> tokenToChar(tokens.size(), -1);
+    std::vector<int> aligned;  // computed only if some character attended to no character
     for (size_t i = 0; i < outToken.size(); ++i) {
         const int v = attended[size_t(outToken[i])];
-        const int byAttention = v >= 0 && v < int(visualToCtc.size()) ? visualToCtc[size_t(v)] : -1;
-        tokenToChar[size_t(outToken[i])] = byAttention >= 0 ? byAttention : aligned[i];
+        int at = v >= 0 && v < int(visualToCtc.size()) ? visualToCtc[size_t(v)] : -1;
+        if (at < 0) {
+            if (aligned.empty()) aligned = alignToCtc(outChars, ctc);
+            at = aligned[i];
+        }
+        tokenToChar[size_t(outToken[i])] = at;
     }
 
     int paragraph = 0, lastLine = page.lines.empty() ? -1 : 0;

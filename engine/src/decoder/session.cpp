@@ -92,8 +92,10 @@ struct DecodeSession::Impl {
     // behind), and how many line ends the text of the current page has written.
     std::map<int, std::vector<int64_t>> pageLineEnds;
     int writtenLineEnds = 0;
-    // trackAttention: attention mass per visual token of the current page during one step.
+    // trackAttention: attention mass per visual token of the current page during one step
+    // (the page's first position cached for the hot loop).
     bool trackingStep = false;
+    int64_t trackedPagePos0 = 0;
     std::vector<float> attendedMass;
     std::vector<int> retiredGenBlocks;  // measureRecall: generated blocks kept in host memory
 
@@ -270,7 +272,7 @@ struct DecodeSession::Impl {
                 for (const auto& s : spans) {
                     const Block& b = *s.block;
                     if (b.kind == BlockKind::Visual && b.page == currentPage) {
-                        const int64_t first = b.pos0 - pagePos0[b.page];
+                        const int64_t first = b.pos0 - trackedPagePos0;
                         for (int t = s.first; t < s.last; ++t) {
                             const size_t v = size_t(first + t);
                             if (v >= attendedMass.size()) continue;
@@ -303,6 +305,15 @@ struct DecodeSession::Impl {
         float sum = ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7]));
         for (; i < n; ++i) sum += a[i] * b[i];
         return sum;
+    }
+
+    // What page token t attends to while its page (blocks `ids`) is prefilled: the sinks and,
+    // causally, the page up to itself.
+    std::vector<Span> causalPageSpans(const std::vector<int>& ids, int t) const {
+        std::vector<Span> spans = wholeBlocks(sinkBlocks);
+        for (int bi = 0; bi <= t / kBlockTokens; ++bi)
+            spans.push_back({&blocks[size_t(ids[size_t(bi)])], 0, bi == t / kBlockTokens ? t % kBlockTokens + 1 : kBlockTokens, 0});
+        return spans;
     }
 
     std::vector<Span> wholeBlocks(const std::vector<int>& ids) const {
@@ -602,9 +613,7 @@ struct DecodeSession::Impl {
         // own keys are in the query's interval, so they see its absolute position).
         std::vector<std::vector<Span>> sinkQueryPos(static_cast<size_t>(T));
         for (int t = 0; t < T; ++t) {
-            std::vector<Span> spans = wholeBlocks(sinkBlocks);
-            for (int bi = 0; bi <= t / kBlockTokens; ++bi)
-                spans.push_back({&blocks[size_t(ids[size_t(bi)])], 0, bi == t / kBlockTokens ? t % kBlockTokens + 1 : kBlockTokens, 0});
+            std::vector<Span> spans = causalPageSpans(ids, t);
             frame(spans, position + t);
             for (const Span& sp : spans) {
                 if (sp.block->kind == BlockKind::Sink) sinkQueryPos[size_t(t)].push_back(sp);
@@ -642,11 +651,7 @@ struct DecodeSession::Impl {
             } else {
                 for (int t = 0; t < T; ++t) {
                     std::copy(&Qm[size_t(t) * Q], &Qm[size_t(t) * Q] + Q, q.begin());
-                    std::vector<Span> spans = wholeBlocks(sinkBlocks);
-                    for (int bi = 0; bi <= t / kBlockTokens; ++bi) {
-                        const Block& b = blocks[size_t(ids[size_t(bi)])];
-                        spans.push_back({&b, 0, bi == t / kBlockTokens ? t % kBlockTokens + 1 : kBlockTokens, 0});
-                    }
+                    std::vector<Span> spans = causalPageSpans(ids, t);
                     frame(spans, position + t);
                     attend(l, spans);
                     std::copy(att.begin(), att.begin() + Q, &A[size_t(t) * Q]);
@@ -685,6 +690,11 @@ DecodeSession::DecodeSession(std::shared_ptr<const ModelWeights> model, Attentio
 DecodeSession::~DecodeSession() = default;
 
 int DecodeSession::pagesAdded() const { return int(d->pageBlocks.size()); }
+
+int DecodeSession::lineEndsLeft() const {
+    auto it = d->pageLineEnds.find(d->currentPage);
+    return it == d->pageLineEnds.end() ? 0 : std::max(0, int(it->second.size()) - d->writtenLineEnds);
+}
 
 Status DecodeSession::begin(const std::vector<int>& sinkTokens) {
     if (!d->blocks.empty()) return Status(ErrorCode::InvalidArgument, "begin: the session has already started");
@@ -787,8 +797,12 @@ Result<StepResult> DecodeSession::step(int inputToken) {
     ++d->stepsSinceGate;
     d->embed(inputToken);
     std::vector<float> gq(size_t(c.numLayers) * c.numKvHeads * c.headDim, 0.f);
-    d->trackingStep = m_params.trackAttention && d->pageTokens.count(d->currentPage);
-    if (d->trackingStep) d->attendedMass.assign(size_t(d->pageTokens[d->currentPage]), 0.f);
+    const auto tokensOfPage = d->pageTokens.find(d->currentPage);
+    d->trackingStep = m_params.trackAttention && tokensOfPage != d->pageTokens.end();
+    if (d->trackingStep) {
+        d->attendedMass.assign(size_t(tokensOfPage->second), 0.f);
+        d->trackedPagePos0 = d->pagePos0[d->currentPage];
+    }
     d->forward(id, t, [&](int l) { return d->generatedSet(l); }, [&](int l) {
         // Pre-rotary query of the group, for the page gate's running mean.
         const int G = c.groupSize();

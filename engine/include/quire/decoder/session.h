@@ -91,6 +91,9 @@ public:
     SessionStats stats() const;
     const AttentionParams& params() const { return m_params; }
     int pagesAdded() const;
+    // Line-aligned positions: how many of the current page's visual line ends the text written so
+    // far (the tokens fed to step()) has not reached yet; 0 without line-aligned positions.
+    int lineEndsLeft() const;
     // Per layer, the tokens the last step attended to, as (absolute position) lists: for tests and
     // the attention-mass recall benchmark.
     std::vector<std::vector<int64_t>> lastAttendedPositions() const;
