@@ -528,8 +528,6 @@ private slots:
         QCOMPARE(QString::fromStdString(*fromEnv), tmp.filePath("m"));
     }
 
-    // The reader streams its text token by token to TranscribeParams::onText, per page, while it
-    // writes (an untrained model: the pages then fail, but what it generated was seen as it came).
     // The shipped reader places each word where the front-end saw it: word boxes come from the
     // visual tokens the words attended to most.
     void shippedReaderPlacesWordsWhereTheyStand() {
@@ -569,6 +567,8 @@ private slots:
         QVERIFY(placed >= words * 9 / 10);
     }
 
+    // The reader streams its text token by token to TranscribeParams::onText, per page, while it
+    // writes (an untrained model: the pages then fail, but what it generated was seen as it came).
     void readerStreamsTokensAsTheyAreGenerated() {
         QTemporaryDir tmp;
         QVERIFY(decoder::saveModel(decoder::randomModel(tinyReaderConfig(), 5), tmp.filePath("model").toStdString()));
