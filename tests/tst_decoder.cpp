@@ -590,6 +590,37 @@ private slots:
         QVERIFY(!leader.looping());
         for (int i = 20; i < 64; ++i) leader.push(15);
         QVERIFY(leader.looping());
+        // A page that repeats the pages before it (a form, a heading) is no loop; repeating itself is.
+        GreedySampler pages({0, 100, 100, 4, 8});
+        for (int p = 0; p < 5; ++p) {
+            pages.beginPage();
+            for (int t : {3, 4, 5}) pages.push(t);
+            QVERIFY(!pages.looping());
+        }
+        for (int i = 0; i < 3; ++i)
+            for (int t : {3, 4, 5}) pages.push(t);
+        QVERIFY(pages.looping());
+    }
+
+    // The rules keep only the tokens they look at: a long volume's history stays bounded, and the
+    // decisions are those of the whole history.
+    void greedyHistoryIsBoundedWithoutChangingDecisions() {
+        const GreedyOptions o{4, 50, 100, 4, 8};
+        GreedySampler g(o);
+        std::vector<int> all;
+        std::mt19937 rng(7);
+        for (int i = 0; i < 5000; ++i) {
+            const int t = int(rng() % 6);
+            g.push(t), all.push_back(t);
+            QVERIFY(int(g.history().size()) < 2 * g.memory());
+            if (i % 97 == 0) {
+                GreedySampler whole(o);
+                whole.restoreHistory(all);  // the untrimmed history gives the same choice
+                std::vector<float> logits(6);
+                for (auto& l : logits) l = float(rng() % 100);
+                QCOMPARE(g.pick(logits), whole.pick(logits));
+            }
+        }
     }
 };
 

@@ -894,17 +894,32 @@ int GreedySampler::pick(const std::vector<float>& logits) const {
     return best;
 }
 
-void GreedySampler::push(int token) { m_history.push_back(token); }
+int GreedySampler::memory() const {
+    return std::max({m_opt.ngramWindow, m_opt.noRepeatNgram, m_opt.loopMaxPeriod * m_opt.loopMinRepeats, m_opt.loopMinSpan, 8});
+}
+
+void GreedySampler::push(int token) {
+    m_history.push_back(token);
+    // The rules look back `memory()` tokens at most: older ones are dropped (in bulk, so pushing
+    // stays amortised constant time) and a volume's history does not grow without bound.
+    const size_t keep = size_t(memory());
+    if (m_history.size() >= 2 * keep) {
+        const size_t dropped = m_history.size() - keep;
+        m_history.erase(m_history.begin(), m_history.begin() + long(dropped));
+        m_pageStart = m_pageStart > dropped ? m_pageStart - dropped : 0;
+    }
+}
 
 bool GreedySampler::looping() const {
-    const int len = int(m_history.size());
+    const int len = int(m_history.size() - m_pageStart);
     for (int period = 1; period <= m_opt.loopMaxPeriod; ++period) {
         int need = period * m_opt.loopMinRepeats;
         if (need < 8) continue;
         need = std::max(need, m_opt.loopMinSpan);  // the repeats must cover this many tokens
         if (len < need) continue;
         bool periodic = true;
-        for (int i = len - need; i + period < len && periodic; ++i) periodic = m_history[size_t(i)] == m_history[size_t(i + period)];
+        const int* h = m_history.data() + m_pageStart;
+        for (int i = len - need; i + period < len && periodic; ++i) periodic = h[i] == h[i + period];
         if (periodic) return true;
     }
     return false;

@@ -134,12 +134,21 @@ public:
     // The best token not banned by the n-gram rule.
     int pick(const std::vector<float>& logits) const;
     void push(int token);
+    // A loop is a page repeating itself: tokens before the last beginPage() do not count for
+    // looping() (a volume's pages may well repeat a form or a heading), while the n-gram ban
+    // slides across pages.
+    void beginPage() { m_pageStart = m_history.size(); }
     bool looping() const;
+    // The tokens the rules still look at (the last ones, at least `memory()` of them): what a
+    // resumed run gives back to restoreHistory() to continue with identical decisions.
     const std::vector<int>& history() const { return m_history; }
+    int memory() const;
+    void restoreHistory(const std::vector<int>& tokens) { m_history = tokens, m_pageStart = tokens.size(); }
 
 private:
     GreedyOptions m_opt;
     std::vector<int> m_history;
+    size_t m_pageStart = 0;
 };
 
 }  // namespace quire::decoder
