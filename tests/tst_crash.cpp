@@ -1,7 +1,10 @@
 // Crash consistency: SIGKILL at random moments of a real run while corrections stream in (fixed
 // seed; 50 kills, QUIRE_CRASH_KILLS for more). After every kill the project is sound and every
 // acknowledged correction is there; the run resumes; the final export equals an uninterrupted
-// run's with the same corrections.
+// run's with the same corrections. A reader run killed the same way resumes with the context it
+// had (the decoder's checkpoint is committed with each page) and ends with an uninterrupted run's
+// text.
+#include <QElapsedTimer>
 #include <QProcess>
 #include <QRegularExpression>
 #include <QTemporaryDir>
@@ -12,6 +15,7 @@
 #include <random>
 
 #include "quire/project_store.h"
+#include "quire/reader.h"
 #include "test_util.h"
 
 using namespace quire;
@@ -93,6 +97,59 @@ private slots:
         QCOMPARE(runCli({"export", "--project", ref, "--format", "md,txt", "--out", m_dir.filePath("b")}).exitCode, 0);
         QCOMPARE(readFile(m_dir.filePath("a/book.md")), readFile(m_dir.filePath("b/book.md")));
         QCOMPARE(readFile(m_dir.filePath("a/book.txt")), readFile(m_dir.filePath("b/book.txt")));
+    }
+
+    void killedReaderResumesWithItsContext() {
+        if (!findReaderModel()) QSKIP("no reader model is shipped");
+        const QString volume = m_dir.filePath("letters.tif");
+        const int pages = 8;
+        static const std::vector<std::vector<std::string>> text = {
+            {"The miller wrote to his brother", "in the spring of that year"}, {"about the price of corn and", "the state of the roads"},
+            {"which the rains had spoiled.", "His brother answered him"},     {"from the town by the river", "with news of their mother"},
+            {"who was ill but mending,", "and of the new church bell"},     {"that the parish had bought", "for forty pounds in silver."},
+            {"The letters were kept together", "in a box under the stairs"},  {"until a grandson found them", "and gave them to the library."}};
+        writeTiffVolume(volume, pages, [](int p) { return text[size_t(p)]; }, 1300, 420, 1.4);
+        const QString project = m_dir.filePath("reader.quire");
+        const QStringList run = {"transcribe", volume, "--project", project, "--engine", "reader", "--lang", "eng"};
+        auto doneCount = [&] {
+            auto store = ProjectStore::open(project.toStdString(), ProjectStore::Mode::ReadOnly);
+            if (!store) return 0;
+            auto c = (*store)->counts();
+            return c ? c->done : 0;
+        };
+        std::mt19937 rng(20261129);
+        int kills = 0;
+        while (doneCount() < pages - 2 && kills < 6) {
+            const int before = doneCount();
+            QProcess h;
+            h.start(QStringLiteral(QUIRE_CLI_PATH), run);
+            QVERIFY(h.waitForStarted());
+            // Kill once at least one more page is committed, at a random moment of the next one.
+            QElapsedTimer t;
+            t.start();
+            while (doneCount() <= before && h.state() == QProcess::Running && t.elapsed() < 120000) QThread::msleep(20);
+            QThread::msleep(rng() % 400);
+            if (h.state() != QProcess::Running) break;
+            h.kill();
+            h.waitForFinished();
+            auto store = ProjectStore::open(project.toStdString(), ProjectStore::Mode::ReadOnly);
+            QVERIFY(store);
+            QCOMPARE(QString::fromStdString((*store)->integrityCheck().value()), QString("ok"));
+            if ((*store)->counts()->queued == 0) break;  // it finished just before the kill
+            ++kills;
+            QVERIFY((*store)->decoderState()->has_value());  // the context of the committed pages
+        }
+        QVERIFY2(kills >= 2, qPrintable(QString("only %1 kills").arg(kills)));
+        const auto finish = runCli(run);
+        QVERIFY2(finish.exitCode == 0,
+                 qPrintable(finish.err + runCli({"status", "--project", project, "--json", "--pages"}).out.left(3000)));
+        QVERIFY2(finish.err.contains("continues with the context it had"), qPrintable(finish.err));
+        const QString ref = m_dir.filePath("reader-reference.quire");
+        QCOMPARE(runCli({"transcribe", volume, "--project", ref, "--engine", "reader", "--lang", "eng"}).exitCode, 0);
+        QCOMPARE(runCli({"export", "--project", project, "--format", "txt", "--out", m_dir.filePath("ra")}).exitCode, 0);
+        QCOMPARE(runCli({"export", "--project", ref, "--format", "txt", "--out", m_dir.filePath("rb")}).exitCode, 0);
+        QCOMPARE(readFile(m_dir.filePath("ra/book.txt")), readFile(m_dir.filePath("rb/book.txt")));
+        qInfo("reader: %d kills, resumed with its context each time, text equal to an uninterrupted run's", kills);
     }
 };
 

@@ -567,6 +567,85 @@ private slots:
         QVERIFY(placed >= words * 9 / 10);
     }
 
+    // A reader run stopped part-way (cancelled here; a kill leaves the same committed state, as the
+    // checkpoint is saved in each page's transaction) takes up the context it had: the pages read
+    // after the resume come out exactly as in an uninterrupted run.
+    void readerResumesWithTheContextItHad() {
+        auto dir = findReaderModel();
+        if (!dir) QSKIP("no reader model is shipped");
+        QTemporaryDir tmp;
+        const std::vector<std::vector<std::string>> texts = {
+            {"The register of the parish", "was kept by the clerk"}, {"in a book of ninety leaves,", "bound in calf"},
+            {"and he wrote each entry", "in the same hand"}, {"until the year of the flood", "took the vestry"},
+            {"and the book with it.", "Nothing else was lost."}};
+        TranscribeParams p;
+        for (size_t k = 0; k < texts.size(); ++k) {
+            const QString png = tmp.filePath(QString("page%1.png").arg(k + 1));
+            QVERIFY(cv::imwrite(png.toStdString(), textPage(texts[k], 1300, 420, 1.4)));
+            p.inputs.push_back(png.toStdString());
+        }
+        p.recognizer.engine = "reader";
+        std::vector<std::string> logs;
+        p.onLog = [&](const std::string& m) { logs.push_back(m); };
+        auto pageTexts = [](ProjectStore& store) {
+            std::vector<std::string> out;
+            for (const auto& page : *store.pages()) out.push_back(*store.engineText(page.id));
+            return out;
+        };
+
+        auto whole = ProjectStore::open(tmp.filePath("whole.quire").toStdString());
+        QVERIFY(whole);
+        auto r = runTranscription(**whole, p);
+        QVERIFY2(r, r.status().message().c_str());
+        QCOMPARE(r->done, 5);
+        QVERIFY(!(*whole)->decoderState()->has_value());  // a finished run drops its context
+        const auto expected = pageTexts(**whole);
+
+        auto parted = ProjectStore::open(tmp.filePath("parted.quire").toStdString());
+        QVERIFY(parted);
+        std::atomic<bool> cancel{false};
+        TranscribeParams first = p;
+        first.cancel = &cancel;
+        int committed = 0;
+        first.onPage = [&](const PageEvent&) {
+            if (++committed == 2) cancel = true;
+        };
+        r = runTranscription(**parted, first);
+        QVERIFY2(r, r.status().message().c_str());
+        QVERIFY(r->cancelled);
+        QVERIFY2(r->done >= 2 && r->done < 5, qPrintable(QString::number(r->done)));
+        const int doneBefore = r->done;
+        auto saved = (*parted)->decoderState();
+        QVERIFY(saved && saved->has_value());
+        QCOMPARE((*saved)->lastPageId, (*(*parted)->pages())[size_t(doneBefore - 1)].id);
+        QVERIFY((*parted)->contextPage(doneBefore - 1));  // every page of the context is kept
+
+        logs.clear();
+        r = runTranscription(**parted, p);
+        QVERIFY2(r, r.status().message().c_str());
+        QCOMPARE(r->done, 5);
+        bool continued = false;
+        for (const auto& m : logs) continued = continued || m.find("continues with the context it had") != std::string::npos;
+        QVERIFY2(continued, logs.empty() ? "no log" : logs.front().c_str());
+        const auto got = pageTexts(**parted);
+        QCOMPARE(int(got.size()), 5);
+        for (size_t k = 0; k < got.size(); ++k) QCOMPARE(QString::fromStdString(got[k]), QString::fromStdString(expected[k]));
+
+        // A checkpoint is refused by another model, and a damaged one is named as such.
+        auto other = ReaderEngine::load(ReaderOptions{*dir});
+        QVERIFY(other);
+        DecoderCheckpoint cp = (*other)->checkpoint();
+        QVERIFY((*other)->restore(cp.state, {}));
+        QTemporaryDir modelDir;
+        QVERIFY(decoder::saveModel(decoder::randomModel(tinyReaderConfig(), 5), modelDir.filePath("m").toStdString()));
+        auto tiny = ReaderEngine::load(ReaderOptions{modelDir.filePath("m").toStdString()});
+        QVERIFY(tiny);
+        Status refused = (*tiny)->restore(cp.state, {});
+        QVERIFY2(!refused && QString::fromStdString(refused.message()).contains("another reader model"), refused.message().c_str());
+        Status damaged = (*other)->restore(cp.state.substr(0, cp.state.size() - 3), {});
+        QCOMPARE(damaged.code(), ErrorCode::Corrupt);
+    }
+
     // The reader streams its text token by token to TranscribeParams::onText, per page, while it
     // writes (an untrained model: the pages then fail, but what it generated was seen as it came).
     void readerStreamsTokensAsTheyAreGenerated() {

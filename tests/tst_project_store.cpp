@@ -181,20 +181,44 @@ private slots:
         QVERIFY(!store->decoderState()->has_value());
         // Binary, with a NUL and a high byte (hex escapes are split so they do not run on).
         const std::string blob = std::string(1, '\0') + "\x01" "binary" "\xff";
-        QVERIFY(store->saveDecoderState(blob));
-        QVERIFY(store->saveDecoderState(blob + "more"));
-        QCOMPARE(store->decoderState()->value(), blob + "more");
+        DecoderCheckpoint cp;
+        cp.state = blob;
+        cp.restartPages = true;
+        cp.newPages = {{1.f, 2.f, 3.f}, {4.f}};
+        QVERIFY(store->saveDecoderState(cp));
+        // The next checkpoint adds a page; the saved state is replaced.
+        cp.state = blob + "more";
+        cp.restartPages = false;
+        cp.firstNewPage = 2;
+        cp.newPages = {{-0.5f, 1e30f}};
+        const auto pages = store->pages();
+        QVERIFY(store->saveDecoderState(cp, pages->front().id));
+        auto saved = store->decoderState();
+        QVERIFY(saved && saved->has_value());
+        QCOMPARE((*saved)->state, blob + "more");
+        QCOMPARE((*saved)->lastPageId, pages->front().id);
+        QCOMPARE(*store->contextPage(0), std::vector<float>({1.f, 2.f, 3.f}));
+        QCOMPARE(*store->contextPage(2), std::vector<float>({-0.5f, 1e30f}));
+        QCOMPARE(store->contextPage(3).status().code(), ErrorCode::NotFound);
+        // A context that starts again drops the old context's pages.
+        cp.restartPages = true;
+        cp.firstNewPage = 0;
+        cp.newPages = {{7.f}};
+        QVERIFY(store->saveResult(pages->front().id, {PageOutcome{}}, &cp));
+        QCOMPARE(*store->contextPage(0), std::vector<float>({7.f}));
+        QVERIFY(!store->contextPage(1));
         QVERIFY(store->clearDecoderState());
         QVERIFY(!store->decoderState()->has_value());
+        QVERIFY(!store->contextPage(0));
     }
 
     void migratesAVersionOneProject() {
         const QString file = m_dir.filePath("v1.quire");
         { QVERIFY(fresh("v1.quire")); }
-        execSql(file, "DROP TABLE decoder_state; PRAGMA user_version=1");
+        execSql(file, "DROP TABLE decoder_state; DROP TABLE context_pages; PRAGMA user_version=1");
         auto store = ProjectStore::open(file.toStdString());
         QVERIFY2(store, store.status().message().c_str());
-        QVERIFY((*store)->saveDecoderState("x"));
+        QVERIFY((*store)->saveDecoderState(DecoderCheckpoint{"x", true, 0, {{1.f}}}));
         QCOMPARE((*store)->counts()->pages, 3);
     }
 

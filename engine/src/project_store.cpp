@@ -1,6 +1,7 @@
 #include "quire/project_store.h"
 
 #include <array>
+#include <cstring>
 #include <fstream>
 #include <map>
 #include <mutex>
@@ -37,7 +38,7 @@ PageStatus parseStatus(const std::string& s) {
 }
 
 // Numbered migrations; migration i brings user_version from i to i + 1, in one transaction.
-const std::array<const char*, 2> kMigrations = {R"SQL(
+const std::array<const char*, 3> kMigrations = {R"SQL(
 CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE documents(
   id INTEGER PRIMARY KEY,
@@ -102,6 +103,12 @@ CREATE TABLE decoder_state(
   id INTEGER PRIMARY KEY CHECK(id = 1),
   state BLOB NOT NULL,
   saved_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ','now')));
+)SQL",
+                                                R"SQL(
+-- The page the decoder state was saved with, and the inputs (the reader's visual tokens, float32)
+-- of the pages in the decoder's context: a resumed run rebuilds from them the context it had.
+ALTER TABLE decoder_state ADD COLUMN last_page_id INTEGER NOT NULL DEFAULT 0;
+CREATE TABLE context_pages(idx INTEGER PRIMARY KEY, data BLOB NOT NULL);
 )SQL"};
 
 bool looksLikeSqlite(const fs::path& path, std::string* why) {
@@ -460,7 +467,8 @@ Result<std::vector<PageRecord>> ProjectStore::queuedPages() {
     return out;
 }
 
-Status ProjectStore::saveResult(int64_t pageId, const std::vector<PageOutcome>& outcomes) {
+Status ProjectStore::saveResult(int64_t pageId, const std::vector<PageOutcome>& outcomes,
+                                const DecoderCheckpoint* checkpoint) {
     if (outcomes.empty()) return Status(ErrorCode::Internal, "saveResult: no outcome");
     Transaction tx(m_db);
     if (!tx.status()) return tx.status();
@@ -545,14 +553,22 @@ Status ProjectStore::saveResult(int64_t pageId, const std::vector<PageOutcome>& 
             .bind(13, id);
         if (Status s = up.run(); !s) return s;
     }
+    if (checkpoint)
+        if (Status s = writeCheckpoint(*checkpoint, pageId); !s) return s;
     return tx.commit();
 }
 
-Status ProjectStore::saveFailure(int64_t pageId, const std::string& kind, const std::string& reason) {
+Status ProjectStore::saveFailure(int64_t pageId, const std::string& kind, const std::string& reason,
+                                 const DecoderCheckpoint* checkpoint) {
+    Transaction tx(m_db);
+    if (!tx.status()) return tx.status();
     Stmt q(m_db, "UPDATE pages SET status='failed', failure=?, failure_kind=?, "
                  "updated_at=strftime('%Y-%m-%dT%H:%M:%fZ','now') WHERE id=?");
     q.bind(1, reason).bind(2, kind).bind(3, pageId);
-    return q.run();
+    if (Status s = q.run(); !s) return s;
+    if (checkpoint)
+        if (Status s = writeCheckpoint(*checkpoint, pageId); !s) return s;
+    return tx.commit();
 }
 
 Status ProjectStore::requeueFailed() {
@@ -687,21 +703,62 @@ Status ProjectStore::setMeta(const std::string& key, const std::string& value) {
     return q.run();
 }
 
-Status ProjectStore::saveDecoderState(const std::string& state) {
-    Stmt q(m_db, "INSERT INTO decoder_state(id, state) VALUES(1, ?) ON CONFLICT(id) DO UPDATE SET state=excluded.state, "
+Status ProjectStore::writeCheckpoint(const DecoderCheckpoint& cp, int64_t lastPageId) {
+    if (cp.restartPages)
+        if (Status s = exec("DELETE FROM context_pages"); !s) return s;
+    Stmt ins(m_db, "INSERT OR REPLACE INTO context_pages(idx, data) VALUES(?, ?)");
+    for (size_t i = 0; i < cp.newPages.size(); ++i) {
+        const auto& page = cp.newPages[i];
+        ins.reset();
+        ins.bind(1, cp.firstNewPage + int(i))
+            .bindBlob(2, std::string(reinterpret_cast<const char*>(page.data()), page.size() * sizeof(float)));
+        if (Status s = ins.run(); !s) return s;
+    }
+    Stmt q(m_db, "INSERT INTO decoder_state(id, state, last_page_id) VALUES(1, ?, ?) ON CONFLICT(id) DO UPDATE SET "
+                 "state=excluded.state, last_page_id=excluded.last_page_id, "
                  "saved_at=strftime('%Y-%m-%dT%H:%M:%fZ','now')");
-    q.bindBlob(1, state);
+    q.bindBlob(1, cp.state).bind(2, lastPageId);
     return q.run();
 }
 
-Result<std::optional<std::string>> ProjectStore::decoderState() {
-    Stmt q(m_db, "SELECT state FROM decoder_state WHERE id=1");
-    if (q.step()) return std::optional<std::string>(q.blob(0));
-    if (!q.status()) return q.status();
-    return std::optional<std::string>();
+Status ProjectStore::saveDecoderState(const DecoderCheckpoint& checkpoint, int64_t lastPageId) {
+    Transaction tx(m_db);
+    if (!tx.status()) return tx.status();
+    if (Status s = writeCheckpoint(checkpoint, lastPageId); !s) return s;
+    return tx.commit();
 }
 
-Status ProjectStore::clearDecoderState() { return exec("DELETE FROM decoder_state"); }
+Result<std::optional<SavedDecoder>> ProjectStore::decoderState() {
+    Stmt q(m_db, "SELECT state, last_page_id FROM decoder_state WHERE id=1");
+    if (q.step()) return std::optional<SavedDecoder>(SavedDecoder{q.blob(0), q.i64(1)});
+    if (!q.status()) return q.status();
+    return std::optional<SavedDecoder>();
+}
+
+Result<std::vector<float>> ProjectStore::contextPage(int index) {
+    Stmt q(m_db, "SELECT data FROM context_pages WHERE idx=?");
+    q.bind(1, index);
+    if (!q.step()) {
+        if (!q.status()) return q.status();
+        return Status(ErrorCode::NotFound, m_path.string() + ": the decoder's context page " + std::to_string(index) +
+                                               " is missing");
+    }
+    const std::string blob = q.blob(0);
+    if (blob.size() % sizeof(float) != 0)
+        return Status(ErrorCode::Corrupt, m_path.string() + ": the decoder's context page " + std::to_string(index) +
+                                              " is damaged (" + std::to_string(blob.size()) + " bytes)");
+    std::vector<float> out(blob.size() / sizeof(float));
+    std::memcpy(out.data(), blob.data(), blob.size());
+    return out;
+}
+
+Status ProjectStore::clearDecoderState() {
+    Transaction tx(m_db);
+    if (!tx.status()) return tx.status();
+    if (Status s = exec("DELETE FROM decoder_state"); !s) return s;
+    if (Status s = exec("DELETE FROM context_pages"); !s) return s;
+    return tx.commit();
+}
 
 Result<std::string> ProjectStore::integrityCheck() {
     Stmt q(m_db, "PRAGMA integrity_check");

@@ -2,10 +2,12 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <map>
 
 #include "quire/decoder/model.h"
+#include "quire/document_source.h"
 #include "data_dirs.h"
 #include "source_paths.h"
 
@@ -34,6 +36,28 @@ struct ReaderEngine::Impl {
     std::unique_ptr<decoder::GreedySampler> sampler;
     int pagesRead = 0;     // pages given to readPage
     int sessionPages = 0;  // pages fed to the current session
+    // Checkpoints: whether the context restarted since the last one, and the pages added since.
+    bool restartPages = true;
+    int firstPending = 0;
+    std::vector<std::vector<float>> pending;
+    std::string modelIdentity;  // computed at the first checkpoint or restore
+
+    const std::string& identity() {
+        if (modelIdentity.empty()) {
+            const fs::path dir(options.modelDir);
+            auto weights = fileSha256(dir / "model.safetensors");
+            auto config = fileSha256(dir / "config.json");
+            modelIdentity = (weights ? *weights : std::string("?")) + "/" + (config ? *config : std::string("?"));
+        }
+        return modelIdentity;
+    }
+    void dropSession() {
+        session.reset();
+        sampler.reset();
+        restartPages = true;
+        pending.clear();
+        firstPending = 0;
+    }
 };
 
 ReaderEngine::ReaderEngine() : d(std::make_unique<Impl>()) {}
@@ -142,6 +166,13 @@ std::vector<int> alignToCtc(const std::vector<std::string>& out, const std::vect
 
 Result<ReaderPage> ReaderEngine::readPage(const cv::Mat& image, int dpi, const std::atomic<bool>* cancel,
                                           const std::function<void(const std::string&)>& onText) {
+    auto page = decodePage(image, dpi, cancel, onText);
+    if (!page) d->dropSession();  // a half-read page is no context to go on from
+    return page;
+}
+
+Result<ReaderPage> ReaderEngine::decodePage(const cv::Mat& image, int dpi, const std::atomic<bool>* cancel,
+                                            const std::function<void(const std::string&)>& onText) {
     const int pageNo = d->pagesRead++;
     auto read = d->ppocr->read(image, true, cancel);
     if (!read) return read.status();
@@ -167,19 +198,24 @@ Result<ReaderPage> ReaderEngine::readPage(const cv::Mat& image, int dpi, const s
         d->sampler = std::make_unique<decoder::GreedySampler>(d->options.greedy);
         if (Status s = d->session->begin({kBos}); !s) return s;
         d->sessionPages = 0;
+        d->restartPages = true;
+        d->pending.clear();
+        d->firstPending = 0;
         fresh = true;
     }
     if (Status s = d->session->addPage(d->sessionPages, visual.data(), count); !s) return s;
     ++d->sessionPages;
+    d->pending.push_back(visual);
 
     std::vector<int> tokens;
     std::vector<float> probs;
     std::vector<int> attended;  // per written token: the visual token it attended to most, or -1
     const int cap = std::min(d->options.greedy.maxTokensPerPage, 2 * count + 64);
     int input = fresh ? kBos : kPageBreak;
+    d->sampler->beginPage();
     auto fail = [&](std::string why) {
         result.failure = std::move(why);
-        d->session.reset();  // the next page starts a fresh session
+        d->dropSession();  // the next page starts a fresh session
         return result;
     };
     for (;;) {
@@ -312,6 +348,98 @@ Result<ReaderPage> ReaderEngine::readPage(const cv::Mat& image, int dpi, const s
     word.confidence = 100.f * wordMin;
     flushWord(word, wordChars);
     return result;
+}
+
+namespace {
+
+constexpr uint32_t kCheckpointMagic = 0x51524331;  // "QRC1"
+
+void putU32(std::string& out, uint32_t v) { out.append(reinterpret_cast<const char*>(&v), sizeof v); }
+void putString(std::string& out, const std::string& s) {
+    putU32(out, uint32_t(s.size()));
+    out += s;
+}
+
+struct CheckpointReader {
+    const std::string& s;
+    size_t pos = 0;
+    bool u32(uint32_t& v) {
+        if (pos + sizeof v > s.size()) return false;
+        std::memcpy(&v, s.data() + pos, sizeof v);
+        pos += sizeof v;
+        return true;
+    }
+    bool string(std::string& out) {
+        uint32_t n = 0;
+        if (!u32(n) || pos + n > s.size()) return false;
+        out.assign(s, pos, n);
+        pos += n;
+        return true;
+    }
+};
+
+}  // namespace
+
+DecoderCheckpoint ReaderEngine::checkpoint() {
+    // Layout: magic, model identity, pages read, context pages, then (with a session) the
+    // session's state and the repetition rules' recent tokens.
+    DecoderCheckpoint cp;
+    putU32(cp.state, kCheckpointMagic);
+    putString(cp.state, d->identity());
+    putU32(cp.state, uint32_t(d->pagesRead));
+    putU32(cp.state, d->session ? uint32_t(d->sessionPages) : 0u);
+    if (d->session) {
+        putString(cp.state, d->session->saveState());
+        const auto& h = d->sampler->history();
+        putU32(cp.state, uint32_t(h.size()));
+        for (int t : h) putU32(cp.state, uint32_t(t));
+    }
+    cp.restartPages = d->restartPages;
+    cp.firstNewPage = d->firstPending;
+    cp.newPages = std::move(d->pending);
+    d->pending.clear();
+    d->restartPages = false;
+    d->firstPending = d->session ? d->sessionPages : 0;
+    return cp;
+}
+
+Status ReaderEngine::restore(const std::string& state, const decoder::DecodeSession::PageProvider& pages) {
+    auto bad = [](const std::string& why) { return Status(ErrorCode::Corrupt, "reader checkpoint: " + why); };
+    CheckpointReader r{state};
+    uint32_t magic = 0, pagesRead = 0, sessionPages = 0;
+    std::string identity;
+    if (!r.u32(magic) || magic != kCheckpointMagic) return bad("not a reader checkpoint");
+    if (!r.string(identity) || !r.u32(pagesRead) || !r.u32(sessionPages)) return bad("truncated");
+    if (identity != d->identity())
+        return Status(ErrorCode::InvalidArgument, "reader checkpoint: saved with another reader model than " +
+                                                      d->options.modelDir);
+    std::string sessionState;
+    std::vector<int> history;
+    if (sessionPages > 0) {
+        uint32_t n = 0;
+        if (!r.string(sessionState) || !r.u32(n) || n > uint32_t(1) << 24) return bad("truncated");
+        history.resize(n);
+        for (auto& t : history) {
+            uint32_t v = 0;
+            if (!r.u32(v) || v >= uint32_t(kVocabSize)) return bad("truncated");
+            t = int(v);
+        }
+    }
+    if (r.pos != state.size()) return bad("trailing bytes");
+    d->dropSession();
+    if (sessionPages > 0) {
+        auto session = decoder::DecodeSession::restore(d->model, d->options.attention, sessionState, pages);
+        if (!session) return session.status();
+        if ((*session)->pagesAdded() != int(sessionPages)) return bad("the session holds another number of pages");
+        d->session = std::move(session).value();
+        d->sampler = std::make_unique<decoder::GreedySampler>(d->options.greedy);
+        d->sampler->restoreHistory(history);
+        d->sessionPages = int(sessionPages);
+        d->restartPages = false;
+        d->firstPending = int(sessionPages);
+    }
+    d->pagesRead = int(pagesRead);
+    return Status::ok();
 }
 
 }  // namespace quire

@@ -141,7 +141,33 @@ struct Done {
     PageRecord page;
     std::vector<PageOutcome> outcomes;
     Status error;
+    std::optional<DecoderCheckpoint> checkpoint;  // the reader's context after this page
 };
+
+// Takes up the context the last reader run saved with its last committed page, when the pages now
+// queued all come after that page; otherwise the reader starts a fresh context and says why.
+Status resumeContext(ProjectStore& store, Recognizer& reader, const std::vector<PageRecord>& queued,
+                     const std::function<void(const std::string&)>& log) {
+    auto saved = store.decoderState();
+    if (!saved) return saved.status();
+    if (!saved->has_value() || queued.empty()) return Status::ok();
+    auto last = store.page((*saved)->lastPageId);
+    if (!last) {
+        log("the reader starts a fresh context: the page its saved context ended with is gone");
+        return Status::ok();
+    }
+    if (queued.front().sequence <= last->sequence) {
+        log("the reader starts a fresh context: pages at or before " + pageName(*last) +
+            ", where its saved context ends, are queued again");
+        return Status::ok();
+    }
+    if (Status s = reader.restoreContext((*saved)->state, [&](int i) { return store.contextPage(i); }); !s) {
+        log("the reader starts a fresh context: its saved context cannot be used (" + s.message() + ")");
+        return Status::ok();
+    }
+    log("the reader continues with the context it had after " + pageName(*last));
+    return Status::ok();
+}
 
 }  // namespace
 
@@ -189,9 +215,15 @@ Result<RunSummary> runTranscription(ProjectStore& store, const TranscribeParams&
         PpocrOptions o;
         o.modelDir = params.recognizer.ppocrDir;
         if (auto e = PpocrEngine::load(o); !e) return e.status();  // cached: the workers reuse it
-    } else if (engine == "reader") {
-        if (auto r = createRecognizer(params.recognizer); !r) return r.status();  // model and front-end checked
-    } else {
+    }
+    // The reader decodes the volume as one sequence: one worker, pages in order, made here so that
+    // it can take up the context a killed or cancelled run left in the project.
+    std::unique_ptr<Recognizer> reader;
+    if (engine == "reader") {
+        auto r = createRecognizer(params.recognizer);  // model and front-end checked
+        if (!r) return r.status();
+        reader = std::move(r).value();
+    } else if (engine != "tesseract" && engine != "ppocr") {
         return Status(ErrorCode::InvalidArgument, "unknown recognition engine '" + params.recognizer.engine + "'");
     }
     if (Status s = registerInputs(store, params); !s) return s;
@@ -214,6 +246,11 @@ Result<RunSummary> runTranscription(ProjectStore& store, const TranscribeParams&
     // Page-level parallelism: each worker's GEMMs (the PP-OCR front-end) use one core, so
     // workers do not fight over OpenBLAS's thread pool.
     openblas_set_num_threads(std::max(1, int(std::thread::hardware_concurrency()) / threads));
+    if (reader)  // after the thread count is set: the context is rebuilt as it was first computed
+        if (Status s = resumeContext(store, *reader, *queued, log); !s) {
+            (void)store.finishRun(*runId, "failed");
+            return s;
+        }
     BoundedQueue<Job> jobs(size_t(threads) + 1);
     BoundedQueue<Done> done(size_t(threads) + 1);
     std::atomic<bool> stop{false};
@@ -265,7 +302,7 @@ Result<RunSummary> runTranscription(ProjectStore& store, const TranscribeParams&
     for (int t = 0; t < threads; ++t) {
         workers.emplace_back([&] {
             if (params.backgroundPriority) lowerThisThreadsPriority();
-            auto rec = createRecognizer(params.recognizer);
+            auto rec = reader ? Result<std::unique_ptr<Recognizer>>(std::move(reader)) : createRecognizer(params.recognizer);
             if (!rec) {
                 std::lock_guard lock(initMutex);
                 workerInitError = rec.status();
@@ -322,6 +359,7 @@ Result<RunSummary> runTranscription(ProjectStore& store, const TranscribeParams&
                     if (!img.note.empty()) log(pageName(job->page) + ": " + img.note);
                 }
                 if (d.error.code() == ErrorCode::Cancelled) break;
+                if ((*rec)->carriesContext()) d.checkpoint = (*rec)->checkpoint();
                 if (!done.push(std::move(d))) break;
             }
             if (--activeWorkers == 0) done.close();
@@ -339,13 +377,14 @@ Result<RunSummary> runTranscription(ProjectStore& store, const TranscribeParams&
     Status writeError;
     while (auto d = done.pop()) {
         PageEvent ev;
+        const DecoderCheckpoint* checkpoint = d->checkpoint ? &*d->checkpoint : nullptr;
         if (d->error.isOk()) {
-            writeError = store.saveResult(d->page.id, d->outcomes);
+            writeError = store.saveResult(d->page.id, d->outcomes, checkpoint);
         } else {
             const bool input = isInputError(d->error.code());
             (input ? summary.inputFailures : summary.engineFailures)++;
             ev.failure = d->error.message();
-            writeError = store.saveFailure(d->page.id, input ? "input" : "engine", d->error.message());
+            writeError = store.saveFailure(d->page.id, input ? "input" : "engine", d->error.message(), checkpoint);
             log("failed: " + pageName(d->page) + ": " + d->error.message());
         }
         if (!writeError) {
@@ -379,6 +418,9 @@ Result<RunSummary> runTranscription(ProjectStore& store, const TranscribeParams&
     if (!writeError) return writeError;
     if (auto c = store.counts()) {
         summary.total = c->pages, summary.done = c->done, summary.failed = c->failed, summary.flagged = c->flagged;
+        // Nothing left to read: the context is no longer needed, and its pages take room.
+        if (engine == "reader" && c->queued == 0 && !summary.cancelled)
+            if (Status s = store.clearDecoderState(); !s) log("could not drop the reader's saved context: " + s.message());
     }
     return summary;
 }

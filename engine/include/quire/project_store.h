@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "quire/decoder_checkpoint.h"
 #include "quire/geometry.h"
 #include "quire/status.h"
 
@@ -77,6 +78,12 @@ struct CorrectionRecord {
     std::string createdAt;
 };
 
+// The last decoder checkpoint saved, and the page it was saved with.
+struct SavedDecoder {
+    std::string state;
+    int64_t lastPageId = 0;  // 0: saved on its own, not with a page
+};
+
 struct RunRecord {
     int64_t id = 0;
     std::string state;  // running, finished, cancelled
@@ -86,7 +93,7 @@ struct RunRecord {
 
 class ProjectStore {
 public:
-    static constexpr int kSchemaVersion = 2;
+    static constexpr int kSchemaVersion = 3;
     enum class Mode { OpenOrCreate, OpenExisting, ReadOnly };
 
     // Writable opens take the project's process lock: a second process is refused with a message
@@ -112,8 +119,11 @@ public:
     Result<PageRecord> page(int64_t pageId);
     Result<std::vector<PageRecord>> queuedPages();
     // Stores the result of a page in one transaction. Two outcomes split the page into a spread.
-    Status saveResult(int64_t pageId, const std::vector<PageOutcome>& outcomes);
-    Status saveFailure(int64_t pageId, const std::string& kind, const std::string& reason);
+    // A context-carrying engine's checkpoint, when given, is saved in the same transaction.
+    Status saveResult(int64_t pageId, const std::vector<PageOutcome>& outcomes,
+                      const DecoderCheckpoint* checkpoint = nullptr);
+    Status saveFailure(int64_t pageId, const std::string& kind, const std::string& reason,
+                       const DecoderCheckpoint* checkpoint = nullptr);
     Status requeueFailed();
 
     Result<PageText> layout(int64_t pageId);
@@ -136,10 +146,12 @@ public:
     Status finishRun(int64_t runId, const std::string& state);
     Result<std::optional<RunRecord>> lastRun();
 
-    // The reader's decoder state (one per project), written with each committed page.
-    Status saveDecoderState(const std::string& state);
-    Result<std::optional<std::string>> decoderState();
-    Status clearDecoderState();
+    // The reader's decoder state (one per project), written with each committed page, and the
+    // inputs of the pages in its context (context page `index`: float32 values).
+    Status saveDecoderState(const DecoderCheckpoint& checkpoint, int64_t lastPageId = 0);
+    Result<std::optional<SavedDecoder>> decoderState();
+    Result<std::vector<float>> contextPage(int index);
+    Status clearDecoderState();  // the state and the context pages
 
     Result<std::string> meta(const std::string& key);
     Status setMeta(const std::string& key, const std::string& value);
@@ -151,6 +163,7 @@ private:
     ProjectStore() = default;
     Status migrate();
     Status exec(const char* sql);
+    Status writeCheckpoint(const DecoderCheckpoint& checkpoint, int64_t lastPageId);  // inside a transaction
 
     sqlite3* m_db = nullptr;
     std::filesystem::path m_path;

@@ -22,6 +22,7 @@
 #include <opencv2/core.hpp>
 
 #include "quire/decoder/session.h"
+#include "quire/decoder_checkpoint.h"
 #include "quire/geometry.h"
 #include "quire/ppocr.h"
 #include "quire/status.h"
@@ -81,10 +82,20 @@ public:
 
     // Reads the next page of the volume (8-bit gray or BGR). `onText` receives the text as it is
     // generated (UTF-8 pieces). A page that reaches the token cap or loops comes back with
-    // `failure` set and no text: it is never silently truncated.
+    // `failure` set and no text: it is never silently truncated. Such a page, an error or a
+    // cancelled page ends the context: the next page starts a fresh one.
     Result<ReaderPage> readPage(const cv::Mat& image, int dpi, const std::atomic<bool>* cancel = nullptr,
                                 const std::function<void(const std::string&)>& onText = {});
     int pagesRead() const;
+
+    // The decoder's context after the pages read so far (its session state, the repetition rules'
+    // recent tokens, and the visual tokens of the pages it added since the last checkpoint), for
+    // the project store. Taking a checkpoint starts the next one's list of new pages.
+    DecoderCheckpoint checkpoint();
+    // Continues from a checkpoint's state: `pages(i)` gives back the visual tokens of the context's
+    // page i (those the checkpoints listed). The next readPage() then decodes exactly as the
+    // engine that wrote the checkpoint would have. A state from another model is refused.
+    Status restore(const std::string& state, const decoder::DecodeSession::PageProvider& pages);
 
     // The visual tokens of a page read by the front-end: [count, 124], row-major; with `withIds`,
     // [count, 125] with each token's id in the reader's vocabulary.
@@ -94,6 +105,8 @@ public:
 
 private:
     ReaderEngine();
+    Result<ReaderPage> decodePage(const cv::Mat& image, int dpi, const std::atomic<bool>* cancel,
+                                  const std::function<void(const std::string&)>& onText);
     struct Impl;
     std::unique_ptr<Impl> d;
 };

@@ -9,6 +9,7 @@
 
 #include <opencv2/core.hpp>
 
+#include "quire/decoder_checkpoint.h"
 #include "quire/geometry.h"
 #include "quire/status.h"
 
@@ -39,6 +40,16 @@ public:
                                        const std::function<void(const std::string&)>& onText) = 0;
     Result<PageText> recognize(const cv::Mat& gray, int dpi, const std::atomic<bool>* cancel = nullptr) {
         return recognize(gray, dpi, cancel, {});
+    }
+
+    // Engines that carry context from page to page (the reader) checkpoint it after each page, and
+    // a resumed run continues from the last one; `pages(i)` gives back the inputs of the context's
+    // page i as the checkpoints listed them. Engines without context have no checkpoint.
+    virtual bool carriesContext() const { return false; }
+    virtual DecoderCheckpoint checkpoint() { return {}; }
+    virtual Status restoreContext(const std::string& /*state*/,
+                                  const std::function<Result<std::vector<float>>(int)>& /*pages*/) {
+        return Status(ErrorCode::InvalidArgument, name() + " carries no context between pages");
     }
 };
 

@@ -49,6 +49,12 @@ public:
         page->text.language = m_langs;
         return std::move(page->text);
     }
+    bool carriesContext() const override { return true; }
+    DecoderCheckpoint checkpoint() override { return m_engine->checkpoint(); }
+    Status restoreContext(const std::string& state,
+                          const std::function<Result<std::vector<float>>(int)>& pages) override {
+        return m_engine->restore(state, pages);
+    }
 
 private:
     std::unique_ptr<ReaderEngine> m_engine;
