@@ -422,6 +422,66 @@ private slots:
         QVERIFY(block[4] == block[6] && block[1] == block[3] && block[4] != block[1]);
     }
 
+    // Two columns with a pull quote across the gutter halfway down: no x range is empty in every
+    // row, so rows alone read the columns interleaved; Tesseract's layout analysis finds the
+    // columns above and below the quote, and the lines are read column by column in each.
+    void layoutOrderReadsColumnsAcrossAPullQuote() {
+        cv::Mat page(1400, 1700, CV_8UC1, cv::Scalar(255));
+        const std::vector<std::string> words = {"archive", "register", "parish", "ledger", "volume", "scan"};
+        std::vector<Box> boxes;
+        std::vector<int> column, band;  // column: 0 left, 1 right, 2 the quote; band: 0 above it, 1 below
+        auto line = [&](int x, int y, const std::string& text, int col, int b) {
+            int base = 0;
+            const cv::Size sz = cv::getTextSize(text, cv::FONT_HERSHEY_DUPLEX, 1.1, 2, &base);
+            cv::putText(page, text, {x, y}, cv::FONT_HERSHEY_DUPLEX, 1.1, cv::Scalar(0), 2, cv::LINE_AA);
+            boxes.push_back({x - 4, y - sz.height - 6, sz.width + 8, sz.height + base + 12});
+            column.push_back(col);
+            band.push_back(b);
+        };
+        for (int r = 0; r < 16; ++r) {
+            const int y = 120 + r * 70;
+            if (r == 7) {
+                line(520, y, "a quote across the columns", 2, 0);
+                continue;
+            }
+            std::string left, right;
+            for (int k = 0; k < 3; ++k) left += words[size_t((r + k) % 6)] + " ", right += words[size_t((r + 2 * k + 1) % 6)] + " ";
+            line(100, y, left + std::to_string(r), 0, r < 7 ? 0 : 1);
+            line(900, y, right + std::to_string(r), 1, r < 7 ? 0 : 1);
+        }
+        // Where each line is read; "a before b" for every line of the two groups.
+        auto readsBefore = [&](const std::vector<int>& order, auto a, auto b) {
+            std::vector<int> at(order.size());
+            for (int k = 0; k < int(order.size()); ++k) at[size_t(order[size_t(k)])] = k;
+            for (size_t i = 0; i < boxes.size(); ++i)
+                for (size_t j = 0; j < boxes.size(); ++j)
+                    if (a(i) && b(j) && at[i] > at[j]) return false;
+            return true;
+        };
+        auto inOrder = [&](const std::vector<int>& order) {
+            auto is = [&](int col, int b) { return [&, col, b](size_t i) { return column[i] == col && band[i] == b; }; };
+            auto quote = [&](size_t i) { return column[i] == 2; };
+            return readsBefore(order, is(0, 0), is(1, 0)) && readsBefore(order, is(1, 0), quote) &&
+                   readsBefore(order, quote, is(0, 1)) && readsBefore(order, is(0, 1), is(1, 1));
+        };
+        std::vector<int> block;
+        const auto byLayout = layoutReadingOrder(page, boxes, &block);
+        QCOMPARE(std::set<int>(byLayout.begin(), byLayout.end()).size(), boxes.size());
+        QCOMPARE(byLayout.size(), boxes.size());
+        QVERIFY(inOrder(byLayout));
+        QVERIFY(!inOrder(readingOrder(boxes)));  // what rows alone do with this page
+        // Top to bottom inside each column.
+        int prevLeftY = -1;
+        for (int i : byLayout)
+            if (column[size_t(i)] == 0) {
+                QVERIFY(boxes[size_t(i)].y > prevLeftY);
+                prevLeftY = boxes[size_t(i)].y;
+            }
+        QVERIFY(block[size_t(byLayout.front())] != block[size_t(byLayout.back())]);
+        QCOMPARE(ppocrLayoutFor("eng"), std::string("tesseract"));
+        QCOMPARE(ppocrLayoutFor("eng+chi_sim"), std::string("rows"));
+    }
+
     void recognisesAPage() {
         auto engine = PpocrEngine::load(PpocrOptions{});
         QVERIFY(engine);

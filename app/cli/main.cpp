@@ -37,7 +37,7 @@ std::atomic<bool> g_cancel{false};
 
 const char* kUsageText =
     "Usage:\n"
-    "  quire-cli features INPUT... --out DIR [--dpi 300] [--json]   (PP-OCR visual tokens per page)\n"
+    "  quire-cli features INPUT... --out DIR [--dpi 300] [--lang eng] [--json]   (PP-OCR visual tokens per page)\n"
     "  quire-cli transcribe [INPUT...] --project P.quire [--lang eng] [--engine tesseract|ppocr|reader|auto]\n"
     "            [--reader-model DIR (default: the installed reader, or $QUIRE_READER_MODEL)]\n"
     "            [--threads N] [--dpi 300] [--pdf-text recognize|keep] [--split none|auto]\n"
@@ -122,7 +122,9 @@ int cmdFeatures(const cli::Args& args) {
     std::error_code ec;
     fs::create_directories(outDir, ec);
     if (ec) return fail(kUsage, outDir + ": cannot create the output folder (" + ec.message() + ")");
-    auto engine = PpocrEngine::load(PpocrOptions{});
+    PpocrOptions po;
+    po.layout = ppocrLayoutFor(args.value("lang", "eng"));  // the reading order transcribe uses
+    auto engine = PpocrEngine::load(po);
     if (!engine) return fail(exitFor(engine.status()), engine.status().message());
     int pageNo = 0;
     for (const auto& input : args.positionals()) {
@@ -461,7 +463,7 @@ int main(int argc, char** argv) {
         {"status", {{"project"}, {"json", "pages"}}},
         {"correct", {{"project", "page", "text-file", "text"}, {}}},
         {"devices", {{}, {}}},
-        {"features", {{"out", "dpi"}, {"json"}}},
+        {"features", {{"out", "dpi", "lang"}, {"json"}}},
         {"bench", {{"pages", "mode", "device", "batch", "config", "shape", "page-tokens", "tokens-per-page", "recent",
                     "gated-pages", "blocks-per-page", "max-kv-gb"},
                    {"json", "recall"}}},

@@ -214,6 +214,7 @@ Result<RunSummary> runTranscription(ProjectStore& store, const TranscribeParams&
     } else if (engine == "ppocr") {
         PpocrOptions o;
         o.modelDir = params.recognizer.ppocrDir;
+        o.layout = ppocrLayoutFor(params.recognizer.languages);
         if (auto e = PpocrEngine::load(o); !e) return e.status();  // cached: the workers reuse it
     }
     // The reader decodes the volume as one sequence: one worker, pages in order, made here so that

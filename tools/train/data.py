@@ -198,8 +198,11 @@ def prepare_document(doc_dir, quire_cli, vocab):
     pages = sorted(f for f in os.listdir(doc_dir) if f.endswith(".png"))
     feat_dir = os.path.join(doc_dir, "features")
     if not features_ready(doc_dir):
-        subprocess.run([quire_cli, "features", *[os.path.join(doc_dir, p) for p in pages], "--out", feat_dir],
-                       check=True, capture_output=True)
+        # The language picks the front-end's reading order as `transcribe --lang` does.
+        with open(os.path.join(doc_dir, pages[0].replace(".png", ".target.txt")), encoding="utf-8") as f:
+            lang = "chi_sim" if any("\u4e00" <= ch <= "\u9fff" for ch in f.read()) else "eng"
+        subprocess.run([quire_cli, "features", *[os.path.join(doc_dir, p) for p in pages], "--out", feat_dir,
+                        "--lang", lang], check=True, capture_output=True)
     record = {"visual": [], "ids": [], "targets": []}
     for k, p in enumerate(pages):
         v, ids = page_visual_tokens(os.path.join(feat_dir, f"page-{k + 1:05d}.safetensors"), vocab)

@@ -30,7 +30,15 @@ struct PpocrOptions {
     int recBatch = 8;             // text lines per recognizer call
     int recMaxWidth = 3200;       // widest line image (height 48) given to the recognizer
     bool verifyChecksums = true;  // compare model files with the pinned SHA-256 sums
+    // Reading order of the detected lines: "tesseract" (Tesseract's page layout analysis, blocks
+    // in its order: layoutReadingOrder) or "rows" (readingOrder() alone).
+    std::string layout = "tesseract";
 };
+
+// The layout for pages in `languages` ('+'-separated Tesseract names): "rows" where Chinese is
+// among them, "tesseract" otherwise. On ../shared/eval (docs/ACCURACY.md) Tesseract's layout
+// analysis put the English pages' columns in order (CER 13.6 % → 2.7 %) but not the Chinese ones.
+std::string ppocrLayoutFor(const std::string& languages);
 
 // Where the model files are looked for: `explicitDir` or $QUIRE_PPOCR_DIR when given (only
 // there); otherwise $XDG_DATA_HOME/quire/models/ppocr-v4 (default ~/.local/share/...), then
@@ -66,7 +74,8 @@ struct PpocrPage {
 
 class PpocrEngine {
 public:
-    // $QUIRE_PPOCR_DET_MAX_SIDE (320..4096) overrides detMaxSide, for measurements.
+    // $QUIRE_PPOCR_DET_MAX_SIDE (320..4096) overrides detMaxSide and $QUIRE_PPOCR_LAYOUT
+    // ("tesseract" or "rows") the layout, for measurements.
     static Result<std::shared_ptr<const PpocrEngine>> load(const PpocrOptions& options);
     ~PpocrEngine();
 
@@ -99,5 +108,12 @@ private:
 // band, columns left to right, each top to bottom. Returns indices into `boxes`, and each
 // line's block (column) number.
 std::vector<int> readingOrder(const std::vector<Box>& boxes, std::vector<int>* blockOfLine = nullptr);
+
+// Orders line boxes by the page's layout as Tesseract's layout analysis finds it (no recognition):
+// the lines of each Tesseract text block together, blocks in Tesseract's reading order, each block
+// in readingOrder()'s order; lines outside every text block last. `image` is the page the boxes
+// are in (8-bit gray or BGR). Without text blocks, readingOrder().
+std::vector<int> layoutReadingOrder(const cv::Mat& image, const std::vector<Box>& boxes,
+                                    std::vector<int>* blockOfLine = nullptr);
 
 }  // namespace quire

@@ -191,6 +191,9 @@ Result<std::shared_ptr<const PpocrEngine>> PpocrEngine::load(const PpocrOptions&
     // Tuning knob for measurements (docs/BENCHMARKS.md): the detector's longest side.
     if (const char* side = std::getenv("QUIRE_PPOCR_DET_MAX_SIDE"); side && std::atoi(side) >= 320)
         options.detMaxSide = std::min(4096, std::atoi(side));
+    if (const char* layout = std::getenv("QUIRE_PPOCR_LAYOUT"); layout && *layout) options.layout = layout;
+    if (options.layout != "tesseract" && options.layout != "rows")
+        return Status(ErrorCode::InvalidArgument, "unknown PP-OCR layout '" + options.layout + "' (tesseract or rows)");
     auto dir = findPpocrModels(options.modelDir);
     if (!dir) return dir.status();
     // One engine per model directory and process: workers share the (read-only) weights.
@@ -199,7 +202,8 @@ Result<std::shared_ptr<const PpocrEngine>> PpocrEngine::load(const PpocrOptions&
     std::lock_guard lock(mutex);
     const std::string key = *dir + "|" + std::to_string(options.detMaxSide) + "|" + std::to_string(options.recBatch) +
                             "|" + std::to_string(options.detThreshold) + "|" + std::to_string(options.detBoxThreshold) +
-                            "|" + std::to_string(options.detUnclipRatio) + "|" + std::to_string(options.recMaxWidth);
+                            "|" + std::to_string(options.detUnclipRatio) + "|" + std::to_string(options.recMaxWidth) +
+                            "|" + options.layout;
     if (auto hit = cache[key].lock()) return hit;
 
     if (options.verifyChecksums)
@@ -419,7 +423,8 @@ Result<PpocrPage> PpocrEngine::read(const cv::Mat& image, bool features, const s
         boxes.push_back({r.x, r.y, r.width, r.height});
     }
     std::vector<int> blockOf;
-    const std::vector<int> order = readingOrder(boxes, &blockOf);
+    const std::vector<int> order =
+        m_options.layout == "tesseract" ? layoutReadingOrder(image, boxes, &blockOf) : readingOrder(boxes, &blockOf);
 
     struct Crop {
         cv::Mat img;         // line image, height 48

@@ -100,6 +100,7 @@ Result<std::unique_ptr<Recognizer>> createRecognizer(const RecognizerOptions& op
     if (engine == "ppocr") {
         PpocrOptions o;
         o.modelDir = options.ppocrDir;
+        o.layout = ppocrLayoutFor(options.languages);
         auto e = PpocrEngine::load(o);
         if (!e) return e.status();
         return std::unique_ptr<Recognizer>(new PpocrRecognizer(std::move(e).value(), options.languages));
@@ -108,6 +109,7 @@ Result<std::unique_ptr<Recognizer>> createRecognizer(const RecognizerOptions& op
         ReaderOptions o;
         o.modelDir = options.readerModel;
         o.ppocr.modelDir = options.ppocrDir;
+        o.ppocr.layout = ppocrLayoutFor(options.languages);
         auto e = ReaderEngine::load(o);
         if (!e) return e.status();
         return std::unique_ptr<Recognizer>(new ReaderRecognizer(std::move(e).value(), options.languages));
