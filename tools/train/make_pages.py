@@ -79,6 +79,38 @@ def english_paragraphs(rng):
     return paras, f"{book} {start}"
 
 
+SPEECH = re.compile(r"\b(said|saith|answered|cried|spake|say)( unto [^,;:.]+)?, ")
+QUOTES = [("\u201c", "\u201d"), ('"', '"'), ("\u2018", "\u2019"), ("'", "'")]
+DASHES = ["\u2014", " \u2014 ", "--", " -- ", "---"]
+
+
+def punctuate(paras, rng):
+    """The punctuation of later printed books, project-written onto the KJV (which has no quotation
+    marks or dashes): speech in quotation marks (curly or straight, double or single), some ", and"
+    and "; " as dashes, curly apostrophes. The reader must have seen these characters to write
+    them; the front-end reads them (ppocr_keys_v1 has them)."""
+    open_q, close_q = rng.choice(QUOTES)
+    dash = rng.choice(DASHES)
+    curly = rng.random() < 0.5
+    out = []
+    for p in paras:
+        res, pos = "", 0
+        for m in SPEECH.finditer(p):  # the quotation runs to the end of its sentence
+            if m.start() < pos:
+                continue
+            end = re.search(r"[.?!:;](?=\s|$)", p[m.end():])
+            stop = m.end() + (end.end() if end else len(p) - m.end())
+            res += p[pos:m.end()] + open_q + p[m.end():stop] + close_q
+            pos = stop
+        p = res + p[pos:]
+        p = re.sub(r", and ", lambda m: dash + "and " if rng.random() < 0.25 else m.group(0), p)
+        p = re.sub(r"; ", lambda m: dash if rng.random() < 0.2 else m.group(0), p)
+        if curly:
+            p = p.replace("'s ", "\u2019s ")
+        out.append(p)
+    return out
+
+
 def chinese_paragraphs(rng):
     src = rng.choice(["/usr/share/games/fortunes/chinese.u8", "/usr/share/games/fortunes/tang300.u8",
                       "/usr/share/games/fortunes/song100.u8"])
@@ -313,6 +345,8 @@ def main():
     ap.add_argument("--zh-share", type=float, default=0.4, help="share of Chinese documents")
     ap.add_argument("--lines", type=int, default=0, help="at most this many lines per column (0: a full page)")
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--punct-share", type=float, default=0.0,
+                    help="share of English documents given quotation marks and dashes (punctuate)")
     args = ap.parse_args()
     if args.self_test:
         return self_test()
@@ -325,6 +359,8 @@ def main():
     for doc in range(args.docs):
         lang = "zh" if rng.random() < args.zh_share else "en"
         paras, chapter = chinese_paragraphs(rng) if lang == "zh" else english_paragraphs(rng)
+        if lang == "en" and rng.random() < args.punct_share:
+            paras = punctuate(paras, rng)
         title = "唐詩宋詞選讀" if lang == "zh" else rng.choice(["THE HOLY BIBLE", "AUTHORIZED VERSION", "SCRIPTURE READINGS"])
         st = Style(rng, lang, 300, args.lines)
         pages = layout(paras, st, rng, args.pages)
