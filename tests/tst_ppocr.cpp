@@ -759,6 +759,35 @@ private slots:
         QVERIFY2(m.err.contains("nowhere"), qPrintable(m.err));
     }
 
+    // The re-read rule: reading forward with the jitter of line ends and skipped heads is no loop;
+    // copying earlier lines again in shrinking pieces is.
+    void rereadingEarlierLinesIsALoop() {
+        RereadDetector forward(2000);
+        std::mt19937 rng(3);
+        for (int v = 0; v < 2000; ++v) forward.push(std::max(0, v - int(rng() % 12)));  // jitter under 16
+        QVERIFY(!forward.looping());
+        QCOMPARE(forward.reread(), 0);
+        forward.push(-1);  // a step that attended to no visual token of the page
+        QVERIFY(!forward.looping());
+
+        RereadDetector pieces(480);
+        for (int v = 0; v < 300; ++v) pieces.push(v);
+        for (int start = 100; start < 300 && !pieces.looping(); start += 40)  // again from earlier lines
+            for (int v = start; v < 300 && !pieces.looping(); ++v) pieces.push(v);
+        QVERIFY(pieces.looping());
+        QVERIFY(pieces.reread() > RereadDetector::kMinTokens);
+        // The limit grows with the page: the same 65 re-read tokens are no loop on a long page.
+        RereadDetector longPage(4000);
+        for (int v = 0; v < 300; ++v) longPage.push(v);
+        for (int v = 100; v < 165; ++v) longPage.push(v);
+        QCOMPARE(longPage.reread(), 65);
+        QVERIFY(!longPage.looping());
+        RereadDetector shortPage(300);
+        for (int v = 0; v < 300; ++v) shortPage.push(v);
+        for (int v = 100; v < 165; ++v) shortPage.push(v);
+        QVERIFY(shortPage.looping());
+    }
+
     void autoChoosesByLanguage() {
         std::string why;
         QCOMPARE(QString::fromStdString(chooseEngine("auto", "chi_sim", &why)), QString("ppocr"));

@@ -210,6 +210,7 @@ Result<ReaderPage> ReaderEngine::decodePage(const cv::Mat& image, int dpi, const
     std::vector<int> tokens;
     std::vector<float> probs;
     std::vector<int> attended;  // per written token: the visual token it attended to most, or -1
+    RereadDetector reread(count);
     const int cap = std::min(d->options.greedy.maxTokensPerPage, 2 * count + 64);
     int input = fresh ? kBos : kPageBreak;
     d->sampler->beginPage();
@@ -246,6 +247,7 @@ Result<ReaderPage> ReaderEngine::decodePage(const cv::Mat& image, int dpi, const
         tokens.push_back(next);
         probs.push_back(prob);
         attended.push_back(step->attendedVisual);
+        reread.push(step->attendedVisual);
         if (onText) {
             if (next == kParagraph) onText("\n\n");
             else if (next == kSpace || next == kLineBreak) onText(" ");
@@ -254,6 +256,10 @@ Result<ReaderPage> ReaderEngine::decodePage(const cv::Mat& image, int dpi, const
         if (d->sampler->looping())
             return fail("decoding loop: the output repeats itself (page " + std::to_string(pageNo + 1) + ", " +
                         std::to_string(result.tokens) + " tokens)");
+        if (reread.looping())
+            return fail("decoding loop: the reader went back over lines it had already written (page " +
+                        std::to_string(pageNo + 1) + ", " + std::to_string(reread.reread()) + " of " +
+                        std::to_string(tokens.size()) + " tokens re-read)");
         if (pageDone) break;
     }
 
