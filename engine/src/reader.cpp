@@ -197,10 +197,7 @@ Result<ReaderPage> ReaderEngine::decodePage(const cv::Mat& image, int dpi, const
         d->session = std::make_unique<decoder::DecodeSession>(d->model, d->options.attention);
         d->sampler = std::make_unique<decoder::GreedySampler>(d->options.greedy);
         if (Status s = d->session->begin({kBos}); !s) return s;
-        d->sessionPages = 0;
-        d->restartPages = true;
-        d->pending.clear();
-        d->firstPending = 0;
+        d->sessionPages = 0;  // the checkpoint fields were reset with the session (dropSession)
         fresh = true;
     }
     if (Status s = d->session->addPage(d->sessionPages, visual.data(), count); !s) return s;

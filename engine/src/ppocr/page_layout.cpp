@@ -53,11 +53,6 @@ int overlap(const Box& a, const Box& b) {
 
 }  // namespace
 
-std::string ppocrLayoutFor(const std::string& languages) {
-    const std::string padded = "+" + languages;
-    return padded.find("+chi") != std::string::npos ? "rows" : "tesseract";
-}
-
 std::vector<int> layoutReadingOrder(const cv::Mat& image, const std::vector<Box>& boxes, std::vector<int>* blockOfLine) {
     cv::Mat gray;
     if (image.channels() == 1) gray = image;

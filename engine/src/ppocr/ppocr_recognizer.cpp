@@ -71,6 +71,8 @@ bool hasLanguage(const std::string& languages, const std::string& prefix) {
 
 }  // namespace
 
+std::string ppocrLayoutFor(const std::string& languages) { return hasLanguage(languages, "chi") ? "rows" : "tesseract"; }
+
 std::vector<std::string> availableEngines() { return {"tesseract", "ppocr", "reader"}; }
 
 std::string chooseEngine(const std::string& engine, const std::string& languages, std::string* why) {
