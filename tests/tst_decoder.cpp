@@ -49,6 +49,12 @@ std::vector<float> pageWithIds(int page, int count, int dim, int lineEnd) {
     return v;
 }
 
+// Per layer, the attended positions in ascending order (the set, whatever order spans came in).
+std::vector<std::vector<int64_t>> sorted(std::vector<std::vector<int64_t>> v) {
+    for (auto& l : v) std::sort(l.begin(), l.end());
+    return v;
+}
+
 double relDiff(const std::vector<float>& a, const std::vector<float>& b) {
     double num = 0, den = 0;
     for (size_t i = 0; i < a.size(); ++i) num = std::max(num, double(std::abs(a[i] - b[i]))), den = std::max(den, double(std::abs(b[i])));
@@ -471,6 +477,100 @@ private slots:
         }
         qInfo("worst relative difference %.2e", worst);
         QVERIFY(worst < 1e-4);
+    }
+
+    // Draft verification computes what plain steps compute: a session fed a volume token by token
+    // and one fed the same tokens as drafts (with wrong guesses among them, which are not fed)
+    // give the same logits, the same attended positions and most-attended visual tokens, and end
+    // in the same state. Small budgets so that the gate, the block selector, eviction and (framed)
+    // position frames all act; line-aligned positions move the text.
+    void draftStepsMatchPlainSteps_data() {
+        QTest::addColumn<int>("mode");
+        QTest::addColumn<int>("maxPositions");
+        QTest::addColumn<bool>("lineAligned");
+        QTest::newRow("srswa") << int(AttentionMode::SrSwa) << (1 << 20) << false;
+        QTest::newRow("srswa framed, line-aligned") << int(AttentionMode::SrSwa) << 160 << true;
+        QTest::newRow("rswa") << int(AttentionMode::RSwa) << (1 << 20) << true;
+        QTest::newRow("full") << int(AttentionMode::Full) << (1 << 20) << false;
+    }
+    void draftStepsMatchPlainSteps() {
+        QFETCH(int, mode);
+        QFETCH(int, maxPositions);
+        QFETCH(bool, lineAligned);
+        ModelConfig cfg = tinyConfig();
+        cfg.maxPositions = maxPositions;
+        cfg.pageAlignedPositions = true;
+        if (lineAligned) makeLineAligned(cfg);
+        auto model = std::make_shared<const ModelWeights>(randomModel(cfg, 23));
+        AttentionParams p;
+        p.mode = AttentionMode(mode);
+        p.recentTokens = 20;
+        p.windowBefore = 1, p.windowAfter = 1;
+        p.gatedPages = 2, p.blocksPerGatedPage = 1;
+        p.maxPageTokens = 40;
+        p.trackAttention = true;
+        const int pageTokens = 40, steps = 500;
+        auto page = [&](int n) { return lineAligned ? pageWithIds(n, pageTokens, cfg.visualDim, 5) : pageFeatures(n, pageTokens, cfg.visualDim); };
+        // Pages are added ahead of the step that turns to them, as a reader does.
+        auto feedPages = [&](DecodeSession& s, int& fed, int input) {
+            const int target = s.stats().currentPage + (input == cfg.pageBreakTokenId ? 1 : 0) + p.windowAfter;
+            while (fed < target) {
+                ++fed;
+                const auto f = page(fed);
+                if (!s.addPage(fed, f.data(), pageTokens)) return false;
+            }
+            return true;
+        };
+        // The plain run: inputs, logits, attended positions and visual tokens, step by step.
+        DecodeSession a(model, p);
+        QVERIFY(a.begin({1, 5}));
+        std::vector<int> inputs;
+        std::vector<std::vector<float>> logits;
+        std::vector<std::vector<std::vector<int64_t>>> positions;
+        std::vector<int> attended;
+        int fedA = -1, token = cfg.bosTokenId;
+        for (int s = 0; s < steps; ++s) {
+            QVERIFY(feedPages(a, fedA, token));
+            auto r = a.step(token);
+            QVERIFY(r);
+            inputs.push_back(token);
+            logits.push_back(*r->logits);
+            positions.push_back(a.lastAttendedPositions());
+            attended.push_back(r->attendedVisual);
+            const int best = int(std::max_element(r->logits->begin(), r->logits->end()) - r->logits->begin());
+            token = (s % 45 == 44) ? cfg.pageBreakTokenId : lineAligned && s % 7 == 6 ? 4 + 2 * (s % 2) : best;
+        }
+        // The same tokens as drafts of up to 12, every 13th guess wrong.
+        DecodeSession b(model, p);
+        QVERIFY(b.begin({1, 5}));
+        int fedB = -1, at = 0, calls = 0, longest = 0, positionsDiffer = 0, attendedDiffer = 0;
+        double worst = 0;
+        while (at < steps) {
+            QVERIFY(feedPages(b, fedB, inputs[size_t(at)]));
+            std::vector<int> draft;
+            for (int j = at; j < std::min(steps, at + 12); ++j)
+                draft.push_back(j > at && j % 13 == 0 ? (inputs[size_t(j)] + 1) % cfg.vocabSize : inputs[size_t(j)]);
+            auto fed = b.stepDraft(draft, [&](int i, const StepResult& r) {
+                const size_t s = size_t(at + i);
+                worst = std::max(worst, relDiff(*r.logits, logits[s]));
+                attendedDiffer += r.attendedVisual != attended[s];
+                positionsDiffer += sorted(b.lastAttendedPositions()) != sorted(positions[s]);
+                return size_t(i) + 1 < draft.size() && draft[size_t(i) + 1] == inputs[s + 1];
+            });
+            QVERIFY(fed);
+            ++calls, longest = std::max(longest, *fed);
+            at += *fed;
+        }
+        QCOMPARE(at, steps);
+        QCOMPARE(positionsDiffer, 0);
+        QCOMPARE(attendedDiffer, 0);
+        qInfo("%d steps in %d calls (longest %d), worst relative logit difference %.2e", steps, calls, longest, worst);
+        QVERIFY2(worst < 1e-4, qPrintable(QString("logits differ by %1").arg(worst)));
+        QVERIFY(calls < steps / 3);  // the drafts were taken many tokens at a time
+        QCOMPARE(b.stats().position, a.stats().position);
+        QCOMPARE(b.stats().currentPage, a.stats().currentPage);
+        QCOMPARE(b.stats().poolUsedBytes, a.stats().poolUsedBytes);
+        QVERIFY(a.stats().currentPage >= 10);
     }
 
     void kvPoolIsConstantAcrossTheVolume() {

@@ -627,6 +627,46 @@ private slots:
         QVERIFY(placed >= words * 9 / 10);
     }
 
+    // Verifying the front-end's characters as a draft many tokens per pass writes what decoding
+    // one token at a time writes: the same words, boxes and token counts, confidences to rounding,
+    // over pages that carry the context from one to the next.
+    void readerDraftWritesWhatOneTokenAtATimeWrites() {
+        auto dir = findReaderModel();
+        if (!dir) QSKIP("no reader model is shipped");
+        ReaderOptions o;
+        o.modelDir = *dir;
+        o.draft = false;
+        auto plain = ReaderEngine::load(o);
+        o.draft = true;
+        auto drafted = ReaderEngine::load(o);
+        QVERIFY2(plain && drafted, plain ? drafted.status().message().c_str() : plain.status().message().c_str());
+        const std::vector<std::vector<std::string>> texts = {
+            {"CHAPTER THE FIRST.", "Of the binding of books, and of", "the paper that was used for them."},
+            {"12 THE BINDER'S GUIDE", "The sheets were folded, gathered", "and sewn on cords; the boards were"},
+            {"THE BINDER'S GUIDE 13", "covered in calf or vellum, and the", "edges gilt or sprinkled with red."}};
+        int words = 0;
+        for (const auto& lines : texts) {
+            const cv::Mat page = textPage(lines, 1500, 560, 1.3);
+            auto a = (*plain)->readPage(page, 300);
+            auto b = (*drafted)->readPage(page, 300);
+            QVERIFY2(a && b, a ? b.status().message().c_str() : a.status().message().c_str());
+            QCOMPARE(QString::fromStdString(b->failure), QString::fromStdString(a->failure));
+            QCOMPARE(b->tokens, a->tokens);
+            QCOMPARE(QString::fromStdString(b->text.plainText()), QString::fromStdString(a->text.plainText()));
+            QCOMPARE(b->text.lines.size(), a->text.lines.size());
+            for (size_t l = 0; l < a->text.lines.size(); ++l) {
+                const auto &wa = a->text.lines[l].words, &wb = b->text.lines[l].words;
+                QCOMPARE(wb.size(), wa.size());
+                for (size_t w = 0; w < wa.size(); ++w, ++words) {
+                    QVERIFY(wb[w].box.x == wa[w].box.x && wb[w].box.y == wa[w].box.y && wb[w].box.w == wa[w].box.w &&
+                            wb[w].box.h == wa[w].box.h);
+                    QVERIFY(std::abs(wb[w].confidence - wa[w].confidence) < 0.01f);
+                }
+            }
+        }
+        QVERIFY(words >= 30);
+    }
+
     // A reader run stopped part-way (cancelled here; a kill leaves the same committed state, as the
     // checkpoint is saved in each page's transaction) takes up the context it had: the pages read
     // after the resume come out exactly as in an uninterrupted run.

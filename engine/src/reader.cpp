@@ -86,6 +86,7 @@ Result<std::unique_ptr<ReaderEngine>> ReaderEngine::load(const ReaderOptions& op
     e->d->options.modelDir = *dir;
     e->d->options.attention.maxPageTokens = std::max(options.attention.maxPageTokens, 6144);
     e->d->options.attention.trackAttention = true;  // word boxes from the visual tokens attended to
+    if (const char* draft = std::getenv("QUIRE_READER_DRAFT"); draft && std::string(draft) == "0") e->d->options.draft = false;
     e->d->model = std::move(model).value();
     e->d->ppocr = std::move(ppocr).value();
     return e;
@@ -209,55 +210,89 @@ Result<ReaderPage> ReaderEngine::decodePage(const cv::Mat& image, int dpi, const
     std::vector<int> attended;  // per written token: the visual token it attended to most, or -1
     RereadDetector reread(count);
     const int cap = std::min(d->options.greedy.maxTokensPerPage, 2 * count + 64);
-    int input = fresh ? kBos : kPageBreak;
     d->sampler->beginPage();
     auto fail = [&](std::string why) {
         result.failure = std::move(why);
         d->dropSession();  // the next page starts a fresh session
         return result;
     };
-    for (;;) {
-        if (cancel && cancel->load(std::memory_order_relaxed)) return Status(ErrorCode::Cancelled, "reading cancelled");
-        auto step = d->session->step(input);
-        if (!step) return step.status();
-        const std::vector<float>& logits = *step->logits;
-        const int next = d->sampler->pick(logits);
-        if (next < 0) return fail("decoding stopped: every token was banned by the repetition rule");
+    // One step's logits: the token chosen, and whether the page goes on, is done or failed.
+    enum class Outcome { Go, Done, Failed };
+    std::string failure;
+    int chosen = -1, chosenFrom = -1;  // the last token chosen and the visual token it came from
+    auto handle = [&](const decoder::StepResult& step) {
+        const std::vector<float>& logits = *step.logits;
+        const int next = chosen = d->sampler->pick(logits);
+        chosenFrom = step.attendedVisual;
+        if (next < 0) {
+            failure = "decoding stopped: every token was banned by the repetition rule";
+            return Outcome::Failed;
+        }
         double sum = 0;
         const float mx = *std::max_element(logits.begin(), logits.end());
         for (float l : logits) sum += std::exp(double(l - mx));
         const float prob = float(std::exp(double(logits[size_t(next)] - mx)) / sum);
         ++result.tokens;
-        if (next == kPageBreak || next == kEos) break;
-        if (result.tokens >= cap)
-            return fail("the page reached the token cap (" + std::to_string(cap) + " tokens for " +
-                        std::to_string(count) + " visual tokens)");
-        input = next;
+        if (next == kPageBreak || next == kEos) return Outcome::Done;
+        if (result.tokens >= cap) {
+            failure = "the page reached the token cap (" + std::to_string(cap) + " tokens for " + std::to_string(count) +
+                      " visual tokens)";
+            return Outcome::Failed;
+        }
         // With line-aligned positions the reader writes one line end per visual line end, so the
         // page's text is complete once it has written the last one (docs/DECODING.md): decoding
         // stops there rather than letting the model write on past the page's visual tokens.
         const bool pageDone = config.isLineEnd(next) && d->session->lineEndsLeft() == 1;
-        if (pageDone && next == kLineJoin) break;
+        if (pageDone && next == kLineJoin) return Outcome::Done;
         // A visual token that is not reading text, or lines joined with nothing: nothing to write.
-        if (next == kSkip || next == kLineJoin) continue;
-        d->sampler->push(next);       // repetition rules look at the text only
+        if (next == kSkip || next == kLineJoin) return Outcome::Go;
+        d->sampler->push(next);  // repetition rules look at the text only
         tokens.push_back(next);
         probs.push_back(prob);
-        attended.push_back(step->attendedVisual);
-        reread.push(step->attendedVisual);
+        attended.push_back(step.attendedVisual);
+        reread.push(step.attendedVisual);
         if (onText) {
             if (next == kParagraph) onText("\n\n");
             else if (next == kSpace || next == kLineBreak) onText(" ");
             else if (next >= kFirstChar) onText(d->ppocr->charOf(next - kFirstChar + 1));
         }
-        if (d->sampler->looping())
-            return fail("decoding loop: the output repeats itself (page " + std::to_string(pageNo + 1) + ", " +
-                        std::to_string(result.tokens) + " tokens)");
-        if (reread.looping())
-            return fail("decoding loop: the reader went back over lines it had already written (page " +
-                        std::to_string(pageNo + 1) + ", " + std::to_string(reread.reread()) + " of " +
-                        std::to_string(tokens.size()) + " tokens re-read)");
-        if (pageDone) break;
+        if (d->sampler->looping()) {
+            failure = "decoding loop: the output repeats itself (page " + std::to_string(pageNo + 1) + ", " +
+                      std::to_string(result.tokens) + " tokens)";
+            return Outcome::Failed;
+        }
+        if (reread.looping()) {
+            failure = "decoding loop: the reader went back over lines it had already written (page " +
+                      std::to_string(pageNo + 1) + ", " + std::to_string(reread.reread()) + " of " +
+                      std::to_string(tokens.size()) + " tokens re-read)";
+            return Outcome::Failed;
+        }
+        return pageDone ? Outcome::Done : Outcome::Go;
+    };
+    // The draft: the reader mostly writes the front-end's character of the visual token it looks
+    // at, then the next one's. So after a token that came from visual token v, the guesses are the
+    // ids of v + 1, v + 2, ...; each is fed only if the model chose it (stepDraft), so the text is
+    // the same as decoding one token at a time.
+    std::vector<int> visualIds;
+    if (d->options.draft && config.visualTokenIds)
+        for (int t = 0; t < count; ++t) visualIds.push_back(int(visual[size_t(t) * config.visualStride() + config.visualDim]));
+    int input = fresh ? kBos : kPageBreak;
+    int draftFrom = 0;
+    for (;;) {
+        if (cancel && cancel->load(std::memory_order_relaxed)) return Status(ErrorCode::Cancelled, "reading cancelled");
+        std::vector<int> inputs{input};
+        for (int v = std::max(0, draftFrom); v < int(visualIds.size()) && int(inputs.size()) < decoder::DecodeSession::kMaxDraftTokens; ++v)
+            inputs.push_back(visualIds[size_t(v)]);
+        Outcome outcome = Outcome::Go;
+        auto fed = d->session->stepDraft(inputs, [&](int i, const decoder::StepResult& step) {
+            outcome = handle(step);
+            return outcome == Outcome::Go && size_t(i) + 1 < inputs.size() && inputs[size_t(i) + 1] == chosen;
+        });
+        if (!fed) return fed.status();
+        if (outcome == Outcome::Failed) return fail(failure);
+        if (outcome == Outcome::Done) break;
+        input = chosen;
+        draftFrom = chosenFrom >= 0 ? chosenFrom + 1 : int(visualIds.size());
     }
 
     // Text, words and their boxes: output characters aligned with the front-end's CTC characters.

@@ -91,6 +91,9 @@ struct ReaderOptions {
     PpocrOptions ppocr;
     decoder::AttentionParams attention;  // SR-SWA defaults; maxPageTokens is raised to fit pages
     decoder::GreedyOptions greedy = readerGreedyDefaults();
+    // Verify the front-end's characters as a draft, many tokens per pass (DecodeSession::stepDraft):
+    // the same text as one token at a time, faster. $QUIRE_READER_DRAFT=0 turns it off.
+    bool draft = true;
 };
 
 // One page as read by the decoder.

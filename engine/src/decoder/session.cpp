@@ -322,10 +322,12 @@ struct DecodeSession::Impl {
         return out;
     }
 
-    // The spans a generated token attends to at `layer` (the current token is already written).
-    std::vector<Span> generatedSet(int layer) {
+    // The spans a generated token attends to at `layer` (the current token is already written):
+    // `generatedCount` tokens generated with it, `query` its pre-rotary query (all heads) and
+    // `pos` its position.
+    std::vector<Span> generatedSet(int layer, int64_t generatedCount, const float* query, int64_t pos) {
         std::vector<Span> spans = wholeBlocks(sinkBlocks);
-        const int64_t oldestRecent = generated - p.recentTokens;  // index of the first token kept (self is generated-1)
+        const int64_t oldestRecent = generatedCount - p.recentTokens;  // index of the first token kept (self is generatedCount-1)
         for (int id : genBlocks) {
             const Block& b = blocks[size_t(id)];
             int first = 0;
@@ -338,7 +340,7 @@ struct DecodeSession::Impl {
         } else {
             for (const auto& [page, ids] : pageBlocks)
                 if (inWindow(page)) append(spans, ids);
-            selectGatedBlocks(layer, spans);
+            selectGatedBlocks(layer, spans, query, pos);
         }
         return spans;
     }
@@ -350,21 +352,21 @@ struct DecodeSession::Impl {
     bool inWindow(int page) const { return page >= currentPage - p.windowBefore && page <= currentPage + p.windowAfter; }
 
     // Quest: per block, Σ max(q·min, q·max) bounds q·k from above; the best k_b blocks of each gated page.
-    void selectGatedBlocks(int layer, std::vector<Span>& spans) {
+    void selectGatedBlocks(int layer, std::vector<Span>& spans, const float* query, int64_t pos) const {
         const int D = c.headDim, G = c.groupSize();
         std::vector<float> qr(static_cast<size_t>(D));
         for (int page : gated) {
-            const auto& ids = pageBlocks[page];
+            const auto& ids = pageBlocks.at(page);
             std::vector<std::pair<float, int>> scored;
             for (int id : ids) {
                 const Block& b = blocks[size_t(id)];
                 // Nominal frame: the block as if it stood right before the window.
-                const int64_t rel = std::min<int64_t>(position - b.pos0, c.maxPositions / 2);
+                const int64_t rel = std::min<int64_t>(pos - b.pos0, c.maxPositions / 2);
                 const int64_t qpos = b.pos0 + rel;
                 float score = 0;
                 for (int hh = 0; hh < c.numHeads; ++hh) {
                     const int g = hh / G;
-                    std::copy(&q[size_t(hh) * D], &q[size_t(hh) * D] + D, qr.begin());
+                    std::copy(query + size_t(hh) * D, query + size_t(hh + 1) * D, qr.begin());
                     rotate(qr.data(), qpos);
                     const size_t o = (size_t(layer) * c.numKvHeads + g) * D;
                     for (int i = 0; i < D; ++i)
@@ -672,6 +674,324 @@ struct DecodeSession::Impl {
         return Status::ok();
     }
 
+    // --- Bookkeeping of one generated step, shared by step() and stepDraft() ---
+
+    void enterNextPage() {
+        ++currentPage;
+        writtenLineEnds = 0;
+        pageLineEnds.erase(pageLineEnds.begin(), pageLineEnds.lower_bound(currentPage));
+    }
+
+    // Line-aligned positions: a line end sits where the page's next line starts (docs/DECODING.md).
+    void placeLineEnd(int token) {
+        if (!c.lineAlignedPositions() || !c.isLineEnd(token)) return;
+        auto it = pageLineEnds.find(currentPage);
+        if (it != pageLineEnds.end() && writtenLineEnds < int(it->second.size()))
+            position = it->second[size_t(writtenLineEnds)] + 1;
+        ++writtenLineEnds;
+    }
+
+    // SR-SWA: pages that left the window go to host memory; their bounds and summaries stay.
+    void offloadLeftPages() {
+        if (p.mode != AttentionMode::SrSwa) return;
+        for (auto& [page, ids] : pageBlocks)
+            if (!inWindow(page))
+                for (int id : ids) offload(blocks[size_t(id)]);
+    }
+
+    // The block the next generated token goes to (a new one when the last is full, sealed by a
+    // page, or not followed by the token's position).
+    Result<int> generatedBlock() {
+        if (genBlocks.empty() || blocks[size_t(genBlocks.back())].count == kBlockTokens ||
+            blocks[size_t(genBlocks.back())].sealed ||
+            blocks[size_t(genBlocks.back())].pos0 + blocks[size_t(genBlocks.back())].count != position) {
+            auto id = newBlock(BlockKind::Generated, currentPage);
+            if (!id) return id.status();
+            blocks[size_t(*id)].genIndex0 = generated;
+            genBlocks.push_back(*id);
+        }
+        return genBlocks.back();
+    }
+
+    // Pre-rotary query of each KV group (mean over its heads), for the page gate's running mean.
+    void addGateQuery(std::vector<float>& gq, int layer, const float* query) const {
+        const int G = c.groupSize();
+        for (int hh = 0; hh < c.numHeads; ++hh)
+            for (int i = 0; i < c.headDim; ++i)
+                gq[(size_t(layer) * c.numKvHeads + hh / G) * c.headDim + i] += query[size_t(hh) * c.headDim + i] / float(G);
+    }
+
+    void pushRecentQuery(std::vector<float> gq) {
+        if (recentQueries.empty()) return;
+        recentQueries[size_t(recentQueryNext)] = std::move(gq);
+        recentQueryNext = (recentQueryNext + 1) % int(recentQueries.size());
+    }
+
+    // Generated blocks wholly older than the recent window are dropped (R-SWA / SR-SWA).
+    void evictOldGenerated() {
+        if (p.mode == AttentionMode::Full) return;
+        while (genBlocks.size() > 1) {
+            Block& b = blocks[size_t(genBlocks.front())];
+            if (b.genIndex0 + b.count > generated - p.recentTokens) break;
+            if (p.measureRecall) {
+                offload(b);
+                retiredGenBlocks.push_back(genBlocks.front());
+            }
+            releaseSlot(b);
+            genBlocks.erase(genBlocks.begin());
+        }
+    }
+
+    static int mostAttended(const std::vector<float>& mass) {
+        const auto best = std::max_element(mass.begin(), mass.end());
+        return best != mass.end() && *best > 0 ? int(best - mass.begin()) : -1;
+    }
+
+    // --- Draft verification ---
+
+    // A draft's tokens computed together: each token's keys and values (in a block of its own,
+    // outside the pool), gate queries, logits, most-attended visual token and attended positions.
+    struct Draft {
+        std::vector<Block> own;
+        std::vector<std::vector<float>> gateQueries, logits;
+        std::vector<int> attended;
+        std::vector<std::vector<std::vector<int64_t>>> positions;  // [token][layer]
+        std::vector<int64_t> pos;
+    };
+
+    // The forward pass of `posOf.size()` inputs at positions posOf, as step() would compute them
+    // one after another: layer by layer, weights applied in matrix products, each token attending
+    // to what step() would give it (generatedSet at its generated count, query and position) plus
+    // the draft tokens up to itself.
+    Result<Draft> computeDraft(const std::vector<int>& inputs, const std::vector<int64_t>& posOf) {
+        const int k = int(posOf.size());
+        const int H = c.hiddenSize, Q = c.numHeads * c.headDim, KV = c.numKvHeads * c.headDim, D = c.headDim,
+                  F = c.intermediateSize, L = c.numLayers;
+        Draft dr;
+        dr.pos = posOf;
+        dr.own.resize(size_t(k));
+        for (int i = 0; i < k; ++i) {
+            Block& b = dr.own[size_t(i)];
+            b.kind = BlockKind::Generated, b.page = currentPage, b.count = 1, b.pos0 = posOf[size_t(i)];
+            b.genIndex0 = generated + i;
+            b.host.assign(blockFloats, 0.f);
+        }
+        dr.gateQueries.assign(size_t(k), std::vector<float>(size_t(L) * KV, 0.f));
+        dr.positions.assign(size_t(k), std::vector<std::vector<int64_t>>(size_t(L)));
+        std::vector<std::vector<float>> mass;
+        const auto tokensOfPage = pageTokens.find(currentPage);
+        const bool tracking = p.trackAttention && tokensOfPage != pageTokens.end();
+        if (tracking) {
+            mass.assign(size_t(k), std::vector<float>(size_t(tokensOfPage->second), 0.f));
+            trackedPagePos0 = pagePos0[currentPage];
+        }
+        std::vector<float> X(size_t(k) * H), Xn(size_t(k) * H), Qm(size_t(k) * Q), Km(size_t(k) * KV),
+            Vm(size_t(k) * KV), A(size_t(k) * Q), O(size_t(k) * H), Gm(size_t(k) * F), Um(size_t(k) * F);
+        for (int i = 0; i < k; ++i)
+            std::copy_n(&model->embed[size_t(inputs[size_t(i)]) * H], H, &X[size_t(i) * H]);
+        std::vector<std::vector<Span>> spans(static_cast<size_t>(k));
+        for (int l = 0; l < L; ++l) {
+            const LayerWeights& W = model->layers[size_t(l)];
+            for (int i = 0; i < k; ++i) rmsnorm(&X[size_t(i) * H], W.attnNorm.data(), &Xn[size_t(i) * H], H, c.rmsNormEps);
+            gemm(W.wq, Q, H, Xn.data(), k, Qm.data());
+            gemm(W.wk, KV, H, Xn.data(), k, Km.data());
+            gemm(W.wv, KV, H, Xn.data(), k, Vm.data());
+            for (int i = 0; i < k; ++i) {
+                addGateQuery(dr.gateQueries[size_t(i)], l, &Qm[size_t(i) * Q]);
+                float* base = dr.own[size_t(i)].host.data();
+                for (int g = 0; g < c.numKvHeads; ++g) {
+                    float* kk = base + kIndex(l, g, 0);
+                    std::copy_n(&Km[size_t(i) * KV + size_t(g) * D], D, kk);
+                    rotate(kk, posOf[size_t(i)]);
+                    std::copy_n(&Vm[size_t(i) * KV + size_t(g) * D], D, base + halfFloats + kIndex(l, g, 0));
+                }
+            }
+            for (int i = 0; i < k; ++i) {
+                auto& sp = spans[size_t(i)];
+                sp = generatedSet(l, generated + i + 1, &Qm[size_t(i) * Q], posOf[size_t(i)]);
+                for (int j = 0; j <= i; ++j) sp.push_back({&dr.own[size_t(j)], 0, 1, 0});
+                frame(sp, posOf[size_t(i)]);
+                auto& at = dr.positions[size_t(i)][size_t(l)];
+                for (const auto& s : sp)
+                    for (int t = s.first; t < s.last; ++t) at.push_back(s.block->pos0 + t);
+            }
+            attendDraft(l, spans, posOf, Qm, k, A, tracking ? &mass : nullptr);
+            gemm(W.wo, H, Q, A.data(), k, O.data());
+            for (size_t i = 0; i < X.size(); ++i) X[i] += O[i];
+            for (int i = 0; i < k; ++i) rmsnorm(&X[size_t(i) * H], W.mlpNorm.data(), &Xn[size_t(i) * H], H, c.rmsNormEps);
+            gemm(W.wGate, F, H, Xn.data(), k, Gm.data());
+            gemm(W.wUp, F, H, Xn.data(), k, Um.data());
+            for (size_t i = 0; i < Gm.size(); ++i) Gm[i] = Gm[i] / (1.0f + std::exp(-Gm[i])) * Um[i];
+            gemm(W.wDown, H, F, Gm.data(), k, O.data());
+            for (size_t i = 0; i < X.size(); ++i) X[i] += O[i];
+        }
+        for (int i = 0; i < k; ++i) rmsnorm(&X[size_t(i) * H], model->finalNorm.data(), &Xn[size_t(i) * H], H, c.rmsNormEps);
+        std::vector<float> all(size_t(k) * c.vocabSize);
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, k, c.vocabSize, H, 1.0f, Xn.data(), H, model->head(), H, 0.0f,
+                    all.data(), c.vocabSize);
+        dr.logits.resize(size_t(k));
+        dr.attended.assign(size_t(k), -1);
+        for (int i = 0; i < k; ++i) {
+            dr.logits[size_t(i)].assign(all.begin() + long(i) * c.vocabSize, all.begin() + long(i + 1) * c.vocabSize);
+            if (tracking) dr.attended[size_t(i)] = mostAttended(mass[size_t(i)]);
+        }
+        return dr;
+    }
+
+    // Attention of a draft's k tokens at `layer` (queries Qm, pre-rotary), into A. A token's spans
+    // whose query is rotated to the token's own position (all but those the position frame moves)
+    // are done for all tokens at once: keys and values of their union gathered once per KV group,
+    // scores and weighted values as matrix products, each token's softmax masked to its own spans.
+    // The rest is done token by token as in attend().
+    void attendDraft(int layer, const std::vector<std::vector<Span>>& spans, const std::vector<int64_t>& pos,
+                     const std::vector<float>& Qm, int k, std::vector<float>& A, std::vector<std::vector<float>>* mass) {
+        const int D = c.headDim, G = c.groupSize(), Q = c.numHeads * D;
+        const float scale = float(1.0 / std::sqrt(double(D)));
+        struct Range {
+            const Block* block;
+            int first, last;
+            size_t offset;
+        };
+        std::vector<Range> uni;
+        std::map<const Block*, size_t> where;
+        for (int i = 0; i < k; ++i)
+            for (const Span& s : spans[size_t(i)]) {
+                if (s.queryPos != pos[size_t(i)]) continue;
+                auto [it, fresh] = where.try_emplace(s.block, uni.size());
+                if (fresh) {
+                    uni.push_back({s.block, s.first, s.last, 0});
+                } else {
+                    Range& u = uni[it->second];
+                    u.first = std::min(u.first, s.first), u.last = std::max(u.last, s.last);
+                }
+            }
+        size_t N = 0;
+        for (auto& u : uni) u.offset = N, N += size_t(u.last - u.first);
+        std::vector<uint8_t> allowed(size_t(k) * N, 0);
+        std::vector<std::vector<const Span*>> own(static_cast<size_t>(k));
+        for (int i = 0; i < k; ++i)
+            for (const Span& s : spans[size_t(i)]) {
+                if (s.queryPos != pos[size_t(i)]) {
+                    own[size_t(i)].push_back(&s);
+                    continue;
+                }
+                const Range& u = uni[where.at(s.block)];
+                std::fill_n(&allowed[size_t(i) * N + u.offset + size_t(s.first - u.first)], s.last - s.first, uint8_t(1));
+            }
+        const int rows = k * G;
+        std::vector<float> Ku(N * D), Vu(N * D), Qr(size_t(rows) * D), S(size_t(rows) * std::max<size_t>(N, 1)),
+            O(size_t(rows) * D), qs(static_cast<size_t>(D)), ownScores;
+        for (int g = 0; g < c.numKvHeads; ++g) {
+            for (const auto& u : uni) {
+                const float* base = data(*u.block);
+                for (int t = u.first; t < u.last; ++t) {
+                    const size_t n = u.offset + size_t(t - u.first);
+                    std::copy_n(base + kIndex(layer, g, t), D, &Ku[n * D]);
+                    std::copy_n(base + halfFloats + kIndex(layer, g, t), D, &Vu[n * D]);
+                }
+            }
+            for (int i = 0; i < k; ++i)
+                for (int j = 0; j < G; ++j) {
+                    float* qr = &Qr[(size_t(i) * G + j) * D];
+                    std::copy_n(&Qm[size_t(i) * Q + size_t(g * G + j) * D], D, qr);
+                    rotate(qr, pos[size_t(i)]);
+                }
+            if (N > 0)
+                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, rows, int(N), D, scale, Qr.data(), D, Ku.data(), D,
+                            0.0f, S.data(), int(N));
+            for (int i = 0; i < k; ++i)
+                for (int j = 0; j < G; ++j) {
+                    const int hh = g * G + j;
+                    float* row = &S[(size_t(i) * G + j) * N];
+                    const uint8_t* ok = &allowed[size_t(i) * N];
+                    ownScores.clear();
+                    for (const Span* sp : own[size_t(i)]) {
+                        std::copy_n(&Qm[size_t(i) * Q + size_t(hh) * D], D, qs.begin());
+                        rotate(qs.data(), sp->queryPos);
+                        for (int t = sp->first; t < sp->last; ++t)
+                            ownScores.push_back(dot(qs.data(), data(*sp->block) + kIndex(layer, g, t), D) * scale);
+                    }
+                    float mx = -INFINITY;
+                    for (size_t n = 0; n < N; ++n)
+                        if (ok[n]) mx = std::max(mx, row[n]);
+                    for (float x : ownScores) mx = std::max(mx, x);
+                    double sum = 0;
+                    for (size_t n = 0; n < N; ++n) sum += (row[n] = ok[n] ? std::exp(row[n] - mx) : 0.f);
+                    for (float& x : ownScores) sum += (x = std::exp(x - mx));
+                    const float inv = float(1.0 / sum);
+                    for (size_t n = 0; n < N; ++n) row[n] *= inv;
+                    float* out = &A[size_t(i) * Q + size_t(hh) * D];
+                    std::fill(out, out + D, 0.f);
+                    size_t o = 0;
+                    for (const Span* sp : own[size_t(i)]) {
+                        const bool tracked = mass && sp->block->kind == BlockKind::Visual && sp->block->page == currentPage;
+                        for (int t = sp->first; t < sp->last; ++t, ++o) {
+                            const float w = ownScores[o] * inv;
+                            const float* vv = data(*sp->block) + halfFloats + kIndex(layer, g, t);
+                            for (int e = 0; e < D; ++e) out[e] += w * vv[e];
+                            if (tracked) addMass((*mass)[size_t(i)], sp->block->pos0 + t, w);
+                        }
+                    }
+                    if (mass)
+                        for (const auto& u : uni)
+                            if (u.block->kind == BlockKind::Visual && u.block->page == currentPage)
+                                for (int t = u.first; t < u.last; ++t)
+                                    addMass((*mass)[size_t(i)], u.block->pos0 + t, row[u.offset + size_t(t - u.first)]);
+                }
+            if (N > 0)
+                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, rows, D, int(N), 1.0f, S.data(), int(N), Vu.data(), D,
+                            0.0f, O.data(), D);
+            else
+                std::fill(O.begin(), O.end(), 0.f);
+            for (int i = 0; i < k; ++i)
+                for (int j = 0; j < G; ++j) {
+                    float* out = &A[size_t(i) * Q + size_t(g * G + j) * D];
+                    const float* o = &O[(size_t(i) * G + j) * D];
+                    for (int e = 0; e < D; ++e) out[e] += o[e];
+                }
+        }
+    }
+
+    void addMass(std::vector<float>& mass, int64_t position, float w) const {
+        const int64_t v = position - trackedPagePos0;
+        if (v >= 0 && v < int64_t(mass.size())) mass[size_t(v)] += w;
+    }
+
+    // Feeds draft token i for good: the bookkeeping step() does, with the keys, values and gate
+    // query the draft computed for it.
+    Status commitDraftToken(const Draft& dr, int i, int token, bool gateRefreshed) {
+        placeLineEnd(token);
+        if (position != dr.pos[size_t(i)]) return Status(ErrorCode::Internal, "draft: a token's position changed");
+        auto id = generatedBlock();
+        if (!id) return id.status();
+        Block& b = blocks[size_t(*id)];
+        const int t = b.count;
+        ++generated;
+        if (gateRefreshed) stepsSinceGate = 0;
+        ++stepsSinceGate;
+        float* base = data(b);
+        const float* src = dr.own[size_t(i)].host.data();
+        for (int l = 0; l < c.numLayers; ++l)
+            for (int g = 0; g < c.numKvHeads; ++g) {
+                float* kk = base + kIndex(l, g, t);
+                std::copy_n(src + kIndex(l, g, 0), c.headDim, kk);
+                std::copy_n(src + halfFloats + kIndex(l, g, 0), c.headDim, base + halfFloats + kIndex(l, g, t));
+                const size_t o = (size_t(l) * c.numKvHeads + g) * c.headDim;
+                for (int e = 0; e < c.headDim; ++e) {
+                    b.kMin[o + e] = std::min(b.kMin[o + e], kk[e]);
+                    b.kMax[o + e] = std::max(b.kMax[o + e], kk[e]);
+                }
+            }
+        b.count = std::max(b.count, t + 1);
+        pushRecentQuery(dr.gateQueries[size_t(i)]);
+        ++position;
+        frontier = std::max(frontier, position);
+        evictOldGenerated();
+        lastPositions = dr.positions[size_t(i)];
+        lastAttended = lastPositions.empty() ? 0 : int(lastPositions[0].size());
+        return Status::ok();
+    }
+
     void computeLogits() {
         rmsnorm(x.data(), model->finalNorm.data(), h.data(), c.hiddenSize, c.rmsNormEps);
         cblas_sgemv(CblasRowMajor, CblasNoTrans, c.vocabSize, c.hiddenSize, 1.0f, model->head(), c.hiddenSize,
@@ -760,35 +1080,12 @@ Result<StepResult> DecodeSession::step(int inputToken) {
     if (d->sinkBlocks.empty()) return Status(ErrorCode::InvalidArgument, "step: begin() first");
     if (inputToken < 0 || inputToken >= c.vocabSize) return Status(ErrorCode::InvalidArgument, "step: token out of range");
     const bool pageBreak = inputToken == c.pageBreakTokenId && d->generated > 0;
-    if (pageBreak) {
-        ++d->currentPage;
-        d->writtenLineEnds = 0;
-        d->pageLineEnds.erase(d->pageLineEnds.begin(), d->pageLineEnds.lower_bound(d->currentPage));
-    }
-    if (c.lineAlignedPositions() && c.isLineEnd(inputToken)) {
-        // The line end sits where the page's next line starts (docs/DECODING.md).
-        auto it = d->pageLineEnds.find(d->currentPage);
-        if (it != d->pageLineEnds.end() && d->writtenLineEnds < int(it->second.size()))
-            d->position = it->second[size_t(d->writtenLineEnds)] + 1;
-        ++d->writtenLineEnds;
-    }
-    if (m_params.mode == AttentionMode::SrSwa) {
-        // Pages that left the window go to host memory; their bounds and summaries stay.
-        for (auto& [page, ids] : d->pageBlocks)
-            if (!d->inWindow(page))
-                for (int id : ids) d->offload(d->blocks[size_t(id)]);
-    }
-    // The block of the new generated token.
-    if (d->genBlocks.empty() || d->blocks[size_t(d->genBlocks.back())].count == kBlockTokens ||
-        d->blocks[size_t(d->genBlocks.back())].sealed ||
-        d->blocks[size_t(d->genBlocks.back())].pos0 + d->blocks[size_t(d->genBlocks.back())].count != d->position) {
-        auto id = d->newBlock(BlockKind::Generated, d->currentPage);
-        if (!id) return id.status();
-        d->blocks[size_t(*id)].genIndex0 = d->generated;
-        d->genBlocks.push_back(*id);
-    }
-    const int id = d->genBlocks.back();
-    const int t = d->blocks[size_t(id)].count;
+    if (pageBreak) d->enterNextPage();
+    d->placeLineEnd(inputToken);
+    d->offloadLeftPages();
+    auto id = d->generatedBlock();
+    if (!id) return id.status();
+    const int t = d->blocks[size_t(*id)].count;
     ++d->generated;
     if (m_params.mode == AttentionMode::SrSwa && (pageBreak || d->stepsSinceGate >= m_params.gateRefreshSteps || d->generated == 1)) {
         d->refreshGate();
@@ -803,40 +1100,74 @@ Result<StepResult> DecodeSession::step(int inputToken) {
         d->attendedMass.assign(size_t(tokensOfPage->second), 0.f);
         d->trackedPagePos0 = d->pagePos0[d->currentPage];
     }
-    d->forward(id, t, [&](int l) { return d->generatedSet(l); }, [&](int l) {
-        // Pre-rotary query of the group, for the page gate's running mean.
-        const int G = c.groupSize();
-        for (int hh = 0; hh < c.numHeads; ++hh)
-            for (int i = 0; i < c.headDim; ++i)
-                gq[(size_t(l) * c.numKvHeads + hh / G) * c.headDim + i] += d->q[size_t(hh) * c.headDim + i] / float(G);
-    });
-    if (!d->recentQueries.empty()) {
-        d->recentQueries[size_t(d->recentQueryNext)] = std::move(gq);
-        d->recentQueryNext = (d->recentQueryNext + 1) % int(d->recentQueries.size());
-    }
+    d->forward(*id, t, [&](int l) { return d->generatedSet(l, d->generated, d->q.data(), d->position); },
+               [&](int l) { d->addGateQuery(gq, l, d->q.data()); });
+    d->pushRecentQuery(std::move(gq));
     ++d->position;
     d->frontier = std::max(d->frontier, d->position);
-    // Generated blocks wholly older than the recent window are dropped (R-SWA / SR-SWA).
-    if (m_params.mode != AttentionMode::Full) {
-        while (d->genBlocks.size() > 1) {
-            Block& b = d->blocks[size_t(d->genBlocks.front())];
-            if (b.genIndex0 + b.count > d->generated - m_params.recentTokens) break;
-            if (m_params.measureRecall) {
-                d->offload(b);
-                d->retiredGenBlocks.push_back(d->genBlocks.front());
-            }
-            d->releaseSlot(b);
-            d->genBlocks.erase(d->genBlocks.begin());
-        }
-    }
+    d->evictOldGenerated();
     d->computeLogits();
     StepResult result{&d->logits, d->currentPage, -1};
     if (d->trackingStep) {
         d->trackingStep = false;
-        const auto best = std::max_element(d->attendedMass.begin(), d->attendedMass.end());
-        if (best != d->attendedMass.end() && *best > 0) result.attendedVisual = int(best - d->attendedMass.begin());
+        result.attendedVisual = Impl::mostAttended(d->attendedMass);
     }
     return result;
+}
+
+Result<int> DecodeSession::stepDraft(const std::vector<int>& inputs,
+                                     const std::function<bool(int, const StepResult&)>& onStep) {
+    auto& c = d->c;
+    if (inputs.empty()) return Status(ErrorCode::InvalidArgument, "stepDraft: no input");
+    if (d->sinkBlocks.empty()) return Status(ErrorCode::InvalidArgument, "step: begin() first");
+    for (int tok : inputs)
+        if (tok < 0 || tok >= c.vocabSize) return Status(ErrorCode::InvalidArgument, "step: token out of range");
+    // Where step() would place each input, and how many one pass may take: the page gate's state
+    // must be the same for all of them (it may be refreshed for the first only), and none after
+    // the first may turn the page.
+    const bool srswa = m_params.mode == AttentionMode::SrSwa;
+    const bool pageBreak0 = inputs[0] == c.pageBreakTokenId && d->generated > 0;
+    const int page = d->currentPage + (pageBreak0 ? 1 : 0);
+    int written = pageBreak0 ? 0 : d->writtenLineEnds;
+    int64_t pos = d->position;
+    int since = d->stepsSinceGate;
+    const bool refresh0 = srswa && (pageBreak0 || since >= m_params.gateRefreshSteps || d->generated == 0);
+    std::vector<int64_t> posOf;
+    const int limit = std::min({int(inputs.size()), kMaxDraftTokens, std::max(1, m_params.recentTokens)});
+    for (int i = 0; i < limit; ++i) {
+        const int tok = inputs[size_t(i)];
+        if (i > 0 && (tok == c.pageBreakTokenId || (srswa && since >= m_params.gateRefreshSteps))) break;
+        if (c.lineAlignedPositions() && c.isLineEnd(tok)) {
+            auto it = d->pageLineEnds.find(page);
+            if (it != d->pageLineEnds.end() && written < int(it->second.size())) pos = it->second[size_t(written)] + 1;
+            ++written;
+        }
+        posOf.push_back(pos++);
+        since = (i == 0 && refresh0 ? 0 : since) + 1;
+    }
+    const int k = int(posOf.size());
+    if (k == 1 || m_params.measureRecall || m_params.referencePrefill) {
+        // One token, or a benchmark's probe: the plain steps.
+        const int n = k == 1 ? 1 : int(inputs.size());
+        for (int i = 0; i < n; ++i) {
+            auto r = step(inputs[size_t(i)]);
+            if (!r) return r.status();
+            if (!onStep(i, *r)) return i + 1;
+        }
+        return n;
+    }
+    // The first input is fed whatever the draft holds: its page turn and gate refresh happen now.
+    if (pageBreak0) d->enterNextPage();
+    d->offloadLeftPages();
+    if (refresh0) d->refreshGate();
+    auto draft = d->computeDraft(inputs, posOf);
+    if (!draft) return draft.status();
+    for (int i = 0; i < k; ++i) {
+        if (Status s = d->commitDraftToken(*draft, i, inputs[size_t(i)], i == 0 && refresh0); !s) return s;
+        const StepResult r{&draft->logits[size_t(i)], d->currentPage, draft->attended[size_t(i)]};
+        if (!onStep(i, r)) return i + 1;
+    }
+    return k;
 }
 
 SessionStats DecodeSession::stats() const {

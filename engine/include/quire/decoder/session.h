@@ -87,6 +87,14 @@ public:
     // Feeds the previous output token (the page-break token moves to the next page) and returns
     // the logits of the next one.
     Result<StepResult> step(int inputToken);
+    // Draft verification: feeds inputs[0] and then, for as long as onStep(i, result) returns true,
+    // inputs[i + 1] — the same tokens, logits and state as calling step() on each in turn (up to
+    // float rounding), with the tokens computed together in matrix products. A caller that guesses
+    // the next tokens (a reader's front-end draft) checks each guess against the logits before the
+    // next is fed. The draft is cut before a page break, at kMaxDraftTokens, and where the page
+    // gate falls due, so onStep may see fewer results than inputs. Returns the number fed (≥ 1).
+    static constexpr int kMaxDraftTokens = 16;
+    Result<int> stepDraft(const std::vector<int>& inputs, const std::function<bool(int, const StepResult&)>& onStep);
 
     SessionStats stats() const;
     const AttentionParams& params() const { return m_params; }
