@@ -1122,9 +1122,9 @@ Result<int> DecodeSession::stepDraft(const std::vector<int>& inputs,
     if (d->sinkBlocks.empty()) return Status(ErrorCode::InvalidArgument, "step: begin() first");
     for (int tok : inputs)
         if (tok < 0 || tok >= c.vocabSize) return Status(ErrorCode::InvalidArgument, "step: token out of range");
-    // Where step() would place each input, and how many one pass may take: the page gate's state
-    // must be the same for all of them (it may be refreshed for the first only), and none after
-    // the first may turn the page.
+    // Where step() would place each input, and how many one pass may take: none after the first
+    // may turn the page. The page gate falls due every gateRefreshSteps tokens; the pass assumes
+    // it chooses the same pages again there, and checks that when it gets there (below).
     const bool srswa = m_params.mode == AttentionMode::SrSwa;
     const bool pageBreak0 = inputs[0] == c.pageBreakTokenId && d->generated > 0;
     const int page = d->currentPage + (pageBreak0 ? 1 : 0);
@@ -1133,17 +1133,20 @@ Result<int> DecodeSession::stepDraft(const std::vector<int>& inputs,
     int since = d->stepsSinceGate;
     const bool refresh0 = srswa && (pageBreak0 || since >= m_params.gateRefreshSteps || d->generated == 0);
     std::vector<int64_t> posOf;
+    std::vector<bool> refreshAt;
     const int limit = std::min({int(inputs.size()), kMaxDraftTokens, std::max(1, m_params.recentTokens)});
     for (int i = 0; i < limit; ++i) {
         const int tok = inputs[size_t(i)];
-        if (i > 0 && (tok == c.pageBreakTokenId || (srswa && since >= m_params.gateRefreshSteps))) break;
+        if (i > 0 && tok == c.pageBreakTokenId) break;
         if (c.lineAlignedPositions() && c.isLineEnd(tok)) {
             auto it = d->pageLineEnds.find(page);
             if (it != d->pageLineEnds.end() && written < int(it->second.size())) pos = it->second[size_t(written)] + 1;
             ++written;
         }
         posOf.push_back(pos++);
-        since = (i == 0 && refresh0 ? 0 : since) + 1;
+        const bool refresh = i == 0 ? refresh0 : srswa && since >= m_params.gateRefreshSteps;
+        refreshAt.push_back(refresh);
+        since = (refresh ? 0 : since) + 1;
     }
     const int k = int(posOf.size());
     if (k == 1 || m_params.measureRecall || m_params.referencePrefill) {
@@ -1163,7 +1166,14 @@ Result<int> DecodeSession::stepDraft(const std::vector<int>& inputs,
     auto draft = d->computeDraft(inputs, posOf);
     if (!draft) return draft.status();
     for (int i = 0; i < k; ++i) {
-        if (Status s = d->commitDraftToken(*draft, i, inputs[size_t(i)], i == 0 && refresh0); !s) return s;
+        if (i > 0 && refreshAt[size_t(i)]) {
+            // The gate falls due here, with the queries of the tokens fed so far: if it picks other
+            // pages, this token and the rest were computed with the wrong ones and are not fed.
+            const std::vector<int> assumed = d->gated;
+            d->refreshGate();
+            if (d->gated != assumed) return i;
+        }
+        if (Status s = d->commitDraftToken(*draft, i, inputs[size_t(i)], refreshAt[size_t(i)]); !s) return s;
         const StepResult r{&draft->logits[size_t(i)], d->currentPage, draft->attended[size_t(i)]};
         if (!onStep(i, r)) return i + 1;
     }

@@ -91,8 +91,9 @@ public:
     // inputs[i + 1] — the same tokens, logits and state as calling step() on each in turn (up to
     // float rounding), with the tokens computed together in matrix products. A caller that guesses
     // the next tokens (a reader's front-end draft) checks each guess against the logits before the
-    // next is fed. The draft is cut before a page break, at kMaxDraftTokens, and where the page
-    // gate falls due, so onStep may see fewer results than inputs. Returns the number fed (≥ 1).
+    // next is fed. The draft is cut before a page break and at kMaxDraftTokens, and ends early
+    // where the page gate, falling due inside it, picks other pages than the ones it was computed
+    // with; so onStep may see fewer results than inputs. Returns the number fed (≥ 1).
     static constexpr int kMaxDraftTokens = 16;
     Result<int> stepDraft(const std::vector<int>& inputs, const std::function<bool(int, const StepResult&)>& onStep);
 
