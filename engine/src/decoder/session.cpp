@@ -790,6 +790,7 @@ struct DecodeSession::Impl {
         for (int i = 0; i < k; ++i)
             std::copy_n(&model->embed[size_t(inputs[size_t(i)]) * H], H, &X[size_t(i) * H]);
         std::vector<std::vector<Span>> spans(static_cast<size_t>(k));
+        refreshWindowCache();
         for (int l = 0; l < L; ++l) {
             const LayerWeights& W = model->layers[size_t(l)];
             for (int i = 0; i < k; ++i) rmsnorm(&X[size_t(i) * H], W.attnNorm.data(), &Xn[size_t(i) * H], H, c.rmsNormEps);
@@ -847,6 +848,8 @@ struct DecodeSession::Impl {
                      const std::vector<float>& Qm, int k, std::vector<float>& A, std::vector<std::vector<float>>* mass) {
         const int D = c.headDim, G = c.groupSize(), Q = c.numHeads * D;
         const float scale = float(1.0 / std::sqrt(double(D)));
+        // Keys are laid out as [the window cache's tokens | the union of the other spans].
+        const size_t Nc = windowCache.tokens;
         struct Range {
             const Block* block;
             int first, last;
@@ -854,9 +857,22 @@ struct DecodeSession::Impl {
         };
         std::vector<Range> uni;
         std::map<const Block*, size_t> where;
+        std::vector<std::vector<const Span*>> own(static_cast<size_t>(k));
+        std::vector<std::vector<std::pair<size_t, int>>> cachedHits(static_cast<size_t>(k));  // (row, count)
         for (int i = 0; i < k; ++i)
             for (const Span& s : spans[size_t(i)]) {
-                if (s.queryPos != pos[size_t(i)]) continue;
+                if (s.queryPos != pos[size_t(i)]) {
+                    own[size_t(i)].push_back(&s);
+                    continue;
+                }
+                if (Nc > 0 && s.first == 0 && s.last == s.block->count && s.block >= blocks.data() &&
+                    s.block < blocks.data() + blocks.size()) {
+                    auto hit = windowCache.row.find(int(s.block - blocks.data()));
+                    if (hit != windowCache.row.end()) {
+                        cachedHits[size_t(i)].push_back({hit->second, s.last});
+                        continue;
+                    }
+                }
                 auto [it, fresh] = where.try_emplace(s.block, uni.size());
                 if (fresh) {
                     uni.push_back({s.block, s.first, s.last, 0});
@@ -865,27 +881,29 @@ struct DecodeSession::Impl {
                     u.first = std::min(u.first, s.first), u.last = std::max(u.last, s.last);
                 }
             }
-        size_t N = 0;
+        size_t N = Nc;
         for (auto& u : uni) u.offset = N, N += size_t(u.last - u.first);
+        const size_t Nu = N - Nc;
         std::vector<uint8_t> allowed(size_t(k) * N, 0);
-        std::vector<std::vector<const Span*>> own(static_cast<size_t>(k));
-        for (int i = 0; i < k; ++i)
+        for (int i = 0; i < k; ++i) {
+            uint8_t* ok = &allowed[size_t(i) * N];
+            for (const auto& [row, count] : cachedHits[size_t(i)]) std::fill_n(ok + row, count, uint8_t(1));
             for (const Span& s : spans[size_t(i)]) {
-                if (s.queryPos != pos[size_t(i)]) {
-                    own[size_t(i)].push_back(&s);
-                    continue;
-                }
-                const Range& u = uni[where.at(s.block)];
-                std::fill_n(&allowed[size_t(i) * N + u.offset + size_t(s.first - u.first)], s.last - s.first, uint8_t(1));
+                if (s.queryPos != pos[size_t(i)]) continue;
+                auto u = where.find(s.block);
+                if (u == where.end()) continue;  // in the cache
+                const Range& r = uni[u->second];
+                std::fill_n(ok + r.offset + size_t(s.first - r.first), s.last - s.first, uint8_t(1));
             }
+        }
         const int rows = k * G;
-        std::vector<float> Ku(N * D), Vu(N * D), Qr(size_t(rows) * D), S(size_t(rows) * std::max<size_t>(N, 1)),
+        std::vector<float> Ku(Nu * D), Vu(Nu * D), Qr(size_t(rows) * D), S(size_t(rows) * std::max<size_t>(N, 1)),
             O(size_t(rows) * D), qs(static_cast<size_t>(D)), ownScores;
         for (int g = 0; g < c.numKvHeads; ++g) {
             for (const auto& u : uni) {
                 const float* base = data(*u.block);
                 for (int t = u.first; t < u.last; ++t) {
-                    const size_t n = u.offset + size_t(t - u.first);
+                    const size_t n = u.offset - Nc + size_t(t - u.first);
                     std::copy_n(base + kIndex(layer, g, t), D, &Ku[n * D]);
                     std::copy_n(base + halfFloats + kIndex(layer, g, t), D, &Vu[n * D]);
                 }
@@ -896,9 +914,14 @@ struct DecodeSession::Impl {
                     std::copy_n(&Qm[size_t(i) * Q + size_t(g * G + j) * D], D, qr);
                     rotate(qr, pos[size_t(i)]);
                 }
-            if (N > 0)
-                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, rows, int(N), D, scale, Qr.data(), D, Ku.data(), D,
-                            0.0f, S.data(), int(N));
+            const float* Kc = windowCache.keys(layer, g, c);
+            const float* Vc = windowCache.values(layer, g, c);
+            if (Nc > 0)
+                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, rows, int(Nc), D, scale, Qr.data(), D, Kc, D, 0.0f,
+                            S.data(), int(N));
+            if (Nu > 0)
+                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, rows, int(Nu), D, scale, Qr.data(), D, Ku.data(), D,
+                            0.0f, S.data() + Nc, int(N));
             for (int i = 0; i < k; ++i)
                 for (int j = 0; j < G; ++j) {
                     const int hh = g * G + j;
@@ -932,17 +955,25 @@ struct DecodeSession::Impl {
                             if (tracked) addMass((*mass)[size_t(i)], sp->block->pos0 + t, w);
                         }
                     }
-                    if (mass)
+                    if (mass) {
+                        for (const auto& [id, r] : windowCache.row) {
+                            const Block& b = blocks[size_t(id)];
+                            if (b.page == currentPage)
+                                for (int t = 0; t < b.count; ++t) addMass((*mass)[size_t(i)], b.pos0 + t, row[r + size_t(t)]);
+                        }
                         for (const auto& u : uni)
                             if (u.block->kind == BlockKind::Visual && u.block->page == currentPage)
                                 for (int t = u.first; t < u.last; ++t)
                                     addMass((*mass)[size_t(i)], u.block->pos0 + t, row[u.offset + size_t(t - u.first)]);
+                    }
                 }
-            if (N > 0)
-                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, rows, D, int(N), 1.0f, S.data(), int(N), Vu.data(), D,
-                            0.0f, O.data(), D);
-            else
-                std::fill(O.begin(), O.end(), 0.f);
+            if (Nc > 0)
+                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, rows, D, int(Nc), 1.0f, S.data(), int(N), Vc, D, 0.0f,
+                            O.data(), D);
+            if (Nu > 0)
+                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, rows, D, int(Nu), 1.0f, S.data() + Nc, int(N), Vu.data(),
+                            D, Nc > 0 ? 1.0f : 0.0f, O.data(), D);
+            if (N == 0) std::fill(O.begin(), O.end(), 0.f);
             for (int i = 0; i < k; ++i)
                 for (int j = 0; j < G; ++j) {
                     float* out = &A[size_t(i) * Q + size_t(g * G + j) * D];
@@ -950,6 +981,50 @@ struct DecodeSession::Impl {
                     for (int e = 0; e < D; ++e) out[e] += o[e];
                 }
         }
+    }
+
+    // SR-SWA drafts: the keys and values of the window's pages, contiguous per layer and KV head,
+    // so a draft's attention reads them in place instead of gathering them from their blocks for
+    // every draft. Rebuilt when the window moves; bounded like the pool (the window's pages).
+    struct WindowCache {
+        std::vector<int> ids;       // the visual blocks held, in order
+        std::map<int, size_t> row;  // block id -> its first token's row
+        size_t tokens = 0;
+        std::vector<float> k, v;    // [layer][kvHead][tokens][headDim]
+        const float* keys(int layer, int g, const ModelConfig& c) const {
+            return tokens ? &k[(size_t(layer) * c.numKvHeads + g) * tokens * c.headDim] : nullptr;
+        }
+        const float* values(int layer, int g, const ModelConfig& c) const {
+            return tokens ? &v[(size_t(layer) * c.numKvHeads + g) * tokens * c.headDim] : nullptr;
+        }
+    };
+    WindowCache windowCache;
+
+    void refreshWindowCache() {
+        std::vector<int> ids;
+        if (p.mode == AttentionMode::SrSwa)
+            for (const auto& [page, pids] : pageBlocks)
+                if (inWindow(page)) ids.insert(ids.end(), pids.begin(), pids.end());
+        if (ids == windowCache.ids) return;
+        WindowCache w;
+        w.ids = ids;
+        for (int id : ids) w.row[id] = w.tokens, w.tokens += size_t(blocks[size_t(id)].count);
+        const int D = c.headDim;
+        w.k.resize(size_t(c.numLayers) * c.numKvHeads * w.tokens * D);
+        w.v.resize(w.k.size());
+        for (int l = 0; l < c.numLayers; ++l)
+            for (int g = 0; g < c.numKvHeads; ++g) {
+                const size_t base = (size_t(l) * c.numKvHeads + g) * w.tokens * D;
+                for (int id : ids) {
+                    const Block& b = blocks[size_t(id)];
+                    const float* src = data(b);
+                    for (int t = 0; t < b.count; ++t) {
+                        std::copy_n(src + kIndex(l, g, t), D, &w.k[base + (w.row[id] + size_t(t)) * D]);
+                        std::copy_n(src + halfFloats + kIndex(l, g, t), D, &w.v[base + (w.row[id] + size_t(t)) * D]);
+                    }
+                }
+            }
+        windowCache = std::move(w);
     }
 
     void addMass(std::vector<float>& mass, int64_t position, float w) const {
