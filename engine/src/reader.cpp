@@ -276,12 +276,15 @@ Result<ReaderPage> ReaderEngine::decodePage(const cv::Mat& image, int dpi, const
     std::vector<int> visualIds;
     if (d->options.draft && config.visualTokenIds)
         for (int t = 0; t < count; ++t) visualIds.push_back(int(visual[size_t(t) * config.visualStride() + config.visualDim]));
+    // Where the model departs from the front-end (Chinese, Fraktur) guesses are mostly refused, and
+    // computing many of them costs more than it saves: a draft is twice as long as what the last
+    // one got fed (at least 2, at most kMaxDraftTokens).
     int input = fresh ? kBos : kPageBreak;
-    int draftFrom = 0;
+    int draftFrom = 0, draftLength = decoder::DecodeSession::kMaxDraftTokens;
     for (;;) {
         if (cancel && cancel->load(std::memory_order_relaxed)) return Status(ErrorCode::Cancelled, "reading cancelled");
         std::vector<int> inputs{input};
-        for (int v = std::max(0, draftFrom); v < int(visualIds.size()) && int(inputs.size()) < decoder::DecodeSession::kMaxDraftTokens; ++v)
+        for (int v = std::max(0, draftFrom); v < int(visualIds.size()) && int(inputs.size()) < draftLength; ++v)
             inputs.push_back(visualIds[size_t(v)]);
         Outcome outcome = Outcome::Go;
         auto fed = d->session->stepDraft(inputs, [&](int i, const decoder::StepResult& step) {
@@ -293,6 +296,7 @@ Result<ReaderPage> ReaderEngine::decodePage(const cv::Mat& image, int dpi, const
         if (outcome == Outcome::Done) break;
         input = chosen;
         draftFrom = chosenFrom >= 0 ? chosenFrom + 1 : int(visualIds.size());
+        draftLength = std::clamp(2 * *fed, 2, decoder::DecodeSession::kMaxDraftTokens);
     }
 
     // Text, words and their boxes: output characters aligned with the front-end's CTC characters.

@@ -22,9 +22,11 @@ def run(cli, pages, tmp, name, engine, env_extra):
     project = os.path.join(tmp, name + ".quire")
     out = os.path.join(tmp, name)
     start = time.monotonic()
-    subprocess.run([cli, "transcribe", *pages, "--project", project, "--engine", engine, "--threads", "1",
-                    "--export", "txt", "--out", out], env=env, check=True, stdout=subprocess.DEVNULL,
-                   stderr=subprocess.DEVNULL)
+    proc = subprocess.run([cli, "transcribe", *pages, "--project", project, "--engine", engine, "--threads", "1",
+                           "--export", "txt", "--out", out], env=env, stdout=subprocess.DEVNULL,
+                          stderr=subprocess.PIPE, text=True)
+    if proc.returncode not in (0, 3):  # 3: finished with failed pages
+        sys.exit(f"quire-cli failed ({proc.returncode}): {proc.stderr}")
     seconds = time.monotonic() - start
     with open(os.path.join(out, "book.txt"), encoding="utf-8") as f:
         return seconds, f.read()
