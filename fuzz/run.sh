@@ -7,10 +7,10 @@ cd "$(dirname "$0")/.."
 SECONDS_EACH=${FUZZ_SECONDS:-20}
 CC=clang CXX=clang++ cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DQUIRE_FUZZ=ON \
     -DQUIRE_CUDA=OFF -DQUIRE_BUILD_GUI=OFF -DQUIRE_BUILD_TESTS=OFF > /dev/null
-cmake --build build-fuzz -j "$(nproc)" --target fuzz_safetensors fuzz_project fuzz_exporters fuzz_onnx quire-cli
+cmake --build build-fuzz -j "$(nproc)" --target fuzz_safetensors fuzz_project fuzz_exporters fuzz_onnx fuzz_decoder_state quire-cli
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-mkdir -p fuzz/findings "$work/safetensors" "$work/project" "$work/exporters" "$work/onnx"
+mkdir -p fuzz/findings "$work/safetensors" "$work/project" "$work/exporters" "$work/onnx" "$work/decoder_state"
 cp fuzz/corpus/exporters/* "$work/exporters/"
 cp fuzz/corpus/onnx/* "$work/onnx/"
 # Seeds made now, so they always match the current formats: a small valid safetensors file and a
@@ -29,10 +29,12 @@ PY
 /usr/bin/python3 -c "from PIL import Image, ImageDraw; i=Image.new('L',(400,120),255); ImageDraw.Draw(i).text((10,40),'seed page',fill=0); i.save('$work/seed.png')"
 OMP_THREAD_LIMIT=1 ./build-fuzz/app/quire-cli transcribe "$work/seed.png" --project "$work/project/seed.quire" > /dev/null 2>&1
 rm -f "$work/project/"*.lock "$work/project/"*-wal "$work/project/"*-shm
+cp fuzz/corpus/decoder_state/* "$work/decoder_state/" 2> /dev/null || true
 status=0
-for t in safetensors project exporters onnx; do
+for t in safetensors project exporters onnx decoder_state; do
     echo "== fuzz_$t for ${SECONDS_EACH}s"
-    ASAN_OPTIONS=detect_leaks=0 ./build-fuzz/fuzz/fuzz_$t -max_total_time="$SECONDS_EACH" -max_len=65536 \
+    # fuzz_decoder_state writes a real saved state as its seed (always the current format).
+    QUIRE_FUZZ_SEED_DIR="$work/decoder_state" ASAN_OPTIONS=detect_leaks=0 ./build-fuzz/fuzz/fuzz_$t -max_total_time="$SECONDS_EACH" -max_len=65536 \
         -artifact_prefix=fuzz/findings/$t- "$work/$t" 2>&1 | grep -E "^#[0-9]+ +DONE|ERROR|SUMMARY|crash|Done" || true
     if ls fuzz/findings/$t-* > /dev/null 2>&1; then status=1; fi
 done

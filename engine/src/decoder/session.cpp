@@ -1374,7 +1374,7 @@ public:
         uint64_t n = 0;
         if (!get(n) || n > maxCount || m_pos + n * sizeof(float) > m_s.size()) return false;
         v.resize(size_t(n));
-        std::memcpy(v.data(), m_s.data() + m_pos, size_t(n) * sizeof(float));
+        if (n > 0) std::memcpy(v.data(), m_s.data() + m_pos, size_t(n) * sizeof(float));  // an empty vector's data() may be null
         m_pos += size_t(n) * sizeof(float);
         return true;
     }
@@ -1463,6 +1463,7 @@ Result<std::unique_ptr<DecodeSession>> DecodeSession::restore(std::shared_ptr<co
         int32_t page, count;
         int64_t pos0;
         if (!r.get(page) || !r.get(pos0) || !r.get(count)) return bad("truncated");
+        if (page < 0 || count < 1 || count > params.maxPageTokens) return bad("a page is out of range");
         auto visual = pages(page);
         if (!visual) return visual.status();
         if (int(visual->size()) != count * c.visualStride())
@@ -1474,12 +1475,17 @@ Result<std::unique_ptr<DecodeSession>> DecodeSession::restore(std::shared_ptr<co
         if (params.mode == AttentionMode::SrSwa && !d.inWindow(page))
             for (int id : d.pageBlocks[page]) d.offload(d.blocks[size_t(id)]);
     }
+    // Every count and index is checked against what the session holds: a damaged project must give
+    // a refusal, never a huge allocation or an index out of range later.
+    const int lastPage = d.pageBlocks.empty() ? 0 : d.pageBlocks.rbegin()->first;
+    if (currentPage < 0 || currentPage > lastPage + 1 || generated < 0) return bad("page pointer out of range");
     uint32_t nGated = 0;
-    if (!r.get(nGated)) return bad("truncated");
+    if (!r.get(nGated) || nGated > uint32_t(std::max(0, params.gatedPages))) return bad("gate state does not match");
     d.gated.resize(nGated);
     for (auto& g : d.gated) {
         int32_t v;
         if (!r.get(v)) return bad("truncated");
+        if (!d.pageBlocks.count(v)) return bad("the gate holds a page the state does not have");
         g = v;
     }
     uint32_t nQueries = 0;
@@ -1487,6 +1493,8 @@ Result<std::unique_ptr<DecodeSession>> DecodeSession::restore(std::shared_ptr<co
     const uint64_t qFloats = uint64_t(c.numLayers) * c.numKvHeads * c.headDim;
     for (auto& q : d.recentQueries)
         if (!r.getFloats(q, qFloats)) return bad("truncated");
+        else if (!q.empty() && q.size() != qFloats) return bad("gate state does not match");
+    if (recentNext < 0 || recentNext >= int(d.recentQueries.size())) return bad("gate state does not match");
     d.currentPage = currentPage;
     uint32_t nGen = 0;
     if (!r.get(nGen)) return bad("truncated");
@@ -1495,13 +1503,14 @@ Result<std::unique_ptr<DecodeSession>> DecodeSession::restore(std::shared_ptr<co
         int32_t count, page;
         uint8_t sealed;
         if (!r.get(pos0) || !r.get(genIndex0) || !r.get(count) || !r.get(page) || !r.get(sealed)) return bad("truncated");
+        if (count < 1 || count > kBlockTokens || page < 0 || genIndex0 < 0) return bad("a generated block is out of range");
         auto id = d.newBlock(BlockKind::Generated, page);
         if (!id) return id.status();
         Block& b = d.blocks[size_t(*id)];
         b.pos0 = pos0, b.genIndex0 = genIndex0, b.count = count, b.sealed = sealed != 0;
         std::vector<float> data;
         if (!r.getFloats(data, d.blockFloats) || data.size() != d.blockFloats || !r.getFloats(b.kMin, qFloats) ||
-            !r.getFloats(b.kMax, qFloats))
+            !r.getFloats(b.kMax, qFloats) || b.kMin.size() != qFloats || b.kMax.size() != qFloats)
             return bad("truncated");
         std::copy(data.begin(), data.end(), d.data(b));
         d.genBlocks.push_back(*id);
