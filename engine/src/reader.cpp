@@ -459,7 +459,8 @@ Status ReaderEngine::restore(const std::string& state, const decoder::DecodeSess
     std::vector<int> history;
     if (sessionPages > 0) {
         uint32_t n = 0;
-        if (!r.string(sessionState) || !r.u32(n) || n > uint32_t(1) << 24) return bad("truncated");
+        // The count must fit in what is left of the checkpoint before anything is allocated for it.
+        if (!r.string(sessionState) || !r.u32(n) || n > (state.size() - r.pos) / sizeof(uint32_t)) return bad("truncated");
         history.resize(n);
         for (auto& t : history) {
             uint32_t v = 0;
