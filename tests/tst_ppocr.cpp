@@ -677,7 +677,11 @@ private slots:
         const std::vector<std::vector<std::string>> texts = {
             {"The register of the parish", "was kept by the clerk"}, {"in a book of ninety leaves,", "bound in calf"},
             {"and he wrote each entry", "in the same hand"}, {"until the year of the flood", "took the vestry"},
-            {"and the book with it.", "Nothing else was lost."}};
+            {"and the book with it.", "Nothing else was lost."}, {"The clerk began again", "from memory"},
+            {"and the neighbours", "filled in the rest."}};
+        // Seven pages: a cancel at the second can still see up to three more committed (the page
+        // being read and two finished ones waiting in the queue), and must leave some unread.
+        const int total = int(texts.size());
         TranscribeParams p;
         for (size_t k = 0; k < texts.size(); ++k) {
             const QString png = tmp.filePath(QString("page%1.png").arg(k + 1));
@@ -697,7 +701,7 @@ private slots:
         QVERIFY(whole);
         auto r = runTranscription(**whole, p);
         QVERIFY2(r, r.status().message().c_str());
-        QCOMPARE(r->done, 5);
+        QCOMPARE(r->done, total);
         QVERIFY(!(*whole)->decoderState()->has_value());  // a finished run drops its context
         const auto expected = pageTexts(**whole);
 
@@ -713,7 +717,7 @@ private slots:
         r = runTranscription(**parted, first);
         QVERIFY2(r, r.status().message().c_str());
         QVERIFY(r->cancelled);
-        QVERIFY2(r->done >= 2 && r->done < 5, qPrintable(QString::number(r->done)));
+        QVERIFY2(r->done >= 2 && r->done < total, qPrintable(QString::number(r->done)));
         const int doneBefore = r->done;
         auto saved = (*parted)->decoderState();
         QVERIFY(saved && saved->has_value());
@@ -723,12 +727,12 @@ private slots:
         logs.clear();
         r = runTranscription(**parted, p);
         QVERIFY2(r, r.status().message().c_str());
-        QCOMPARE(r->done, 5);
+        QCOMPARE(r->done, total);
         bool continued = false;
         for (const auto& m : logs) continued = continued || m.find("continues with the context it had") != std::string::npos;
         QVERIFY2(continued, logs.empty() ? "no log" : logs.front().c_str());
         const auto got = pageTexts(**parted);
-        QCOMPARE(int(got.size()), 5);
+        QCOMPARE(int(got.size()), total);
         for (size_t k = 0; k < got.size(); ++k) QCOMPARE(QString::fromStdString(got[k]), QString::fromStdString(expected[k]));
 
         // A checkpoint is refused by another model, and a damaged one is named as such.
