@@ -511,6 +511,32 @@ struct DecodeSession::Impl {
                     rows);
     }
 
+    // Rows of tokens through a layer in matrix products: the attention input (norm, then Q, K, V
+    // pre-rotary) ...
+    void projectRows(const LayerWeights& L, int T, const std::vector<float>& X, std::vector<float>& Xn,
+                     std::vector<float>& Qm, std::vector<float>& Km, std::vector<float>& Vm) const {
+        const int H = c.hiddenSize, Q = c.numHeads * c.headDim, KV = c.numKvHeads * c.headDim;
+        for (int t = 0; t < T; ++t) rmsnorm(&X[size_t(t) * H], L.attnNorm.data(), &Xn[size_t(t) * H], H, c.rmsNormEps);
+        gemm(L.wq, Q, H, Xn.data(), T, Qm.data());
+        gemm(L.wk, KV, H, Xn.data(), T, Km.data());
+        gemm(L.wv, KV, H, Xn.data(), T, Vm.data());
+    }
+
+    // ... and, given the attention's output A, the rest: output projection and the SwiGLU MLP,
+    // each added to the residual X.
+    void finishLayerRows(const LayerWeights& L, int T, const std::vector<float>& A, std::vector<float>& X,
+                         std::vector<float>& Xn, std::vector<float>& O, std::vector<float>& Gm, std::vector<float>& Um) const {
+        const int H = c.hiddenSize, Q = c.numHeads * c.headDim, F = c.intermediateSize;
+        gemm(L.wo, H, Q, A.data(), T, O.data());
+        for (size_t i = 0; i < size_t(T) * H; ++i) X[i] += O[i];
+        for (int t = 0; t < T; ++t) rmsnorm(&X[size_t(t) * H], L.mlpNorm.data(), &Xn[size_t(t) * H], H, c.rmsNormEps);
+        gemm(L.wGate, F, H, Xn.data(), T, Gm.data());
+        gemm(L.wUp, F, H, Xn.data(), T, Um.data());
+        for (size_t i = 0; i < size_t(T) * F; ++i) Gm[i] = Gm[i] / (1.0f + std::exp(-Gm[i])) * Um[i];
+        gemm(L.wDown, H, F, Gm.data(), T, O.data());
+        for (size_t i = 0; i < size_t(T) * H; ++i) X[i] += O[i];
+    }
+
     // Causal attention of a page's T tokens (pre-rotary queries Qm, [T][heads·D]) over the sinks
     // and the page itself at `layer`, into A: the same result as attend() token by token, with the
     // page part as matrix products over row chunks (scores Q·Kᵀ, then weights·V).
@@ -624,10 +650,7 @@ struct DecodeSession::Impl {
         }
         for (int l = 0; l < c.numLayers; ++l) {
             const LayerWeights& L = model->layers[size_t(l)];
-            for (int t = 0; t < T; ++t) rmsnorm(&X[size_t(t) * H], L.attnNorm.data(), &Xn[size_t(t) * H], H, c.rmsNormEps);
-            gemm(L.wq, Q, H, Xn.data(), T, Qm.data());
-            gemm(L.wk, KV, H, Xn.data(), T, Km.data());
-            gemm(L.wv, KV, H, Xn.data(), T, Vm.data());
+            projectRows(L, T, X, Xn, Qm, Km, Vm);
             for (int t = 0; t < T; ++t) {
                 Block& b = blocks[size_t(ids[size_t(t / kBlockTokens)])];
                 const int bt = t % kBlockTokens;
@@ -659,14 +682,7 @@ struct DecodeSession::Impl {
                     std::copy(att.begin(), att.begin() + Q, &A[size_t(t) * Q]);
                 }
             }
-            gemm(L.wo, H, Q, A.data(), T, O.data());
-            for (size_t i = 0; i < X.size(); ++i) X[i] += O[i];
-            for (int t = 0; t < T; ++t) rmsnorm(&X[size_t(t) * H], L.mlpNorm.data(), &Xn[size_t(t) * H], H, c.rmsNormEps);
-            gemm(L.wGate, F, H, Xn.data(), T, Gm.data());
-            gemm(L.wUp, F, H, Xn.data(), T, Um.data());
-            for (size_t i = 0; i < Gm.size(); ++i) Gm[i] = Gm[i] / (1.0f + std::exp(-Gm[i])) * Um[i];
-            gemm(L.wDown, H, F, Gm.data(), T, O.data());
-            for (size_t i = 0; i < X.size(); ++i) X[i] += O[i];
+            finishLayerRows(L, T, A, X, Xn, O, Gm, Um);
         }
         position += T;
         frontier = std::max(frontier, position);
@@ -793,10 +809,7 @@ struct DecodeSession::Impl {
         refreshWindowCache();
         for (int l = 0; l < L; ++l) {
             const LayerWeights& W = model->layers[size_t(l)];
-            for (int i = 0; i < k; ++i) rmsnorm(&X[size_t(i) * H], W.attnNorm.data(), &Xn[size_t(i) * H], H, c.rmsNormEps);
-            gemm(W.wq, Q, H, Xn.data(), k, Qm.data());
-            gemm(W.wk, KV, H, Xn.data(), k, Km.data());
-            gemm(W.wv, KV, H, Xn.data(), k, Vm.data());
+            projectRows(W, k, X, Xn, Qm, Km, Vm);
             for (int i = 0; i < k; ++i) {
                 addGateQuery(dr.gateQueries[size_t(i)], l, &Qm[size_t(i) * Q]);
                 float* base = dr.own[size_t(i)].host.data();
@@ -817,14 +830,7 @@ struct DecodeSession::Impl {
                     for (int t = s.first; t < s.last; ++t) at.push_back(s.block->pos0 + t);
             }
             attendDraft(l, spans, posOf, Qm, k, A, tracking ? &mass : nullptr);
-            gemm(W.wo, H, Q, A.data(), k, O.data());
-            for (size_t i = 0; i < X.size(); ++i) X[i] += O[i];
-            for (int i = 0; i < k; ++i) rmsnorm(&X[size_t(i) * H], W.mlpNorm.data(), &Xn[size_t(i) * H], H, c.rmsNormEps);
-            gemm(W.wGate, F, H, Xn.data(), k, Gm.data());
-            gemm(W.wUp, F, H, Xn.data(), k, Um.data());
-            for (size_t i = 0; i < Gm.size(); ++i) Gm[i] = Gm[i] / (1.0f + std::exp(-Gm[i])) * Um[i];
-            gemm(W.wDown, H, F, Gm.data(), k, O.data());
-            for (size_t i = 0; i < X.size(); ++i) X[i] += O[i];
+            finishLayerRows(W, k, A, X, Xn, O, Gm, Um);
         }
         for (int i = 0; i < k; ++i) rmsnorm(&X[size_t(i) * H], model->finalNorm.data(), &Xn[size_t(i) * H], H, c.rmsNormEps);
         std::vector<float> all(size_t(k) * c.vocabSize);
