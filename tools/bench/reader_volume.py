@@ -1,0 +1,89 @@
+#!/usr/bin/python3
+"""The reader over a long generated volume: memory and time per page must stay flat. Generates an
+N-page multi-page TIFF (tools/bench/memory_flat.py's pages: 150 dpi letter, ten lines of text),
+transcribes it with `quire-cli --engine reader` (one sequence, one worker), samples the process's
+resident memory twice a second, and reads each page's commit time from the project. Prints peak
+memory and the median seconds per page over the first and the last tenth of the volume.
+
+    /usr/bin/python3 tools/bench/reader_volume.py --pages 1000
+"""
+import argparse
+import bisect
+import datetime
+import os
+import signal
+import sqlite3
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def rss_kib(pid):
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return None
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--pages", type=int, default=1000)
+    ap.add_argument("--quire-cli", default=os.path.join(HERE, "..", "..", "build", "app", "quire-cli"))
+    ap.add_argument("--max-seconds", type=float, default=0,
+                    help="stop the run (SIGINT: a clean cancel) after this long and report the pages done")
+    args = ap.parse_args()
+    cli = os.path.abspath(args.quire_cli)
+    n = args.pages
+    with tempfile.TemporaryDirectory() as tmp:
+        vol = os.path.join(tmp, "volume.tif")
+        subprocess.run([sys.executable, os.path.join(HERE, "memory_flat.py"), "--make", vol, str(n)], check=True)
+        project = os.path.join(tmp, "volume.quire")
+        start = time.time()
+        proc = subprocess.Popen([cli, "transcribe", vol, "--project", project, "--engine", "reader", "--threads", "1"],
+                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        samples = []  # (unix time, RSS KiB)
+        stopped = False
+        while proc.poll() is None:
+            if args.max_seconds and not stopped and time.time() - start > args.max_seconds:
+                proc.send_signal(signal.SIGINT)
+                stopped = True
+            r = rss_kib(proc.pid)
+            if r:
+                samples.append((time.time(), r))
+            time.sleep(0.5)
+        err = proc.stderr.read()
+        if proc.returncode not in (0, 3) and not stopped:
+            sys.exit(f"quire-cli failed ({proc.returncode}): {err[-2000:]}")
+        db = sqlite3.connect(project)
+        stamps = sorted(datetime.datetime.strptime(t, "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=datetime.timezone.utc).timestamp()
+                        for (t,) in db.execute("SELECT created_at FROM results"))
+        failed = db.execute("SELECT count(*) FROM pages WHERE status = 'failed'").fetchone()[0]
+    if len(stamps) < 20:
+        sys.exit(f"only {len(stamps)} pages committed")
+    per_page = [b - a for a, b in zip(stamps, stamps[1:])]
+    tenth = max(1, len(per_page) // 10)
+    # Memory while the first and the last tenth of the pages were read (pages done at each sample).
+    def peak(lo, hi):
+        vals = [r for t, r in samples if lo <= bisect.bisect_right(stamps, t) < hi]
+        return max(vals) / 1024 if vals else float("nan")
+    print(f"{n} pages, {len(stamps)} committed ({failed} failed pages), {time.time() - start:.0f} s"
+          + (" (stopped by --max-seconds)" if stopped else ""))
+    print("| part of the volume | peak RSS (MiB) | median s/page |")
+    print("|---|---|---|")
+    print(f"| pages 1–{tenth} | {peak(0, tenth):.1f} | {statistics.median(per_page[:tenth]):.3f} |")
+    print(f"| pages {len(stamps) - tenth + 1}–{len(stamps)} | {peak(len(stamps) - tenth, len(stamps) + 1):.1f} | "
+          f"{statistics.median(per_page[-tenth:]):.3f} |")
+    print(f"| whole run | {max(r for _, r in samples) / 1024:.1f} | {statistics.median(per_page):.3f} |")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
