@@ -1454,6 +1454,7 @@ Result<std::unique_ptr<DecodeSession>> DecodeSession::restore(std::shared_ptr<co
     if (!r.get(position) || !r.get(generated) || !r.get(currentPage) || !r.get(stepsSinceGate) || !r.get(recentNext) ||
         !r.get(nSinks) || nSinks > uint32_t(params.maxSinkTokens))
         return bad("truncated");
+    if (currentPage < 0 || generated < 0) return bad("page pointer out of range");  // before pages are placed by it
     std::vector<int> sinks(nSinks);
     for (auto& t : sinks) {
         int32_t v;
@@ -1484,7 +1485,7 @@ Result<std::unique_ptr<DecodeSession>> DecodeSession::restore(std::shared_ptr<co
     // Every count and index is checked against what the session holds: a damaged project must give
     // a refusal, never a huge allocation or an index out of range later.
     const int lastPage = d.pageBlocks.empty() ? 0 : d.pageBlocks.rbegin()->first;
-    if (currentPage < 0 || currentPage > lastPage + 1 || generated < 0) return bad("page pointer out of range");
+    if (currentPage > lastPage + 1) return bad("page pointer out of range");
     uint32_t nGated = 0;
     if (!r.get(nGated) || nGated > uint32_t(std::max(0, params.gatedPages))) return bad("gate state does not match");
     d.gated.resize(nGated);
