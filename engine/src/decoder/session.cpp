@@ -1454,7 +1454,11 @@ Result<std::unique_ptr<DecodeSession>> DecodeSession::restore(std::shared_ptr<co
     if (!r.get(position) || !r.get(generated) || !r.get(currentPage) || !r.get(stepsSinceGate) || !r.get(recentNext) ||
         !r.get(nSinks) || nSinks > uint32_t(params.maxSinkTokens))
         return bad("truncated");
-    if (currentPage < 0 || generated < 0) return bad("page pointer out of range");  // before pages are placed by it
+    // Positions and counters far beyond any volume (2^40 tokens) are damage: refused before any
+    // arithmetic on them can overflow.
+    constexpr int64_t kMaxPosition = int64_t(1) << 40;
+    auto inRange = [&](int64_t v) { return v >= 0 && v < kMaxPosition; };
+    if (currentPage < 0 || !inRange(generated) || !inRange(position)) return bad("page pointer out of range");  // before pages are placed by it
     std::vector<int> sinks(nSinks);
     for (auto& t : sinks) {
         int32_t v;
@@ -1470,7 +1474,7 @@ Result<std::unique_ptr<DecodeSession>> DecodeSession::restore(std::shared_ptr<co
         int32_t page, count;
         int64_t pos0;
         if (!r.get(page) || !r.get(pos0) || !r.get(count)) return bad("truncated");
-        if (page < 0 || count < 1 || count > params.maxPageTokens) return bad("a page is out of range");
+        if (page < 0 || count < 1 || count > params.maxPageTokens || !inRange(pos0)) return bad("a page is out of range");
         auto visual = pages(page);
         if (!visual) return visual.status();
         if (int(visual->size()) != count * c.visualStride())
@@ -1510,7 +1514,8 @@ Result<std::unique_ptr<DecodeSession>> DecodeSession::restore(std::shared_ptr<co
         int32_t count, page;
         uint8_t sealed;
         if (!r.get(pos0) || !r.get(genIndex0) || !r.get(count) || !r.get(page) || !r.get(sealed)) return bad("truncated");
-        if (count < 1 || count > kBlockTokens || page < 0 || genIndex0 < 0) return bad("a generated block is out of range");
+        if (count < 1 || count > kBlockTokens || page < 0 || !inRange(genIndex0) || !inRange(pos0))
+            return bad("a generated block is out of range");
         auto id = d.newBlock(BlockKind::Generated, page);
         if (!id) return id.status();
         Block& b = d.blocks[size_t(*id)];
