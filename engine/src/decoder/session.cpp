@@ -699,11 +699,16 @@ struct DecodeSession::Impl {
     }
 
     // Line-aligned positions: a line end sits where the page's next line starts (docs/DECODING.md).
+    // Where the `written`-th line end written on `page` puts the text (just past that visual line
+    // end), or -1 when the page has no such line end.
+    int64_t lineEndPosition(int page, int written) const {
+        auto it = pageLineEnds.find(page);
+        return it != pageLineEnds.end() && written < int(it->second.size()) ? it->second[size_t(written)] + 1 : -1;
+    }
+
     void placeLineEnd(int token) {
         if (!c.lineAlignedPositions() || !c.isLineEnd(token)) return;
-        auto it = pageLineEnds.find(currentPage);
-        if (it != pageLineEnds.end() && writtenLineEnds < int(it->second.size()))
-            position = it->second[size_t(writtenLineEnds)] + 1;
+        if (const int64_t at = lineEndPosition(currentPage, writtenLineEnds); at >= 0) position = at;
         ++writtenLineEnds;
     }
 
@@ -902,6 +907,11 @@ struct DecodeSession::Impl {
                 std::fill_n(ok + r.offset + size_t(s.first - r.first), s.last - s.first, uint8_t(1));
             }
         }
+        // The current page's blocks in the window cache (row, block), for the attention tracking.
+        std::vector<std::pair<size_t, const Block*>> cachedCurrent;
+        if (mass)
+            for (const auto& [id, r] : windowCache.row)
+                if (blocks[size_t(id)].page == currentPage) cachedCurrent.push_back({r, &blocks[size_t(id)]});
         const int rows = k * G;
         std::vector<float> Ku(Nu * D), Vu(Nu * D), Qr(size_t(rows) * D), S(size_t(rows) * std::max<size_t>(N, 1)),
             O(size_t(rows) * D), qs(static_cast<size_t>(D)), ownScores;
@@ -962,11 +972,8 @@ struct DecodeSession::Impl {
                         }
                     }
                     if (mass) {
-                        for (const auto& [id, r] : windowCache.row) {
-                            const Block& b = blocks[size_t(id)];
-                            if (b.page == currentPage)
-                                for (int t = 0; t < b.count; ++t) addMass((*mass)[size_t(i)], b.pos0 + t, row[r + size_t(t)]);
-                        }
+                        for (const auto& [r, b] : cachedCurrent)
+                            for (int t = 0; t < b->count; ++t) addMass((*mass)[size_t(i)], b->pos0 + t, row[r + size_t(t)]);
                         for (const auto& u : uni)
                             if (u.block->kind == BlockKind::Visual && u.block->page == currentPage)
                                 for (int t = u.first; t < u.last; ++t)
@@ -1220,8 +1227,7 @@ Result<int> DecodeSession::stepDraft(const std::vector<int>& inputs,
         const int tok = inputs[size_t(i)];
         if (i > 0 && tok == c.pageBreakTokenId) break;
         if (c.lineAlignedPositions() && c.isLineEnd(tok)) {
-            auto it = d->pageLineEnds.find(page);
-            if (it != d->pageLineEnds.end() && written < int(it->second.size())) pos = it->second[size_t(written)] + 1;
+            if (const int64_t at = d->lineEndPosition(page, written); at >= 0) pos = at;
             ++written;
         }
         posOf.push_back(pos++);
