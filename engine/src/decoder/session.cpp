@@ -698,7 +698,6 @@ struct DecodeSession::Impl {
         pageLineEnds.erase(pageLineEnds.begin(), pageLineEnds.lower_bound(currentPage));
     }
 
-    // Line-aligned positions: a line end sits where the page's next line starts (docs/DECODING.md).
     // Where the `written`-th line end written on `page` puts the text (just past that visual line
     // end), or -1 when the page has no such line end.
     int64_t lineEndPosition(int page, int written) const {
@@ -706,6 +705,7 @@ struct DecodeSession::Impl {
         return it != pageLineEnds.end() && written < int(it->second.size()) ? it->second[size_t(written)] + 1 : -1;
     }
 
+    // Line-aligned positions: a line end sits where the page's next line starts (docs/DECODING.md).
     void placeLineEnd(int token) {
         if (!c.lineAlignedPositions() || !c.isLineEnd(token)) return;
         if (const int64_t at = lineEndPosition(currentPage, writtenLineEnds); at >= 0) position = at;
