@@ -442,6 +442,61 @@ private slots:
         QVERIFY(a.stats().currentPage >= 40);
     }
 
+    // Pages behind the window are dropped from memory and computed again from the spill file when
+    // the gate picks them: the same logits and attended positions, bit for bit, as keeping every
+    // page's keys and values in host memory (what measureRecall does for its probe).
+    void spilledPagesComputeAgainExactly_data() {
+        QTest::addColumn<int>("maxPositions");
+        QTest::addColumn<bool>("lineAligned");
+        QTest::newRow("absolute") << (1 << 20) << false;
+        QTest::newRow("framed, line-aligned") << 256 << true;
+    }
+    void spilledPagesComputeAgainExactly() {
+        QFETCH(int, maxPositions);
+        QFETCH(bool, lineAligned);
+        ModelConfig cfg = tinyConfig();
+        cfg.maxPositions = maxPositions;
+        if (lineAligned) makeLineAligned(cfg);
+        auto model = std::make_shared<const ModelWeights>(randomModel(cfg, 31));
+        AttentionParams kept;
+        kept.mode = AttentionMode::SrSwa;
+        kept.recentTokens = 24;
+        kept.maxPageTokens = 40;
+        kept.gatedPages = 2;
+        kept.blocksPerGatedPage = 2;
+        kept.measureRecall = true;  // every page's keys and values stay in host memory (probe off)
+        AttentionParams spilled = kept;
+        spilled.measureRecall = false;
+        spilled.gatedCachePages = 1;  // as few as the gate needs: pages are computed again often
+        DecodeSession a(model, kept), b(model, spilled);
+        QVERIFY(a.begin({1, 5}) && b.begin({1, 5}));
+        int fed = -1, token = cfg.bosTokenId;
+        for (int step = 0; step < 1500; ++step) {
+            const int page = a.stats().currentPage;
+            while (fed < page + kept.windowAfter) {
+                ++fed;
+                const int n = 20 + fed % 3 * 10;  // pages of 20, 30 and 40 tokens
+                const auto f = lineAligned ? pageWithIds(fed, n, cfg.visualDim, 5) : pageFeatures(fed, n, cfg.visualDim);
+                QVERIFY(a.addPage(fed, f.data(), n) && b.addPage(fed, f.data(), n));
+            }
+            auto ra = a.step(token);
+            auto rb = b.step(token);
+            QVERIFY(ra && rb);
+            QVERIFY2(*ra->logits == *rb->logits, qPrintable(QString("logits differ at step %1").arg(step)));
+            QCOMPARE(b.lastAttendedPositions(), a.lastAttendedPositions());
+            const int next = int(std::max_element(ra->logits->begin() + 6, ra->logits->end()) - ra->logits->begin());
+            token = (step % 30 == 29) ? cfg.pageBreakTokenId : lineAligned && step % 7 == 6 ? 4 + 2 * (step % 2) : next;
+        }
+        const SessionStats sa = a.stats(), sb = b.stats();
+        QVERIFY(sa.currentPage >= 45);
+        QCOMPARE(sb.poolUsedBytes, sa.poolUsedBytes);
+        QVERIFY(sb.recomputedPages > sa.currentPage);  // pages came back many times
+        QVERIFY(sb.spillBytes > 0);
+        QVERIFY(sb.hostBytes * 10 < sa.hostBytes);    // two gated pages against every page behind the window
+        qInfo("%d pages, %lld pages computed again; host memory %zu bytes (kept: %zu), spill file %zu bytes",
+              sb.currentPage, (long long)sb.recomputedPages, sb.hostBytes, sa.hostBytes, sb.spillBytes);
+    }
+
     // The page prefill's matrix products give what the decode step's attention gives token by
     // token: pages longer than one 256-row chunk, several sinks, absolute and framed positions.
     void batchedPrefillMatchesTokenByToken_data() {
@@ -586,7 +641,7 @@ private slots:
         rp.mode = AttentionMode::RSwa;
         DecodeSession r(model, rp);
         QVERIFY(s.begin({1}) && r.begin({1}));
-        SessionStats at10, at1000, r10, r1000;
+        SessionStats at10, at100, at1000, r10, r1000;
         int fed = -1;
         for (int page = 0; page <= 1000; ++page) {
             while (fed < page + p.windowAfter) {
@@ -601,13 +656,15 @@ private slots:
                 if (page <= 100) QVERIFY(r.step(tok));
             }
             if (page == 10) at10 = s.stats(), r10 = r.stats();
-            if (page == 100) r1000 = r.stats();
+            if (page == 100) r1000 = r.stats(), at100 = s.stats();
             if (page == 1000) at1000 = s.stats();
         }
         QCOMPARE(at1000.poolCapacityBytes, at10.poolCapacityBytes);
         QCOMPARE(at1000.poolUsedBytes, at10.poolUsedBytes);
         QCOMPARE(at1000.attendedTokens, at10.attendedTokens);
-        QVERIFY(at1000.hostBytes > at10.hostBytes);       // offloaded pages live in host memory
+        QCOMPARE(at1000.hostBytes, at100.hostBytes);      // host memory: the cache of gated pages, full at both
+        QVERIFY(at1000.hostBytes > 0);
+        QVERIFY(at1000.spillBytes > 9 * at100.spillBytes);  // pages behind the window wait on disk
         QVERIFY(r1000.poolUsedBytes > 5 * r10.poolUsedBytes);  // R-SWA's references grow with the volume
         QVERIFY(at1000.attendedTokens * 10 < r1000.attendedTokens);  // and so does what it attends to
         qInfo("SR-SWA pool %zu bytes at page 10 and at page 1000; R-SWA %zu at page 10, %zu at page 100",

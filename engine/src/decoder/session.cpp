@@ -1,9 +1,13 @@
 #include "quire/decoder/session.h"
 
 #include <cblas.h>
+#include <fcntl.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <numeric>
 
@@ -36,10 +40,73 @@ struct Block {
     int count = 0;
     int64_t pos0 = 0;         // absolute position of token 0; tokens are consecutive
     int64_t genIndex0 = 0;    // for generated blocks: generated-token index of token 0
-    int slot = -1;            // pool slot, or -1 when offloaded to host memory
-    std::vector<float> host;  // offloaded data (same layout as a slot)
+    int slot = -1;            // pool slot, or -1 when the data is in `host`
+    std::vector<float> host;  // data outside the pool (same layout as a slot): a recomputed gated
+                              // page, a draft token, or (measureRecall) a page kept for the probe
     std::vector<float> kMin, kMax;  // Quest bounds per [layer][kvHead][dim], over stored keys
     bool sealed = false;      // no more tokens go in
+};
+
+// The visual inputs of the pages a session was fed, in an unlinked temporary file under $TMPDIR
+// (else /tmp): what a page that left the SR-SWA window is computed again from when the gate picks
+// it, so that host memory does not grow with the volume. The file goes when the session does.
+class SpillFile {
+public:
+    SpillFile() = default;
+    SpillFile(const SpillFile&) = delete;
+    SpillFile& operator=(const SpillFile&) = delete;
+    ~SpillFile() {
+        if (m_fd >= 0) ::close(m_fd);
+    }
+
+    Result<int64_t> append(const float* data, size_t count) {
+        if (m_fd < 0)
+            if (Status s = open(); !s) return s;
+        const int64_t at = m_size;
+        const char* p = reinterpret_cast<const char*>(data);
+        size_t left = count * sizeof(float);
+        while (left > 0) {
+            const ssize_t n = ::pwrite(m_fd, p, left, off_t(m_size));
+            if (n < 0 && errno == EINTR) continue;
+            if (n <= 0) return Status(ErrorCode::Io, "decoder: cannot write its page spill file in " + m_dir + ": " + std::strerror(errno));
+            p += n, left -= size_t(n), m_size += n;
+        }
+        return at;
+    }
+
+    Status read(int64_t at, float* out, size_t count) const {
+        char* p = reinterpret_cast<char*>(out);
+        size_t left = count * sizeof(float);
+        while (left > 0) {
+            const ssize_t n = m_fd < 0 ? -1 : ::pread(m_fd, p, left, off_t(at));
+            if (n < 0 && errno == EINTR) continue;
+            if (n <= 0) return Status(ErrorCode::Io, "decoder: cannot read back its page spill file in " + m_dir);
+            p += n, left -= size_t(n), at += n;
+        }
+        return Status::ok();
+    }
+
+    int64_t size() const { return m_size; }
+
+private:
+    Status open() {
+        const char* tmp = std::getenv("TMPDIR");
+        m_dir = tmp && *tmp ? tmp : "/tmp";
+#ifdef O_TMPFILE
+        m_fd = ::open(m_dir.c_str(), O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+#endif
+        if (m_fd < 0) {  // a file system without O_TMPFILE: a named file, unlinked at once
+            std::string name = m_dir + "/quire-decoder-XXXXXX";
+            m_fd = ::mkstemp(name.data());
+            if (m_fd >= 0) ::unlink(name.c_str());
+        }
+        if (m_fd < 0) return Status(ErrorCode::Io, "decoder: cannot make its page spill file in " + m_dir + ": " + std::strerror(errno));
+        return Status::ok();
+    }
+
+    int m_fd = -1;
+    int64_t m_size = 0;
+    std::string m_dir;
 };
 
 void rmsnorm(const float* x, const float* w, float* out, int n, float eps) {
@@ -65,11 +132,18 @@ struct DecodeSession::Impl {
     std::vector<int> freeSlots;
     int capacitySlots = 0;
     bool fixedPool = false;
-    std::vector<Block> blocks;     // every block ever written, in write order
+    std::vector<Block> blocks;     // blocks by id; a freed id is reused (freeIds)
+    std::vector<int> freeIds;
     std::vector<int> sinkBlocks;
     std::map<int, std::vector<int>> pageBlocks;
     std::vector<int> genBlocks;    // live generated blocks, oldest first
-    std::map<int, std::vector<float>> pageSummary;  // page -> [layer][kvHead][dim] mean pre-rotary key
+    // The page gate's summary of a page: its mean pre-rotary key per [layer][kvHead][dim], and that
+    // vector's squared norm per layer (computed once: the gate scores every earlier page often).
+    struct PageSummary {
+        std::vector<float> mean;
+        std::vector<double> norm2;
+    };
+    std::map<int, PageSummary> pageSummary;
     std::map<int, int> pageTokens;
     int64_t position = 0, generated = 0;
     int64_t frontier = 0;  // one past the highest position used (page-aligned positions reuse lower ones)
@@ -98,6 +172,20 @@ struct DecodeSession::Impl {
     int64_t trackedPagePos0 = 0;
     std::vector<float> attendedMass;
     std::vector<int> retiredGenBlocks;  // measureRecall: generated blocks kept in host memory
+    // SR-SWA (without measureRecall): a page behind the window gives its blocks back; its visual
+    // inputs wait in the spill file, and a page the gate picks is computed again from them into a
+    // cache of the most recently gated pages (host memory bounded by gatedCachePages pages).
+    bool spilling = false;
+    SpillFile spill;
+    std::map<int, int64_t> spillOffset;  // page -> where its visual inputs start in the spill file
+    struct GatedPage {
+        std::vector<Block> blocks;
+        uint64_t lastUse = 0;
+    };
+    std::map<int, GatedPage> gatedCache;
+    uint64_t gateClock = 0;
+    int64_t recomputedPages = 0;
+    uint64_t pageLayout = 0;  // changes whenever pages' blocks are made or given back
 
     Impl(std::shared_ptr<const ModelWeights> m, AttentionParams params) : model(std::move(m)), c(model->config), p(params) {
         halfFloats = size_t(c.numLayers) * c.numKvHeads * kBlockTokens * c.headDim;
@@ -105,6 +193,7 @@ struct DecodeSession::Impl {
         invFreq.resize(size_t(c.headDim / 2));
         for (int i = 0; i < c.headDim / 2; ++i) invFreq[size_t(i)] = std::pow(c.ropeTheta, -2.0 * i / c.headDim);
         fixedPool = p.mode == AttentionMode::SrSwa;
+        spilling = fixedPool && !p.measureRecall;
         if (fixedPool) {
             const int perPage = (p.maxPageTokens + kBlockTokens - 1) / kBlockTokens;
             const int window = 1 + p.windowBefore + p.windowAfter;
@@ -132,6 +221,14 @@ struct DecodeSession::Impl {
         return ((size_t(layer) * c.numKvHeads + g) * kBlockTokens + t) * c.headDim;
     }
 
+    Block makeBlock(BlockKind kind, int page, int64_t pos0) const {
+        Block b;
+        b.kind = kind, b.page = page, b.pos0 = pos0;
+        b.kMin.assign(size_t(c.numLayers) * c.numKvHeads * c.headDim, INFINITY);
+        b.kMax.assign(b.kMin.size(), -INFINITY);
+        return b;
+    }
+
     Result<int> newBlock(BlockKind kind, int page) {
         int slot;
         if (freeSlots.empty()) {
@@ -143,12 +240,24 @@ struct DecodeSession::Impl {
             slot = freeSlots.back();
             freeSlots.pop_back();
         }
-        Block b;
-        b.kind = kind, b.page = page, b.slot = slot, b.pos0 = position;
-        b.kMin.assign(size_t(c.numLayers) * c.numKvHeads * c.headDim, INFINITY);
-        b.kMax.assign(b.kMin.size(), -INFINITY);
+        Block b = makeBlock(kind, page, position);
+        b.slot = slot;
+        if (!freeIds.empty()) {
+            const int id = freeIds.back();
+            freeIds.pop_back();
+            blocks[size_t(id)] = std::move(b);
+            return id;
+        }
         blocks.push_back(std::move(b));
         return int(blocks.size()) - 1;
+    }
+
+    // A block no longer referenced: its slot and memory are given back and its id reused.
+    void freeBlock(int id) {
+        Block& b = blocks[size_t(id)];
+        releaseSlot(b);
+        b = Block();
+        freeIds.push_back(id);
     }
 
     void releaseSlot(Block& b) {
@@ -309,10 +418,10 @@ struct DecodeSession::Impl {
 
     // What page token t attends to while its page (blocks `ids`) is prefilled: the sinks and,
     // causally, the page up to itself.
-    std::vector<Span> causalPageSpans(const std::vector<int>& ids, int t) const {
+    std::vector<Span> causalPageSpans(const std::vector<Block*>& page, int t) const {
         std::vector<Span> spans = wholeBlocks(sinkBlocks);
         for (int bi = 0; bi <= t / kBlockTokens; ++bi)
-            spans.push_back({&blocks[size_t(ids[size_t(bi)])], 0, bi == t / kBlockTokens ? t % kBlockTokens + 1 : kBlockTokens, 0});
+            spans.push_back({page[size_t(bi)], 0, bi == t / kBlockTokens ? t % kBlockTokens + 1 : kBlockTokens, 0});
         return spans;
     }
 
@@ -356,10 +465,10 @@ struct DecodeSession::Impl {
         const int D = c.headDim, G = c.groupSize();
         std::vector<float> qr(static_cast<size_t>(D));
         for (int page : gated) {
-            const auto& ids = pageBlocks.at(page);
+            const std::vector<const Block*> pageSet = gatedPageBlocks(page);
             std::vector<std::pair<float, int>> scored;
-            for (int id : ids) {
-                const Block& b = blocks[size_t(id)];
+            for (int id = 0; id < int(pageSet.size()); ++id) {
+                const Block& b = *pageSet[size_t(id)];
                 // Nominal frame: the block as if it stood right before the window.
                 const int64_t rel = std::min<int64_t>(pos - b.pos0, c.maxPositions / 2);
                 const int64_t qpos = b.pos0 + rel;
@@ -378,17 +487,76 @@ struct DecodeSession::Impl {
             std::partial_sort(scored.begin(), scored.begin() + long(keep), scored.end(),
                               [](const auto& a, const auto& b) { return a.first > b.first || (a.first == b.first && a.second < b.second); });
             for (size_t i = 0; i < keep; ++i) {
-                const Block& b = blocks[size_t(scored[i].second)];
+                const Block& b = *pageSet[size_t(scored[i].second)];
                 spans.push_back({&b, 0, b.count, 0});
             }
         }
     }
 
+    // The blocks of a gated page: computed again into the cache, or still in the pool / host memory.
+    std::vector<const Block*> gatedPageBlocks(int page) const {
+        std::vector<const Block*> out;
+        if (auto it = gatedCache.find(page); it != gatedCache.end()) {
+            for (const Block& b : it->second.blocks) out.push_back(&b);
+        } else if (auto ids = pageBlocks.find(page); ids != pageBlocks.end()) {
+            for (int id : ids->second) out.push_back(&blocks[size_t(id)]);
+        }
+        return out;
+    }
+
+    // Makes sure every gated page's keys and values are at hand: a page behind the window is
+    // computed again from its spilled inputs (the same keys and values it had when it was fed).
+    // The cache keeps the gatedCachePages most recently gated pages.
+    Status materializeGated() {
+        if (!spilling) return Status::ok();
+        ++gateClock;
+        for (int page : gated) {
+            if (pageBlocks.count(page)) continue;
+            auto it = gatedCache.find(page);
+            if (it == gatedCache.end()) {
+                const auto at = spillOffset.find(page);
+                const auto count = pageTokens.find(page);
+                if (at == spillOffset.end() || count == pageTokens.end())
+                    return Status(ErrorCode::Internal, "decoder: the gate picked page " + std::to_string(page) + ", which it was never fed");
+                std::vector<float> visual(size_t(count->second) * c.visualStride());
+                if (Status s = spill.read(at->second, visual.data(), visual.size()); !s) return s;
+                GatedPage gp;
+                const int64_t pos0 = pagePos0.at(page);
+                for (int i = 0; i < count->second; i += kBlockTokens) {
+                    gp.blocks.push_back(makeBlock(BlockKind::Visual, page, pos0 + i));
+                    gp.blocks.back().host.assign(blockFloats, 0.f);
+                }
+                std::vector<Block*> into;
+                for (Block& b : gp.blocks) into.push_back(&b);
+                if (Status s = computePage(into, visual.data(), count->second, pos0, nullptr); !s) return s;
+                ++recomputedPages;
+                it = gatedCache.emplace(page, std::move(gp)).first;
+            }
+            it->second.lastUse = gateClock;
+        }
+        const size_t keep = size_t(std::max<int>(p.gatedCachePages, int(gated.size())));
+        while (gatedCache.size() > keep) {
+            auto oldest = gatedCache.begin();
+            for (auto it = gatedCache.begin(); it != gatedCache.end(); ++it)
+                if (it->second.lastUse < oldest->second.lastUse) oldest = it;
+            gatedCache.erase(oldest);
+        }
+        return Status::ok();
+    }
+
     // The page gate: cosine between the running mean of recent pre-rotary queries and each earlier
     // page's mean pre-rotary key, summed over layers; the best k_p pages outside the window.
-    void refreshGate() {
+    std::vector<double> layerNorms2(const std::vector<float>& v) const {
+        const size_t per = size_t(c.numKvHeads) * c.headDim;
+        std::vector<double> out(size_t(c.numLayers), 0.0);
+        for (int l = 0; l < c.numLayers; ++l)
+            for (size_t i = l * per; i < (l + 1) * per; ++i) out[size_t(l)] += double(v[i]) * v[i];
+        return out;
+    }
+
+    Status refreshGate() {
         gated.clear();
-        if (p.mode != AttentionMode::SrSwa || p.gatedPages <= 0) return;
+        if (p.mode != AttentionMode::SrSwa || p.gatedPages <= 0) return Status::ok();
         const size_t n = size_t(c.numLayers) * c.numKvHeads * c.headDim;
         std::vector<float> gq(n, 0.f);
         int have = 0;
@@ -397,22 +565,27 @@ struct DecodeSession::Impl {
                 for (size_t i = 0; i < n; ++i) gq[i] += r[i];
                 ++have;
             }
+        const std::vector<double> na = layerNorms2(gq);
         std::vector<std::pair<double, int>> scored;
+        const size_t per = size_t(c.numKvHeads) * c.headDim;
         for (const auto& [page, summary] : pageSummary) {
-            if (page >= currentPage - p.windowBefore) continue;  // only earlier pages
+            if (page >= currentPage - p.windowBefore) break;  // only earlier pages (the map is in page order)
             double score = 0;
-            const size_t per = size_t(c.numKvHeads) * c.headDim;
             for (int l = 0; l < c.numLayers; ++l) {
-                double dot = 0, na = 0, nb = 0;
-                for (size_t i = l * per; i < (l + 1) * per; ++i)
-                    dot += double(gq[i]) * summary[i], na += double(gq[i]) * gq[i], nb += double(summary[i]) * summary[i];
-                score += (na > 0 && nb > 0) ? dot / std::sqrt(na * nb) : 0.0;
+                double dot = 0;
+                for (size_t i = l * per; i < (l + 1) * per; ++i) dot += double(gq[i]) * summary.mean[i];
+                const double nb = summary.norm2[size_t(l)];
+                score += (na[size_t(l)] > 0 && nb > 0) ? dot / std::sqrt(na[size_t(l)] * nb) : 0.0;
             }
             scored.push_back({have ? score : 0.0, page});
         }
-        std::stable_sort(scored.begin(), scored.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
-        for (size_t i = 0; i < scored.size() && int(i) < p.gatedPages; ++i) gated.push_back(scored[i].second);
+        // The best k_p, ties to the earlier page.
+        const size_t keep = std::min(scored.size(), size_t(p.gatedPages));
+        std::partial_sort(scored.begin(), scored.begin() + long(keep), scored.end(),
+                          [](const auto& a, const auto& b) { return a.first > b.first || (a.first == b.first && a.second < b.second); });
+        for (size_t i = 0; i < keep; ++i) gated.push_back(scored[i].second);
         std::sort(gated.begin(), gated.end());
+        return materializeGated();
     }
 
     // Share of full attention's softmax mass (over every token so far) that falls on `spans`.
@@ -540,7 +713,7 @@ struct DecodeSession::Impl {
     // Causal attention of a page's T tokens (pre-rotary queries Qm, [T][heads·D]) over the sinks
     // and the page itself at `layer`, into A: the same result as attend() token by token, with the
     // page part as matrix products over row chunks (scores Q·Kᵀ, then weights·V).
-    void pageAttention(int layer, const std::vector<int>& ids, const std::vector<float>& Qm,
+    void pageAttention(int layer, const std::vector<Block*>& page, int64_t pos0, const std::vector<float>& Qm,
                        const std::vector<std::vector<Span>>& sinkSpans, int T, std::vector<float>& A) {
         const int D = c.headDim, G = c.groupSize(), Q = c.numHeads * D;
         const float scale = float(1.0 / std::sqrt(double(D)));
@@ -549,7 +722,7 @@ struct DecodeSession::Impl {
         std::vector<float> qs(static_cast<size_t>(D)), sinkScores;
         for (int g = 0; g < c.numKvHeads; ++g) {
             for (int t = 0; t < T; ++t) {  // the page's keys (rotated) and values, contiguous
-                const float* base = data(blocks[size_t(ids[size_t(t / kBlockTokens)])]);
+                const float* base = data(*page[size_t(t / kBlockTokens)]);
                 const size_t at = kIndex(layer, g, t % kBlockTokens);
                 std::copy_n(base + at, D, &K[size_t(t) * D]);
                 std::copy_n(base + halfFloats + at, D, &V[size_t(t) * D]);
@@ -561,7 +734,7 @@ struct DecodeSession::Impl {
                     for (int r = 0; r < rows; ++r) {
                         float* qr = &Qr[size_t(r) * D];
                         std::copy_n(&Qm[size_t(r0 + r) * Q + size_t(hh) * D], D, qr);
-                        rotate(qr, position + r0 + r);
+                        rotate(qr, pos0 + r0 + r);
                     }
                     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, rows, cols, D, scale, Qr.data(), D, K.data(), D,
                                 0.0f, S.data(), cols);
@@ -606,11 +779,8 @@ struct DecodeSession::Impl {
         }
     }
 
-    // Prefill of a page's visual tokens, all layers, in matrix products: every token of the page
-    // attends to the sinks and causally to the page (positions pos0 .. pos0 + T - 1).
+    // Prefill of a page's visual tokens into the pool at the current position (pageBlocks[page]).
     Status prefillPage(int page, const float* visual, int T, std::vector<float>& summary) {
-        const int H = c.hiddenSize, Q = c.numHeads * c.headDim, KV = c.numKvHeads * c.headDim, D = c.headDim,
-                  F = c.intermediateSize;
         std::vector<int>& ids = pageBlocks[page];
         for (int i = 0; i < T; i += kBlockTokens) {
             auto id = newBlock(BlockKind::Visual, page);
@@ -618,6 +788,25 @@ struct DecodeSession::Impl {
             blocks[size_t(*id)].pos0 = position + i;
             ids.push_back(*id);
         }
+        ++pageLayout;
+        std::vector<Block*> into;
+        for (int id : ids) into.push_back(&blocks[size_t(id)]);
+        if (Status s = computePage(into, visual, T, position, &summary); !s) return s;
+        position += T;
+        frontier = std::max(frontier, position);
+        if (c.pageAlignedPositions) position = pagePos0[page];  // the page's text starts where the page does
+        return Status::ok();
+    }
+
+    // The keys and values of a page's T visual tokens at positions pos0 .. pos0 + T - 1, all
+    // layers, in matrix products, into the blocks `into` (ceil(T / 16) of them, empty, pos0 set):
+    // every token attends to the sinks and causally to the page. They depend on nothing else, so a
+    // page computed again from the same inputs gets the same keys and values. `summary`, when
+    // given, receives the page's mean pre-rotary key (the page gate's summary).
+    Status computePage(const std::vector<Block*>& into, const float* visual, int T, int64_t pos0,
+                       std::vector<float>* summary) {
+        const int H = c.hiddenSize, Q = c.numHeads * c.headDim, KV = c.numKvHeads * c.headDim, D = c.headDim,
+                  F = c.intermediateSize;
         std::vector<float> X(size_t(T) * H), Xn(size_t(T) * H), Qm(size_t(T) * Q), Km(size_t(T) * KV), Vm(size_t(T) * KV),
             A(size_t(T) * Q), O(size_t(T) * H), Gm(size_t(T) * F), Um(size_t(T) * F);
         if (!c.visualTokenIds) {
@@ -641,24 +830,25 @@ struct DecodeSession::Impl {
         // own keys are in the query's interval, so they see its absolute position).
         std::vector<std::vector<Span>> sinkQueryPos(static_cast<size_t>(T));
         for (int t = 0; t < T; ++t) {
-            std::vector<Span> spans = causalPageSpans(ids, t);
-            frame(spans, position + t);
+            std::vector<Span> spans = causalPageSpans(into, t);
+            frame(spans, pos0 + t);
             for (const Span& sp : spans) {
                 if (sp.block->kind == BlockKind::Sink) sinkQueryPos[size_t(t)].push_back(sp);
-                else if (sp.queryPos != position + t) return Status(ErrorCode::Internal, "prefill: page keys outside the query's frame");
+                else if (sp.queryPos != pos0 + t) return Status(ErrorCode::Internal, "prefill: page keys outside the query's frame");
             }
         }
         for (int l = 0; l < c.numLayers; ++l) {
             const LayerWeights& L = model->layers[size_t(l)];
             projectRows(L, T, X, Xn, Qm, Km, Vm);
             for (int t = 0; t < T; ++t) {
-                Block& b = blocks[size_t(ids[size_t(t / kBlockTokens)])];
+                Block& b = *into[size_t(t / kBlockTokens)];
                 const int bt = t % kBlockTokens;
                 float* base = data(b);
                 for (int g = 0; g < c.numKvHeads; ++g) {
                     const float* kin = &Km[size_t(t) * KV + size_t(g) * D];
                     const size_t so = (size_t(l) * c.numKvHeads + g) * D;
-                    for (int i = 0; i < D; ++i) summary[so + i] += kin[i] / float(T);
+                    if (summary)
+                        for (int i = 0; i < D; ++i) (*summary)[so + i] += kin[i] / float(T);
                     float* kk = base + kIndex(l, g, bt);
                     std::copy(kin, kin + D, kk);
                     rotate(kk, b.pos0 + bt);
@@ -672,21 +862,18 @@ struct DecodeSession::Impl {
                 b.count = std::max(b.count, bt + 1);
             }
             if (!p.referencePrefill) {
-                pageAttention(l, ids, Qm, sinkQueryPos, T, A);
+                pageAttention(l, into, pos0, Qm, sinkQueryPos, T, A);
             } else {
                 for (int t = 0; t < T; ++t) {
                     std::copy(&Qm[size_t(t) * Q], &Qm[size_t(t) * Q] + Q, q.begin());
-                    std::vector<Span> spans = causalPageSpans(ids, t);
-                    frame(spans, position + t);
+                    std::vector<Span> spans = causalPageSpans(into, t);
+                    frame(spans, pos0 + t);
                     attend(l, spans);
                     std::copy(att.begin(), att.begin() + Q, &A[size_t(t) * Q]);
                 }
             }
             finishLayerRows(L, T, A, X, Xn, O, Gm, Um);
         }
-        position += T;
-        frontier = std::max(frontier, position);
-        if (c.pageAlignedPositions) position = pagePos0[page];  // the page's text starts where the page does
         return Status::ok();
     }
 
@@ -712,12 +899,22 @@ struct DecodeSession::Impl {
         ++writtenLineEnds;
     }
 
-    // SR-SWA: pages that left the window go to host memory; their bounds and summaries stay.
+    // SR-SWA: pages behind the window give their blocks back (their inputs are in the spill file
+    // and their summaries stay for the gate). With measureRecall, pages outside the window go to
+    // host memory instead, so that the probe can compare with full attention.
     void offloadLeftPages() {
         if (p.mode != AttentionMode::SrSwa) return;
-        for (auto& [page, ids] : pageBlocks)
-            if (!inWindow(page))
-                for (int id : ids) offload(blocks[size_t(id)]);
+        if (!spilling) {
+            for (auto& [page, ids] : pageBlocks)
+                if (!inWindow(page))
+                    for (int id : ids) offload(blocks[size_t(id)]);
+            return;
+        }
+        while (!pageBlocks.empty() && pageBlocks.begin()->first < currentPage - p.windowBefore) {
+            for (int id : pageBlocks.begin()->second) freeBlock(id);
+            pageBlocks.erase(pageBlocks.begin());
+            ++pageLayout;
+        }
     }
 
     // The block the next generated token goes to (a new one when the last is full, sealed by a
@@ -757,8 +954,9 @@ struct DecodeSession::Impl {
             if (p.measureRecall) {
                 offload(b);
                 retiredGenBlocks.push_back(genBlocks.front());
+            } else {
+                freeBlock(genBlocks.front());
             }
-            releaseSlot(b);
             genBlocks.erase(genBlocks.begin());
         }
     }
@@ -1000,6 +1198,7 @@ struct DecodeSession::Impl {
     // so a draft's attention reads them in place instead of gathering them from their blocks for
     // every draft. Rebuilt when the window moves; bounded like the pool (the window's pages).
     struct WindowCache {
+        uint64_t layout = ~uint64_t(0);  // pageLayout when built (block ids are reused)
         std::vector<int> ids;       // the visual blocks held, in order
         std::map<int, size_t> row;  // block id -> its first token's row
         size_t tokens = 0;
@@ -1018,9 +1217,10 @@ struct DecodeSession::Impl {
         if (p.mode == AttentionMode::SrSwa)
             for (const auto& [page, pids] : pageBlocks)
                 if (inWindow(page)) ids.insert(ids.end(), pids.begin(), pids.end());
-        if (ids == windowCache.ids) return;
+        if (ids == windowCache.ids && pageLayout == windowCache.layout) return;
         WindowCache w;
         w.ids = ids;
+        w.layout = pageLayout;
         for (int id : ids) w.row[id] = w.tokens, w.tokens += size_t(blocks[size_t(id)].count);
         const int D = c.headDim;
         w.k.resize(size_t(c.numLayers) * c.numKvHeads * w.tokens * D);
@@ -1097,7 +1297,7 @@ DecodeSession::DecodeSession(std::shared_ptr<const ModelWeights> model, Attentio
 
 DecodeSession::~DecodeSession() = default;
 
-int DecodeSession::pagesAdded() const { return int(d->pageBlocks.size()); }
+int DecodeSession::pagesAdded() const { return int(d->pagePos0.size()); }
 
 int DecodeSession::lineEndsLeft() const {
     auto it = d->pageLineEnds.find(d->currentPage);
@@ -1135,7 +1335,7 @@ Status DecodeSession::addPage(int page, const float* visual, int count) {
     if (d->sinkBlocks.empty()) return Status(ErrorCode::InvalidArgument, "addPage: begin() first");
     if (count <= 0 || count > m_params.maxPageTokens)
         return Status(ErrorCode::InvalidArgument, "addPage: a page brings 1 to " + std::to_string(m_params.maxPageTokens) + " visual tokens");
-    if (d->pageBlocks.count(page) || (!d->pageBlocks.empty() && page != d->pageBlocks.rbegin()->first + 1))
+    if (d->pagePos0.count(page) || (!d->pagePos0.empty() && page != d->pagePos0.rbegin()->first + 1))
         return Status(ErrorCode::InvalidArgument, "addPage: pages are fed once each, in order");
     if (c.visualTokenIds)
         for (int t = 0; t < count; ++t) {
@@ -1156,8 +1356,13 @@ Status DecodeSession::addPage(int page, const float* visual, int count) {
             if (int(visual[size_t(t) * c.visualStride() + c.visualDim]) == c.visualLineEndTokenId)
                 ends.push_back(d->position + t);
     }
+    if (d->spilling) {
+        auto at = d->spill.append(visual, size_t(count) * c.visualStride());
+        if (!at) return at.status();
+        d->spillOffset[page] = *at;
+    }
     if (Status s = d->prefillPage(page, visual, count, summary); !s) return s;
-    d->pageSummary[page] = std::move(summary);
+    d->pageSummary[page] = {summary, d->layerNorms2(summary)};
     d->pageTokens[page] = count;
     d->pageFedSinceLastGen = true;
     return Status::ok();
@@ -1176,7 +1381,7 @@ Result<StepResult> DecodeSession::step(int inputToken) {
     const int t = d->blocks[size_t(*id)].count;
     ++d->generated;
     if (m_params.mode == AttentionMode::SrSwa && (pageBreak || d->stepsSinceGate >= m_params.gateRefreshSteps || d->generated == 1)) {
-        d->refreshGate();
+        if (Status s = d->refreshGate(); !s) return s;
         d->stepsSinceGate = 0;
     }
     ++d->stepsSinceGate;
@@ -1249,7 +1454,8 @@ Result<int> DecodeSession::stepDraft(const std::vector<int>& inputs,
     // The first input is fed whatever the draft holds: its page turn and gate refresh happen now.
     if (pageBreak0) d->enterNextPage();
     d->offloadLeftPages();
-    if (refresh0) d->refreshGate();
+    if (refresh0)
+        if (Status s = d->refreshGate(); !s) return s;
     auto draft = d->computeDraft(inputs, posOf);
     if (!draft) return draft.status();
     for (int i = 0; i < k; ++i) {
@@ -1257,7 +1463,7 @@ Result<int> DecodeSession::stepDraft(const std::vector<int>& inputs,
             // The gate falls due here, with the queries of the tokens fed so far: if it picks other
             // pages, this token and the rest were computed with the wrong ones and are not fed.
             const std::vector<int> assumed = d->gated;
-            d->refreshGate();
+            if (Status s = d->refreshGate(); !s) return s;
             if (d->gated != assumed) return i;
         }
         if (Status s = d->commitDraftToken(*draft, i, inputs[size_t(i)], refreshAt[size_t(i)]); !s) return s;
@@ -1277,8 +1483,12 @@ SessionStats DecodeSession::stats() const {
         used += b.slot >= 0;
         host += b.host.size() * sizeof(float);
     }
+    for (const auto& [page, gp] : d->gatedCache)
+        for (const auto& b : gp.blocks) host += b.host.size() * sizeof(float);
     s.poolUsedBytes = size_t(used) * blockBytes;
     s.hostBytes = host;
+    s.spillBytes = size_t(d->spill.size());
+    s.recomputedPages = d->recomputedPages;
     s.attendedTokens = d->lastAttended;
     s.position = d->position;
     s.currentPage = d->currentPage;
@@ -1488,13 +1698,12 @@ Result<std::unique_ptr<DecodeSession>> DecodeSession::restore(std::shared_ptr<co
         d.position = pos0;
         d.currentPage = currentPage;
         if (Status s = session->addPage(page, visual->data(), count); !s) return s;
-        // Pages outside the window go to host memory at once, as they were when the state was saved.
-        if (params.mode == AttentionMode::SrSwa && !d.inWindow(page))
-            for (int id : d.pageBlocks[page]) d.offload(d.blocks[size_t(id)]);
+        // Pages behind the window leave the pool at once, as they had when the state was saved.
+        d.offloadLeftPages();
     }
     // Every count and index is checked against what the session holds: a damaged project must give
     // a refusal, never a huge allocation or an index out of range later.
-    const int lastPage = d.pageBlocks.empty() ? 0 : d.pageBlocks.rbegin()->first;
+    const int lastPage = d.pagePos0.empty() ? 0 : d.pagePos0.rbegin()->first;
     if (currentPage > lastPage + 1) return bad("page pointer out of range");
     uint32_t nGated = 0;
     if (!r.get(nGated) || nGated > uint32_t(std::max(0, params.gatedPages))) return bad("gate state does not match");
@@ -1502,7 +1711,7 @@ Result<std::unique_ptr<DecodeSession>> DecodeSession::restore(std::shared_ptr<co
     for (auto& g : d.gated) {
         int32_t v;
         if (!r.get(v)) return bad("truncated");
-        if (!d.pageBlocks.count(v)) return bad("the gate holds a page the state does not have");
+        if (!d.pagePos0.count(v)) return bad("the gate holds a page the state does not have");
         g = v;
     }
     uint32_t nQueries = 0;
@@ -1513,6 +1722,8 @@ Result<std::unique_ptr<DecodeSession>> DecodeSession::restore(std::shared_ptr<co
         else if (!q.empty() && q.size() != qFloats) return bad("gate state does not match");
     if (recentNext < 0 || recentNext >= int(d.recentQueries.size())) return bad("gate state does not match");
     d.currentPage = currentPage;
+    d.offloadLeftPages();
+    if (Status s = d.materializeGated(); !s) return s;
     uint32_t nGen = 0;
     if (!r.get(nGen)) return bad("truncated");
     for (uint32_t i = 0; i < nGen; ++i) {

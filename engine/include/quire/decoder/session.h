@@ -10,6 +10,12 @@
 //          `blocksPerGatedPage` 16-token blocks chosen by Quest bounds, and the recent tokens.
 // Visual tokens of a page attend to the sinks and, causally, to their own page.
 // With budgets that cover everything, SrSwa computes exactly what RSwa computes.
+//
+// Memory under SrSwa does not grow with the volume: the pool holds the sinks, the window and the
+// recent tokens; a page behind the window is dropped from memory (its visual inputs go to an
+// unlinked spill file under $TMPDIR, about 0.5 KB a token) and computed again from them when the
+// page gate picks it. What stays per page is the gate's summary (numLayers × numKvHeads × headDim
+// floats) and a few counters.
 #pragma once
 
 #include <cstdint>
@@ -38,6 +44,10 @@ struct AttentionParams {
     int blocksPerGatedPage = 8;    // k_b
     int gateRefreshSteps = 8;      // the page gate is re-evaluated this often and at each page break
     int gateQueryTokens = 16;      // running mean of this many recent pre-rotary queries
+    // A page behind the window keeps only its summary for the gate and its visual inputs in a
+    // spill file on disk; when the gate picks it, its keys and values are computed again. The
+    // last this many gated pages are kept computed (host memory bounded by the page size).
+    int gatedCachePages = 8;
     int maxPageTokens = 512;       // visual tokens a page may bring (sizes the fixed pool)
     int maxSinkTokens = 64;
     // Benchmarks only: keep every key in host memory and measure, at each generated step, the share
@@ -69,7 +79,10 @@ struct StepResult {
 struct SessionStats {
     size_t poolCapacityBytes = 0;  // KV memory reserved for the sequence ("device" memory)
     size_t poolUsedBytes = 0;
-    size_t hostBytes = 0;          // offloaded pages (keys/values kept in host memory)
+    size_t hostBytes = 0;          // keys/values outside the pool: recomputed gated pages (bounded by
+                                   // gatedCachePages), or with measureRecall every page outside the window
+    size_t spillBytes = 0;         // visual inputs of the pages fed, in the spill file (disk)
+    int64_t recomputedPages = 0;   // gated pages computed again from the spill file so far
     int attendedTokens = 0;        // tokens the last step attended to (layer 0)
     int64_t position = 0;          // absolute position of the next token
     int currentPage = 0;
