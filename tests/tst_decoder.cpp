@@ -628,6 +628,27 @@ private slots:
         QVERIFY(a.stats().currentPage >= 10);
     }
 
+    // The spill file's directory cannot be used: feeding a page fails with a message naming it,
+    // and the session is not left half-fed.
+    void unusableSpillDirectoryIsAClearError() {
+        const QByteArray saved = qgetenv("TMPDIR");
+        qputenv("TMPDIR", "/nonexistent/quire-spill");
+        auto model = std::make_shared<const ModelWeights>(randomModel(tinyConfig(), 9));
+        AttentionParams p;
+        p.maxPageTokens = 16;
+        DecodeSession s(model, p);
+        QVERIFY(s.begin({1}));
+        const auto f = pageFeatures(0, 16, model->config.visualDim);
+        const Status st = s.addPage(0, f.data(), 16);
+        if (saved.isNull()) qunsetenv("TMPDIR");
+        else qputenv("TMPDIR", saved);
+        QVERIFY(!st);
+        QCOMPARE(int(st.code()), int(ErrorCode::Io));
+        QVERIFY2(QString::fromStdString(st.message()).contains("/nonexistent/quire-spill"), st.message().c_str());
+        QCOMPARE(s.pagesAdded(), 0);
+        QVERIFY(s.addPage(0, f.data(), 16));  // the directory is back: the same page goes in
+    }
+
     void kvPoolIsConstantAcrossTheVolume() {
         auto model = std::make_shared<const ModelWeights>(randomModel(tinyConfig(), 9));
         AttentionParams p;

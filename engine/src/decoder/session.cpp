@@ -272,6 +272,21 @@ struct DecodeSession::Impl {
         releaseSlot(b);
     }
 
+    // Writes one token's key and value for (layer, KV head g) at slot t of block b, the key rotated
+    // at the token's position unless it already is, and widens the block's Quest bounds.
+    void storeKv(Block& b, int layer, int g, int t, const float* key, const float* value, bool rotated) {
+        float* base = data(b);
+        float* kk = base + kIndex(layer, g, t);
+        std::copy_n(key, c.headDim, kk);
+        if (!rotated) rotate(kk, b.pos0 + t);
+        std::copy_n(value, c.headDim, base + halfFloats + kIndex(layer, g, t));
+        const size_t o = (size_t(layer) * c.numKvHeads + g) * c.headDim;
+        for (int i = 0; i < c.headDim; ++i) {
+            b.kMin[o + i] = std::min(b.kMin[o + i], kk[i]);
+            b.kMax[o + i] = std::max(b.kMax[o + i], kk[i]);
+        }
+    }
+
     void rotate(float* vec, int64_t pos) const {
         const int half = c.headDim / 2;
         for (int i = 0; i < half; ++i) {
@@ -643,18 +658,7 @@ struct DecodeSession::Impl {
             gemv(L.wv, KV, H, h.data(), v.data());
             onQuery(l);
             Block& b = blocks[size_t(blockId)];
-            float* base = data(b);
-            for (int g = 0; g < c.numKvHeads; ++g) {
-                float* kk = base + kIndex(l, g, t);
-                std::copy(&k[size_t(g) * D], &k[size_t(g) * D] + D, kk);
-                rotate(kk, b.pos0 + t);
-                std::copy(&v[size_t(g) * D], &v[size_t(g) * D] + D, base + halfFloats + kIndex(l, g, t));
-                const size_t o = (size_t(l) * c.numKvHeads + g) * D;
-                for (int i = 0; i < D; ++i) {
-                    b.kMin[o + i] = std::min(b.kMin[o + i], kk[i]);
-                    b.kMax[o + i] = std::max(b.kMax[o + i], kk[i]);
-                }
-            }
+            for (int g = 0; g < c.numKvHeads; ++g) storeKv(b, l, g, t, &k[size_t(g) * D], &v[size_t(g) * D], false);
             b.count = std::max(b.count, t + 1);
             std::vector<Span> spans = setFor(l);
             frame(spans, b.pos0 + t);
@@ -843,21 +847,13 @@ struct DecodeSession::Impl {
             for (int t = 0; t < T; ++t) {
                 Block& b = *into[size_t(t / kBlockTokens)];
                 const int bt = t % kBlockTokens;
-                float* base = data(b);
                 for (int g = 0; g < c.numKvHeads; ++g) {
                     const float* kin = &Km[size_t(t) * KV + size_t(g) * D];
-                    const size_t so = (size_t(l) * c.numKvHeads + g) * D;
-                    if (summary)
+                    if (summary) {
+                        const size_t so = (size_t(l) * c.numKvHeads + g) * D;
                         for (int i = 0; i < D; ++i) (*summary)[so + i] += kin[i] / float(T);
-                    float* kk = base + kIndex(l, g, bt);
-                    std::copy(kin, kin + D, kk);
-                    rotate(kk, b.pos0 + bt);
-                    std::copy(&Vm[size_t(t) * KV + size_t(g) * D], &Vm[size_t(t) * KV + size_t(g) * D] + D,
-                              base + halfFloats + kIndex(l, g, bt));
-                    for (int i = 0; i < D; ++i) {
-                        b.kMin[so + i] = std::min(b.kMin[so + i], kk[i]);
-                        b.kMax[so + i] = std::max(b.kMax[so + i], kk[i]);
                     }
+                    storeKv(b, l, g, bt, kin, &Vm[size_t(t) * KV + size_t(g) * D], false);
                 }
                 b.count = std::max(b.count, bt + 1);
             }
@@ -1257,19 +1253,10 @@ struct DecodeSession::Impl {
         ++generated;
         if (gateRefreshed) stepsSinceGate = 0;
         ++stepsSinceGate;
-        float* base = data(b);
-        const float* src = dr.own[size_t(i)].host.data();
+        const float* src = dr.own[size_t(i)].host.data();  // keys already rotated at the token's position
         for (int l = 0; l < c.numLayers; ++l)
-            for (int g = 0; g < c.numKvHeads; ++g) {
-                float* kk = base + kIndex(l, g, t);
-                std::copy_n(src + kIndex(l, g, 0), c.headDim, kk);
-                std::copy_n(src + halfFloats + kIndex(l, g, 0), c.headDim, base + halfFloats + kIndex(l, g, t));
-                const size_t o = (size_t(l) * c.numKvHeads + g) * c.headDim;
-                for (int e = 0; e < c.headDim; ++e) {
-                    b.kMin[o + e] = std::min(b.kMin[o + e], kk[e]);
-                    b.kMax[o + e] = std::max(b.kMax[o + e], kk[e]);
-                }
-            }
+            for (int g = 0; g < c.numKvHeads; ++g)
+                storeKv(b, l, g, t, src + kIndex(l, g, 0), src + halfFloats + kIndex(l, g, 0), true);
         b.count = std::max(b.count, t + 1);
         pushRecentQuery(dr.gateQueries[size_t(i)]);
         ++position;
@@ -1344,6 +1331,13 @@ Status DecodeSession::addPage(int page, const float* visual, int count) {
                 return Status(ErrorCode::InvalidArgument,
                               "addPage: visual token " + std::to_string(t) + " carries no valid vocabulary id");
         }
+    // SR-SWA: the page's inputs go to the spill file first (what the page is computed again from
+    // once it is behind the window); if that fails, the session is left as it was.
+    if (d->spilling) {
+        auto at = d->spill.append(visual, size_t(count) * c.visualStride());
+        if (!at) return at.status();
+        d->spillOffset[page] = *at;
+    }
     // Generated tokens after this page start a new block (positions inside a block stay consecutive).
     if (!d->genBlocks.empty()) d->blocks[size_t(d->genBlocks.back())].sealed = true;
     std::vector<float> summary(size_t(c.numLayers) * c.numKvHeads * c.headDim, 0.f);
@@ -1355,11 +1349,6 @@ Status DecodeSession::addPage(int page, const float* visual, int count) {
         for (int t = 0; t < count; ++t)
             if (int(visual[size_t(t) * c.visualStride() + c.visualDim]) == c.visualLineEndTokenId)
                 ends.push_back(d->position + t);
-    }
-    if (d->spilling) {
-        auto at = d->spill.append(visual, size_t(count) * c.visualStride());
-        if (!at) return at.status();
-        d->spillOffset[page] = *at;
     }
     if (Status s = d->prefillPage(page, visual, count, summary); !s) return s;
     d->pageSummary[page] = {summary, d->layerNorms2(summary)};
