@@ -167,15 +167,23 @@ std::vector<int> alignToCtc(const std::vector<std::string>& out, const std::vect
 
 Result<ReaderPage> ReaderEngine::readPage(const cv::Mat& image, int dpi, const std::atomic<bool>* cancel,
                                           const std::function<void(const std::string&)>& onText) {
-    auto page = decodePage(image, dpi, cancel, onText);
+    return readEncoded(encode(image, cancel), dpi, cancel, onText);
+}
+
+Result<PpocrPage> ReaderEngine::encode(const cv::Mat& image, const std::atomic<bool>* cancel) const {
+    return d->ppocr->read(image, true, cancel);
+}
+
+Result<ReaderPage> ReaderEngine::readEncoded(const Result<PpocrPage>& encoded, int dpi, const std::atomic<bool>* cancel,
+                                             const std::function<void(const std::string&)>& onText) {
+    auto page = decodePage(encoded, dpi, cancel, onText);
     if (!page) d->dropSession();  // a half-read page is no context to go on from
     return page;
 }
 
-Result<ReaderPage> ReaderEngine::decodePage(const cv::Mat& image, int dpi, const std::atomic<bool>* cancel,
+Result<ReaderPage> ReaderEngine::decodePage(const Result<PpocrPage>& read, int dpi, const std::atomic<bool>* cancel,
                                             const std::function<void(const std::string&)>& onText) {
     const int pageNo = d->pagesRead++;
-    auto read = d->ppocr->read(image, true, cancel);
     if (!read) return read.status();
     const PpocrPage& page = *read;
     const auto& config = d->model->config;

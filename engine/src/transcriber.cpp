@@ -10,6 +10,7 @@
 #include <cblas.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <map>
 #include <thread>
 
@@ -135,6 +136,10 @@ struct Job {
     PageImage image;
     Status loadError;
     std::optional<std::string> textLayer;
+    // With a split recognizer (Recognizer::splitsPages): the page's regions and each region's
+    // prepared work, done by the prepare stage ahead of the worker.
+    std::optional<PreprocessResult> pre;
+    std::vector<std::unique_ptr<PreparedPage>> prepared;
 };
 
 struct Done {
@@ -240,13 +245,18 @@ Result<RunSummary> runTranscription(ProjectStore& store, const TranscribeParams&
     auto runId = store.beginRun(params.toJson());
     if (!runId) return runId.status();
 
-    // The reader decodes the volume as one sequence: one worker, pages in order.
+    // The reader decodes the volume as one sequence: one worker, pages in order. Its front-end
+    // depends on the page alone, so a prepare stage runs it for the next page on a thread of its
+    // own while the worker decodes this one ($QUIRE_READER_PIPELINE=0: one thread does both).
     const int threads = engine == "reader" ? 1
                                            : std::max(1, params.threads > 0 ? params.threads
                                                                             : int(std::thread::hardware_concurrency()));
-    // Page-level parallelism: each worker's GEMMs (the PP-OCR front-end) use one core, so
-    // workers do not fight over OpenBLAS's thread pool.
-    openblas_set_num_threads(std::max(1, int(std::thread::hardware_concurrency()) / threads));
+    const char* pipelineEnv = std::getenv("QUIRE_READER_PIPELINE");
+    const Recognizer* splitter =
+        reader && reader->splitsPages() && !(pipelineEnv && std::string(pipelineEnv) == "0") ? reader.get() : nullptr;
+    // Page-level parallelism: each worker's (and the prepare stage's) GEMMs get their share of the
+    // cores, so they do not fight over OpenBLAS's thread pool.
+    openblas_set_num_threads(std::max(1, int(std::thread::hardware_concurrency()) / (threads + (splitter ? 1 : 0))));
     if (reader)  // after the thread count is set: the context is rebuilt as it was first computed
         if (Status s = resumeContext(store, *reader, *queued, log); !s) {
             (void)store.finishRun(*runId, "failed");
@@ -296,6 +306,26 @@ Result<RunSummary> runTranscription(ProjectStore& store, const TranscribeParams&
         jobs.close();
     });
 
+    // The prepare stage (split recognizers): preprocessing and the recognizer's first part, one
+    // page ahead of the worker.
+    BoundedQueue<Job> preparedJobs(1);
+    std::thread preparer;
+    if (splitter)
+        preparer = std::thread([&] {
+            if (params.backgroundPriority) lowerThisThreadsPriority();
+            while (auto job = jobs.pop()) {
+                if (cancelled()) break;
+                if (job->loadError && !(job->textLayer && params.pdfText == PdfTextPolicy::Keep)) {
+                    job->pre = preprocessPage(job->image.image, params.preprocess);
+                    for (const auto& region : job->pre->regions)
+                        job->prepared.push_back(splitter->prepare(region.image, job->image.dpi, params.cancel));
+                }
+                if (!preparedJobs.push(std::move(*job))) break;
+            }
+            preparedJobs.close();
+        });
+    BoundedQueue<Job>& work = splitter ? preparedJobs : jobs;
+
     std::atomic<int> activeWorkers{threads};
     std::vector<std::thread> workers;
     Status workerInitError;
@@ -309,8 +339,9 @@ Result<RunSummary> runTranscription(ProjectStore& store, const TranscribeParams&
                 workerInitError = rec.status();
                 stop = true;
                 jobs.close();
+                preparedJobs.close();
             }
-            while (auto job = jobs.pop()) {
+            while (auto job = work.pop()) {
                 Done d;
                 d.page = job->page;
                 if (!job->loadError) {
@@ -329,12 +360,16 @@ Result<RunSummary> runTranscription(ProjectStore& store, const TranscribeParams&
                         o.keptTextLayer = true;
                         d.outcomes.push_back(std::move(o));
                     } else {
-                        const PreprocessResult pre = preprocessPage(img.image, params.preprocess);
-                        for (const auto& region : pre.regions) {
+                        const PreprocessResult pre =
+                            job->pre ? std::move(*job->pre) : preprocessPage(img.image, params.preprocess);
+                        for (size_t r = 0; r < pre.regions.size(); ++r) {
+                            const auto& region = pre.regions[r];
                             std::function<void(const std::string&)> stream;
                             if (params.onText)
                                 stream = [&, id = job->page.id](const std::string& piece) { params.onText(id, piece); };
-                            auto text = (*rec)->recognize(region.image, img.dpi, params.cancel, stream);
+                            auto text = r < job->prepared.size() && job->prepared[r]
+                                            ? (*rec)->recognizePrepared(*job->prepared[r], params.cancel, stream)
+                                            : (*rec)->recognize(region.image, img.dpi, params.cancel, stream);
                             if (!text) {
                                 d.error = text.status();
                                 break;
@@ -410,8 +445,10 @@ Result<RunSummary> runTranscription(ProjectStore& store, const TranscribeParams&
     }
     stop = stop || cancelled();
     jobs.close();
+    preparedJobs.close();
     done.close();
     loader.join();
+    if (preparer.joinable()) preparer.join();
     for (auto& w : workers) w.join();
     summary.cancelled = params.cancel && params.cancel->load();
     (void)store.finishRun(*runId, !writeError.isOk() ? "failed" : summary.cancelled ? "cancelled" : "finished");

@@ -114,6 +114,12 @@ public:
     // cancelled page ends the context: the next page starts a fresh one.
     Result<ReaderPage> readPage(const cv::Mat& image, int dpi, const std::atomic<bool>* cancel = nullptr,
                                 const std::function<void(const std::string&)>& onText = {});
+    // readPage() in two parts: the front-end's reading of the page (const, thread-safe, so it can
+    // run for the next page on another thread), then the decoding, in page order. A failed
+    // encoding given to readEncoded() fails that page as readPage() would.
+    Result<PpocrPage> encode(const cv::Mat& image, const std::atomic<bool>* cancel = nullptr) const;
+    Result<ReaderPage> readEncoded(const Result<PpocrPage>& encoded, int dpi, const std::atomic<bool>* cancel = nullptr,
+                                   const std::function<void(const std::string&)>& onText = {});
     int pagesRead() const;
 
     // The decoder's context after the pages read so far (its session state, the repetition rules'
@@ -133,7 +139,7 @@ public:
 
 private:
     ReaderEngine();
-    Result<ReaderPage> decodePage(const cv::Mat& image, int dpi, const std::atomic<bool>* cancel,
+    Result<ReaderPage> decodePage(const Result<PpocrPage>& encoded, int dpi, const std::atomic<bool>* cancel,
                                   const std::function<void(const std::string&)>& onText);
     struct Impl;
     std::unique_ptr<Impl> d;

@@ -29,6 +29,11 @@ std::string chooseEngine(const std::string& engine, const std::string& languages
 // The engines this build offers.
 std::vector<std::string> availableEngines();
 
+// A page after the first part of a split recognizer's work (Recognizer::splitsPages()).
+struct PreparedPage {
+    virtual ~PreparedPage() = default;
+};
+
 class Recognizer {
 public:
     virtual ~Recognizer() = default;
@@ -40,6 +45,22 @@ public:
                                        const std::function<void(const std::string&)>& onText) = 0;
     Result<PageText> recognize(const cv::Mat& gray, int dpi, const std::atomic<bool>* cancel = nullptr) {
         return recognize(gray, dpi, cancel, {});
+    }
+
+    // Engines whose work on a page splits into a part that depends on the page alone and a part
+    // that must go in page order (the reader: the front-end, then the decoder) say so, and a
+    // transcription prepares the next page on another thread while this one is recognised.
+    // prepare() is thread-safe and never fails: a failure travels in the prepared page, and
+    // recognizePrepared() reports it in page order. recognizePrepared() gives what recognize()
+    // would have given for that page.
+    virtual bool splitsPages() const { return false; }
+    virtual std::unique_ptr<PreparedPage> prepare(const cv::Mat& /*gray*/, int /*dpi*/,
+                                                  const std::atomic<bool>* /*cancel*/) const {
+        return nullptr;
+    }
+    virtual Result<PageText> recognizePrepared(PreparedPage& /*page*/, const std::atomic<bool>* /*cancel*/,
+                                               const std::function<void(const std::string&)>& /*onText*/) {
+        return Status(ErrorCode::InvalidArgument, name() + " does not split its work on a page");
     }
 
     // Engines that carry context from page to page (the reader) checkpoint it after each page, and

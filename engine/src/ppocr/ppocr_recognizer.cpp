@@ -43,11 +43,23 @@ public:
     std::string version() const override { return "SR-SWA reader"; }
     Result<PageText> recognize(const cv::Mat& gray, int dpi, const std::atomic<bool>* cancel,
                                const std::function<void(const std::string&)>& onText) override {
-        auto page = m_engine->readPage(gray, dpi, cancel, onText);
-        if (!page) return page.status();
-        if (!page->failure.empty()) return Status(ErrorCode::Engine, "reader: " + page->failure);
-        page->text.language = m_langs;
-        return std::move(page->text);
+        return finish(m_engine->readPage(gray, dpi, cancel, onText));
+    }
+    // The front-end's reading of a page, ahead of the decoder.
+    struct Encoded : PreparedPage {
+        Encoded(Result<PpocrPage> p, int d) : page(std::move(p)), dpi(d) {}
+        Result<PpocrPage> page;
+        int dpi;
+    };
+    bool splitsPages() const override { return true; }
+    std::unique_ptr<PreparedPage> prepare(const cv::Mat& gray, int dpi, const std::atomic<bool>* cancel) const override {
+        return std::make_unique<Encoded>(m_engine->encode(gray, cancel), dpi);
+    }
+    Result<PageText> recognizePrepared(PreparedPage& page, const std::atomic<bool>* cancel,
+                                       const std::function<void(const std::string&)>& onText) override {
+        auto* encoded = dynamic_cast<Encoded*>(&page);
+        if (!encoded) return Status(ErrorCode::Internal, "reader: a page prepared by another engine");
+        return finish(m_engine->readEncoded(encoded->page, encoded->dpi, cancel, onText));
     }
     bool carriesContext() const override { return true; }
     DecoderCheckpoint checkpoint() override { return m_engine->checkpoint(); }
@@ -57,6 +69,13 @@ public:
     }
 
 private:
+    Result<PageText> finish(Result<ReaderPage> page) const {
+        if (!page) return page.status();
+        if (!page->failure.empty()) return Status(ErrorCode::Engine, "reader: " + page->failure);
+        page->text.language = m_langs;
+        return std::move(page->text);
+    }
+
     std::unique_ptr<ReaderEngine> m_engine;
     std::string m_langs;
 };
