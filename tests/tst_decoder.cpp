@@ -683,8 +683,12 @@ private slots:
         QCOMPARE(at1000.poolCapacityBytes, at10.poolCapacityBytes);
         QCOMPARE(at1000.poolUsedBytes, at10.poolUsedBytes);
         QCOMPARE(at1000.attendedTokens, at10.attendedTokens);
-        QCOMPARE(at1000.hostBytes, at100.hostBytes);      // host memory: the cache of gated pages, full at both
+        // Host memory: the cache of computed gated pages, at most gatedCachePages pages (of one block here).
+        const auto& mc = model->config;
+        const size_t pageBytes = 2 * size_t(mc.numLayers) * mc.numKvHeads * kBlockTokens * mc.headDim * sizeof(float);
         QVERIFY(at1000.hostBytes > 0);
+        QVERIFY(at100.hostBytes <= size_t(p.gatedCachePages) * pageBytes);
+        QVERIFY(at1000.hostBytes <= size_t(p.gatedCachePages) * pageBytes);
         QVERIFY(at1000.spillBytes > 9 * at100.spillBytes);  // pages behind the window wait on disk
         QVERIFY(r1000.poolUsedBytes > 5 * r10.poolUsedBytes);  // R-SWA's references grow with the volume
         QVERIFY(at1000.attendedTokens * 10 < r1000.attendedTokens);  // and so does what it attends to
@@ -740,10 +744,35 @@ private slots:
             return pageOf(page);
         });
         QVERIFY2(b, b.status().message().c_str());
+        const int64_t computedWithout = (*b)->stats().computedPages;
         fed = fedAtSave, token = tokenAtSave;
         drive(**b, 60, &got);
         QCOMPARE(got.size(), expected.size());
         for (size_t i = 0; i < got.size(); ++i) QVERIFY2(got[i] == expected[i], qPrintable(QString("step %1 differs").arg(i)));
+        // Pages given back with their summaries (what the reader keeps): under SR-SWA the pages
+        // behind the window are not computed at resume, and the steps are the same again.
+        auto withSummaries = DecodeSession::restore(model, p, state, [&](int page) -> Result<std::vector<float>> {
+            std::vector<float> row = pageOf(page);
+            const std::vector<float> summary = a.pageSummary(page);
+            row.insert(row.end(), summary.begin(), summary.end());
+            return row;
+        });
+        QVERIFY2(withSummaries, withSummaries.status().message().c_str());
+        const int64_t computedAtResume = (*withSummaries)->stats().computedPages;
+        QCOMPARE((*withSummaries)->pagesAdded(), fedAtSave + 1);
+        fed = fedAtSave, token = tokenAtSave;
+        got.clear();
+        drive(**withSummaries, 60, &got);
+        QCOMPARE(got.size(), expected.size());
+        for (size_t i = 0; i < got.size(); ++i) QVERIFY2(got[i] == expected[i], qPrintable(QString("step %1 differs (with summaries)").arg(i)));
+        if (p.mode == AttentionMode::SrSwa) {
+            // The window's pages and the gated ones, not the whole context.
+            QVERIFY2(computedAtResume <= 1 + p.windowBefore + p.windowAfter + p.gatedPages,
+                     qPrintable(QString("%1 pages computed at resume of %2").arg(computedAtResume).arg(fedAtSave + 1)));
+            QVERIFY(computedWithout >= fedAtSave + 1);  // without summaries: every page of the context
+            qInfo("resume at page %d: %lld pages computed with summaries, %lld without", fedAtSave + 1,
+                  (long long)computedAtResume, (long long)computedWithout);
+        }
         // A damaged state is refused, not half-restored.
         auto broken = DecodeSession::restore(model, p, state.substr(0, state.size() / 2),
                                              [&](int page) -> Result<std::vector<float>> { return pageOf(page); });

@@ -210,8 +210,13 @@ Result<ReaderPage> ReaderEngine::decodePage(const Result<PpocrPage>& read, int d
         fresh = true;
     }
     if (Status s = d->session->addPage(d->sessionPages, visual.data(), count); !s) return s;
+    // What a resume needs of the page: its inputs and the gate's summary of it (so that a page
+    // behind the window is not computed again at resume).
+    std::vector<float> kept = visual;
+    const std::vector<float> summary = d->session->pageSummary(d->sessionPages);
+    kept.insert(kept.end(), summary.begin(), summary.end());
+    d->pending.push_back(std::move(kept));
     ++d->sessionPages;
-    d->pending.push_back(visual);
 
     std::vector<int> tokens;
     std::vector<float> probs;

@@ -82,6 +82,10 @@ def main():
     print(f"| pages {len(stamps) - tenth + 1}–{len(stamps)} | {peak(len(stamps) - tenth, len(stamps) + 1):.1f} | "
           f"{statistics.median(per_page[-tenth:]):.3f} |")
     print(f"| whole run | {max(r for _, r in samples) / 1024:.1f} | {statistics.median(per_page):.3f} |")
+    # The trend: each tenth of the volume, in order.
+    print("each tenth, peak RSS MiB / median s/page: " + ", ".join(
+        f"{peak(k * tenth, (k + 1) * tenth):.0f}/{statistics.median(per_page[k * tenth:(k + 1) * tenth]):.2f}"
+        for k in range(len(per_page) // tenth)))
     return 0
 
 

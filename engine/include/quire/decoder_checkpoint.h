@@ -14,7 +14,9 @@ struct DecoderCheckpoint {
     std::string state;           // the engine's own serialised state (opaque to the store)
     bool restartPages = false;   // a new context began: the stored context pages are dropped first
     int firstNewPage = 0;        // index of newPages[0] among the context's pages
-    std::vector<std::vector<float>> newPages;  // inputs of the pages added since the last checkpoint
+    // What the pages added since the last checkpoint bring back at resume: their inputs, then the
+    // decoder's summary of each (DecodeSession::PageProvider).
+    std::vector<std::vector<float>> newPages;
 };
 
 }  // namespace quire

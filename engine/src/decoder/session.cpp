@@ -178,13 +178,16 @@ struct DecodeSession::Impl {
     bool spilling = false;
     SpillFile spill;
     std::map<int, int64_t> spillOffset;  // page -> where its visual inputs start in the spill file
+    // The gate tends to pick its pages from a pool a little larger than k_p, a different few as the
+    // query moves: a least-recently-used cache smaller than the pool misses on nearly every pick.
+    // So the cache keeps the pages picked most often lately (a pick count decayed at each refresh)
+    // and drops the least used.
     struct GatedPage {
         std::vector<Block> blocks;
-        uint64_t lastUse = 0;
+        double uses = 0;
     };
     std::map<int, GatedPage> gatedCache;
-    uint64_t gateClock = 0;
-    int64_t recomputedPages = 0;
+    int64_t recomputedPages = 0, computedPages = 0;
     uint64_t pageLayout = 0;  // changes whenever pages' blocks are made or given back
 
     Impl(std::shared_ptr<const ModelWeights> m, AttentionParams params) : model(std::move(m)), c(model->config), p(params) {
@@ -519,12 +522,25 @@ struct DecodeSession::Impl {
         return out;
     }
 
+    // Restore: a page behind the window, known by its inputs (to the spill file) and its summary.
+    Status addSpilledPage(int page, const float* visual, int count, int64_t pos0, std::vector<float> summary) {
+        auto at = spill.append(visual, size_t(count) * c.visualStride());
+        if (!at) return at.status();
+        spillOffset[page] = *at;
+        pagePos0[page] = pos0;
+        pageTokens[page] = count;
+        std::vector<double> norms = layerNorms2(summary);
+        pageSummary[page] = {std::move(summary), std::move(norms)};
+        return Status::ok();
+    }
+
     // Makes sure every gated page's keys and values are at hand: a page behind the window is
     // computed again from its spilled inputs (the same keys and values it had when it was fed).
     // The cache keeps the gatedCachePages most recently gated pages.
     Status materializeGated() {
         if (!spilling) return Status::ok();
-        ++gateClock;
+        constexpr double kDecay = 0.98;  // per refresh: a pick counts half after 34 refreshes
+        for (auto& [page, gp] : gatedCache) gp.uses *= kDecay;
         for (int page : gated) {
             if (pageBlocks.count(page)) continue;
             auto it = gatedCache.find(page);
@@ -547,14 +563,17 @@ struct DecodeSession::Impl {
                 ++recomputedPages;
                 it = gatedCache.emplace(page, std::move(gp)).first;
             }
-            it->second.lastUse = gateClock;
+            it->second.uses += 1;
         }
         const size_t keep = size_t(std::max<int>(p.gatedCachePages, int(gated.size())));
         while (gatedCache.size() > keep) {
-            auto oldest = gatedCache.begin();
+            auto least = gatedCache.end();
             for (auto it = gatedCache.begin(); it != gatedCache.end(); ++it)
-                if (it->second.lastUse < oldest->second.lastUse) oldest = it;
-            gatedCache.erase(oldest);
+                if (std::find(gated.begin(), gated.end(), it->first) == gated.end() &&
+                    (least == gatedCache.end() || it->second.uses < least->second.uses))
+                    least = it;
+            if (least == gatedCache.end()) break;
+            gatedCache.erase(least);
         }
         return Status::ok();
     }
@@ -811,6 +830,7 @@ struct DecodeSession::Impl {
                        std::vector<float>* summary) {
         const int H = c.hiddenSize, Q = c.numHeads * c.headDim, KV = c.numKvHeads * c.headDim, D = c.headDim,
                   F = c.intermediateSize;
+        ++computedPages;
         std::vector<float> X(size_t(T) * H), Xn(size_t(T) * H), Qm(size_t(T) * Q), Km(size_t(T) * KV), Vm(size_t(T) * KV),
             A(size_t(T) * Q), O(size_t(T) * H), Gm(size_t(T) * F), Um(size_t(T) * F);
         if (!c.visualTokenIds) {
@@ -1286,6 +1306,11 @@ DecodeSession::~DecodeSession() = default;
 
 int DecodeSession::pagesAdded() const { return int(d->pagePos0.size()); }
 
+std::vector<float> DecodeSession::pageSummary(int page) const {
+    auto it = d->pageSummary.find(page);
+    return it == d->pageSummary.end() ? std::vector<float>() : it->second.mean;
+}
+
 int DecodeSession::lineEndsLeft() const {
     auto it = d->pageLineEnds.find(d->currentPage);
     return it == d->pageLineEnds.end() ? 0 : std::max(0, int(it->second.size()) - d->writtenLineEnds);
@@ -1478,6 +1503,7 @@ SessionStats DecodeSession::stats() const {
     s.hostBytes = host;
     s.spillBytes = size_t(d->spill.size());
     s.recomputedPages = d->recomputedPages;
+    s.computedPages = d->computedPages;
     s.attendedTokens = d->lastAttended;
     s.position = d->position;
     s.currentPage = d->currentPage;
@@ -1673,6 +1699,7 @@ Result<std::unique_ptr<DecodeSession>> DecodeSession::restore(std::shared_ptr<co
     auto session = std::make_unique<DecodeSession>(model, params);
     if (Status s = session->begin(sinks); !s) return s;
     Impl& d = *session->d;
+    const uint64_t qFloats = uint64_t(c.numLayers) * c.numKvHeads * c.headDim;  // a gate query or summary
     uint32_t nPages = 0;
     if (!r.get(nPages)) return bad("truncated");
     for (uint32_t i = 0; i < nPages; ++i) {
@@ -1682,10 +1709,21 @@ Result<std::unique_ptr<DecodeSession>> DecodeSession::restore(std::shared_ptr<co
         if (page < 0 || count < 1 || count > params.maxPageTokens || !inRange(pos0)) return bad("a page is out of range");
         auto visual = pages(page);
         if (!visual) return visual.status();
-        if (int(visual->size()) != count * c.visualStride())
+        const size_t inputs = size_t(count) * c.visualStride(), summary = size_t(qFloats);
+        if (visual->size() != inputs && visual->size() != inputs + summary)
             return bad("page " + std::to_string(page) + " now has a different number of visual tokens");
+        if (!d.pagePos0.empty() && page != d.pagePos0.rbegin()->first + 1) return bad("pages out of order");
         d.position = pos0;
         d.currentPage = currentPage;
+        if (d.spilling && page < currentPage - params.windowBefore && visual->size() == inputs + summary) {
+            // Behind the window with its summary: nothing to compute until the gate picks it.
+            const float* s = visual->data() + inputs;
+            if (!std::all_of(s, s + summary, [](float v) { return std::isfinite(v); }))
+                return bad("page " + std::to_string(page) + " has a damaged summary");
+            if (Status st = d.addSpilledPage(page, visual->data(), count, pos0, std::vector<float>(s, s + summary)); !st)
+                return st;
+            continue;
+        }
         if (Status s = session->addPage(page, visual->data(), count); !s) return s;
         // Pages behind the window leave the pool at once, as they had when the state was saved.
         d.offloadLeftPages();
@@ -1705,7 +1743,6 @@ Result<std::unique_ptr<DecodeSession>> DecodeSession::restore(std::shared_ptr<co
     }
     uint32_t nQueries = 0;
     if (!r.get(nQueries) || nQueries != d.recentQueries.size()) return bad("gate state does not match");
-    const uint64_t qFloats = uint64_t(c.numLayers) * c.numKvHeads * c.headDim;
     for (auto& q : d.recentQueries)
         if (!r.getFloats(q, qFloats)) return bad("truncated");
         else if (!q.empty() && q.size() != qFloats) return bad("gate state does not match");

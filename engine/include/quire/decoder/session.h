@@ -45,9 +45,11 @@ struct AttentionParams {
     int gateRefreshSteps = 8;      // the page gate is re-evaluated this often and at each page break
     int gateQueryTokens = 16;      // running mean of this many recent pre-rotary queries
     // A page behind the window keeps only its summary for the gate and its visual inputs in a
-    // spill file on disk; when the gate picks it, its keys and values are computed again. The
-    // last this many gated pages are kept computed (host memory bounded by the page size).
-    int gatedCachePages = 8;
+    // spill file on disk; when the gate picks it, its keys and values are computed again. This
+    // many gated pages stay computed, those picked most often lately (host memory: at most this
+    // many pages' keys and values). The gate picks from a pool somewhat larger than gatedPages:
+    // on a generated volume 8 missed on most picks past page 300, 16 almost never.
+    int gatedCachePages = 16;
     int maxPageTokens = 512;       // visual tokens a page may bring (sizes the fixed pool)
     int maxSinkTokens = 64;
     // Benchmarks only: keep every key in host memory and measure, at each generated step, the share
@@ -83,6 +85,7 @@ struct SessionStats {
                                    // gatedCachePages), or with measureRecall every page outside the window
     size_t spillBytes = 0;         // visual inputs of the pages fed, in the spill file (disk)
     int64_t recomputedPages = 0;   // gated pages computed again from the spill file so far
+    int64_t computedPages = 0;     // pages computed in all: fed, restored and computed again
     int attendedTokens = 0;        // tokens the last step attended to (layer 0)
     int64_t position = 0;          // absolute position of the next token
     int currentPage = 0;
@@ -124,12 +127,19 @@ public:
     // With measureRecall set: compute recall on the steps while the probe is on.
     void setRecallProbe(bool on);
 
+    // The page gate's summary of a fed page (numLayers × numKvHeads × headDim floats), empty for a
+    // page not fed. A caller that keeps pages for restore() keeps this after the page's inputs.
+    std::vector<float> pageSummary(int page) const;
+
     // Everything needed to continue: counters, page pointer, gate state, the generated tokens' keys
     // and values, and where each page's visual tokens sat. Pages' keys and values are not stored:
-    // they depend only on the sinks and the page itself, so restore() recomputes them from the
-    // page's visual tokens at their original positions.
+    // they depend only on the sinks and the page itself, so restore() computes the window's pages
+    // again from their visual tokens at their original positions. `pages(p)` gives page p's
+    // inputs, [count, visualStride()], optionally followed by its pageSummary(): with the summary,
+    // a page behind the window is not computed at all (SR-SWA), so resuming a long volume costs
+    // the window, not the volume.
     std::string saveState() const;
-    using PageProvider = std::function<Result<std::vector<float>>(int page)>;  // [count, visualStride()]
+    using PageProvider = std::function<Result<std::vector<float>>(int page)>;
     static Result<std::unique_ptr<DecodeSession>> restore(std::shared_ptr<const ModelWeights> model,
                                                           AttentionParams params, const std::string& state,
                                                           const PageProvider& pages);
