@@ -1,6 +1,7 @@
 #include "quire/reader.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
@@ -176,8 +177,14 @@ Result<PpocrPage> ReaderEngine::encode(const cv::Mat& image, const std::atomic<b
 
 Result<ReaderPage> ReaderEngine::readEncoded(const Result<PpocrPage>& encoded, int dpi, const std::atomic<bool>* cancel,
                                              const std::function<void(const std::string&)>& onText) {
+    const auto start = std::chrono::steady_clock::now();
     auto page = decodePage(encoded, dpi, cancel, onText);
-    if (!page) d->dropSession();  // a half-read page is no context to go on from
+    if (!page) {
+        d->dropSession();  // a half-read page is no context to go on from
+        return page;
+    }
+    page->decodeSeconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    if (d->session) page->pagesComputedAgain = d->session->stats().recomputedPages;
     return page;
 }
 

@@ -3,14 +3,22 @@
 N-page multi-page TIFF (tools/bench/memory_flat.py's pages: 150 dpi letter, ten lines of text),
 transcribes it with `quire-cli --engine reader` (one sequence, one worker), samples the process's
 resident memory twice a second, and reads each page's commit time from the project. Prints peak
-memory and the median seconds per page over the first and the last tenth of the volume.
+memory and the median seconds per page over the first and the last tenth of the volume, and the
+trend over every tenth.
+
+With --light the pages are small (900 x 300 pixels, two lines), so a 1,000-page volume takes
+minutes; the run then also reports the decoder's own time per page and the pages it computed
+again ($QUIRE_READER_STATS=1), which the front-end's time hides in the page times.
 
     /usr/bin/python3 tools/bench/reader_volume.py --pages 1000
+    /usr/bin/python3 tools/bench/reader_volume.py --pages 1000 --light
 """
 import argparse
 import bisect
 import datetime
 import os
+import random
+import re
 import signal
 import sqlite3
 import statistics
@@ -33,22 +41,45 @@ def rss_kib(pid):
     return None
 
 
+def make_light_volume(path, pages, seed=3):
+    from PIL import Image, ImageDraw, ImageFont
+    sys.path.insert(0, HERE)
+    from memory_flat import WORDS
+    rng = random.Random(seed)
+    font = ImageFont.truetype("/usr/share/fonts/truetype/dejavu/DejaVuSerif.ttf", 28)
+    def page(n):
+        img = Image.new("L", (900, 300), 255)
+        d = ImageDraw.Draw(img)
+        d.text((420, 20), str(n), font=font, fill=0)
+        for i in range(2):
+            d.text((60, 100 + i * 48), " ".join(rng.choice(WORDS) for _ in range(6)), font=font, fill=0)
+        return img
+    page(1).save(path, save_all=True, compression="tiff_deflate", dpi=(150, 150),
+                 append_images=(page(n) for n in range(2, pages + 1)))
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--pages", type=int, default=1000)
     ap.add_argument("--quire-cli", default=os.path.join(HERE, "..", "..", "build", "app", "quire-cli"))
     ap.add_argument("--max-seconds", type=float, default=0,
                     help="stop the run (SIGINT: a clean cancel) after this long and report the pages done")
+    ap.add_argument("--light", action="store_true", help="small two-line pages; report the decoder's own time")
     args = ap.parse_args()
     cli = os.path.abspath(args.quire_cli)
     n = args.pages
     with tempfile.TemporaryDirectory() as tmp:
         vol = os.path.join(tmp, "volume.tif")
-        subprocess.run([sys.executable, os.path.join(HERE, "memory_flat.py"), "--make", vol, str(n)], check=True)
+        if args.light:
+            make_light_volume(vol, n)
+        else:
+            subprocess.run([sys.executable, os.path.join(HERE, "memory_flat.py"), "--make", vol, str(n)], check=True)
         project = os.path.join(tmp, "volume.quire")
         start = time.time()
+        log = open(os.path.join(tmp, "stderr.txt"), "w+")  # a file, not a pipe: a long run's log would fill a pipe
         proc = subprocess.Popen([cli, "transcribe", vol, "--project", project, "--engine", "reader", "--threads", "1"],
-                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+                                stdout=subprocess.DEVNULL, stderr=log, text=True,
+                                env=dict(os.environ, QUIRE_READER_STATS="1") if args.light else None)
         samples = []  # (unix time, RSS KiB)
         stopped = False
         while proc.poll() is None:
@@ -59,7 +90,8 @@ def main():
             if r:
                 samples.append((time.time(), r))
             time.sleep(0.5)
-        err = proc.stderr.read()
+        log.seek(0)
+        err = log.read()
         if proc.returncode not in (0, 3) and not stopped:
             sys.exit(f"quire-cli failed ({proc.returncode}): {err[-2000:]}")
         db = sqlite3.connect(project)
@@ -82,6 +114,13 @@ def main():
     print(f"| pages {len(stamps) - tenth + 1}–{len(stamps)} | {peak(len(stamps) - tenth, len(stamps) + 1):.1f} | "
           f"{statistics.median(per_page[-tenth:]):.3f} |")
     print(f"| whole run | {max(r for _, r in samples) / 1024:.1f} | {statistics.median(per_page):.3f} |")
+    stats = [(float(ms), int(again)) for ms, again in
+             re.findall(r"reader stats: decoded in ([\d.]+) ms, (\d+) pages computed again", err)]
+    if stats:
+        k = max(1, len(stats) // 10)
+        print("decoder, each tenth: median ms/page (pages computed again): " + ", ".join(
+            f"{statistics.median(ms for ms, _ in stats[i:i + k]):.0f} ({stats[min(i + k, len(stats)) - 1][1] - (stats[i - 1][1] if i else 0)})"
+            for i in range(0, k * 10, k)))
     # The trend: each tenth of the volume, in order.
     print("each tenth, peak RSS MiB / median s/page: " + ", ".join(
         f"{peak(k * tenth, (k + 1) * tenth):.0f}/{statistics.median(per_page[k * tenth:(k + 1) * tenth]):.2f}"

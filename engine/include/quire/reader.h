@@ -101,6 +101,10 @@ struct ReaderPage {
     PageText text;
     int tokens = 0;              // generated tokens, the page terminator included
     std::string failure;         // non-empty: "token cap" or "decoding loop" with details
+    // Diagnostics: seconds the decoder spent on the page (the front-end not counted), and pages
+    // behind the window the session has computed again so far (DecodeSession::stats()).
+    double decodeSeconds = 0;
+    int64_t pagesComputedAgain = 0;
 };
 
 class ReaderEngine {

@@ -137,13 +137,12 @@ struct DecodeSession::Impl {
     std::vector<int> sinkBlocks;
     std::map<int, std::vector<int>> pageBlocks;
     std::vector<int> genBlocks;    // live generated blocks, oldest first
-    // The page gate's summary of a page: its mean pre-rotary key per [layer][kvHead][dim], and that
-    // vector's squared norm per layer (computed once: the gate scores every earlier page often).
-    struct PageSummary {
-        std::vector<float> mean;
-        std::vector<double> norm2;
-    };
-    std::map<int, PageSummary> pageSummary;
+    // The page gate's summaries, one row per page in page order (pages are fed consecutively from
+    // gateFirstPage): each page's mean pre-rotary key per [layer][kvHead][dim], and the inverse of
+    // its norm per layer (0 for a zero vector). The gate scores every earlier page at each refresh,
+    // so the rows are contiguous and scored with matrix-vector products.
+    std::vector<float> gateMeans, gateInvNorms;
+    int gateFirstPage = 0, gatePages = 0;
     std::map<int, int> pageTokens;
     int64_t position = 0, generated = 0;
     int64_t frontier = 0;  // one past the highest position used (page-aligned positions reuse lower ones)
@@ -529,8 +528,7 @@ struct DecodeSession::Impl {
         spillOffset[page] = *at;
         pagePos0[page] = pos0;
         pageTokens[page] = count;
-        std::vector<double> norms = layerNorms2(summary);
-        pageSummary[page] = {std::move(summary), std::move(norms)};
+        addGateSummary(page, summary);
         return Status::ok();
     }
 
@@ -580,12 +578,24 @@ struct DecodeSession::Impl {
 
     // The page gate: cosine between the running mean of recent pre-rotary queries and each earlier
     // page's mean pre-rotary key, summed over layers; the best k_p pages outside the window.
-    std::vector<double> layerNorms2(const std::vector<float>& v) const {
+    // Inverse norm of each layer's slice of a summary or query (0 for a zero slice).
+    std::vector<float> layerInvNorms(const std::vector<float>& v) const {
         const size_t per = size_t(c.numKvHeads) * c.headDim;
-        std::vector<double> out(size_t(c.numLayers), 0.0);
-        for (int l = 0; l < c.numLayers; ++l)
-            for (size_t i = l * per; i < (l + 1) * per; ++i) out[size_t(l)] += double(v[i]) * v[i];
+        std::vector<float> out(size_t(c.numLayers), 0.f);
+        for (int l = 0; l < c.numLayers; ++l) {
+            double ss = 0;
+            for (size_t i = l * per; i < (l + 1) * per; ++i) ss += double(v[i]) * v[i];
+            out[size_t(l)] = ss > 0 ? float(1.0 / std::sqrt(ss)) : 0.f;
+        }
         return out;
+    }
+
+    void addGateSummary(int page, const std::vector<float>& summary) {
+        if (gatePages == 0) gateFirstPage = page;
+        gateMeans.insert(gateMeans.end(), summary.begin(), summary.end());
+        const std::vector<float> inv = layerInvNorms(summary);
+        gateInvNorms.insert(gateInvNorms.end(), inv.begin(), inv.end());
+        ++gatePages;
     }
 
     Status refreshGate() {
@@ -599,19 +609,20 @@ struct DecodeSession::Impl {
                 for (size_t i = 0; i < n; ++i) gq[i] += r[i];
                 ++have;
             }
-        const std::vector<double> na = layerNorms2(gq);
-        std::vector<std::pair<double, int>> scored;
-        const size_t per = size_t(c.numKvHeads) * c.headDim;
-        for (const auto& [page, summary] : pageSummary) {
-            if (page >= currentPage - p.windowBefore) break;  // only earlier pages (the map is in page order)
-            double score = 0;
-            for (int l = 0; l < c.numLayers; ++l) {
-                double dot = 0;
-                for (size_t i = l * per; i < (l + 1) * per; ++i) dot += double(gq[i]) * summary.mean[i];
-                const double nb = summary.norm2[size_t(l)];
-                score += (na[size_t(l)] > 0 && nb > 0) ? dot / std::sqrt(na[size_t(l)] * nb) : 0.0;
-            }
-            scored.push_back({have ? score : 0.0, page});
+        // Score of a page: Σ over layers of the cosine between the query's and the page's slices.
+        const int rows = std::clamp(currentPage - p.windowBefore - gateFirstPage, 0, gatePages);  // earlier pages only
+        const int per = c.numKvHeads * c.headDim, L = c.numLayers;
+        const std::vector<float> qInv = layerInvNorms(gq);
+        std::vector<float> dots(size_t(rows) * L, 0.f);
+        if (rows > 0 && have)
+            for (int l = 0; l < L; ++l)  // dots[page][l] = page's layer-l slice · query's, strided over the rows
+                cblas_sgemv(CblasRowMajor, CblasNoTrans, rows, per, qInv[size_t(l)], gateMeans.data() + size_t(l) * per, int(n),
+                            gq.data() + size_t(l) * per, 1, 0.0f, dots.data() + l, L);
+        std::vector<std::pair<float, int>> scored;
+        for (int r = 0; r < rows; ++r) {
+            float score = 0;
+            for (int l = 0; l < L; ++l) score += dots[size_t(r) * L + l] * gateInvNorms[size_t(r) * L + l];
+            scored.push_back({have ? score : 0.f, gateFirstPage + r});
         }
         // The best k_p, ties to the earlier page.
         const size_t keep = std::min(scored.size(), size_t(p.gatedPages));
@@ -1307,8 +1318,10 @@ DecodeSession::~DecodeSession() = default;
 int DecodeSession::pagesAdded() const { return int(d->pagePos0.size()); }
 
 std::vector<float> DecodeSession::pageSummary(int page) const {
-    auto it = d->pageSummary.find(page);
-    return it == d->pageSummary.end() ? std::vector<float>() : it->second.mean;
+    const int r = page - d->gateFirstPage;
+    if (r < 0 || r >= d->gatePages) return {};
+    const size_t n = size_t(d->c.numLayers) * d->c.numKvHeads * d->c.headDim;
+    return std::vector<float>(d->gateMeans.begin() + long(r * n), d->gateMeans.begin() + long((r + 1) * n));
 }
 
 int DecodeSession::lineEndsLeft() const {
@@ -1376,7 +1389,7 @@ Status DecodeSession::addPage(int page, const float* visual, int count) {
                 ends.push_back(d->position + t);
     }
     if (Status s = d->prefillPage(page, visual, count, summary); !s) return s;
-    d->pageSummary[page] = {summary, d->layerNorms2(summary)};
+    d->addGateSummary(page, summary);
     d->pageTokens[page] = count;
     d->pageFedSinceLastGen = true;
     return Status::ok();

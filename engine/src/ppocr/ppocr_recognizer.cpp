@@ -1,4 +1,6 @@
 // The PP-OCR front-end as a Recognizer, and the choice between recognizers.
+#include <cstdio>
+#include <cstdlib>
 #include <sstream>
 
 #include "quire/ppocr.h"
@@ -71,6 +73,10 @@ public:
 private:
     Result<PageText> finish(Result<ReaderPage> page) const {
         if (!page) return page.status();
+        // $QUIRE_READER_STATS=1: a line per page on stderr for benchmarks (tools/bench/reader_volume.py).
+        if (const char* stats = std::getenv("QUIRE_READER_STATS"); stats && std::string(stats) == "1")
+            std::fprintf(stderr, "reader stats: decoded in %.1f ms, %lld pages computed again so far\n",
+                         page->decodeSeconds * 1000.0, static_cast<long long>(page->pagesComputedAgain));
         if (!page->failure.empty()) return Status(ErrorCode::Engine, "reader: " + page->failure);
         page->text.language = m_langs;
         return std::move(page->text);
