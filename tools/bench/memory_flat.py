@@ -20,16 +20,20 @@ WORDS = ("record register parish volume archive keeper index paper binding page 
          "date baptism marriage burial field boundary clerk hand ink margin folio copy").split()
 
 
-def make_volume(path, pages, seed=7):
+def make_volume(path, pages, seed=7, size=(1275, 1650), number_at=(560, 80), text_at=(120, 200), lines=10,
+                words=8):
+    """An N-page multi-page TIFF at 150 dpi: a page number, then `lines` lines of `words` words.
+    The defaults are letter pages (this benchmark's); tools/bench/reader_volume.py --light makes
+    small ones."""
     rng = random.Random(seed)
     font = ImageFont.truetype("/usr/share/fonts/truetype/dejavu/DejaVuSerif.ttf", 28)
     def page(n):
-        img = Image.new("L", (1275, 1650), 255)
+        img = Image.new("L", size, 255)
         d = ImageDraw.Draw(img)
-        d.text((560, 80), str(n), font=font, fill=0)
-        for i in range(10):
-            line = " ".join(rng.choice(WORDS) for _ in range(8))
-            d.text((120, 200 + i * 48), line, font=font, fill=0)
+        d.text(number_at, str(n), font=font, fill=0)
+        for i in range(lines):
+            line = " ".join(rng.choice(WORDS) for _ in range(words))
+            d.text((text_at[0], text_at[1] + i * 48), line, font=font, fill=0)
         return img
     first = page(1)
     first.save(path, save_all=True, compression="tiff_deflate", dpi=(150, 150),

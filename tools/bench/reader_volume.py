@@ -17,7 +17,6 @@ import argparse
 import bisect
 import datetime
 import os
-import random
 import re
 import signal
 import sqlite3
@@ -41,21 +40,10 @@ def rss_kib(pid):
     return None
 
 
-def make_light_volume(path, pages, seed=3):
-    from PIL import Image, ImageDraw, ImageFont
+def make_light_volume(path, pages):
     sys.path.insert(0, HERE)
-    from memory_flat import WORDS
-    rng = random.Random(seed)
-    font = ImageFont.truetype("/usr/share/fonts/truetype/dejavu/DejaVuSerif.ttf", 28)
-    def page(n):
-        img = Image.new("L", (900, 300), 255)
-        d = ImageDraw.Draw(img)
-        d.text((420, 20), str(n), font=font, fill=0)
-        for i in range(2):
-            d.text((60, 100 + i * 48), " ".join(rng.choice(WORDS) for _ in range(6)), font=font, fill=0)
-        return img
-    page(1).save(path, save_all=True, compression="tiff_deflate", dpi=(150, 150),
-                 append_images=(page(n) for n in range(2, pages + 1)))
+    from memory_flat import make_volume
+    make_volume(path, pages, seed=3, size=(900, 300), number_at=(420, 20), text_at=(60, 100), lines=2, words=6)
 
 
 def main():
