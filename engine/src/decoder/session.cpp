@@ -521,11 +521,21 @@ struct DecodeSession::Impl {
         return out;
     }
 
-    // Restore: a page behind the window, known by its inputs (to the spill file) and its summary.
-    Status addSpilledPage(int page, const float* visual, int count, int64_t pos0, std::vector<float> summary) {
+    // A page's visual inputs to the spill file, what it is computed again from once it is behind
+    // the window.
+    Status spillInputs(int page, const float* visual, int count) {
         auto at = spill.append(visual, size_t(count) * c.visualStride());
         if (!at) return at.status();
         spillOffset[page] = *at;
+        return Status::ok();
+    }
+
+    // Pages are fed once each, in order (the gate's rows and the spill offsets follow them).
+    bool isNextPage(int page) const { return !pagePos0.count(page) && (pagePos0.empty() || page == pagePos0.rbegin()->first + 1); }
+
+    // Restore: a page behind the window, known by its inputs (to the spill file) and its summary.
+    Status addSpilledPage(int page, const float* visual, int count, int64_t pos0, std::vector<float> summary) {
+        if (Status s = spillInputs(page, visual, count); !s) return s;
         pagePos0[page] = pos0;
         pageTokens[page] = count;
         addGateSummary(page, summary);
@@ -1360,7 +1370,7 @@ Status DecodeSession::addPage(int page, const float* visual, int count) {
     if (d->sinkBlocks.empty()) return Status(ErrorCode::InvalidArgument, "addPage: begin() first");
     if (count <= 0 || count > m_params.maxPageTokens)
         return Status(ErrorCode::InvalidArgument, "addPage: a page brings 1 to " + std::to_string(m_params.maxPageTokens) + " visual tokens");
-    if (d->pagePos0.count(page) || (!d->pagePos0.empty() && page != d->pagePos0.rbegin()->first + 1))
+    if (!d->isNextPage(page))
         return Status(ErrorCode::InvalidArgument, "addPage: pages are fed once each, in order");
     if (c.visualTokenIds)
         for (int t = 0; t < count; ++t) {
@@ -1371,11 +1381,8 @@ Status DecodeSession::addPage(int page, const float* visual, int count) {
         }
     // SR-SWA: the page's inputs go to the spill file first (what the page is computed again from
     // once it is behind the window); if that fails, the session is left as it was.
-    if (d->spilling) {
-        auto at = d->spill.append(visual, size_t(count) * c.visualStride());
-        if (!at) return at.status();
-        d->spillOffset[page] = *at;
-    }
+    if (d->spilling)
+        if (Status s = d->spillInputs(page, visual, count); !s) return s;
     // Generated tokens after this page start a new block (positions inside a block stay consecutive).
     if (!d->genBlocks.empty()) d->blocks[size_t(d->genBlocks.back())].sealed = true;
     std::vector<float> summary(size_t(c.numLayers) * c.numKvHeads * c.headDim, 0.f);
@@ -1725,7 +1732,7 @@ Result<std::unique_ptr<DecodeSession>> DecodeSession::restore(std::shared_ptr<co
         const size_t inputs = size_t(count) * c.visualStride(), summary = size_t(qFloats);
         if (visual->size() != inputs && visual->size() != inputs + summary)
             return bad("page " + std::to_string(page) + " now has a different number of visual tokens");
-        if (!d.pagePos0.empty() && page != d.pagePos0.rbegin()->first + 1) return bad("pages out of order");
+        if (!d.isNextPage(page)) return bad("pages out of order");
         d.position = pos0;
         d.currentPage = currentPage;
         if (d.spilling && page < currentPage - params.windowBefore && visual->size() == inputs + summary) {
