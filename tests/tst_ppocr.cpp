@@ -422,6 +422,43 @@ private slots:
         QVERIFY(block[4] == block[6] && block[1] == block[3] && block[4] != block[1]);
     }
 
+    // A report's front page: a title, then a side bar of short lines beside a text column wider
+    // than 60 % of the page, their rows not lined up; a table of figures under the text column
+    // while the side bar goes on. Bands of rows read these interleaved (side bar, text, side
+    // bar...); the XY-cut reads the side bar, then the text, then the table row by row.
+    void readingOrderSideBarTextAndTable() {
+        std::vector<Box> boxes;
+        std::vector<int> expect;
+        boxes.push_back({100, 40, 900, 40});  // title
+        std::vector<int> side, text, table;
+        for (int r = 0; r < 24; ++r) side.push_back(int(boxes.size())), boxes.push_back({100, 140 + r * 40, 250 + (r % 3) * 20, 30});
+        for (int r = 0; r < 14; ++r) text.push_back(int(boxes.size())), boxes.push_back({440, 150 + r * 40, 620, 30});
+        for (int r = 0; r < 4; ++r)  // header row and three rows of figures, four narrow cells each
+            for (int c = 0; c < 4; ++c) table.push_back(int(boxes.size())), boxes.push_back({440 + c * 160, 760 + r * 40, c == 0 ? 120 : 80, 30});
+        std::vector<int> block;
+        const auto order = readingOrder(boxes, &block);
+        expect.push_back(0);
+        for (const auto* part : {&side, &text, &table}) expect.insert(expect.end(), part->begin(), part->end());
+        QCOMPARE(order, expect);
+        QVERIFY(block[size_t(side.front())] != block[size_t(text.front())]);
+        QVERIFY(block[size_t(text.back())] != block[size_t(table.front())]);
+        QCOMPARE(block[size_t(table.front())], block[size_t(table.back())]);  // one table, one block
+    }
+
+    // Two wide text columns whose lines sit on the same rows (a book's two-column page) are read
+    // column by column, not as a table: a table's columns are narrow.
+    void readingOrderAlignedTextColumnsAreNotATable() {
+        std::vector<Box> boxes;
+        std::vector<int> left, right;
+        for (int r = 0; r < 10; ++r) {
+            left.push_back(int(boxes.size())), boxes.push_back({100, 100 + r * 40, 600, 30});
+            right.push_back(int(boxes.size())), boxes.push_back({740, 100 + r * 40, 600, 30});
+        }
+        std::vector<int> expect = left;
+        expect.insert(expect.end(), right.begin(), right.end());
+        QCOMPARE(readingOrder(boxes), expect);
+    }
+
     // Two columns with a pull quote across the gutter halfway down: no x range is empty in every
     // row, so rows alone read the columns interleaved; Tesseract's layout analysis finds the
     // columns above and below the quote, and the lines are read column by column in each.

@@ -104,9 +104,10 @@ private:
     std::string m_dir;
 };
 
-// Orders line boxes as a reader would: full-width lines break the page into bands; inside a
-// band, columns left to right, each top to bottom. Returns indices into `boxes`, and each
-// line's block (column) number.
+// Orders line boxes as a reader would, by a recursive XY-cut at the page's white gaps: sections
+// top to bottom, columns (and side bars) left to right, each top to bottom; a table's cells row
+// by row. Returns indices into `boxes`, and each line's block number (a column's paragraph, a
+// table, a heading), numbered in reading order.
 std::vector<int> readingOrder(const std::vector<Box>& boxes, std::vector<int>* blockOfLine = nullptr);
 
 // Orders line boxes by the page's layout as Tesseract's layout analysis finds it (no recognition):
