@@ -497,6 +497,55 @@ private slots:
               sb.currentPage, (long long)sb.recomputedPages, sb.hostBytes, sa.hostBytes, sb.spillBytes);
     }
 
+    // The gate's hold: a page it holds stays picked unless another beats it by more than
+    // gateHold. Without a hold the picks flip among near-equal pages as the query drifts; with an
+    // unbeatable one, the gate keeps its first full set of pages for the rest of the volume (they
+    // stay behind the window); the default lies between.
+    void gateHoldsItsPages() {
+        const ModelConfig cfg = tinyConfig();
+        auto model = std::make_shared<const ModelWeights>(randomModel(cfg, 31));
+        auto changes = [&](float hold, std::vector<int>* last) {
+            AttentionParams p;
+            p.mode = AttentionMode::SrSwa;
+            p.recentTokens = 24;
+            p.maxPageTokens = 40;
+            p.gatedPages = 2;
+            p.blocksPerGatedPage = 2;
+            p.gateRefreshSteps = 4;
+            p.gateHold = hold;
+            DecodeSession s(model, p);
+            if (!s.begin({1, 5})) return -1;
+            int fed = -1, token = cfg.bosTokenId, changed = 0;
+            std::vector<int> before;
+            for (int step = 0; step < 1200; ++step) {
+                while (fed < s.stats().currentPage + p.windowAfter) {
+                    ++fed;
+                    const int n = 20 + fed % 3 * 10;
+                    const auto f = pageFeatures(fed, n, cfg.visualDim);
+                    if (!s.addPage(fed, f.data(), n)) return -1;
+                }
+                auto r = s.step(token);
+                if (!r) return -1;
+                const std::vector<int> now = s.gatedPages();
+                if (before.size() == size_t(p.gatedPages) && now != before) ++changed;
+                before = now;
+                const int next = int(std::max_element(r->logits->begin() + 6, r->logits->end()) - r->logits->begin());
+                token = step % 30 == 29 ? cfg.pageBreakTokenId : next;
+            }
+            if (last) *last = before;
+            return changed;
+        };
+        std::vector<int> held;
+        const int free = changes(0.f, nullptr), byDefault = changes(AttentionParams{}.gateHold, nullptr),
+                  never = changes(1e9f, &held);
+        qInfo("gate set changes over 1,200 steps (40 pages): no hold %d, default hold %d, unbeatable hold %d", free,
+              byDefault, never);
+        QVERIFY(free > 0 && byDefault >= 0);
+        QVERIFY(byDefault < free);
+        QCOMPARE(never, 0);
+        QCOMPARE(int(held.size()), 2);
+    }
+
     // The page prefill's matrix products give what the decode step's attention gives token by
     // token: pages longer than one 256-row chunk, several sinks, absolute and framed positions.
     void batchedPrefillMatchesTokenByToken_data() {

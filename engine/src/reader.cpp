@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstring>
+#include <ctime>
 #include <filesystem>
 #include <map>
 
@@ -100,6 +101,13 @@ int ReaderEngine::vocabId(int ctcClass) {
 
 namespace {
 
+// CPU time of the calling thread (POSIX): what a page cost the decoder, whatever else ran.
+double threadCpuSeconds() {
+    timespec ts{};
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return double(ts.tv_sec) + double(ts.tv_nsec) * 1e-9;
+}
+
 // A line the front-end read with features to show: it brings visual tokens (its characters and
 // its end); others (no characters or no recognizer output) bring none.
 bool bringsVisualTokens(const PpocrLine& line) {
@@ -178,12 +186,14 @@ Result<PpocrPage> ReaderEngine::encode(const cv::Mat& image, const std::atomic<b
 Result<ReaderPage> ReaderEngine::readEncoded(const Result<PpocrPage>& encoded, int dpi, const std::atomic<bool>* cancel,
                                              const std::function<void(const std::string&)>& onText) {
     const auto start = std::chrono::steady_clock::now();
+    const double cpuStart = threadCpuSeconds();
     auto page = decodePage(encoded, dpi, cancel, onText);
     if (!page) {
         d->dropSession();  // a half-read page is no context to go on from
         return page;
     }
     page->decodeSeconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    page->decodeCpuSeconds = threadCpuSeconds() - cpuStart;
     if (d->session) page->pagesComputedAgain = d->session->stats().recomputedPages;
     return page;
 }
@@ -306,6 +316,7 @@ Result<ReaderPage> ReaderEngine::decodePage(const Result<PpocrPage>& read, int d
         std::vector<int> inputs{input};
         for (int v = std::max(0, draftFrom); v < int(visualIds.size()) && int(inputs.size()) < draftLength; ++v)
             inputs.push_back(visualIds[size_t(v)]);
+        result.computedTokens += int(inputs.size());
         Outcome outcome = Outcome::Go;
         auto fed = d->session->stepDraft(inputs, [&](int i, const decoder::StepResult& step) {
             outcome = handle(step);

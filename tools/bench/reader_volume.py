@@ -102,13 +102,17 @@ def main():
     print(f"| pages {len(stamps) - tenth + 1}–{len(stamps)} | {peak(len(stamps) - tenth, len(stamps) + 1):.1f} | "
           f"{statistics.median(per_page[-tenth:]):.3f} |")
     print(f"| whole run | {max(r for _, r in samples) / 1024:.1f} | {statistics.median(per_page):.3f} |")
-    stats = [(float(ms), int(again)) for ms, again in
-             re.findall(r"reader stats: decoded in ([\d.]+) ms, (\d+) pages computed again", err)]
+    stats = [(float(ms), int(again), float(cpu), int(tokens), int(computed)) for ms, again, cpu, tokens, computed in re.findall(
+        r"reader stats: decoded in ([\d.]+) ms, (\d+) pages computed again so far, ([\d.]+) ms on the CPU, (\d+) tokens, "
+        r"(\d+) computed", err)]
     if stats:
         k = max(1, len(stats) // 10)
-        print("decoder, each tenth: median ms/page (pages computed again): " + ", ".join(
-            f"{statistics.median(ms for ms, _ in stats[i:i + k]):.0f} ({stats[min(i + k, len(stats)) - 1][1] - (stats[i - 1][1] if i else 0)})"
-            for i in range(0, k * 10, k)))
+        print("decoder, each tenth: median ms/page wall / on its thread's CPU, tokens written / run through the model "
+              "per page (pages computed again): " + ", ".join(
+                  f"{statistics.median(s[0] for s in stats[i:i + k]):.0f} / {statistics.median(s[2] for s in stats[i:i + k]):.0f}, "
+                  f"{statistics.mean(s[3] for s in stats[i:i + k]):.0f} / {statistics.mean(s[4] for s in stats[i:i + k]):.0f} "
+                  f"({stats[min(i + k, len(stats)) - 1][1] - (stats[i - 1][1] if i else 0)})"
+                  for i in range(0, k * 10, k)))
     # The trend: each tenth of the volume, in order.
     print("each tenth, peak RSS MiB / median s/page: " + ", ".join(
         f"{peak(k * tenth, (k + 1) * tenth):.0f}/{statistics.median(per_page[k * tenth:(k + 1) * tenth]):.2f}"

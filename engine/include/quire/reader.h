@@ -100,10 +100,12 @@ struct ReaderOptions {
 struct ReaderPage {
     PageText text;
     int tokens = 0;              // generated tokens, the page terminator included
+    int computedTokens = 0;      // tokens run through the model: the written ones and refused guesses
     std::string failure;         // non-empty: "token cap" or "decoding loop" with details
-    // Diagnostics: seconds the decoder spent on the page (the front-end not counted), and pages
+    // Diagnostics: seconds the decoder spent on the page (the front-end not counted), wall-clock
+    // and on its thread's CPU (less than wall-clock when other threads hold the cores), and pages
     // behind the window the session has computed again so far (DecodeSession::stats()).
-    double decodeSeconds = 0;
+    double decodeSeconds = 0, decodeCpuSeconds = 0;
     int64_t pagesComputedAgain = 0;
 };
 

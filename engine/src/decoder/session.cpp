@@ -609,6 +609,7 @@ struct DecodeSession::Impl {
     }
 
     Status refreshGate() {
+        const std::vector<int> held = std::move(gated);  // sorted
         gated.clear();
         if (p.mode != AttentionMode::SrSwa || p.gatedPages <= 0) return Status::ok();
         const size_t n = size_t(c.numLayers) * c.numKvHeads * c.headDim;
@@ -632,7 +633,9 @@ struct DecodeSession::Impl {
         for (int r = 0; r < rows; ++r) {
             float score = 0;
             for (int l = 0; l < L; ++l) score += dots[size_t(r) * L + l] * gateInvNorms[size_t(r) * L + l];
-            scored.push_back({have ? score : 0.f, gateFirstPage + r});
+            const int page = gateFirstPage + r;
+            if (have && std::binary_search(held.begin(), held.end(), page)) score += p.gateHold;
+            scored.push_back({have ? score : 0.f, page});
         }
         // The best k_p, ties to the earlier page.
         const size_t keep = std::min(scored.size(), size_t(p.gatedPages));
@@ -1324,6 +1327,8 @@ DecodeSession::DecodeSession(std::shared_ptr<const ModelWeights> model, Attentio
     : d(std::make_unique<Impl>(std::move(model), params)), m_params(params) {}
 
 DecodeSession::~DecodeSession() = default;
+
+std::vector<int> DecodeSession::gatedPages() const { return d->gated; }
 
 int DecodeSession::pagesAdded() const { return int(d->pagePos0.size()); }
 

@@ -75,8 +75,10 @@ private:
         if (!page) return page.status();
         // $QUIRE_READER_STATS=1: a line per page on stderr for benchmarks (tools/bench/reader_volume.py).
         if (const char* stats = std::getenv("QUIRE_READER_STATS"); stats && std::string(stats) == "1")
-            std::fprintf(stderr, "reader stats: decoded in %.1f ms, %lld pages computed again so far\n",
-                         page->decodeSeconds * 1000.0, static_cast<long long>(page->pagesComputedAgain));
+            std::fprintf(stderr, "reader stats: decoded in %.1f ms, %lld pages computed again so far, %.1f ms on the CPU, %d tokens, "
+                         "%d computed\n",
+                         page->decodeSeconds * 1000.0, static_cast<long long>(page->pagesComputedAgain),
+                         page->decodeCpuSeconds * 1000.0, page->tokens, page->computedTokens);
         if (!page->failure.empty()) return Status(ErrorCode::Engine, "reader: " + page->failure);
         page->text.language = m_langs;
         return std::move(page->text);

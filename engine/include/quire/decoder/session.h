@@ -44,6 +44,10 @@ struct AttentionParams {
     int blocksPerGatedPage = 8;    // k_b
     int gateRefreshSteps = 8;      // the page gate is re-evaluated this often and at each page break
     int gateQueryTokens = 16;      // running mean of this many recent pre-rotary queries
+    // A page the gate holds stays picked unless another scores higher by more than this (scores
+    // are cosines summed over layers). Without it the picks flip among near-equal pages as the
+    // query drifts, and each flip cuts a draft pass short and may compute a page again.
+    float gateHold = 0.05f;
     // A page behind the window keeps only its summary for the gate and its visual inputs in a
     // spill file on disk; when the gate picks it, its keys and values are computed again. This
     // many gated pages stay computed, those picked most often lately (host memory: at most this
@@ -126,6 +130,9 @@ public:
     void clearRecall();
     // With measureRecall set: compute recall on the steps while the probe is on.
     void setRecallProbe(bool on);
+
+    // The pages the gate picked at its last refresh, in page order (SR-SWA; empty otherwise).
+    std::vector<int> gatedPages() const;
 
     // The page gate's summary of a fed page (numLayers × numKvHeads × headDim floats), empty for a
     // page not fed. A caller that keeps pages for restore() keeps this after the page's inputs.
