@@ -22,6 +22,18 @@ namespace {
 
 ModelConfig tinyConfig() { return tinyDecoderConfig(); }
 
+// SR-SWA budgets small enough that the tiny model's volumes leave pages behind the window and
+// the gate chooses among them.
+AttentionParams smallSrSwa() {
+    AttentionParams p;
+    p.mode = AttentionMode::SrSwa;
+    p.recentTokens = 24;
+    p.maxPageTokens = 40;
+    p.gatedPages = 2;
+    p.blocksPerGatedPage = 2;
+    return p;
+}
+
 std::vector<float> pageFeatures(int page, int count, int dim) {
     std::mt19937 rng(uint32_t(1000 + page));
     std::normal_distribution<float> n(0.f, 1.f);
@@ -458,12 +470,7 @@ private slots:
         cfg.maxPositions = maxPositions;
         if (lineAligned) makeLineAligned(cfg);
         auto model = std::make_shared<const ModelWeights>(randomModel(cfg, 31));
-        AttentionParams kept;
-        kept.mode = AttentionMode::SrSwa;
-        kept.recentTokens = 24;
-        kept.maxPageTokens = 40;
-        kept.gatedPages = 2;
-        kept.blocksPerGatedPage = 2;
+        AttentionParams kept = smallSrSwa();
         kept.measureRecall = true;  // every page's keys and values stay in host memory (probe off)
         AttentionParams spilled = kept;
         spilled.measureRecall = false;
@@ -505,12 +512,7 @@ private slots:
         const ModelConfig cfg = tinyConfig();
         auto model = std::make_shared<const ModelWeights>(randomModel(cfg, 31));
         auto changes = [&](float hold, std::vector<int>* last) {
-            AttentionParams p;
-            p.mode = AttentionMode::SrSwa;
-            p.recentTokens = 24;
-            p.maxPageTokens = 40;
-            p.gatedPages = 2;
-            p.blocksPerGatedPage = 2;
+            AttentionParams p = smallSrSwa();
             p.gateRefreshSteps = 4;
             p.gateHold = hold;
             DecodeSession s(model, p);
