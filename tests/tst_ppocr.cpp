@@ -13,6 +13,7 @@
 #include <fstream>
 #include <map>
 #include <mutex>
+#include <numeric>
 #include <random>
 #include <set>
 
@@ -443,6 +444,30 @@ private slots:
         QVERIFY(block[size_t(side.front())] != block[size_t(text.front())]);
         QVERIFY(block[size_t(text.back())] != block[size_t(table.front())]);
         QCOMPARE(block[size_t(table.front())], block[size_t(table.back())]);  // one table, one block
+    }
+
+    // Whatever the boxes (overlapping, empty, one on another, a single one), every line comes out
+    // once and blocks are numbered in reading order, each block's lines together: the exporters
+    // and the paragraph grouping rely on both.
+    void readingOrderIsAPermutationWithContiguousBlocks() {
+        std::mt19937 rng(11);
+        for (int trial = 0; trial < 300; ++trial) {
+            const int n = 1 + int(rng() % 60);
+            std::vector<Box> boxes;
+            for (int i = 0; i < n; ++i) {
+                const int w = trial % 7 == 0 ? 0 : 1 + int(rng() % 400), h = trial % 11 == 0 ? 0 : 1 + int(rng() % 60);
+                boxes.push_back({int(rng() % 1200), int(rng() % 1600), w, h});
+            }
+            if (trial % 5 == 0) boxes.push_back(boxes.front());  // the same box twice
+            std::vector<int> block;
+            const auto order = readingOrder(boxes, &block);
+            std::vector<int> sortedOrder = order;
+            std::sort(sortedOrder.begin(), sortedOrder.end());
+            std::vector<int> all(boxes.size());
+            std::iota(all.begin(), all.end(), 0);
+            QCOMPARE(sortedOrder, all);
+            for (size_t k = 1; k < order.size(); ++k) QVERIFY(block[size_t(order[k])] >= block[size_t(order[k - 1])]);
+        }
     }
 
     // Two wide text columns whose lines sit on the same rows (a book's two-column page) are read
