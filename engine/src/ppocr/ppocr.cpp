@@ -321,15 +321,16 @@ namespace {
 // layout tools order regions), on the detected line boxes:
 //  1. a white band across the whole region at least a line high (medianH) splits it top to
 //     bottom: sections, a title above the text, a paragraph gap, a table below;
-//  2. else white columns down the whole region at least 0.8 line high split it left to right:
-//     columns, a side bar beside the text. Cells whose rows line up across narrow columns (at
-//     most 12 line heights wide) are a table and are read row by row instead;
+//  2. else white columns down the whole region at least 0.8 of a line height wide split it left
+//     to right: columns, a side bar beside the text. Cells whose rows line up across narrow
+//     columns (at most 12 line heights wide) are a table and are read row by row instead;
 //  3. else the region is one block: its lines, top to bottom at any white band, boxes on one
 //     row left to right.
-// Each region of step 3 (and each table) is a block; its lines form paragraphs downstream.
-// Line gaps inside a paragraph are less than a line high, gutters between text columns wider
-// than 0.8 of one (both measured on ../shared/eval's pages with the same result over 10–20 line
-// heights for the table rule), so text columns are not cut into rows nor lines into columns.
+// Each region of step 3, each table and each lone row is a block; its lines form paragraphs
+// downstream. The thresholds are typographic — line gaps inside a paragraph are less than a line
+// high, gutters between text columns wider than most of one — so text columns are not cut into
+// rows nor lines into columns; on ../shared/eval's pages the table rule gave the same order
+// anywhere from 10 to 20 line heights (docs/ACCURACY.md).
 class XyCut {
 public:
     XyCut(const std::vector<Box>& boxes, int medianH, std::vector<int>& order, std::vector<int>* blockOf)
