@@ -337,7 +337,8 @@ public:
         : m_boxes(boxes), m_medianH(medianH), m_order(order), m_blockOf(blockOf) {}
 
     void cut(std::vector<int> ids, bool inBlock) {
-        if (ids.size() == 1 || rows(ids).size() == 1) {
+        const std::vector<std::vector<int>> byRow = rows(ids);
+        if (byRow.size() == 1) {
             std::stable_sort(ids.begin(), ids.end(), [&](int a, int b) { return box(a).x < box(b).x; });
             place(ids, inBlock);
             return;
@@ -348,10 +349,8 @@ public:
         }
         if (auto gutters = gaps(ids, true, std::max(1, m_medianH * 4 / 5)); !gutters.empty()) {
             auto pieces = split(ids, true, gutters);
-            if (isTable(ids, pieces)) {
-                std::vector<int> byRows;
-                for (const auto& r : rows(ids)) byRows.insert(byRows.end(), r.begin(), r.end());
-                place(byRows, inBlock);
+            if (isTable(ids.size(), byRow, pieces)) {
+                place(flatten(byRow), inBlock);
                 return;
             }
             for (auto& piece : pieces) cut(std::move(piece), inBlock);
@@ -362,9 +361,7 @@ public:
             for (auto& piece : split(ids, false, lineGaps)) cut(std::move(piece), true);
             return;
         }
-        std::vector<int> byRows;  // boxes overlapping from top to bottom: rows by their centres
-        for (const auto& r : rows(ids)) byRows.insert(byRows.end(), r.begin(), r.end());
-        place(byRows, true);
+        place(flatten(byRow), true);  // boxes overlapping from top to bottom: rows by their centres
     }
 
 private:
@@ -389,6 +386,12 @@ private:
             else out.push_back({i});
         }
         for (auto& r : out) std::stable_sort(r.begin(), r.end(), [&](int a, int b) { return box(a).x < box(b).x; });
+        return out;
+    }
+
+    static std::vector<int> flatten(const std::vector<std::vector<int>>& byRow) {
+        std::vector<int> out;
+        for (const auto& r : byRow) out.insert(out.end(), r.begin(), r.end());
         return out;
     }
 
@@ -419,7 +422,8 @@ private:
     }
 
     // Narrow columns whose boxes mostly share rows with boxes of another column: a table.
-    bool isTable(const std::vector<int>& ids, const std::vector<std::vector<int>>& pieces) const {
+    // `byRow`: the region's rows (rows()), `count` boxes in all.
+    bool isTable(size_t count, const std::vector<std::vector<int>>& byRow, const std::vector<std::vector<int>>& pieces) const {
         std::map<int, size_t> pieceOf;
         for (size_t k = 0; k < pieces.size(); ++k) {
             int left = box(pieces[k].front()).x, right = box(pieces[k].front()).right();
@@ -431,11 +435,11 @@ private:
             if (right - left > 12 * m_medianH) return false;
         }
         size_t shared = 0;
-        for (const auto& r : rows(ids)) {
+        for (const auto& r : byRow) {
             const bool across = std::any_of(r.begin(), r.end(), [&](int i) { return pieceOf[i] != pieceOf[r.front()]; });
             if (across) shared += r.size();
         }
-        return shared * 10 >= ids.size() * 6;
+        return shared * 10 >= count * 6;
     }
 
     const std::vector<Box>& m_boxes;
