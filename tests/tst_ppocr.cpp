@@ -572,6 +572,48 @@ private slots:
         }
     }
 
+    // Pieces of a printed line the detector cut at a wide space are read as one line; text across
+    // a gutter, in another block or on another row is not joined.
+    void piecesOfAPrintedLineAreReadAsOne() {
+        auto quad = [](const Box& b) {
+            return std::vector<cv::Point2f>{{float(b.x), float(b.y)}, {float(b.right()), float(b.y)},
+                                            {float(b.right()), float(b.bottom())}, {float(b.x), float(b.bottom())}};
+        };
+        auto same = [](const Box& a, const Box& b) { return a.x == b.x && a.y == b.y && a.w == b.w && a.h == b.h; };
+        // Rows of a page 58 px high: a line cut after a full stop (13 px of white), a line cut
+        // around a speck, two columns 120 px apart, and a row whose right piece is in another block.
+        const std::vector<Box> boxes = {{141, 1098, 460, 52}, {614, 1100, 918, 60},                    // row 1: cut
+                                        {142, 521, 399, 42}, {528, 531, 46, 17}, {561, 513, 966, 59},  // row 0: speck
+                                        {140, 1300, 600, 58}, {860, 1300, 600, 58},                    // columns
+                                        {140, 1500, 600, 58}, {700, 1500, 600, 58}};                   // blocks
+        std::vector<std::vector<cv::Point2f>> quads;
+        for (const auto& b : boxes) quads.push_back(quad(b));
+        const std::vector<int> order = {2, 3, 4, 0, 1, 5, 6, 7, 8};
+        const std::vector<int> blockOf = {0, 0, 0, 0, 0, 1, 2, 3, 4};
+        const auto lines = joinLinePieces(quads, boxes, order, blockOf, 1700, 2200);
+        QCOMPARE(int(lines.size()), 6);
+        QVERIFY(same(lines[0].box, {142, 513, 1385, 59}));  // the speck's row, one line
+        QVERIFY(same(lines[1].box, {141, 1098, 1391, 62}));
+        QCOMPARE(lines[1].block, 0);
+        for (int k = 2; k < 6; ++k) QVERIFY(same(lines[size_t(k)].box, boxes[size_t(k + 3)]));
+        // The joined quad covers both pieces.
+        const cv::Rect r = cv::boundingRect(lines[1].quad);
+        QVERIFY(r.x <= 141 && r.x + r.width >= 1532 && r.y <= 1098 && r.y + r.height >= 1160);
+
+        // Spaces: none at either end, none doubled; characters, probabilities and frames together.
+        const int space = reader_vocab::kKeyCount + 1;
+        PpocrLine line;
+        line.text = " ab.  Cd ";
+        line.charIds = {space, 10, 11, 12, space, space, 13, 14, space};
+        line.charProbs = {0.1f, 0.2f, 0.3f, 0.4f, 0.5f, 0.6f, 0.7f, 0.8f, 0.9f};
+        line.charFrames = {0, 2, 4, 6, 8, 10, 12, 14, 16};
+        tidySpaces(line, space);
+        QCOMPARE(QString::fromStdString(line.text), QString("ab. Cd"));
+        QCOMPARE(line.charIds, (std::vector<int>{10, 11, 12, space, 13, 14}));
+        QCOMPARE(line.charProbs, (std::vector<float>{0.2f, 0.3f, 0.4f, 0.5f, 0.7f, 0.8f}));
+        QCOMPARE(line.charFrames, (std::vector<int>{2, 4, 6, 8, 12, 14}));
+    }
+
     // A full batch of long lines (the recognizer's attention is then batch × heads × T²): the
     // runtime's size limits must leave real pages alone.
     void recognisesABatchOfLongLines() {

@@ -110,6 +110,20 @@ private:
 // table, a heading), numbered in reading order.
 std::vector<int> readingOrder(const std::vector<Box>& boxes, std::vector<int>* blockOfLine = nullptr);
 
+// The detected boxes in reading order (`order`, `blockOf` from readingOrder()), as lines to read:
+// pieces of one printed line joined. The detector cuts a line at a wide space (after a full stop,
+// around a speck); read whole, a line gives the recognizer the context it was trained with and
+// the reader one visual line per printed line, as on its training pages. Pieces join when they
+// follow each other in one block on one row with less white between them than a gutter (0.8 of
+// a line height, readingOrder()'s column gap), so neither columns nor table cells join.
+std::vector<PpocrLine> joinLinePieces(const std::vector<std::vector<cv::Point2f>>& quads, const std::vector<Box>& boxes,
+                                      const std::vector<int>& order, const std::vector<int>& blockOf, int width, int height);
+
+// A recognised line without spaces at either end or doubled (the CTC writes one at a ragged line
+// start or twice across a wide gap; the reader would read each as a token). `spaceClass` is the
+// recognizer's space.
+void tidySpaces(PpocrLine& line, int spaceClass);
+
 // Orders line boxes by the page's layout as Tesseract's layout analysis finds it (no recognition):
 // the lines of each Tesseract text block together, blocks in Tesseract's reading order, each block
 // in readingOrder()'s order; lines outside every text block last. `image` is the page the boxes

@@ -161,7 +161,6 @@ void PpocrEngine::restoreSpaces(PpocrLine& line, const cv::Mat& lineImage, float
     line = std::move(out);
 }
 
-
 std::string ppocrInstallCommand() { return "installer/fetch-models.sh (or: QUIRE_PPOCR_DIR=<dir> with the model files)"; }
 
 Result<std::string> findPpocrModels(const std::string& explicitDir) {
@@ -465,6 +464,60 @@ std::vector<int> readingOrder(const std::vector<Box>& boxes, std::vector<int>* b
     return order;
 }
 
+std::vector<PpocrLine> joinLinePieces(const std::vector<std::vector<cv::Point2f>>& quads, const std::vector<Box>& boxes,
+                                      const std::vector<int>& order, const std::vector<int>& blockOf, int width, int height) {
+    std::vector<PpocrLine> lines;
+    for (const int idx : order) {
+        const auto& q = quads[size_t(idx)];
+        const Box& b = boxes[size_t(idx)];
+        const auto vertical = [](const Box& x) { return x.h * 2 >= x.w * 3; };
+        if (!lines.empty()) {
+            PpocrLine& last = lines.back();
+            const int h = std::max(last.box.h, b.h), gap = b.x - last.box.right();
+            if (last.block == blockOf[size_t(idx)] && !vertical(b) && !vertical(last.box) && sameRow(last.box, b) &&
+                gap >= -h && gap * 5 < h * 4) {
+                std::vector<cv::Point2f> pts = last.quad;
+                pts.insert(pts.end(), q.begin(), q.end());
+                last.quad = orderQuad(cv::minAreaRect(pts));
+                for (auto& pt : last.quad) {
+                    pt.x = std::clamp(pt.x, 0.f, float(width));
+                    pt.y = std::clamp(pt.y, 0.f, float(height));
+                }
+                last.box = last.box.united(b);
+                continue;
+            }
+        }
+        PpocrLine line;
+        line.quad = q;
+        line.box = b;
+        line.block = blockOf[size_t(idx)];
+        lines.push_back(std::move(line));
+    }
+    return lines;
+}
+
+void tidySpaces(PpocrLine& line, int spaceClass) {
+    size_t out = 0;
+    for (size_t k = 0; k < line.charIds.size(); ++k) {
+        const bool space = line.charIds[k] == spaceClass;
+        if (space && (out == 0 || line.charIds[out - 1] == spaceClass)) continue;
+        line.charIds[out] = line.charIds[k];
+        line.charProbs[out] = line.charProbs[k];
+        line.charFrames[out] = line.charFrames[k];
+        ++out;
+    }
+    if (out > 0 && line.charIds[out - 1] == spaceClass) --out;
+    line.charIds.resize(out);
+    line.charProbs.resize(out);
+    line.charFrames.resize(out);
+    // The text likewise: the space class is the only one written as a space.
+    std::string text;
+    for (char c : line.text)
+        if (c != ' ' || (!text.empty() && text.back() != ' ')) text += c;
+    if (!text.empty() && text.back() == ' ') text.pop_back();
+    line.text = std::move(text);
+}
+
 float PpocrLine::xOfFrame(int f) const {
     return frameX.empty() ? float(box.x) : frameX[size_t(std::clamp(f, 0, int(frameX.size()) - 1))];
 }
@@ -497,14 +550,12 @@ Result<PpocrPage> PpocrEngine::read(const cv::Mat& image, bool features, const s
         int width = 0;       // resized width before padding
         bool rotated = false;
     };
-    std::vector<Crop> crops(order.size());
-    page.lines.resize(order.size());
-    for (size_t k = 0; k < order.size(); ++k) {
-        const auto& q = (*quads)[size_t(order[k])];
+    std::vector<PpocrLine> pieces = joinLinePieces(*quads, boxes, order, blockOf, image.cols, image.rows);
+    std::vector<Crop> crops(pieces.size());
+    page.lines = std::move(pieces);
+    for (size_t k = 0; k < page.lines.size(); ++k) {
         auto& line = page.lines[k];
-        line.quad = q;
-        line.box = boxes[size_t(order[k])];
-        line.block = blockOf[size_t(order[k])];
+        const auto& q = line.quad;
         const float w = float(std::max(cv::norm(q[0] - q[1]), cv::norm(q[3] - q[2])));
         const float h = float(std::max(cv::norm(q[0] - q[3]), cv::norm(q[1] - q[2])));
         const cv::Point2f dst[4] = {{0, 0}, {w, 0}, {w, h}, {0, h}};
@@ -527,7 +578,7 @@ Result<PpocrPage> PpocrEngine::read(const cv::Mat& image, bool features, const s
     }
 
     // Recognise in batches of similar width (less padding).
-    std::vector<size_t> byWidth(order.size());
+    std::vector<size_t> byWidth(page.lines.size());
     std::iota(byWidth.begin(), byWidth.end(), size_t(0));
     std::stable_sort(byWidth.begin(), byWidth.end(), [&](size_t a, size_t b) { return crops[a].width < crops[b].width; });
     const int batch = std::max(1, m_options.recBatch);
@@ -579,6 +630,7 @@ Result<PpocrPage> PpocrEngine::read(const cv::Mat& image, bool features, const s
                 prev = best;
             }
             restoreSpaces(line, c.img, frameW);
+            tidySpaces(line, classCount() - 1);
             // Frame centres mapped back to the page through the crop's perspective transform.
             std::vector<cv::Point2f> pts;
             for (int t = 0; t < used; ++t) {
