@@ -111,6 +111,76 @@ def punctuate(paras, rng):
     return out
 
 
+NUMBER_WORDS = {"two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8, "nine": 9, "ten": 10,
+                "twelve": 12, "twenty": 20, "thirty": 30, "forty": 40, "fifty": 50, "hundred": 100, "thousand": 1000}
+MONTHS = ["January", "February", "March", "April", "May", "June", "July", "August", "September", "October",
+          "November", "December"]
+ROMAN = ["i", "ii", "iii", "iv", "v", "vi", "vii", "viii", "ix", "x", "xi", "xii"]
+
+
+def number_snippet(rng, book):
+    """One of the ways figures stand in running text."""
+    y = rng.randint(1500, 2025)
+    kind = rng.randrange(12)
+    if kind == 0:
+        return f"({book} {rng.randint(1, 50)}:{rng.randint(1, 40)})"
+    if kind == 1:
+        return rng.choice(["(see p. {})", "(p. {})", "(pp. {}-{})", "(ib. p. {})"]).format(rng.randint(2, 600), rng.randint(2, 99))
+    if kind == 2:
+        return rng.choice(["in the year {}", "in {}", "about {}", "A.D. {}"]).format(y)
+    if kind == 3:
+        return f"on {rng.choice(MONTHS)} {rng.randint(1, 31)}, {y}"
+    if kind == 4:
+        return rng.choice(["No. {}", "Fig. {}", "Plate {}", "Art. {}", "Sec. {}", "§ {}"]).format(rng.randint(1, 120))
+    if kind == 5:
+        return rng.choice(["${}.{:02d}", "${:,}", "{} dollars"]).format(rng.randint(1, 9000), rng.randint(0, 99))
+    if kind == 6:
+        return rng.choice(["{} ft. {} in.", "{} miles", "{} lbs.", "{}°", "{} per cent.", "{}%"]).format(
+            rng.randint(1, 400), rng.randint(1, 11))
+    if kind == 7:
+        v, page = rng.randint(1, 999), rng.randint(100, 1600)
+        return f"{v} {rng.choice(['F.2d', 'F.3d', 'U.S.', 'S. Ct.'])} {page}, {page + rng.randint(1, 40)} " \
+               f"({rng.randint(1, 11)}{rng.choice(['st', 'nd', 'rd', 'th'])} Cir. {y})"
+    if kind == 8:
+        return f"vol. {rng.choice(ROMAN)}. p. {rng.randint(1, 500)}"
+    if kind == 9:
+        clock = rng.choice(["a.m.", "p.m.", "o'clock"])
+        return f"{rng.randint(1, 12)}:{rng.randint(0, 59):02d} {clock}"
+    if kind == 10:
+        return f"{rng.randint(1, 31):02d}/{rng.randint(1, 12):02d}/{y % 100:02d}"
+    return f"{rng.randint(1, 99)}-{rng.choice(['cv', 'cr', 'mc'])}-{rng.randint(1, 99999):05d}"
+
+
+def numerals(paras, rng, book):
+    """Figures as later books, papers and filings print them, project-written onto the KJV (whose
+    numbers are words, and whose verse numbers the generator drops): some number words as figures,
+    enumerations "(1) … (2) …", and references, years, dates, sums, measures and citations after
+    some commas and sentence ends. A reader trained on the KJV alone had seen figures only as folios,
+    which it learns to drop, so it dropped them in running text too."""
+    out = []
+    for p in paras:
+        p = re.sub(r"\b(" + "|".join(NUMBER_WORDS) + r")\b",
+                   lambda m: str(NUMBER_WORDS[m.group(1)]) if rng.random() < 0.5 else m.group(0), p)
+        if rng.random() < 0.3:  # an enumeration over the paragraph's clauses
+            style = rng.choice(["({})", "{}.", "({})", "{})"])
+            letters = rng.random() < 0.3
+            parts = re.split(r"(?<=[;:]) ", p)
+            if len(parts) > 1:
+                p = " ".join(style.format(chr(96 + k) if letters else k) + " " + part if k > 0 else part
+                             for k, part in enumerate(parts, start=0))
+        pieces = re.split(r"(?<=[,.;]) ", p)
+        for _ in range(rng.randint(1, 3)):
+            k = rng.randrange(len(pieces))
+            snippet = number_snippet(rng, book)
+            end = pieces[k][-1:]
+            if end in (",", ".", ";"):
+                pieces[k] = pieces[k][:-1] + " " + snippet + ("" if snippet.endswith(".") and end == "." else end)
+            else:
+                pieces[k] += " " + snippet
+        out.append(" ".join(pieces))
+    return out
+
+
 def chinese_paragraphs(rng):
     src = rng.choice(["/usr/share/games/fortunes/chinese.u8", "/usr/share/games/fortunes/tang300.u8",
                       "/usr/share/games/fortunes/song100.u8"])
@@ -347,6 +417,8 @@ def main():
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--punct-share", type=float, default=0.0,
                     help="share of English documents given quotation marks and dashes (punctuate)")
+    ap.add_argument("--numbers-share", type=float, default=0.0,
+                    help="share of English documents given figures in the text (numerals)")
     args = ap.parse_args()
     if args.self_test:
         return self_test()
@@ -361,6 +433,8 @@ def main():
         paras, chapter = chinese_paragraphs(rng) if lang == "zh" else english_paragraphs(rng)
         if lang == "en" and rng.random() < args.punct_share:
             paras = punctuate(paras, rng)
+        if lang == "en" and rng.random() < args.numbers_share:
+            paras = numerals(paras, rng, chapter.split()[0])
         title = "唐詩宋詞選讀" if lang == "zh" else rng.choice(["THE HOLY BIBLE", "AUTHORIZED VERSION", "SCRIPTURE READINGS"])
         st = Style(rng, lang, 300, args.lines)
         pages = layout(paras, st, rng, args.pages)
