@@ -6,6 +6,7 @@
 #include <cstring>
 #include <ctime>
 #include <filesystem>
+#include <limits>
 #include <map>
 
 #include "quire/decoder/model.h"
@@ -89,6 +90,7 @@ Result<std::unique_ptr<ReaderEngine>> ReaderEngine::load(const ReaderOptions& op
     e->d->options.attention.maxPageTokens = std::max(options.attention.maxPageTokens, 6144);
     e->d->options.attention.trackAttention = true;  // word boxes from the visual tokens attended to
     if (const char* draft = std::getenv("QUIRE_READER_DRAFT"); draft && std::string(draft) == "0") e->d->options.draft = false;
+    if (const char* prior = std::getenv("QUIRE_READER_PRIOR"); prior && *prior) e->d->options.draftPrior = std::strtof(prior, nullptr);
     e->d->model = std::move(model).value();
     e->d->ppocr = std::move(ppocr).value();
     return e;
@@ -250,9 +252,37 @@ Result<ReaderPage> ReaderEngine::decodePage(const Result<PpocrPage>& read, int d
     enum class Outcome { Go, Done, Failed };
     std::string failure;
     int chosen = -1, chosenFrom = -1;  // the last token chosen and the visual token it came from
-    auto handle = [&](const decoder::StepResult& step) {
+    // The front-end's reading of each visual token (the CTC character, the line end).
+    std::vector<int> visualIds;
+    if (config.visualTokenIds)
+        for (int t = 0; t < count; ++t) visualIds.push_back(int(visual[size_t(t) * config.visualStride() + config.visualDim]));
+    LineEndRule lineEndRule(visualIds);
+    const bool lineEnds = config.lineAlignedPositions() && config.visualTokenIds;
+    // The front-end's reading of the next visual token gets `draftPrior` nats, times the front-end's
+    // probability of it, before the pick (every kind of line end where the visual token is one):
+    // where the model is unsure, what the front-end saw clearly wins. Confidences stay the model's
+    // own, so a word written against the model's choice is flagged (docs/DECODING.md).
+    std::vector<float> biased;
+    auto handle = [&](const decoder::StepResult& step, int guess) {
         const std::vector<float>& logits = *step.logits;
-        const int next = chosen = d->sampler->pick(logits);
+        int next = -1;
+        const bool early = lineEnds && !lineEndRule.allowsLineEnd();
+        if (early || (d->options.draftPrior > 0 && guess >= 0)) {
+            biased = logits;
+            if (early)
+                for (int id : config.lineEndTokenIds) biased[size_t(id)] = -std::numeric_limits<float>::infinity();
+        }
+        if (d->options.draftPrior > 0 && guess >= 0) {
+            const int id = visualIds[size_t(guess)];
+            if (config.isLineEnd(id))
+                for (int e : config.lineEndTokenIds) biased[size_t(e)] += d->options.draftPrior;
+            else  // weighted by the front-end's own probability of its character
+                biased[size_t(id)] += d->options.draftPrior * visual[size_t(guess) * config.visualStride() + kCharProb];
+        }
+        next = biased.empty() ? d->sampler->pick(logits) : d->sampler->pick(biased);
+        biased.clear();
+        chosen = next;
+        lineEndRule.push(next >= 0 && config.isLineEnd(next));
         chosenFrom = step.attendedVisual;
         if (next < 0) {
             failure = "decoding stopped: every token was banned by the repetition rule";
@@ -303,14 +333,12 @@ Result<ReaderPage> ReaderEngine::decodePage(const Result<PpocrPage>& read, int d
     // at, then the next one's. So after a token that came from visual token v, the guesses are the
     // ids of v + 1, v + 2, ...; each is fed only if the model chose it (stepDraft), so the text is
     // the same as decoding one token at a time.
-    std::vector<int> visualIds;
-    if (d->options.draft && config.visualTokenIds)
-        for (int t = 0; t < count; ++t) visualIds.push_back(int(visual[size_t(t) * config.visualStride() + config.visualDim]));
     // Where the model departs from the front-end (Chinese, Fraktur) guesses are mostly refused, and
     // computing many of them costs more than it saves: a draft is twice as long as what the last
     // one got fed (at least 2, at most kMaxDraftTokens).
     int input = fresh ? kBos : kPageBreak;
-    int draftFrom = 0, draftLength = decoder::DecodeSession::kMaxDraftTokens;
+    const int maxDraft = d->options.draft ? decoder::DecodeSession::kMaxDraftTokens : 1;
+    int draftFrom = 0, draftLength = maxDraft;
     for (;;) {
         if (cancel && cancel->load(std::memory_order_relaxed)) return Status(ErrorCode::Cancelled, "reading cancelled");
         std::vector<int> inputs{input};
@@ -319,15 +347,19 @@ Result<ReaderPage> ReaderEngine::decodePage(const Result<PpocrPage>& read, int d
         result.computedTokens += int(inputs.size());
         Outcome outcome = Outcome::Go;
         auto fed = d->session->stepDraft(inputs, [&](int i, const decoder::StepResult& step) {
-            outcome = handle(step);
-            return outcome == Outcome::Go && size_t(i) + 1 < inputs.size() && inputs[size_t(i) + 1] == chosen;
+            const int g = draftFrom + i;
+            outcome = handle(step, g < int(visualIds.size()) ? g : -1);
+            // With a prior the pick depends on the guess, so the pass goes on only where the next
+            // guess is the one a plain step would get (visual token attendedVisual + 1).
+            const bool guessHolds = d->options.draftPrior <= 0 || chosenFrom == g;
+            return outcome == Outcome::Go && guessHolds && size_t(i) + 1 < inputs.size() && inputs[size_t(i) + 1] == chosen;
         });
         if (!fed) return fed.status();
         if (outcome == Outcome::Failed) return fail(failure);
         if (outcome == Outcome::Done) break;
         input = chosen;
         draftFrom = chosenFrom >= 0 ? chosenFrom + 1 : int(visualIds.size());
-        draftLength = std::clamp(2 * *fed, 2, decoder::DecodeSession::kMaxDraftTokens);
+        draftLength = std::min(std::max(2 * *fed, 2), maxDraft);
     }
 
     // Text, words and their boxes: output characters aligned with the front-end's CTC characters.

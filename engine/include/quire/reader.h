@@ -39,6 +39,7 @@ constexpr int kSkip = kFirstChar + kKeyCount;  // "this visual token is not read
 constexpr int kLineJoin = kSkip + 1;            // a line end where the lines join with nothing
 constexpr int kVocabSize = kLineJoin + 1;
 constexpr int kVisualDim = 124;
+constexpr int kCharProb = 120;  // where a visual token holds its character's probability
 }  // namespace reader_vocab
 
 // The reader model folder: `explicitDir` if given (and then only it), else $QUIRE_READER_MODEL,
@@ -86,6 +87,31 @@ private:
     int m_limit, m_furthest = -1, m_reread = 0;
 };
 
+// No line end before a line's visual tokens are all written for. The reader is trained to write
+// at least one token for each visual token of a line (its text, or SKIP) before the line's end
+// (tools/train/data.py, aligned_output); a line end written earlier drops the rest of the line
+// from the text (seen on a real page at a dash in mid-line). `visualIds`: the front-end's ids of
+// a page's visual tokens, kLineBreak at each line's end. Past the last line end, anything goes.
+class LineEndRule {
+public:
+    explicit LineEndRule(const std::vector<int>& visualIds) {
+        int start = 0;
+        for (size_t t = 0; t < visualIds.size(); ++t)
+            if (visualIds[t] == reader_vocab::kLineBreak) m_length.push_back(int(t) - start), start = int(t) + 1;
+    }
+    bool allowsLineEnd() const { return m_line >= m_length.size() || m_written >= m_length[m_line]; }
+    // Each token written (SKIP included): a line end moves to the next line.
+    void push(bool lineEnd) {
+        if (lineEnd) ++m_line, m_written = 0;
+        else ++m_written;
+    }
+
+private:
+    std::vector<int> m_length;  // visual tokens of each line, its end not counted
+    size_t m_line = 0;
+    int m_written = 0;
+};
+
 struct ReaderOptions {
     std::string modelDir;  // config.json + model.safetensors (docs/MODEL_FORMAT.md); empty: findReaderModel()
     PpocrOptions ppocr;
@@ -94,6 +120,10 @@ struct ReaderOptions {
     // Verify the front-end's characters as a draft, many tokens per pass (DecodeSession::stepDraft):
     // the same text as one token at a time, faster. $QUIRE_READER_DRAFT=0 turns it off.
     bool draft = true;
+    // Nats added to the logit of the front-end's reading of the next visual token, times the
+    // front-end's probability of it, before the greedy pick (docs/DECODING.md, The reader's
+    // choices); 0: the model alone. Chosen on held-out synthetic pages. $QUIRE_READER_PRIOR sets it.
+    float draftPrior = 1.5f;
 };
 
 // One page as read by the decoder.
