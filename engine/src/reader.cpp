@@ -265,23 +265,21 @@ Result<ReaderPage> ReaderEngine::decodePage(const Result<PpocrPage>& read, int d
     std::vector<float> biased;
     auto handle = [&](const decoder::StepResult& step, int guess) {
         const std::vector<float>& logits = *step.logits;
-        int next = -1;
         const bool early = lineEnds && !lineEndRule.allowsLineEnd();
-        if (early || (d->options.draftPrior > 0 && guess >= 0)) {
+        const bool prior = d->options.draftPrior > 0 && guess >= 0;
+        if (early || prior) {
             biased = logits;
             if (early)
                 for (int id : config.lineEndTokenIds) biased[size_t(id)] = -std::numeric_limits<float>::infinity();
+            if (prior) {
+                const int id = visualIds[size_t(guess)];
+                if (config.isLineEnd(id))
+                    for (int e : config.lineEndTokenIds) biased[size_t(e)] += d->options.draftPrior;
+                else  // weighted by the front-end's own probability of its character
+                    biased[size_t(id)] += d->options.draftPrior * visual[size_t(guess) * config.visualStride() + kCharProb];
+            }
         }
-        if (d->options.draftPrior > 0 && guess >= 0) {
-            const int id = visualIds[size_t(guess)];
-            if (config.isLineEnd(id))
-                for (int e : config.lineEndTokenIds) biased[size_t(e)] += d->options.draftPrior;
-            else  // weighted by the front-end's own probability of its character
-                biased[size_t(id)] += d->options.draftPrior * visual[size_t(guess) * config.visualStride() + kCharProb];
-        }
-        next = biased.empty() ? d->sampler->pick(logits) : d->sampler->pick(biased);
-        biased.clear();
-        chosen = next;
+        const int next = chosen = d->sampler->pick(early || prior ? biased : logits);
         lineEndRule.push(next >= 0 && config.isLineEnd(next));
         chosenFrom = step.attendedVisual;
         if (next < 0) {

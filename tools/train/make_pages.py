@@ -167,7 +167,7 @@ def numerals(paras, rng, book):
             parts = re.split(r"(?<=[;:]) ", p)
             if len(parts) > 1:
                 p = " ".join(style.format(chr(96 + k) if letters else k) + " " + part if k > 0 else part
-                             for k, part in enumerate(parts, start=0))
+                             for k, part in enumerate(parts))
         pieces = re.split(r"(?<=[,.;]) ", p)
         for _ in range(rng.randint(1, 3)):
             k = rng.randrange(len(pieces))

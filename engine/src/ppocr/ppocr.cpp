@@ -466,11 +466,11 @@ std::vector<int> readingOrder(const std::vector<Box>& boxes, std::vector<int>* b
 
 std::vector<PpocrLine> joinLinePieces(const std::vector<std::vector<cv::Point2f>>& quads, const std::vector<Box>& boxes,
                                       const std::vector<int>& order, const std::vector<int>& blockOf, int width, int height) {
+    const auto vertical = [](const Box& x) { return x.h * 2 >= x.w * 3; };  // read rotated (read())
     std::vector<PpocrLine> lines;
     for (const int idx : order) {
         const auto& q = quads[size_t(idx)];
         const Box& b = boxes[size_t(idx)];
-        const auto vertical = [](const Box& x) { return x.h * 2 >= x.w * 3; };
         if (!lines.empty()) {
             PpocrLine& last = lines.back();
             const int h = std::max(last.box.h, b.h), gap = b.x - last.box.right();
@@ -550,9 +550,8 @@ Result<PpocrPage> PpocrEngine::read(const cv::Mat& image, bool features, const s
         int width = 0;       // resized width before padding
         bool rotated = false;
     };
-    std::vector<PpocrLine> pieces = joinLinePieces(*quads, boxes, order, blockOf, image.cols, image.rows);
-    std::vector<Crop> crops(pieces.size());
-    page.lines = std::move(pieces);
+    page.lines = joinLinePieces(*quads, boxes, order, blockOf, image.cols, image.rows);
+    std::vector<Crop> crops(page.lines.size());
     for (size_t k = 0; k < page.lines.size(); ++k) {
         auto& line = page.lines[k];
         const auto& q = line.quad;
