@@ -181,9 +181,17 @@ def numerals(paras, rng, book):
     return out
 
 
+CHINESE_SOURCES = ["/usr/share/games/fortunes/chinese.u8", "/usr/share/games/fortunes/tang300.u8",
+                   "/usr/share/games/fortunes/song100.u8"]
+
+
 def chinese_paragraphs(rng):
-    src = rng.choice(["/usr/share/games/fortunes/chinese.u8", "/usr/share/games/fortunes/tang300.u8",
-                      "/usr/share/games/fortunes/song100.u8"])
+    # A source in proportion to its size (the fortunes: 304k Han characters, mostly modern prose;
+    # Tang poems 23k; Song lyrics 7k). Chosen uniformly, the two small books of verse made two
+    # thirds of the Chinese pages, and the reader learned their metre: on modern pages it wrote
+    # "，" after every few characters in place of ones the front-end had right (run 9).
+    sizes = [os.path.getsize(f) for f in CHINESE_SOURCES]
+    src = rng.choices(CHINESE_SOURCES, weights=sizes)[0]
     raw = open(src, encoding="utf-8", errors="ignore").read()
     raw = re.sub(r"\x1b\[[0-9;]*m", "", raw)
     entries = [e.strip() for e in raw.split("\n%\n") if e.strip()]
@@ -435,7 +443,10 @@ def main():
             paras = punctuate(paras, rng)
         if lang == "en" and rng.random() < args.numbers_share:
             paras = numerals(paras, rng, chapter.split()[0])
-        title = "唐詩宋詞選讀" if lang == "zh" else rng.choice(["THE HOLY BIBLE", "AUTHORIZED VERSION", "SCRIPTURE READINGS"])
+        if lang == "zh":
+            title = "唐詩宋詞選讀" if chapter != "chinese" else rng.choice(["格言与随笔", "社区语录", "读书札记"])
+        else:
+            title = rng.choice(["THE HOLY BIBLE", "AUTHORIZED VERSION", "SCRIPTURE READINGS"])
         st = Style(rng, lang, 300, args.lines)
         pages = layout(paras, st, rng, args.pages)
         targets = page_targets(pages, lang)

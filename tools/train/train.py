@@ -18,6 +18,7 @@ import os
 import random
 import sys
 import time
+from multiprocessing.pool import ThreadPool
 
 import numpy as np
 import torch
@@ -25,7 +26,7 @@ import torch.nn.functional as F
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from data import BOS, EOS, PAGE_BREAK, VISUAL_DIM, Vocab, features_ready, prepare_document  # noqa: E402
-from model import GEN, SINK, VISUAL, Config, QuireDecoder, attention_mask, copy_init, export  # noqa: E402
+from model import GEN, SINK, VISUAL, Config, QuireDecoder, attention_mask, copy_init, export, load_exported  # noqa: E402
 
 
 def build_sequence(record, max_len):
@@ -71,22 +72,25 @@ def find_documents(data, ready_only):
     return [d for d in docs if features_ready(d)] if ready_only else docs
 
 
-def load_records(docs, loaded, quire_cli, vocab):
-    """Training records of the documents not in `loaded` (cached in DOC/record3.npz)."""
-    records = []
-    for d in docs:
-        if d in loaded:
-            continue
-        loaded.add(d)
+def load_records(docs, loaded, quire_cli, vocab, jobs=1):
+    """Training records of the documents not in `loaded` (cached in DOC/record3.npz); the front-end
+    runs on `jobs` documents at once (each is a quire-cli process)."""
+    todo = [d for d in docs if d not in loaded]
+    loaded.update(todo)
+
+    def one(d):
         cache = os.path.join(d, "record3.npz")  # visual tokens with line ends, line-aligned outputs
         if os.path.exists(cache):
             z = np.load(cache, allow_pickle=True)
-            records.append({"visual": list(z["visual"]), "ids": list(z["ids"]), "targets": list(z["targets"])})
-            continue
+            return {"visual": list(z["visual"]), "ids": list(z["ids"]), "targets": list(z["targets"])}
         r = prepare_document(d, quire_cli, vocab)
         np.savez(cache, visual=object_array(r["visual"]), ids=object_array(r["ids"]), targets=object_array(r["targets"]))
-        records.append(r)
-    return records
+        return r
+
+    if jobs <= 1:
+        return [one(d) for d in todo]
+    with ThreadPool(jobs) as pool:
+        return pool.map(one, todo, chunksize=1)
 
 
 def object_array(items):
@@ -128,11 +132,14 @@ def main():
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--ready-only", action="store_true",
                     help="use only documents whose features exist (another process is still computing the rest)")
-    ap.add_argument("--init", help="start from this checkpoint's weights (tensors whose shape changed "
+    ap.add_argument("--init", help="start from this checkpoint's weights, or an exported model folder such as "
+                    "resources/models/reader (tensors whose shape changed "
                     "keep their overlapping part, e.g. an embedding that gained tokens)")
     ap.add_argument("--copy-init", action="store_true",
                     help="start as a copier of the front-end's hypothesis (model.copy_init; needs line- or "
                     "page-aligned positions and visual token ids)")
+    ap.add_argument("--jobs", type=int, default=1,
+                    help="documents whose features are computed at once (quire-cli processes) before training")
     ap.add_argument("--refresh-every", type=int, default=0,
                     help="with --ready-only: every N steps, add the documents that became ready")
     ap.add_argument("--quire-cli", default=os.path.join(os.path.dirname(__file__), "..", "..", "build", "app", "quire-cli"))
@@ -149,7 +156,7 @@ def main():
     quire_cli = os.path.abspath(args.quire_cli)
     t0 = time.time()
     loaded = set()
-    records = load_records(find_documents(args.data, args.ready_only), loaded, quire_cli, vocab)
+    records = load_records(find_documents(args.data, args.ready_only), loaded, quire_cli, vocab, args.jobs)
     print(f"{len(records)} documents ready in {time.time() - t0:.0f} s", flush=True)
     held = min(20, max(1, len(records) // 10))  # the first documents: a fixed set while data grows
     max_len = train_cfg["max_len"]
@@ -170,7 +177,9 @@ def main():
     if args.init and not (args.resume and os.path.exists(ckpt)):
         own = model.state_dict()
         with torch.no_grad():
-            for name, t in torch.load(args.init)["model"].items():
+            init = (load_exported(args.init).state_dict() if os.path.isdir(args.init)
+                    else torch.load(args.init)["model"])
+            for name, t in init.items():
                 if name in own:
                     view = own[name][tuple(slice(0, min(a, b)) for a, b in zip(own[name].shape, t.shape))]
                     view.copy_(t[tuple(slice(0, s) for s in view.shape)])
