@@ -970,6 +970,33 @@ private slots:
         QVERIFY(rule.allowsLineEnd());
     }
 
+    // The next written token reads on from where the last one looked while that stays in the line
+    // being written; attention that left the line does not take the reading place with it.
+    void theReadingPlaceStaysInTheLine() {
+        using namespace reader_vocab;
+        const int a = kFirstChar, b = kFirstChar + 1;
+        // Visual tokens: line 0 = 0..3 (end 4), line 1 = 5 (end 6), line 2 empty (end 7).
+        LineEndRule rule({a, b, kSpace, a, kLineBreak, b, kLineBreak, kLineBreak});
+        QCOMPARE(rule.nextGuess(-1), 0);  // nothing attended yet: the line's first token
+        rule.push(false);
+        QCOMPARE(rule.nextGuess(0), 1);
+        rule.push(false);
+        QCOMPARE(rule.nextGuess(2), 3);  // a character the front-end merged: reading follows it
+        rule.push(false);
+        QCOMPARE(rule.nextGuess(3), 4);  // the line's end
+        rule.push(true);
+        QCOMPARE(rule.nextGuess(4), 5);  // line 1 starts after line 0's end
+        rule.push(false);
+        QCOMPARE(rule.nextGuess(1), 6);  // attention went back to line 0: line 1's next by count
+        QCOMPARE(rule.nextGuess(-1), 6);
+        rule.push(false);
+        QCOMPARE(rule.nextGuess(0), 6);  // written past the line's length: its end
+        rule.push(true);
+        QCOMPARE(rule.nextGuess(2), 7);  // the empty line: its end at once
+        rule.push(true);
+        QCOMPARE(rule.nextGuess(3), 8);  // past the last line end: the end of the page
+    }
+
     void autoChoosesByLanguage() {
         std::string why;
         QCOMPARE(QString::fromStdString(chooseEngine("auto", "chi_sim", &why)), QString("ppocr"));

@@ -334,6 +334,14 @@ Result<ReaderPage> ReaderEngine::decodePage(const Result<PpocrPage>& read, int d
     // Where the model departs from the front-end (Chinese, Fraktur) guesses are mostly refused, and
     // computing many of them costs more than it saves: a draft is twice as long as what the last
     // one got fed (at least 2, at most kMaxDraftTokens).
+    // The visual token the next written token reads: the one after the token the last one
+    // attended to most, held to the line being written where the decoder has line ends (attention
+    // that jumped back to a similar line must not pull the prior and the draft with it: with them
+    // following attention, a chart's axis labels on a real page were copied again and again).
+    auto nextGuess = [&] {
+        if (lineEnds) return lineEndRule.nextGuess(chosenFrom);
+        return chosenFrom >= 0 ? chosenFrom + 1 : int(visualIds.size());
+    };
     int input = fresh ? kBos : kPageBreak;
     const int maxDraft = d->options.draft ? decoder::DecodeSession::kMaxDraftTokens : 1;
     int draftFrom = 0, draftLength = maxDraft;
@@ -348,15 +356,15 @@ Result<ReaderPage> ReaderEngine::decodePage(const Result<PpocrPage>& read, int d
             const int g = draftFrom + i;
             outcome = handle(step, g < int(visualIds.size()) ? g : -1);
             // With a prior the pick depends on the guess, so the pass goes on only where the next
-            // guess is the one a plain step would get (visual token attendedVisual + 1).
-            const bool guessHolds = d->options.draftPrior <= 0 || chosenFrom == g;
+            // guess is the one a plain step would get (LineEndRule::nextGuess).
+            const bool guessHolds = d->options.draftPrior <= 0 || nextGuess() == g + 1;
             return outcome == Outcome::Go && guessHolds && size_t(i) + 1 < inputs.size() && inputs[size_t(i) + 1] == chosen;
         });
         if (!fed) return fed.status();
         if (outcome == Outcome::Failed) return fail(failure);
         if (outcome == Outcome::Done) break;
         input = chosen;
-        draftFrom = chosenFrom >= 0 ? chosenFrom + 1 : int(visualIds.size());
+        draftFrom = nextGuess();
         draftLength = std::min(std::max(2 * *fed, 2), maxDraft);
     }
 

@@ -92,22 +92,39 @@ private:
 // (tools/train/data.py, aligned_output); a line end written earlier drops the rest of the line
 // from the text (seen on a real page at a dash in mid-line). `visualIds`: the front-end's ids of
 // a page's visual tokens, kLineBreak at each line's end. Past the last line end, anything goes.
+// The rule also knows which line is being written, so it says which visual token the next
+// written token should read (`nextGuess`).
 class LineEndRule {
 public:
-    explicit LineEndRule(const std::vector<int>& visualIds) {
+    explicit LineEndRule(const std::vector<int>& visualIds) : m_count(int(visualIds.size())) {
         int start = 0;
         for (size_t t = 0; t < visualIds.size(); ++t)
-            if (visualIds[t] == reader_vocab::kLineBreak) m_length.push_back(int(t) - start), start = int(t) + 1;
+            if (visualIds[t] == reader_vocab::kLineBreak) m_start.push_back(start), start = int(t) + 1;
+        m_start.push_back(start);  // past the last line end
     }
-    bool allowsLineEnd() const { return m_line >= m_length.size() || m_written >= m_length[m_line]; }
+    bool allowsLineEnd() const { return m_line + 1 >= m_start.size() || m_written >= length(); }
     // Each token written (SKIP included): a line end moves to the next line.
     void push(bool lineEnd) {
         if (lineEnd) ++m_line, m_written = 0;
         else ++m_written;
     }
+    // The visual token the next written token reads, given the one the last token attended to
+    // most (-1: none). Reading goes on from there while that stays inside the line being written,
+    // which follows a character the front-end missed or merged; attention that left the line (a
+    // similar line earlier on the page) does not move the reading place: the line's next token by
+    // count is read instead (its end once the count passes it). Past the last line end: the end
+    // of the page (`visualIds.size()`).
+    int nextGuess(int attended) const {
+        if (m_line + 1 >= m_start.size()) return m_count;
+        const int start = m_start[m_line], end = start + length();  // end: the line's end token
+        if (attended + 1 >= start && attended + 1 <= end) return attended + 1;
+        return std::min(start + m_written, end);
+    }
 
 private:
-    std::vector<int> m_length;  // visual tokens of each line, its end not counted
+    int length() const { return m_start[m_line + 1] - 1 - m_start[m_line]; }  // its end not counted
+    std::vector<int> m_start;  // first visual token of each line, then one past the last line end
+    int m_count;
     size_t m_line = 0;
     int m_written = 0;
 };
