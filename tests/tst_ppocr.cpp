@@ -377,6 +377,40 @@ private slots:
         auto bad = OnnxModel::fromBytes(lying, "lying.onnx");
         QVERIFY(!bad);
         QVERIFY2(bad.status().message().find("lying.onnx") != std::string::npos, bad.status().message().c_str());
+
+        // fuzz_onnx's seventh finding (fuzz/corpus/onnx/conv-weight-input-left-empty): a Conv whose
+        // weight input is left empty, before a BatchNormalization. Folding the batch norm read the
+        // constant at index -1. Now the fold leaves such a pair alone; whatever the loader then
+        // says, it reads nothing outside the graph (the sanitizer build fails the test if it does).
+        onnx::ModelProto cb;
+        cb.set_ir_version(8);
+        cb.add_opset_import()->set_version(11);
+        auto* bg = cb.mutable_graph();
+        bg->add_input()->set_name("x");
+        auto* conv = bg->add_node();
+        conv->set_op_type("Conv");
+        conv->add_input("x");
+        conv->add_input("");
+        conv->add_output("c");
+        auto* bnn = bg->add_node();
+        bnn->set_op_type("BatchNormalization");
+        bnn->add_input("c");
+        for (const char* name : {"s", "b", "m", "v"}) {
+            bnn->add_input(name);
+            auto* init = bg->add_initializer();
+            init->set_name(name);
+            init->set_data_type(onnx::TensorProto::FLOAT);
+            init->add_dims(1);
+            init->add_float_data(1.f);
+        }
+        bnn->add_output("y");
+        bg->add_output()->set_name("y");
+        auto emptyWeight = OnnxModel::fromBytes(cb.SerializeAsString(), "bn.onnx");
+        if (emptyWeight) QCOMPARE(emptyWeight->foldedBatchNorms(), 0);
+        else QVERIFY2(emptyWeight.status().message().find("bn.onnx") != std::string::npos, emptyWeight.status().message().c_str());
+        const std::string finding = readFile(QString(QUIRE_SOURCE_DIR) + "/fuzz/corpus/onnx/conv-weight-input-left-empty");
+        QVERIFY(!finding.empty());
+        (void)OnnxModel::fromBytes(finding, "finding.onnx");
     }
 
     // Small graphs that use every operator of the PP-OCR graphs (the fuzzer's seeds) load, fuse

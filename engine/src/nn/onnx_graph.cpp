@@ -703,11 +703,16 @@ Status execNode(const Exec& e, const Node& n) {
 
 // Folds BatchNormalization nodes that directly follow a convolution into its weights.
 void foldBatchNorms(Graph& g) {
+    // An optional input left empty in the file has id -1 (fuzz_onnx found one as a Conv weight).
+    auto constant = [&g](int id) -> std::shared_ptr<const Tensor> {
+        return id >= 0 && size_t(id) < g.constants.size() ? g.constants[size_t(id)] : nullptr;
+    };
     std::vector<int> consumers(g.valueNames.size(), 0);
     for (const auto& n : g.nodes)
         for (int id : n.in)
             if (id >= 0) ++consumers[size_t(id)];
-    for (int id : g.outputs) ++consumers[size_t(id)];
+    for (int id : g.outputs)
+        if (id >= 0 && size_t(id) < consumers.size()) ++consumers[size_t(id)];
     std::unordered_map<int, size_t> producer;
     for (size_t k = 0; k < g.nodes.size(); ++k)
         for (int id : g.nodes[k].out) producer[id] = k;
@@ -719,11 +724,11 @@ void foldBatchNorms(Graph& g) {
         if (pit == producer.end() || consumers[size_t(bn.in[0])] != 1) continue;
         Node& conv = g.nodes[pit->second];
         if (conv.op != Op::Conv || conv.in.size() < 2) continue;
-        const auto& wc = g.constants[size_t(conv.in[1])];
-        const std::shared_ptr<const Tensor> bc = conv.in.size() > 2 && conv.in[2] >= 0 ? g.constants[size_t(conv.in[2])] : nullptr;
+        const std::shared_ptr<const Tensor> wc = constant(conv.in[1]);
+        const std::shared_ptr<const Tensor> bc = conv.in.size() > 2 ? constant(conv.in[2]) : nullptr;
         if (!wc || (conv.in.size() > 2 && conv.in[2] >= 0 && !bc)) continue;
         bool paramsConst = true;
-        for (int j = 1; j < 5; ++j) paramsConst = paramsConst && g.constants[size_t(bn.in[size_t(j)])];
+        for (int j = 1; j < 5; ++j) paramsConst = paramsConst && constant(bn.in[size_t(j)]);
         if (!paramsConst || wc->rank() != 4 || wc->isInt || (bc && (bc->isInt || bc->size() != wc->shape[0]))) continue;
         bool intParams = false;
         for (int j = 1; j < 5; ++j) intParams = intParams || g.constants[size_t(bn.in[size_t(j)])]->isInt;
