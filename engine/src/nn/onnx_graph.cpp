@@ -727,15 +727,15 @@ void foldBatchNorms(Graph& g) {
         const std::shared_ptr<const Tensor> wc = constant(conv.in[1]);
         const std::shared_ptr<const Tensor> bc = conv.in.size() > 2 ? constant(conv.in[2]) : nullptr;
         if (!wc || (conv.in.size() > 2 && conv.in[2] >= 0 && !bc)) continue;
+        std::shared_ptr<const Tensor> params[4];  // scale, bias, mean, variance: float constants
         bool paramsConst = true;
-        for (int j = 1; j < 5; ++j) paramsConst = paramsConst && constant(bn.in[size_t(j)]);
+        for (int j = 0; j < 4; ++j) {
+            params[j] = constant(bn.in[size_t(j) + 1]);
+            paramsConst = paramsConst && params[j] && !params[j]->isInt;
+        }
         if (!paramsConst || wc->rank() != 4 || wc->isInt || (bc && (bc->isInt || bc->size() != wc->shape[0]))) continue;
-        bool intParams = false;
-        for (int j = 1; j < 5; ++j) intParams = intParams || g.constants[size_t(bn.in[size_t(j)])]->isInt;
-        if (intParams) continue;
         const int64_t M = wc->shape[0];
-        const Tensor &sc = *g.constants[size_t(bn.in[1])], &bi = *g.constants[size_t(bn.in[2])],
-                     &me = *g.constants[size_t(bn.in[3])], &va = *g.constants[size_t(bn.in[4])];
+        const Tensor &sc = *params[0], &bi = *params[1], &me = *params[2], &va = *params[3];
         if (sc.size() != M || bi.size() != M || me.size() != M || va.size() != M) continue;
         Tensor w = *wc;
         Tensor b = Tensor::floats({M});
