@@ -3,9 +3,10 @@
 scan degradations, and the clean reading text each page should yield.
 
 Text the project may use: the King James Bible (Debian's bible-kjv, public domain) for English,
-Debian's fortunes-zh (its Chinese fortunes, Tang and Song poems) for Chinese. Fonts: whatever of
-Debian's DejaVu, Liberation, URW base35, EB Garamond, Linux Libertine, Gentium and Noto CJK are
-installed (tools/train/setup.sh installs them).
+Debian's fortunes-zh (its Chinese fortunes, Tang and Song poems) for Chinese, with modern characters
+by their frequency (Unihan's kHanyuPinlu, Debian's unicode-data) written into some clauses. Fonts:
+whatever of Debian's DejaVu, Liberation, URW base35, EB Garamond, Linux Libertine, Gentium and
+Noto CJK are installed (tools/train/setup.sh installs them).
 
 Layouts: running heads that alternate between the book and the chapter title with the page
 number at the outer edge, or a centred folio at the foot; justified or ragged paragraphs with or
@@ -206,6 +207,44 @@ def chinese_paragraphs(rng):
         if len(text) >= 8:
             paras.append(text)
     return paras, os.path.basename(src).split(".")[0]
+
+
+UNIHAN_READINGS = "/usr/share/unicode/Unihan_Readings.txt.bz2"
+_modern = None
+
+
+def modern_characters():
+    """The characters of modern written Chinese with how often each occurs: Unihan's kHanyuPinlu
+    (counts from the Xiandai Hanyu Pinlu Cidian, 3,800 characters; Debian's unicode-data), summed
+    over a character's readings."""
+    global _modern
+    if _modern is None:
+        import bz2
+        chars, counts = [], []
+        with bz2.open(UNIHAN_READINGS, "rt", encoding="utf-8") as f:
+            for line in f:
+                if "\tkHanyuPinlu\t" not in line:
+                    continue
+                code, _, value = line.rstrip("\n").split("\t")
+                chars.append(chr(int(code[2:], 16)))
+                counts.append(sum(int(n) for n in re.findall(r"\((\d+)\)", value)))
+        _modern = chars, counts
+    return _modern
+
+
+CLAUSE = re.compile(r"[^，。；：！？、]+")
+
+
+def vocabulary(paras, rng):
+    """Modern characters written into the fortunes: some clauses (between punctuation marks) are
+    replaced by as many characters drawn by their modern frequency, flattened (count ** 0.5) so that
+    the less common ones come up too. The fortunes hold 5,742 distinct characters, but a modern
+    book's common ones thinly (研 7 times in 304k): a reader writes only what it has learned to
+    write, and run 10 dropped or replaced such characters where the front-end had them right."""
+    chars, counts = modern_characters()
+    weights = [c ** 0.5 for c in counts]
+    return [CLAUSE.sub(lambda m: "".join(rng.choices(chars, weights=weights, k=len(m.group(0))))
+                       if rng.random() < 0.4 else m.group(0), p) for p in paras]
 
 
 class Style:
@@ -427,6 +466,8 @@ def main():
                     help="share of English documents given quotation marks and dashes (punctuate)")
     ap.add_argument("--numbers-share", type=float, default=0.0,
                     help="share of English documents given figures in the text (numerals)")
+    ap.add_argument("--vocab-share", type=float, default=0.0,
+                    help="share of Chinese documents given modern characters by frequency (vocabulary)")
     args = ap.parse_args()
     if args.self_test:
         return self_test()
@@ -443,6 +484,9 @@ def main():
             paras = punctuate(paras, rng)
         if lang == "en" and rng.random() < args.numbers_share:
             paras = numerals(paras, rng, chapter.split()[0])
+        # (no draw at all without the option: earlier seeds make the same documents)
+        if lang == "zh" and args.vocab_share > 0 and rng.random() < args.vocab_share:
+            paras = vocabulary(paras, rng)
         if lang == "zh":
             title = "唐詩宋詞選讀" if chapter != "chinese" else rng.choice(["格言与随笔", "社区语录", "读书札记"])
         else:
