@@ -182,6 +182,53 @@ def numerals(paras, rng, book):
     return out
 
 
+LATIN_TERMS = ["GDP", "CPI", "ROE", "ROA", "PMI", "IPO", "CEO", "AI", "App", "PDF", "USB", "Wi-Fi", "DNA", "NBA",
+               "B2B", "5G", "Q1", "Q2", "Q3", "Q4", "H1", "PE", "PB", "EPS", "A股", "H股", "Linux", "Debian"]
+
+
+def chinese_figure(rng):
+    """One of the ways figures and Latin letters stand in modern Chinese text."""
+    y, m, d = rng.randint(1900, 2030), rng.randint(1, 12), rng.randint(1, 31)
+    pad = rng.random() < 0.4
+    kind = rng.randrange(10)
+    if kind == 0:
+        return f"{y}年{m:02d}月{d:02d}日" if pad else rng.choice([f"{y}年{m}月{d}日", f"{y}年", f"{m}月{d}日", f"{y}年{m}月"])
+    if kind == 1:
+        if rng.random() < 0.5:
+            return rng.choice(["{:.2f}亿元", "{:.2f}元", "{:.1f}万元"]).format(rng.uniform(0.1, 9999))
+        return rng.choice(["{}元", "{}万元", "人民币{}元", "约{}万人"]).format(rng.randint(1, 99999))
+    if kind == 2:
+        return rng.choice(["{:.1f}%", "{:.2f}%", "增长{:.1f}%", "同比下降{:.1f}%", "占{:.0f}%"]).format(rng.uniform(0.1, 99.9))
+    if kind == 3:
+        return f"（{rng.randint(0, 999999):06d}.{rng.choice(['SH', 'SZ', 'HK', 'BJ'])}）"
+    if kind == 4:
+        return rng.choice(LATIN_TERMS) + rng.choice(["", "", "值", "指数", "为{:.1f}".format(rng.uniform(0, 50))])
+    if kind == 5:
+        word = "".join(rng.choices("abcdefghijklmnopqrstuvwxyz", k=rng.randint(3, 9)))
+        return rng.choice([f"www.{word}.com", f"www.{word}.com.cn", f"{word}@{word[:4]}.com.cn", f"http://{word}.org"])
+    if kind == 6:
+        return rng.choice(["第{}章", "第{}条", "第{}页", "第{}期", "{}个", "{}人", "{}次", "{}年代"]).format(rng.randint(1, 300))
+    if kind == 7:
+        return f"{rng.randint(1, 24):02d}:{rng.randint(0, 59):02d}" if rng.random() < 0.5 else f"{rng.randint(10, 999)}-{rng.randint(1000000, 99999999)}"
+    if kind == 8:
+        return "（{}）".format(rng.choice(["图{}", "表{}", "见第{}页", "注{}", "{}"]).format(rng.randint(1, 99)))
+    return f"{rng.randint(1, 9999):,}" if rng.random() < 0.3 else str(rng.randint(1, 99999))
+
+
+def chinese_numerals(paras, rng):
+    """Figures, dates, sums, codes and Latin terms written after some Chinese commas, project-made:
+    the fortunes hold few, and a reader that had seen almost none in Chinese text skipped a
+    report's dates and stock codes or wrote other characters over them."""
+    out = []
+    for p in paras:
+        pieces = p.split("，")
+        for _ in range(rng.randint(0, 2)):
+            k = rng.randrange(len(pieces))
+            pieces[k] += chinese_figure(rng)
+        out.append("，".join(pieces))
+    return out
+
+
 CHINESE_SOURCES = ["/usr/share/games/fortunes/chinese.u8", "/usr/share/games/fortunes/tang300.u8",
                    "/usr/share/games/fortunes/song100.u8"]
 
@@ -468,6 +515,8 @@ def main():
                     help="share of English documents given figures in the text (numerals)")
     ap.add_argument("--vocab-share", type=float, default=0.0,
                     help="share of Chinese documents given modern characters by frequency (vocabulary)")
+    ap.add_argument("--zh-numbers-share", type=float, default=0.0,
+                    help="share of Chinese documents given figures and Latin terms (chinese_numerals)")
     args = ap.parse_args()
     if args.self_test:
         return self_test()
@@ -487,6 +536,8 @@ def main():
         # (no draw at all without the option: earlier seeds make the same documents)
         if lang == "zh" and args.vocab_share > 0 and rng.random() < args.vocab_share:
             paras = vocabulary(paras, rng)
+        if lang == "zh" and args.zh_numbers_share > 0 and rng.random() < args.zh_numbers_share:
+            paras = chinese_numerals(paras, rng)
         if lang == "zh":
             title = "唐詩宋詞選讀" if chapter != "chinese" else rng.choice(["格言与随笔", "社区语录", "读书札记"])
         else:

@@ -84,7 +84,9 @@ def load_records(docs, loaded, quire_cli, vocab, jobs=1):
             z = np.load(cache, allow_pickle=True)
             return {"visual": list(z["visual"]), "ids": list(z["ids"]), "targets": list(z["targets"])}
         r = prepare_document(d, quire_cli, vocab)
-        np.savez(cache, visual=object_array(r["visual"]), ids=object_array(r["ids"]), targets=object_array(r["targets"]))
+        with open(cache + ".part", "wb") as f:  # renamed when whole: a killed run leaves no torn cache
+            np.savez(f, visual=object_array(r["visual"]), ids=object_array(r["ids"]), targets=object_array(r["targets"]))
+        os.replace(cache + ".part", cache)
         return r
 
     if jobs <= 1:
