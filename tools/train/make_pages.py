@@ -229,6 +229,45 @@ def chinese_numerals(paras, rng):
     return out
 
 
+CN_NUMBERS = "一二三四五六七八九十"
+
+
+ZH_NUMBERINGS = ["", "{cn}、", "（{cn}）", "{n}.", "{n}、", "第{cn}章 ", "第{cn}节 ", "{n}.{m} "]
+EN_NUMBERINGS = ["", "", "CHAPTER {r}. ", "{n}. ", "({a}) ", "§ {n}. ", "Part {r}: ", "{n}.{m} "]
+
+
+def heading(p, rng, lang, n, numbering):
+    """A short line made from a paragraph's opening words, numbered as item or section n."""
+    if lang == "zh":
+        m = CLAUSE.match(p)
+        text = m.group(0)[:rng.randint(2, 12)] if m else p[:6]
+    else:
+        text = " ".join(re.sub(r"[^\w\s'-]", "", p).split()[:rng.randint(2, 7)])
+        text = rng.choice([text, text.title(), text.upper()])
+    return numbering.format(cn=CN_NUMBERS[(n - 1) % 10], n=n, m=rng.randint(1, 9), r=ROMAN[(n - 1) % 12].upper(),
+                            a=chr(97 + (n - 1) % 26)) + text
+
+
+def headings(paras, rng, lang):
+    """Short paragraphs between some paragraphs: section headings, and now and then a list of short
+    items, with the numbering books and reports print. Real pages have many short lines that end
+    without a full stop (titles, list items, table cells); generated pages had short lines only at
+    paragraph ends, after a full stop, and the reader wrote "。" at the end of a real report's short
+    lines."""
+    numberings = ZH_NUMBERINGS if lang == "zh" else EN_NUMBERINGS
+    sections = rng.choice(numberings)
+    out, section = [], 0
+    for k, p in enumerate(paras):
+        if k and rng.random() < 0.3:
+            section += 1
+            out.append(heading(p, rng, lang, section, sections))
+        elif k and rng.random() < 0.1:
+            items = rng.choice(numberings)
+            out += [heading(q, rng, lang, 1 + i, items) for i, q in enumerate(paras[k:k + rng.randint(2, 5)])]
+        out.append(p)
+    return out
+
+
 CHINESE_SOURCES = ["/usr/share/games/fortunes/chinese.u8", "/usr/share/games/fortunes/tang300.u8",
                    "/usr/share/games/fortunes/song100.u8"]
 
@@ -256,24 +295,33 @@ def chinese_paragraphs(rng):
     return paras, os.path.basename(src).split(".")[0]
 
 
-UNIHAN_READINGS = "/usr/share/unicode/Unihan_Readings.txt.bz2"
+UNIHAN = "/usr/share/unicode/Unihan_{}.txt.bz2"
 _modern = None
 
 
+def unihan(part, field):
+    """(character, value) of each entry of one Unihan field (Debian's unicode-data)."""
+    import bz2
+    with bz2.open(UNIHAN.format(part), "rt", encoding="utf-8") as f:
+        for line in f:
+            if f"\t{field}\t" in line:
+                code, _, value = line.rstrip("\n").split("\t")
+                yield chr(int(code[2:], 16)), value
+
+
 def modern_characters():
-    """The characters of modern written Chinese with how often each occurs: Unihan's kHanyuPinlu
-    (counts from the Xiandai Hanyu Pinlu Cidian, 3,800 characters; Debian's unicode-data), summed
-    over a character's readings."""
+    """The characters of modern written (simplified) Chinese with how often each occurs: Unihan's
+    kHanyuPinlu (counts from the Xiandai Hanyu Pinlu Cidian; Debian's unicode-data), summed over a
+    character's readings, less the traditional forms it also lists (a character whose
+    kSimplifiedVariant is another one: 們, 學 …)."""
     global _modern
     if _modern is None:
-        import bz2
+        traditional = {c for c, v in unihan("Variants", "kSimplifiedVariant")
+                       if f"U+{ord(c):04X}" not in v.split()}
         chars, counts = [], []
-        with bz2.open(UNIHAN_READINGS, "rt", encoding="utf-8") as f:
-            for line in f:
-                if "\tkHanyuPinlu\t" not in line:
-                    continue
-                code, _, value = line.rstrip("\n").split("\t")
-                chars.append(chr(int(code[2:], 16)))
+        for c, value in unihan("Readings", "kHanyuPinlu"):
+            if c not in traditional:
+                chars.append(c)
                 counts.append(sum(int(n) for n in re.findall(r"\((\d+)\)", value)))
         _modern = chars, counts
     return _modern
@@ -291,7 +339,7 @@ def vocabulary(paras, rng):
     chars, counts = modern_characters()
     weights = [c ** 0.5 for c in counts]
     return [CLAUSE.sub(lambda m: "".join(rng.choices(chars, weights=weights, k=len(m.group(0))))
-                       if rng.random() < 0.4 else m.group(0), p) for p in paras]
+                       if rng.random() < 0.25 else m.group(0), p) for p in paras]
 
 
 class Style:
@@ -517,6 +565,8 @@ def main():
                     help="share of Chinese documents given modern characters by frequency (vocabulary)")
     ap.add_argument("--zh-numbers-share", type=float, default=0.0,
                     help="share of Chinese documents given figures and Latin terms (chinese_numerals)")
+    ap.add_argument("--heads-share", type=float, default=0.0,
+                    help="share of documents given short heading and list-item paragraphs (headings)")
     args = ap.parse_args()
     if args.self_test:
         return self_test()
@@ -538,6 +588,8 @@ def main():
             paras = vocabulary(paras, rng)
         if lang == "zh" and args.zh_numbers_share > 0 and rng.random() < args.zh_numbers_share:
             paras = chinese_numerals(paras, rng)
+        if args.heads_share > 0 and rng.random() < args.heads_share:
+            paras = headings(paras, rng, lang)
         if lang == "zh":
             title = "唐詩宋詞選讀" if chapter != "chinese" else rng.choice(["格言与随笔", "社区语录", "读书札记"])
         else:
