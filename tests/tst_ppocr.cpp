@@ -34,6 +34,24 @@ namespace fs = std::filesystem;
 
 namespace {
 
+// A model at opset 11 whose graph has one input, "x"; the tests add the nodes.
+onnx::GraphProto* tinyGraph(onnx::ModelProto& m) {
+    m.set_ir_version(8);
+    m.add_opset_import()->set_version(11);
+    auto* g = m.mutable_graph();
+    g->add_input()->set_name("x");
+    return g;
+}
+
+onnx::NodeProto* addNode(onnx::GraphProto* g, const char* op, std::initializer_list<const char*> inputs,
+                         const char* output) {
+    auto* n = g->add_node();
+    n->set_op_type(op);
+    for (const char* in : inputs) n->add_input(in);
+    n->add_output(output);
+    return n;
+}
+
 Tensor randomTensor(Shape s, std::mt19937& rng) {
     std::uniform_real_distribution<float> u(-1.f, 1.f);
     Tensor t = Tensor::floats(std::move(s));
@@ -320,15 +338,8 @@ private slots:
 
     void unsupportedOperatorIsNamed() {
         onnx::ModelProto m;
-        m.set_ir_version(8);
-        m.add_opset_import()->set_version(11);
-        auto* g = m.mutable_graph();
-        g->add_input()->set_name("x");
-        auto* n = g->add_node();
-        n->set_op_type("LSTM");
-        n->set_name("the_lstm");
-        n->add_input("x");
-        n->add_output("y");
+        auto* g = tinyGraph(m);
+        addNode(g, "LSTM", {"x"}, "y")->set_name("the_lstm");
         g->add_output()->set_name("y");
         auto r = OnnxModel::fromBytes(m.SerializeAsString(), "tiny.onnx");
         QVERIFY(!r);
@@ -339,26 +350,16 @@ private slots:
         // fuzz_onnx's sixth finding: a ConvTranspose whose kernel_shape attribute was larger than
         // its weights made OpenBLAS read past them (a SEGV that ASan cannot see inside OpenBLAS).
         onnx::ModelProto ct;
-        ct.set_ir_version(8);
-        ct.add_opset_import()->set_version(11);
-        auto* cg = ct.mutable_graph();
-        cg->add_input()->set_name("x");
-        auto* wc = cg->add_node();
-        wc->set_op_type("Constant");
-        wc->add_output("w");
-        auto* wa = wc->add_attribute();
+        auto* cg = tinyGraph(ct);
+        auto* wa = addNode(cg, "Constant", {}, "w")->add_attribute();
         wa->set_name("value");
         wa->set_type(onnx::AttributeProto::TENSOR);
         auto* wt = wa->mutable_t();
         wt->set_data_type(onnx::TensorProto::FLOAT);
         for (int d : {3, 2, 2, 2}) wt->add_dims(d);
         for (int k = 0; k < 24; ++k) wt->add_float_data(0.5f);
-        auto* cn = cg->add_node();
-        cn->set_op_type("ConvTranspose");
+        auto* cn = addNode(cg, "ConvTranspose", {"x", "w"}, "y");
         cn->set_name("lying_kernel");
-        cn->add_input("x");
-        cn->add_input("w");
-        cn->add_output("y");
         auto* ks = cn->add_attribute();
         ks->set_name("kernel_shape");
         ks->set_type(onnx::AttributeProto::INTS);
@@ -383,27 +384,16 @@ private slots:
         // constant at index -1. Now the fold leaves such a pair alone; whatever the loader then
         // says, it reads nothing outside the graph (the sanitizer build fails the test if it does).
         onnx::ModelProto cb;
-        cb.set_ir_version(8);
-        cb.add_opset_import()->set_version(11);
-        auto* bg = cb.mutable_graph();
-        bg->add_input()->set_name("x");
-        auto* conv = bg->add_node();
-        conv->set_op_type("Conv");
-        conv->add_input("x");
-        conv->add_input("");
-        conv->add_output("c");
-        auto* bnn = bg->add_node();
-        bnn->set_op_type("BatchNormalization");
-        bnn->add_input("c");
+        auto* bg = tinyGraph(cb);
+        addNode(bg, "Conv", {"x", ""}, "c");
+        addNode(bg, "BatchNormalization", {"c", "s", "b", "m", "v"}, "y");
         for (const char* name : {"s", "b", "m", "v"}) {
-            bnn->add_input(name);
             auto* init = bg->add_initializer();
             init->set_name(name);
             init->set_data_type(onnx::TensorProto::FLOAT);
             init->add_dims(1);
             init->add_float_data(1.f);
         }
-        bnn->add_output("y");
         bg->add_output()->set_name("y");
         auto emptyWeight = OnnxModel::fromBytes(cb.SerializeAsString(), "bn.onnx");
         if (emptyWeight) QCOMPARE(emptyWeight->foldedBatchNorms(), 0);
