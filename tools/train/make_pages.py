@@ -25,8 +25,10 @@ Writes DIR/docNNNN/pNNN.png, pNNN.target.txt, and DIR/MANIFEST.tsv (the eval too
 the target as ground truth). Deterministic for a given seed.
 """
 import argparse
+import bz2
 import glob
 import io
+import itertools
 import os
 import random
 import re
@@ -230,8 +232,6 @@ def chinese_numerals(paras, rng):
 
 
 CN_NUMBERS = "一二三四五六七八九十"
-
-
 ZH_NUMBERINGS = ["", "{cn}、", "（{cn}）", "{n}.", "{n}、", "第{cn}章 ", "第{cn}节 ", "{n}.{m} "]
 EN_NUMBERINGS = ["", "", "CHAPTER {r}. ", "{n}. ", "({a}) ", "§ {n}. ", "Part {r}: ", "{n}.{m} "]
 
@@ -301,7 +301,6 @@ _modern = None
 
 def unihan(part, field):
     """(character, value) of each entry of one Unihan field (Debian's unicode-data)."""
-    import bz2
     with bz2.open(UNIHAN.format(part), "rt", encoding="utf-8") as f:
         for line in f:
             if f"\t{field}\t" in line:
@@ -310,10 +309,11 @@ def unihan(part, field):
 
 
 def modern_characters():
-    """The characters of modern written (simplified) Chinese with how often each occurs: Unihan's
-    kHanyuPinlu (counts from the Xiandai Hanyu Pinlu Cidian; Debian's unicode-data), summed over a
-    character's readings, less the traditional forms it also lists (a character whose
-    kSimplifiedVariant is another one: 們, 學 …)."""
+    """The characters of modern written (simplified) Chinese and their cumulative drawing weights:
+    Unihan's kHanyuPinlu (counts from the Xiandai Hanyu Pinlu Cidian; Debian's unicode-data),
+    summed over a character's readings and flattened (count ** 0.5) so that the less common ones
+    come up too, less the traditional forms it also lists (a character whose kSimplifiedVariant is
+    another one: 們, 學 …). Read once."""
     global _modern
     if _modern is None:
         traditional = {c for c, v in unihan("Variants", "kSimplifiedVariant")
@@ -323,7 +323,7 @@ def modern_characters():
             if c not in traditional:
                 chars.append(c)
                 counts.append(sum(int(n) for n in re.findall(r"\((\d+)\)", value)))
-        _modern = chars, counts
+        _modern = chars, list(itertools.accumulate(c ** 0.5 for c in counts))
     return _modern
 
 
@@ -332,13 +332,11 @@ CLAUSE = re.compile(r"[^，。；：！？、]+")
 
 def vocabulary(paras, rng):
     """Modern characters written into the fortunes: some clauses (between punctuation marks) are
-    replaced by as many characters drawn by their modern frequency, flattened (count ** 0.5) so that
-    the less common ones come up too. The fortunes hold 5,742 distinct characters, but a modern
+    replaced by as many characters drawn by their modern frequency (modern_characters). The fortunes hold 5,742 distinct characters, but a modern
     book's common ones thinly (研 7 times in 304k): a reader writes only what it has learned to
     write, and run 10 dropped or replaced such characters where the front-end had them right."""
-    chars, counts = modern_characters()
-    weights = [c ** 0.5 for c in counts]
-    return [CLAUSE.sub(lambda m: "".join(rng.choices(chars, weights=weights, k=len(m.group(0))))
+    chars, cumulative = modern_characters()
+    return [CLAUSE.sub(lambda m: "".join(rng.choices(chars, cum_weights=cumulative, k=len(m.group(0))))
                        if rng.random() < 0.25 else m.group(0), p) for p in paras]
 
 
