@@ -1021,6 +1021,34 @@ private slots:
         QCOMPARE(rule.nextGuess(3), 8);  // past the last line end: the end of the page
     }
 
+    // Where the line being written meets the next: its last visual token and the next line's
+    // first. The reader allows LINE_JOIN between two Latin letters or digits there only at a
+    // hyphen ("so long / that" was written "longthat").
+    void aLineKnowsWhereItMeetsTheNext() {
+        using namespace reader_vocab;
+        const int a = kFirstChar, b = kFirstChar + 1;
+        // line 0 = 0..3 (end 4), line 1 = 5 (end 6), line 2 empty (end 7), line 3 = 8 (end 9).
+        LineEndRule rule({a, b, kSpace, a, kLineBreak, b, kLineBreak, kLineBreak, a, kLineBreak});
+        using Junction = std::pair<int, int>;
+        QCOMPARE(rule.junction(), Junction(3, 5));
+        for (int k = 0; k < 4; ++k) rule.push(false);
+        QCOMPARE(rule.junction(), Junction(3, 5));  // the same line until its end is written
+        rule.push(true);
+        QCOMPARE(rule.junction(), Junction(5, -1));  // the next line is empty
+        rule.push(false);
+        rule.push(true);
+        QCOMPARE(rule.junction(), Junction(-1, 8));  // an empty line
+        rule.push(true);
+        QCOMPARE(rule.junction(), Junction(-1, -1));  // the page's last line: a page break follows
+
+        QVERIFY(isLatinWordCharacter("g") && isLatinWordCharacter("7") && isLatinWordCharacter("\u00e9"));
+        QVERIFY(isLatinWordCharacter("\u03b1") && isLatinWordCharacter("\u0434"));  // Greek, Cyrillic
+        for (const char* c : {"-", "\u2014", ",", "\u201d", "\u00d7", "\u00a7", "\u7814", "\uff0c", " ", ""})
+            QVERIFY2(!isLatinWordCharacter(c), c);
+        for (const char* c : {"\u7814", "\uff0c", "\u3002", "\u3042", "\U00020000"}) QVERIFY2(isCjkCharacter(c), c);
+        for (const char* c : {"a", "\u00e9", "\u2014", "\u201c", ""}) QVERIFY2(!isCjkCharacter(c), c);
+    }
+
     void autoChoosesByLanguage() {
         std::string why;
         QCOMPARE(QString::fromStdString(chooseEngine("auto", "chi_sim", &why)), QString("ppocr"));

@@ -91,6 +91,17 @@ Result<std::unique_ptr<ReaderEngine>> ReaderEngine::load(const ReaderOptions& op
     e->d->options.attention.trackAttention = true;  // word boxes from the visual tokens attended to
     if (const char* draft = std::getenv("QUIRE_READER_DRAFT"); draft && std::string(draft) == "0") e->d->options.draft = false;
     if (const char* prior = std::getenv("QUIRE_READER_PRIOR"); prior && *prior) e->d->options.draftPrior = std::strtof(prior, nullptr);
+    if (const char* window = std::getenv("QUIRE_READER_WINDOW"); window && *window) {
+        // "B,G": pages before the current one in the window, gated pages (for measurement).
+        char* end = nullptr;
+        const long before = std::strtol(window, &end, 10);
+        const long gated = *end == ',' ? std::strtol(end + 1, &end, 10) : -1;
+        if (*end != '\0' || before < 0 || before > 8 || gated < 0 || gated > 16)
+            return Status(ErrorCode::InvalidArgument, std::string("QUIRE_READER_WINDOW: expected B,G (pages before the current "
+                                                                  "one, 0-8; gated pages, 0-16), got \"") + window + "\"");
+        e->d->options.attention.windowBefore = int(before);
+        e->d->options.attention.gatedPages = int(gated);
+    }
     e->d->model = std::move(model).value();
     e->d->ppocr = std::move(ppocr).value();
     return e;
@@ -262,15 +273,38 @@ Result<ReaderPage> ReaderEngine::decodePage(const Result<PpocrPage>& read, int d
     // probability of it, before the pick (every kind of line end where the visual token is one):
     // where the model is unsure, what the front-end saw clearly wins. Confidences stay the model's
     // own, so a word written against the model's choice is flagged (docs/DECODING.md).
+    // Lines of a Latin script join with nothing only at a hyphen or a dash: on a page of such a
+    // script (under a tenth of its letters CJK), where the front-end read a letter or digit on both
+    // sides of a line end, the end of a line the model wrote text on is a space or a paragraph,
+    // never LINE_JOIN (the model, unsure of the two, joined "so long / that" into "longthat" on a
+    // real magazine page). On a Chinese page lines join with nothing, table cells of figures
+    // included.
+    std::vector<bool> wordChar(visualIds.size(), false);
+    int latinLetters = 0, cjkLetters = 0;
+    for (size_t t = 0; t < visualIds.size(); ++t) {
+        if (visualIds[t] < kFirstChar || visualIds[t] >= kSkip) continue;
+        const std::string ch = d->ppocr->charOf(visualIds[t] - kFirstChar + 1);
+        wordChar[t] = isLatinWordCharacter(ch);
+        latinLetters += wordChar[t] ? 1 : 0;
+        cjkLetters += isCjkCharacter(ch) ? 1 : 0;
+    }
+    const bool spacedScript = latinLetters > 0 && cjkLetters * 10 < latinLetters + cjkLetters;
+    // A line the model skipped whole (a running head, a folio) ends with LINE_JOIN, as trained:
+    // it adds nothing to the text, and the rule leaves it alone.
+    bool lineHasText = false;
     std::vector<float> biased;
     auto handle = [&](const decoder::StepResult& step, int guess) {
         const std::vector<float>& logits = *step.logits;
         const bool early = lineEnds && !lineEndRule.allowsLineEnd();
+        const auto [lineLast, nextFirst] = lineEnds ? lineEndRule.junction() : std::pair<int, int>{-1, -1};
+        const bool noJoin = lineEnds && spacedScript && lineHasText && !early && lineLast >= 0 && nextFirst >= 0 &&
+                            wordChar[size_t(lineLast)] && wordChar[size_t(nextFirst)];
         const bool prior = d->options.draftPrior > 0 && guess >= 0;
-        if (early || prior) {
+        if (early || prior || noJoin) {
             biased = logits;
             if (early)
                 for (int id : config.lineEndTokenIds) biased[size_t(id)] = -std::numeric_limits<float>::infinity();
+            if (noJoin) biased[size_t(kLineJoin)] = -std::numeric_limits<float>::infinity();
             if (prior) {
                 const int id = visualIds[size_t(guess)];
                 if (config.isLineEnd(id))
@@ -279,8 +313,10 @@ Result<ReaderPage> ReaderEngine::decodePage(const Result<PpocrPage>& read, int d
                     biased[size_t(id)] += d->options.draftPrior * visual[size_t(guess) * config.visualStride() + kCharProb];
             }
         }
-        const int next = chosen = d->sampler->pick(early || prior ? biased : logits);
+        const int next = chosen = d->sampler->pick(early || prior || noJoin ? biased : logits);
         lineEndRule.push(next >= 0 && config.isLineEnd(next));
+        if (next >= 0 && config.isLineEnd(next)) lineHasText = false;
+        else if (next >= 0 && next != kSkip) lineHasText = true;
         chosenFrom = step.attendedVisual;
         if (next < 0) {
             failure = "decoding stopped: every token was banned by the repetition rule";

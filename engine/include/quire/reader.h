@@ -16,9 +16,11 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cctype>
 #include <functional>
 #include <memory>
 #include <string>
+#include <utility>
 
 #include <opencv2/core.hpp>
 
@@ -61,6 +63,42 @@ inline decoder::GreedyOptions readerGreedyDefaults() {
     g.loopMaxPeriod = 64;
     g.loopMinSpan = 64;
     return g;
+}
+
+// A letter or digit of a script written with spaces between words (one UTF-8 character): ASCII,
+// or two-byte UTF-8 from À on (Latin-1 and Latin Extended, Greek, Cyrillic), but × and ÷. Lines of
+// such scripts join with nothing only at a hyphen or a dash (ReaderEngine's line-end rule).
+inline bool isLatinWordCharacter(const std::string& ch) {
+    if (ch.empty()) return false;
+    const auto c = static_cast<unsigned char>(ch[0]);
+    if (c < 0x80) return ch.size() == 1 && std::isalnum(c) != 0;
+    if (ch.size() != 2) return false;
+    const int code = ((c & 0x1F) << 6) | (static_cast<unsigned char>(ch[1]) & 0x3F);
+    return code >= 0xC0 && code != 0xD7 && code != 0xF7;
+}
+
+// A character of a script written without spaces (one UTF-8 character from U+2E80 on: CJK
+// ideographs and punctuation, kana, Hangul, fullwidth forms).
+inline bool isCjkCharacter(const std::string& ch) {
+    if (ch.size() < 3) return false;
+    const auto c0 = static_cast<unsigned char>(ch[0]), c1 = static_cast<unsigned char>(ch[1]);
+    if (c0 >= 0xF0) return true;  // four bytes: beyond the Basic Multilingual Plane
+    const int code = ((c0 & 0x0F) << 12) | ((c1 & 0x3F) << 6) | (static_cast<unsigned char>(ch[2]) & 0x3F);
+    return code >= 0x2E80;
+}
+
+// The reader's attention (docs/DECODING.md, The reader's window): the current page's visual
+// tokens, blocks of earlier pages that the page gate and token selector pick, and its recent
+// output; no earlier page whole. The shipped model was trained on short pages; with a whole
+// previous page of a real book in view it lost its place in lines (a character written twice where
+// a space belongs), so the window is the current page alone. Pages are fed one at a time, so
+// nothing lies after it either. $QUIRE_READER_WINDOW=B,G sets the pages before the current one
+// and the gated pages, for measurement.
+inline decoder::AttentionParams readerAttentionDefaults() {
+    decoder::AttentionParams a;
+    a.windowBefore = 0;
+    a.windowAfter = 0;
+    return a;
 }
 
 // A loop the repetition rules miss: the reader copying again, in shrinking pieces, lines it has
@@ -121,6 +159,15 @@ public:
         return std::min(start + m_written, end);
     }
 
+    // Where the line being written meets the next: its last visual token before the line end and
+    // the next line's first (-1 where the line or the next one has none, or at the page's end).
+    std::pair<int, int> junction() const {
+        if (m_line + 2 >= m_start.size()) return {-1, -1};
+        const int end = m_start[m_line] + length();
+        const bool nextHasTokens = m_start[m_line + 2] - 1 > m_start[m_line + 1];
+        return {length() > 0 ? end - 1 : -1, nextHasTokens ? m_start[m_line + 1] : -1};
+    }
+
 private:
     int length() const { return m_start[m_line + 1] - 1 - m_start[m_line]; }  // its end not counted
     std::vector<int> m_start;  // first visual token of each line, then one past the last line end
@@ -132,7 +179,7 @@ private:
 struct ReaderOptions {
     std::string modelDir;  // config.json + model.safetensors (docs/MODEL_FORMAT.md); empty: findReaderModel()
     PpocrOptions ppocr;
-    decoder::AttentionParams attention;  // SR-SWA defaults; maxPageTokens is raised to fit pages
+    decoder::AttentionParams attention = readerAttentionDefaults();  // maxPageTokens is raised to fit pages
     decoder::GreedyOptions greedy = readerGreedyDefaults();
     // Verify the front-end's characters as a draft, many tokens per pass (DecodeSession::stepDraft):
     // the same text as one token at a time, faster. $QUIRE_READER_DRAFT=0 turns it off.
