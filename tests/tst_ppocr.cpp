@@ -638,6 +638,23 @@ private slots:
         QCOMPARE(line.charFrames, (std::vector<int>{2, 4, 6, 8, 12, 14}));
     }
 
+    // A detected region is scored inside its contour: a line with a drop capital reaching a line
+    // below is text, though most of its bounding rectangle is white.
+    void aLineWithADropCapitalIsText() {
+        cv::Mat prob = cv::Mat::zeros(80, 500, CV_32F);
+        prob(cv::Rect(60, 20, 400, 12)).setTo(0.9f);  // the line
+        prob(cv::Rect(40, 20, 20, 40)).setTo(0.9f);   // its drop capital, down to the next line
+        std::vector<std::vector<cv::Point>> contours;
+        cv::findContours(cv::Mat(prob > 0.3f), contours, cv::RETR_LIST, cv::CHAIN_APPROX_SIMPLE);
+        QCOMPARE(int(contours.size()), 1);
+        const float rectangle = float(cv::mean(prob(cv::boundingRect(contours[0])))[0]);
+        QVERIFY2(rectangle < PpocrOptions{}.detBoxThreshold, "the rectangle's score would drop the line");
+        QVERIFY(regionScore(prob, contours[0]) > 0.85f);
+        // A region of low probability stays below the threshold.
+        cv::Mat faint = prob * 0.5f;
+        QVERIFY(regionScore(faint, contours[0]) < PpocrOptions{}.detBoxThreshold);
+    }
+
     // A full batch of long lines (the recognizer's attention is then batch × heads × T²): the
     // runtime's size limits must leave real pages alone.
     void recognisesABatchOfLongLines() {

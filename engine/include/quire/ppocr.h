@@ -110,6 +110,13 @@ private:
 // table, a heading), numbered in reading order.
 std::vector<int> readingOrder(const std::vector<Box>& boxes, std::vector<int>* blockOfLine = nullptr);
 
+// Mean text probability inside a detected region's contour on the detector's probability map
+// (PaddleOCR's "slow" score mode); a region below PpocrOptions::detBoxThreshold is no text. The
+// "fast" mode scores the contour's minimum-area rectangle instead, which also takes in the white
+// beside a drop capital or a word hanging below a line: on a real book page it dropped a chapter's
+// first line, whose drop capital spans two lines (0.45 against the threshold of 0.6).
+float regionScore(const cv::Mat& prob, const std::vector<cv::Point>& contour);
+
 // The detected boxes in reading order (`order`, `blockOf` from readingOrder()), as lines to read:
 // pieces of one printed line joined. The detector cuts a line at a wide space (after a full stop,
 // around a speck); read whole, a line gives the recognizer the context it was trained with and

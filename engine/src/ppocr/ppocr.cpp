@@ -70,16 +70,6 @@ std::vector<cv::Point2f> orderQuad(const cv::RotatedRect& r) {
     return {tl, tr, br, bl};
 }
 
-float boxScore(const cv::Mat& prob, const std::vector<cv::Point2f>& quad) {
-    cv::Rect r = cv::boundingRect(quad) & cv::Rect(0, 0, prob.cols, prob.rows);
-    if (r.empty()) return 0.f;
-    cv::Mat mask = cv::Mat::zeros(r.size(), CV_8UC1);
-    std::vector<cv::Point> poly;
-    for (auto p : quad) poly.emplace_back(int(std::lround(p.x)) - r.x, int(std::lround(p.y)) - r.y);
-    cv::fillPoly(mask, std::vector<std::vector<cv::Point>>{poly}, cv::Scalar(1));
-    return float(cv::mean(prob(r), mask)[0]);
-}
-
 bool isSpace(const std::string& s) { return s == " "; }
 
 // Two detected boxes on one text row. Detected boxes are grown by DB's unclip and overlap their
@@ -103,6 +93,16 @@ bool spaceable(const std::string& ch) {
 }
 
 }  // namespace
+
+float regionScore(const cv::Mat& prob, const std::vector<cv::Point>& contour) {
+    const cv::Rect r = cv::boundingRect(contour) & cv::Rect(0, 0, prob.cols, prob.rows);
+    if (r.empty()) return 0.f;
+    cv::Mat mask = cv::Mat::zeros(r.size(), CV_8UC1);
+    std::vector<cv::Point> poly;
+    for (const auto& p : contour) poly.emplace_back(p.x - r.x, p.y - r.y);
+    cv::fillPoly(mask, std::vector<std::vector<cv::Point>>{poly}, cv::Scalar(1));
+    return float(cv::mean(prob(r), mask)[0]);
+}
 
 void PpocrEngine::restoreSpaces(PpocrLine& line, const cv::Mat& lineImage, float frameW) const {
     if (line.charIds.size() < 2) return;
@@ -296,7 +296,7 @@ Result<std::vector<std::vector<cv::Point2f>>> PpocrEngine::detect(const cv::Mat&
         if (contours[k].size() < 4) continue;
         cv::RotatedRect r = cv::minAreaRect(contours[k]);
         if (std::min(r.size.width, r.size.height) < float(m_options.detMinSize)) continue;
-        if (boxScore(prob, orderQuad(r)) < m_options.detBoxThreshold) continue;
+        if (regionScore(prob, contours[k]) < m_options.detBoxThreshold) continue;
         // Unclip: grow the box by area × ratio / perimeter on every side (PaddleOCR's pyclipper
         // offset of a rectangle, whose minimum-area rectangle is exactly this).
         const float area = r.size.width * r.size.height, perim = 2 * (r.size.width + r.size.height);
