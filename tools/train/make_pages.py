@@ -11,7 +11,8 @@ Noto CJK are installed (tools/train/setup.sh installs them).
 Layouts: running heads that alternate between the book and the chapter title with the page
 number at the outer edge, or a centred folio at the foot; justified or ragged paragraphs with or
 without first-line indents; English words hyphenated at line ends (pyphen); paragraphs and
-hyphenated words carried across page breaks; occasionally two columns. Degradations: skew, blur,
+hyphenated words carried across page breaks; occasionally two columns, or (--columns-share) narrow
+columns: two or three for Chinese, two for English. Degradations: skew, blur,
 noise, JPEG, uneven light, a gutter shadow, bleed-through of the facing page, low resolution.
 
 Targets: the reading text of each page — headers and folios left out, line-end hyphens joined
@@ -341,7 +342,7 @@ def vocabulary(paras, rng):
 
 
 class Style:
-    def __init__(self, rng, lang, dpi, max_lines=0):
+    def __init__(self, rng, lang, dpi, max_lines=0, columns_share=0.0):
         self.lang, self.dpi = lang, dpi
         scale = dpi / 300
         self.page_w, self.page_h = int(rng.choice([5.5, 6, 6.5]) * dpi), int(rng.choice([8.5, 9, 9.5]) * dpi)
@@ -359,6 +360,10 @@ class Style:
         self.indent = int(size * rng.choice([0, 1.2, 2])) if lang == "en" else size * 2
         self.justify = rng.random() < 0.8
         self.columns = 2 if (lang == "en" and rng.random() < 0.12) else 1
+        # Narrow columns as magazines and papers set them: Chinese in two or three (8-20 characters
+        # a line), English in two. No draw without the option: earlier seeds make the same pages.
+        if columns_share > 0 and rng.random() < columns_share:
+            self.columns = rng.choice([2, 3]) if lang == "zh" else 2
         self.gutter = int(0.3 * dpi)
         self.head_style = rng.choice(["running", "running", "folio"])
         text_w = self.page_w - 2 * self.margin_x
@@ -565,6 +570,8 @@ def main():
                     help="share of Chinese documents given figures and Latin terms (chinese_numerals)")
     ap.add_argument("--heads-share", type=float, default=0.0,
                     help="share of documents given short heading and list-item paragraphs (headings)")
+    ap.add_argument("--columns-share", type=float, default=0.0,
+                    help="share of documents set in narrow columns (Chinese two or three, English two)")
     args = ap.parse_args()
     if args.self_test:
         return self_test()
@@ -592,7 +599,7 @@ def main():
             title = "唐詩宋詞選讀" if chapter != "chinese" else rng.choice(["格言与随笔", "社区语录", "读书札记"])
         else:
             title = rng.choice(["THE HOLY BIBLE", "AUTHORIZED VERSION", "SCRIPTURE READINGS"])
-        st = Style(rng, lang, 300, args.lines)
+        st = Style(rng, lang, 300, args.lines, args.columns_share)
         pages = layout(paras, st, rng, args.pages)
         targets = page_targets(pages, lang)
         ddir = os.path.join(args.out, f"doc{doc:04d}")
