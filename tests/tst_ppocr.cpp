@@ -508,6 +508,31 @@ private slots:
         QCOMPARE(readingOrder(boxes), expect);
     }
 
+    // A magazine's narrow columns (about 10 line heights wide, 15 Chinese characters), their
+    // lines on the same rows: read column by column, not as a table, though they are narrower
+    // than the wide columns above. A paragraph's last line is short, its first indented.
+    void readingOrderNarrowTextColumnsAreNotATable() {
+        std::vector<Box> boxes;
+        std::vector<int> left, right;
+        for (int r = 0; r < 12; ++r) {
+            const int indent = r % 5 == 0 ? 100 : 0, w = r % 5 == 4 ? 220 : 500 - indent;
+            left.push_back(int(boxes.size())), boxes.push_back({100 + indent, 100 + r * 60, w, 50});
+            right.push_back(int(boxes.size())), boxes.push_back({700 + indent, 100 + r * 60, w, 50});
+        }
+        std::vector<int> expect = left;
+        expect.insert(expect.end(), right.begin(), right.end());
+        QCOMPARE(readingOrder(boxes), expect);
+
+        // A running head centred over the gutter and set closer to the columns than a line height
+        // (its folio beside it), and a footer across the gutter: the columns are still read whole.
+        boxes.push_back({520, 70, 160, 25});   // running head, over the gutter (600-700)
+        boxes.push_back({1100, 70, 60, 25});   // its folio
+        boxes.push_back({500, 830, 300, 30});  // a footer across the gutter
+        expect.insert(expect.begin(), {int(boxes.size()) - 3, int(boxes.size()) - 2});
+        expect.push_back(int(boxes.size()) - 1);
+        QCOMPARE(readingOrder(boxes), expect);
+    }
+
     // Two columns with a pull quote across the gutter halfway down: no x range is empty in every
     // row, so rows alone read the columns interleaved; Tesseract's layout analysis finds the
     // columns above and below the quote, and the lines are read column by column in each.

@@ -323,9 +323,12 @@ namespace {
 //  2. else white columns down the whole region at least 0.8 of a line height wide split it left
 //     to right: columns, a side bar beside the text. Cells whose rows line up across narrow
 //     columns (at most 12 line heights wide) are a table and are read row by row instead;
-//  3. else the region is one block: its lines, top to bottom at any white band, boxes on one
+//  3. else, where taking a heading's one or two rows off the top and a footer's row off the foot
+//     leaves columns, those rows and the rest are cut apart (a heading, running head or footer
+//     across the gutter, set closer to the columns than a line height);
+//  4. else the region is one block: its lines, top to bottom at any white band, boxes on one
 //     row left to right.
-// Each region of step 3, each table and each lone row is a block; its lines form paragraphs
+// Each region of step 4, each table and each lone row is a block; its lines form paragraphs
 // downstream. The thresholds are typographic — line gaps inside a paragraph are less than a line
 // high, gutters between text columns wider than most of one — so text columns are not cut into
 // rows nor lines into columns; on ../shared/eval's pages the table rule gave the same order
@@ -354,6 +357,24 @@ public:
             }
             for (auto& piece : pieces) cut(std::move(piece), inBlock);
             return;
+        }
+        // A heading or running head over the gutter, nearer the columns than a line height, hides
+        // the gutter (as a footer across it does): up to two rows at the top and one at the foot
+        // are taken off on their own when the rest then splits into columns of three lines or
+        // more (not a form's short label and value columns).
+        if (byRow.size() >= 4) {
+            const int minGutter = std::max(1, m_medianH * 4 / 5);
+            for (const auto& [top, foot] : {std::pair<long, long>{1, 0}, {0, 1}, {1, 1}, {2, 0}, {2, 1}}) {
+                std::vector<int> rest = flatten({byRow.begin() + top, byRow.end() - foot});
+                const auto gutters = gaps(rest, true, minGutter);
+                if (gutters.empty()) continue;
+                const auto columns = split(rest, true, gutters);
+                if (std::any_of(columns.begin(), columns.end(), [](const auto& c) { return c.size() < 3; })) continue;
+                if (top > 0) cut(flatten({byRow.begin(), byRow.begin() + top}), inBlock);
+                cut(std::move(rest), inBlock);
+                if (foot > 0) cut(byRow.back(), inBlock);
+                return;
+            }
         }
         if (!inBlock) ++m_block;
         if (auto lineGaps = gaps(ids, false, 1); !lineGaps.empty()) {
@@ -420,10 +441,14 @@ private:
         return pieces;
     }
 
-    // Narrow columns whose boxes mostly share rows with boxes of another column: a table.
+    // Narrow columns whose boxes mostly share rows with boxes of another column: a table. Columns
+    // of running text are none: one wider than 12 line heights, or all at least 5 wide with lines
+    // that mostly fill them (a magazine's or newspaper's narrow columns, their lines on the same
+    // rows; a table has narrow columns, or cells that vary in width).
     // `byRow`: the region's rows (rows()), `count` boxes in all.
     bool isTable(size_t count, const std::vector<std::vector<int>>& byRow, const std::vector<std::vector<int>>& pieces) const {
         std::map<int, size_t> pieceOf;
+        size_t textColumns = 0;
         for (size_t k = 0; k < pieces.size(); ++k) {
             int left = box(pieces[k].front()).x, right = box(pieces[k].front()).right();
             for (int i : pieces[k]) {
@@ -431,8 +456,12 @@ private:
                 left = std::min(left, box(i).x);
                 right = std::max(right, box(i).right());
             }
-            if (right - left > 12 * m_medianH) return false;
+            const int width = right - left;
+            if (width > 12 * m_medianH) return false;
+            const auto full = std::count_if(pieces[k].begin(), pieces[k].end(), [&](int i) { return box(i).w * 5 >= width * 4; });
+            if (width >= 5 * m_medianH && pieces[k].size() >= 3 && size_t(full) * 5 >= pieces[k].size() * 3) ++textColumns;
         }
+        if (textColumns == pieces.size()) return false;
         size_t shared = 0;
         for (const auto& r : byRow) {
             const bool across = std::any_of(r.begin(), r.end(), [&](int i) { return pieceOf[i] != pieceOf[r.front()]; });
