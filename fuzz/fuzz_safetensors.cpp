@@ -1,10 +1,12 @@
-// libFuzzer target: the safetensors loader on arbitrary bytes. It must refuse or load, never crash.
+// libFuzzer target: a model folder's files on arbitrary bytes — the safetensors loader, and the
+// reader's character_counts.tsv. Each must refuse or load, never crash.
 #include <cstdint>
 #include <cstdio>
 #include <string>
 #include <unistd.h>
 
 #include "quire/decoder/safetensors.h"
+#include "quire/reader.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     static const std::string path = "/tmp/quire-fuzz-" + std::to_string(getpid()) + ".safetensors";
@@ -21,5 +23,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
             }
         (void)(*st)->get("embed_tokens.weight", {4, 4});
     }
+    static const char* const chars[] = {"a", "b", "\xe7\xa0\x94", " ", "\t", ""};
+    auto rare = quire::readRareCharacters(path, 30, 6, [](int cls) { return std::string(chars[cls - 1]); });
+    if (rare && rare->size() != size_t(quire::reader_vocab::kVocabSize)) __builtin_trap();
     return 0;
 }

@@ -23,6 +23,7 @@ h = json.dumps(hdr).encode()
 h += b" " * (-len(h) % 8)
 open(sys.argv[1], "wb").write(struct.pack("<Q", len(h)) + h + struct.pack("<4f", 1, 2, 3, 4) + b"\x80\x3f\x00\x40\x40\x40")
 PY
+printf 'character\tcount\na\t40\n\xe7\xa0\x94\t3\n \t7\n' > "$work/safetensors/counts"  # a reader's character_counts.tsv
 # ONNX seeds: small graphs written with libonnx's Python binding, covering the operators the
 # PP-OCR graphs use (the real models are too large for libFuzzer's input sizes).
 /usr/bin/python3 fuzz/make_onnx_seeds.py "$work/onnx"

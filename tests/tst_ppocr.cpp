@@ -1091,6 +1091,74 @@ private slots:
         for (const char* c : {"a", "\u00e9", "\u2014", "\u201c", ""}) QVERIFY2(!isCjkCharacter(c), c);
     }
 
+    // The shipped reader carries its training counts, and where the front-end reads a character the
+    // model never saw, the reader writes that character (the model alone wrote 锁西 for 陕西 and 泊
+    // for 沪 on this page: tests/make_rare_characters_page.py).
+    void rareCharactersFollowTheFrontEnd() {
+        auto dir = findReaderModel();
+        if (!dir) QSKIP("no reader model is shipped");
+        QVERIFY2(fs::exists(fs::path(*dir) / "character_counts.tsv"), dir->c_str());
+        const cv::Mat page = cv::imread((sourceDir() + "/tests/fixtures/rare_characters_zh.png").toStdString(), cv::IMREAD_GRAYSCALE);
+        QVERIFY(!page.empty());
+        auto ppocr = PpocrEngine::load(PpocrOptions{});
+        QVERIFY2(ppocr, ppocr.status().message().c_str());
+        auto front = (*ppocr)->read(page, true, nullptr);
+        QVERIFY(front);
+        std::string frontText;
+        for (const auto& l : front->lines) frontText += l.text;
+        ReaderOptions o;
+        o.modelDir = *dir;
+        auto withCounts = ReaderEngine::load(o);
+        o.rareBelow = 0;  // the rule off: the model's own choice
+        auto alone = ReaderEngine::load(o);
+        QVERIFY2(withCounts && alone, withCounts ? alone.status().message().c_str() : withCounts.status().message().c_str());
+        auto a = (*withCounts)->readPage(page, 300);
+        auto b = (*alone)->readPage(page, 300);
+        QVERIFY2(a && b, a ? b.status().message().c_str() : a.status().message().c_str());
+        const std::string text = a->text.plainText(), aloneText = b->text.plainText();
+        int read = 0, kept = 0, keptAlone = 0;
+        for (const char* c : {"\u9655", "\u6caa", "\u6a71", "\u67ff", "\u68fa", "\u4f84", "\u5bc5"}) {  // 陕沪橱柿棺侄寅
+            if (frontText.find(c) == std::string::npos) continue;
+            ++read;
+            kept += text.find(c) != std::string::npos ? 1 : 0;
+            keptAlone += aloneText.find(c) != std::string::npos ? 1 : 0;
+        }
+        qInfo("front-end read %d of the 7 rare characters; the reader wrote %d of them, %d without the rule:\n%s\n%s", read,
+              kept, keptAlone, text.c_str(), aloneText.c_str());
+        QVERIFY(read >= 6);
+        QCOMPARE(kept, read);
+    }
+
+    // character_counts.tsv: checked line by line, the file and line named; characters under the
+    // count, and those it does not list, are rare.
+    void characterCountsAreReadOrRefused() {
+        using namespace reader_vocab;
+        QTemporaryDir tmp;
+        auto write = [&](const char* name, const std::string& body) {
+            const std::string path = tmp.filePath(name).toStdString();
+            std::ofstream(path, std::ios::binary) << body;
+            return path;
+        };
+        const std::vector<std::string> chars = {"a", "b", "\u7814", " "};
+        auto charOf = [&](int cls) { return chars[size_t(cls - 1)]; };
+        auto ok = readRareCharacters(write("ok.tsv", "character\tcount\na\t40\n\u7814\t3\n \t100\n"), 30, 4, charOf);
+        QVERIFY2(ok, ok.status().message().c_str());
+        QCOMPARE(int(ok->size()), kVocabSize);
+        QVERIFY(!(*ok)[kFirstChar] && (*ok)[kFirstChar + 1] && (*ok)[kFirstChar + 2] && !(*ok)[kFirstChar + 3]);
+        QVERIFY(!(*ok)[kSpace] && !(*ok)[kFirstChar + 4]);
+        const std::vector<std::pair<std::string, std::string>> bad = {
+            {"", "empty"}, {"char\tcount\n", ":1: expected the header"}, {"character\tcount\na 40\n", ":2: expected a character"},
+            {"character\tcount\na\t4x\n", ":2: the count \"4x\""}, {"character\tcount\na\t1\nb\t2\na\t3\n", ":4: the character is listed twice"}};
+        for (size_t k = 0; k < bad.size(); ++k) {
+            const std::string path = write(("bad" + std::to_string(k) + ".tsv").c_str(), bad[k].first);
+            auto r = readRareCharacters(path, 30, 4, charOf);
+            QVERIFY(!r);
+            const std::string msg = r.status().message();
+            QVERIFY2(msg.find(path) != std::string::npos && msg.find(bad[k].second) != std::string::npos, msg.c_str());
+        }
+        QVERIFY(!readRareCharacters(tmp.filePath("none.tsv").toStdString(), 30, 4, charOf));
+    }
+
     void autoChoosesByLanguage() {
         std::string why;
         QCOMPARE(QString::fromStdString(chooseEngine("auto", "chi_sim", &why)), QString("ppocr"));

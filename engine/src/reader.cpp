@@ -6,6 +6,7 @@
 #include <cstring>
 #include <ctime>
 #include <filesystem>
+#include <fstream>
 #include <limits>
 #include <map>
 
@@ -31,6 +32,39 @@ Result<std::string> findReaderModel(const std::string& explicitDir) {
     return Status(ErrorCode::NotFound, "no reader model (config.json and model.safetensors) in: " + tried);
 }
 
+Result<std::vector<bool>> readRareCharacters(const std::string& file, int below, int classes,
+                                             const std::function<std::string(int)>& charOf) {
+    std::ifstream in(file, std::ios::binary);
+    if (!in) return Status(ErrorCode::NotFound, file + ": cannot be read");
+    std::map<std::string, long long> counts;
+    std::string line;
+    int number = 0;
+    auto bad = [&](const std::string& why) {
+        return Status(ErrorCode::Corrupt, file + ":" + std::to_string(number) + ": " + why);
+    };
+    while (std::getline(in, line)) {
+        ++number;
+        if (number == 1) {
+            if (line != "character\tcount") return bad("expected the header \"character<TAB>count\"");
+            continue;
+        }
+        if (line.empty()) continue;
+        const auto tab = line.rfind('\t');
+        if (tab == std::string::npos || tab == 0) return bad("expected a character, a tab and a count");
+        const std::string digits = line.substr(tab + 1);
+        if (digits.empty() || digits.size() > 15 || !std::all_of(digits.begin(), digits.end(), [](unsigned char c) { return std::isdigit(c); }))
+            return bad("the count \"" + digits.substr(0, 20) + "\" is not a whole number");
+        if (!counts.emplace(line.substr(0, tab), std::stoll(digits)).second) return bad("the character is listed twice");
+    }
+    if (number == 0) return bad("the file is empty");
+    std::vector<bool> rare(size_t(kVocabSize), false);
+    for (int cls = 1; cls <= classes && kFirstChar + cls - 1 < kVocabSize; ++cls) {
+        const auto it = counts.find(charOf(cls));
+        rare[size_t(kFirstChar + cls - 1)] = it == counts.end() || it->second < below;
+    }
+    return rare;
+}
+
 struct ReaderEngine::Impl {
     ReaderOptions options;
     std::shared_ptr<const decoder::ModelWeights> model;
@@ -44,6 +78,7 @@ struct ReaderEngine::Impl {
     int firstPending = 0;
     std::vector<std::vector<float>> pending;
     std::string modelIdentity;  // computed at the first checkpoint or restore
+    std::vector<bool> rare;     // by vocabulary id: characters the model hardly saw (empty: no counts)
 
     const std::string& identity() {
         if (modelIdentity.empty()) {
@@ -102,8 +137,28 @@ Result<std::unique_ptr<ReaderEngine>> ReaderEngine::load(const ReaderOptions& op
         e->d->options.attention.windowBefore = int(before);
         e->d->options.attention.gatedPages = int(gated);
     }
+    if (const char* rare = std::getenv("QUIRE_READER_RARE"); rare && *rare) {
+        // "BELOW,NATS": the count under which a character is rare, and its prior (for measurement).
+        char* end = nullptr;
+        const long below = std::strtol(rare, &end, 10);
+        const float nats = *end == ',' ? std::strtof(end + 1, &end) : -1.f;
+        if (*end != '\0' || below < 0 || below > 1000000 || !(nats >= 0.f && nats <= 100.f))
+            return Status(ErrorCode::InvalidArgument, std::string("QUIRE_READER_RARE: expected BELOW,NATS (a count, 0-1000000; "
+                                                                  "nats, 0-100), got \"") + rare + "\"");
+        e->d->options.rareBelow = int(below);
+        e->d->options.rarePrior = nats;
+    }
     e->d->model = std::move(model).value();
     e->d->ppocr = std::move(ppocr).value();
+    const fs::path counts = fs::path(*dir) / "character_counts.tsv";
+    std::error_code ec;
+    if (e->d->options.rareBelow > 0 && fs::exists(counts, ec)) {
+        const PpocrEngine& front = *e->d->ppocr;
+        auto rareIds = readRareCharacters(counts.string(), e->d->options.rareBelow, kKeyCount,
+                                          [&front](int cls) { return front.charOf(cls); });
+        if (!rareIds) return rareIds.status();
+        e->d->rare = std::move(rareIds).value();
+    }
     return e;
 }
 
@@ -309,8 +364,9 @@ Result<ReaderPage> ReaderEngine::decodePage(const Result<PpocrPage>& read, int d
                 const int id = visualIds[size_t(guess)];
                 if (config.isLineEnd(id))
                     for (int e : config.lineEndTokenIds) biased[size_t(e)] += d->options.draftPrior;
-                else  // weighted by the front-end's own probability of its character
-                    biased[size_t(id)] += d->options.draftPrior * visual[size_t(guess) * config.visualStride() + kCharProb];
+                else  // weighted by the front-end's own probability of its character; more where the model hardly knows it
+                    biased[size_t(id)] += (size_t(id) < d->rare.size() && d->rare[size_t(id)] ? d->options.rarePrior : d->options.draftPrior) *
+                                          visual[size_t(guess) * config.visualStride() + kCharProb];
             }
         }
         const int next = chosen = d->sampler->pick(early || prior || noJoin ? biased : logits);

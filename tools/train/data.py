@@ -87,6 +87,55 @@ class Vocab:
         return "".join(out)
 
 
+COUNTS_FILE = "character_counts.tsv"
+
+
+def character_counts(records, vocab):
+    """How many times each character is a training target in `records` (train.py's records)."""
+    counts = {}
+    for r in records:
+        for page in r["targets"]:
+            for i in page:
+                i = int(i)
+                if FIRST_CHAR <= i < SKIP:
+                    ch = vocab.chars[i - FIRST_CHAR]
+                    counts[ch] = counts.get(ch, 0) + 1
+    return counts
+
+
+def read_counts(path):
+    """A model's character_counts.tsv (header "character<TAB>count"); {} where there is none."""
+    if not os.path.exists(path):
+        return {}
+    counts = {}
+    with open(path, encoding="utf-8") as f:
+        assert f.readline().rstrip("\n") == "character\tcount", path
+        for line in f:
+            ch, n = line.rstrip("\n").rsplit("\t", 1)
+            counts[ch] = int(n)
+    return counts
+
+
+def write_counts(path, counts):
+    """The runtime reads it beside the model (docs/MODEL_FORMAT.md): characters the model hardly saw
+    get a stronger prior toward the front-end's reading (docs/DECODING.md)."""
+    with open(path + ".part", "w", encoding="utf-8") as f:
+        f.write("character\tcount\n")
+        for ch, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])):
+            f.write(f"{ch}\t{n}\n")
+    os.replace(path + ".part", path)
+
+
+def merge_counts(a, b):
+    """Counts of two sets of training documents, each character's larger: exact where one set holds
+    the other (a fine-tuning run's data holds its starting point's, as in docs/TRAINING.md), a lower
+    bound otherwise; a document trained on in two runs counts once."""
+    out = dict(a)
+    for ch, n in b.items():
+        out[ch] = max(out.get(ch, 0), n)
+    return out
+
+
 def read_safetensors(path):
     with open(path, "rb") as f:
         n = struct.unpack("<Q", f.read(8))[0]
@@ -239,6 +288,17 @@ def self_test():
                          v.encode("天地玄黄\n\n宇宙"))
     assert out == enc("天地") + [LINE_JOIN] + enc("玄黄") + [PARAGRAPH] + enc("宇宙") + [LINE_JOIN], out
     print("aligned_output: ok")
+    # Training counts: targets counted by character, merged with another model's, written and read back.
+    import tempfile
+    counts = character_counts([{"targets": [v.encode("ab a"), v.encode("天 a")]}], v)
+    assert counts == {"a": 3, "b": 1, "天": 1}, counts
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, COUNTS_FILE)
+        write_counts(path, merge_counts(counts, {" ": 2, "b": 4, "a": 1}))
+        assert open(path, encoding="utf-8").readline() == "character\tcount\n"
+        assert read_counts(path) == {"a": 3, "b": 4, "天": 1, " ": 2}, read_counts(path)
+        assert read_counts(os.path.join(tmp, "none.tsv")) == {}
+    print("character counts: ok")
 
 
 if __name__ == "__main__":

@@ -8,8 +8,9 @@ R-SWA attention pattern it runs with (tools/train/model.py), on synthetic books
 
 Writes OUT/checkpoint.pt (model, optimiser, step, RNG states; --resume continues from it),
 OUT/loss.tsv (step, training loss, held-out loss, held-out token accuracy, seconds), and
-OUT/model/ (config.json + model.safetensors, the runtime's format) at the end and at every
-checkpoint. Deterministic for a given seed and thread count.
+OUT/model/ (config.json + model.safetensors, the runtime's format, and character_counts.tsv: how
+often each character was a training target, each character's count the larger of this run's
+documents' and the --init model's file) at the end and at every checkpoint. Deterministic for a given seed and thread count.
 """
 import argparse
 import json
@@ -25,7 +26,8 @@ import torch
 import torch.nn.functional as F
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from data import BOS, EOS, PAGE_BREAK, VISUAL_DIM, Vocab, features_ready, prepare_document  # noqa: E402
+from data import (BOS, COUNTS_FILE, EOS, PAGE_BREAK, VISUAL_DIM, Vocab, character_counts, features_ready,  # noqa: E402
+                  merge_counts, prepare_document, read_counts, write_counts)
 from model import GEN, SINK, VISUAL, Config, QuireDecoder, attention_mask, copy_init, export, load_exported  # noqa: E402
 
 
@@ -65,7 +67,7 @@ def build_sequence(record, max_len):
 def find_documents(data, ready_only):
     """DATA/docNNNN or, for data made in batches, DATA/*/docNNNN, in sorted order."""
     docs = []
-    for root, dirs, _ in os.walk(data):
+    for root, dirs, _ in os.walk(data, followlinks=True):
         docs += [os.path.join(root, d) for d in dirs if d.startswith("doc")]
         dirs[:] = [d for d in dirs if not d.startswith("doc")]
     docs.sort()
@@ -164,6 +166,14 @@ def main():
     max_len = train_cfg["max_len"]
     train_seqs = [build_sequence(r, max_len) for r in records[held:]]
     eval_seqs = [build_sequence(r, max_len) for r in records[:held]]
+    # How often the model saw each character, its starting point's training included: written beside
+    # the exported model, where the runtime trusts the front-end more on characters it hardly saw.
+    init_counts = {}
+    if args.init:
+        init_dir = args.init if os.path.isdir(args.init) else os.path.join(os.path.dirname(args.init), "model")
+        init_counts = read_counts(os.path.join(init_dir, COUNTS_FILE))
+    train_records = records[held:]
+    counts = merge_counts(init_counts, character_counts(train_records, vocab))
 
     mc = dict(cfg["model"])
     mc["vocab_size"], mc["visual_dim"] = vocab.size, VISUAL_DIM
@@ -213,6 +223,8 @@ def main():
                 new = load_records(find_documents(args.data, True), loaded, quire_cli, vocab)
                 if new:
                     train_seqs += [build_sequence(r, max_len) for r in new]
+                    train_records += new
+                    counts = merge_counts(init_counts, character_counts(train_records, vocab))
                     print(f"step {step}: {len(new)} more documents, {len(train_seqs)} in training", flush=True)
                     break  # a new epoch order that includes them
             lr = train_cfg["lr"] * min(1.0, (step + 1) / warmup) * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * step / total)))
@@ -237,6 +249,7 @@ def main():
                 torch.save({"model": model.state_dict(), "optimizer": opt.state_dict(), "step": step,
                             "py_rng": random.getstate(), "torch_rng": torch.get_rng_state()}, ckpt)
                 export(model, os.path.join(args.out, "model"))
+                write_counts(os.path.join(args.out, "model", COUNTS_FILE), counts)
     print(f"done: {step} steps in {time.time() - start:.0f} s; model in {os.path.join(args.out, 'model')}")
 
 

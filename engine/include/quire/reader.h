@@ -186,9 +186,25 @@ struct ReaderOptions {
     bool draft = true;
     // Nats added to the logit of the front-end's reading of the next visual token, times the
     // front-end's probability of it, before the greedy pick (docs/DECODING.md, The reader's
-    // choices); 0: the model alone. Chosen on held-out synthetic pages. $QUIRE_READER_PRIOR sets it.
+    // choices); 0: the model alone (no rare-character prior either). Chosen on held-out synthetic
+    // pages. $QUIRE_READER_PRIOR sets it.
     float draftPrior = 1.5f;
+    // Characters the model saw fewer than `rareBelow` times in training (character_counts.tsv beside
+    // the model, docs/MODEL_FORMAT.md) get `rarePrior` nats instead, times the same probability: the
+    // model's preference against a character it hardly knows is uninformed (it wrote 锁 for 陕 and
+    // 泊 for 沪, characters it never saw). Without the file the rule is off. Chosen on held-out
+    // synthetic pages; $QUIRE_READER_RARE=BELOW,NATS sets both.
+    int rareBelow = 30;
+    float rarePrior = 12.f;
 };
+
+// Training counts of a reader model's characters, read from `character_counts.tsv` (a header line
+// "character<TAB>count", then one character and its count a line). The characters of the
+// vocabulary `charOf(1..classes)` counted fewer than `below` times (absent ones included) come
+// back as true at their vocabulary id; other ids false. A malformed file is Corrupt with the file
+// and line named.
+Result<std::vector<bool>> readRareCharacters(const std::string& file, int below, int classes,
+                                             const std::function<std::string(int)>& charOf);
 
 // One page as read by the decoder.
 struct ReaderPage {
