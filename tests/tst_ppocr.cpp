@@ -1091,6 +1091,42 @@ private slots:
         for (const char* c : {"a", "\u00e9", "\u2014", "\u201c", ""}) QVERIFY2(!isCjkCharacter(c), c);
     }
 
+    // A line-final hyphen the model skipped is written back where the line then ends with a break
+    // or a paragraph, not where it joins the next line; a hyphen inside a line, or one the model
+    // wrote itself, is never added.
+    void aSkippedLineEndHyphenStaysUnlessTheLineJoins() {
+        using namespace reader_vocab;
+        // visual tokens: "ab-" | "cd" (0..2, end 3, 4..5, end 6); token 1 is also a hyphen mid-line.
+        const std::vector<bool> hyphen = {false, true, true, false, false, false, false};
+        {
+            LineEndHyphen rule(hyphen);
+            QCOMPARE(rule.pick(kFirstChar, 0, 2, false), -1);
+            QCOMPARE(rule.pick(kFirstChar, 1, 2, false), -1);
+            QCOMPARE(rule.pick(kSkip, 2, 2, false), -1);        // the hyphen skipped
+            QCOMPARE(rule.pick(kLineBreak, 3, 2, true), 2);     // then a break: written back
+            QCOMPARE(rule.pick(kFirstChar, 4, 6, false), -1);
+        }
+        {
+            LineEndHyphen rule(hyphen);
+            QCOMPARE(rule.pick(kSkip, 2, 2, false), -1);
+            QCOMPARE(rule.pick(kParagraph, 3, 2, true), 2);     // a paragraph end too
+        }
+        {
+            LineEndHyphen rule(hyphen);
+            QCOMPARE(rule.pick(kSkip, 2, 2, false), -1);
+            QCOMPARE(rule.pick(kLineJoin, 3, 2, true), -1);     // joined: "abcd"
+        }
+        {
+            LineEndHyphen rule(hyphen);
+            QCOMPARE(rule.pick(kSkip, 1, 2, false), -1);        // a mid-line hyphen skipped
+            QCOMPARE(rule.pick(kFirstChar, 2, 2, false), -1);   // the line's last written
+            QCOMPARE(rule.pick(kLineBreak, 3, 2, true), -1);
+            QCOMPARE(rule.pick(kSkip, 2, 2, false), -1);        // skipped, then more text: nothing
+            QCOMPARE(rule.pick(kFirstChar, 2, 2, false), -1);
+            QCOMPARE(rule.pick(kLineBreak, 3, 2, true), -1);
+        }
+    }
+
     // The shipped reader carries its training counts, and where the front-end reads a character the
     // model never saw, the reader writes that character (the model alone wrote 锁西 for 陕西 and 泊
     // for 沪 on this page: tests/make_rare_characters_page.py).

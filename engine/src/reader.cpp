@@ -347,6 +347,13 @@ Result<ReaderPage> ReaderEngine::decodePage(const Result<PpocrPage>& read, int d
     // A line the model skipped whole (a running head, a folio) ends with LINE_JOIN, as trained:
     // it adds nothing to the text, and the rule leaves it alone.
     bool lineHasText = false;
+    std::vector<bool> hyphen(visualIds.size(), false);  // the front-end's hyphens (LineEndHyphen)
+    for (size_t t = 0; t < visualIds.size(); ++t)
+        if (visualIds[t] >= kFirstChar && visualIds[t] < kSkip) {
+            const std::string ch = d->ppocr->charOf(visualIds[t] - kFirstChar + 1);
+            hyphen[t] = ch == "-" || ch == "\u2010" || ch == "\u00ac";
+        }
+    LineEndHyphen lineEndHyphen(std::move(hyphen));
     std::vector<float> biased;
     auto handle = [&](const decoder::StepResult& step, int guess) {
         const std::vector<float>& logits = *step.logits;
@@ -370,6 +377,7 @@ Result<ReaderPage> ReaderEngine::decodePage(const Result<PpocrPage>& read, int d
             }
         }
         const int next = chosen = d->sampler->pick(early || prior || noJoin ? biased : logits);
+        const int hyphenBack = lineEnds ? lineEndHyphen.pick(next, guess, lineLast, next >= 0 && config.isLineEnd(next)) : -1;
         lineEndRule.push(next >= 0 && config.isLineEnd(next));
         if (next >= 0 && config.isLineEnd(next)) lineHasText = false;
         else if (next >= 0 && next != kSkip) lineHasText = true;
@@ -396,6 +404,14 @@ Result<ReaderPage> ReaderEngine::decodePage(const Result<PpocrPage>& read, int d
         if (pageDone && next == kLineJoin) return Outcome::Done;
         // A visual token that is not reading text, or lines joined with nothing: nothing to write.
         if (next == kSkip || next == kLineJoin) return Outcome::Go;
+        if (hyphenBack >= 0) {
+            const int id = visualIds[size_t(hyphenBack)];
+            d->sampler->push(id);
+            tokens.push_back(id);
+            probs.push_back(prob);
+            attended.push_back(hyphenBack);
+            if (onText) onText(d->ppocr->charOf(id - kFirstChar + 1));
+        }
         d->sampler->push(next);  // repetition rules look at the text only
         tokens.push_back(next);
         probs.push_back(prob);

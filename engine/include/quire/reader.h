@@ -176,6 +176,31 @@ private:
     int m_written = 0;
 };
 
+// A hyphen the front-end read at the end of a line is dropped only where the line joins the next
+// (the word goes on there). Where the model skipped it and then ended the line with a break or a
+// paragraph, the hyphen is written back before that line end: the halves stay apart and the
+// hyphen printed between them stays ("weath- ered", not "weath ered", seen on a real magazine
+// page). `hyphen`: per visual token, whether the front-end read a hyphen there.
+class LineEndHyphen {
+public:
+    explicit LineEndHyphen(std::vector<bool> hyphen) : m_hyphen(std::move(hyphen)) {}
+    // Each token picked: `next` the token, `guess` the visual token it read (-1: none), `lineLast`
+    // the last visual token of the line being written (-1: none). Returns the visual token of the
+    // hyphen to write before `next`, or -1.
+    int pick(int next, int guess, int lineLast, bool nextIsLineEnd) {
+        const int back = nextIsLineEnd && next != reader_vocab::kLineJoin ? m_skipped : -1;
+        m_skipped = next == reader_vocab::kSkip && guess >= 0 && guess == lineLast && size_t(guess) < m_hyphen.size() &&
+                            m_hyphen[size_t(guess)]
+                        ? guess
+                        : -1;
+        return back;
+    }
+
+private:
+    std::vector<bool> m_hyphen;
+    int m_skipped = -1;  // a line-final hyphen the model skipped, until the next token
+};
+
 struct ReaderOptions {
     std::string modelDir;  // config.json + model.safetensors (docs/MODEL_FORMAT.md); empty: findReaderModel()
     PpocrOptions ppocr;
