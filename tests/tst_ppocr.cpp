@@ -1195,10 +1195,18 @@ private slots:
         QVERIFY(!readRareCharacters(tmp.filePath("none.tsv").toStdString(), 30, 4, charOf));
     }
 
+    // docs/ACCURACY.md: the reader for Chinese where a reader model is installed (PP-OCR where
+    // none is), Tesseract otherwise; an engine named is kept.
     void autoChoosesByLanguage() {
         std::string why;
+        const QString chinese = findReaderModel() ? "reader" : "ppocr";
+        QCOMPARE(QString::fromStdString(chooseEngine("auto", "chi_sim", &why)), chinese);
+        QVERIFY(why.rfind(chinese.toStdString() + " (", 0) == 0);
+        QCOMPARE(QString::fromStdString(chooseEngine("auto", "eng+chi_sim")), chinese);
+        qputenv("QUIRE_READER_MODEL", "/nonexistent");  // the only place looked at: no reader model
         QCOMPARE(QString::fromStdString(chooseEngine("auto", "chi_sim", &why)), QString("ppocr"));
-        QVERIFY(!why.empty());
+        QVERIFY2(why.find("no reader model") != std::string::npos, why.c_str());
+        qunsetenv("QUIRE_READER_MODEL");
         QCOMPARE(QString::fromStdString(chooseEngine("auto", "eng")), QString("tesseract"));
         QCOMPARE(QString::fromStdString(chooseEngine("ppocr", "eng")), QString("ppocr"));
     }
