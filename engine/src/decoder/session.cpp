@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <numeric>
+#include <unordered_map>
 
 namespace quire::decoder {
 
@@ -289,11 +290,34 @@ struct DecodeSession::Impl {
         }
     }
 
+    // cos and sin of each rotary frequency at a position (cos first, then sin), kept once computed:
+    // the token selector rotates the query for every block of every gated page at every step, at
+    // few distinct positions (the step's own, and a capped frame for each far block), and computing
+    // them afresh made each later page of a volume several times slower to decode than its first
+    // (docs/BENCHMARKS.md). The values are the ones computed before, so the picks are the same.
+    const float* trigAt(int64_t pos) const {
+        auto it = trig.find(pos);
+        if (it == trig.end()) {
+            if (trig.size() >= kTrigCacheEntries) trig.clear();
+            const int half = c.headDim / 2;
+            std::vector<float> t(size_t(2 * half));
+            for (int i = 0; i < half; ++i) {
+                const double a = double(pos) * invFreq[size_t(i)];
+                t[size_t(i)] = float(std::cos(a));
+                t[size_t(half + i)] = float(std::sin(a));
+            }
+            it = trig.emplace(pos, std::move(t)).first;
+        }
+        return it->second.data();
+    }
+    static constexpr size_t kTrigCacheEntries = 1 << 14;
+    mutable std::unordered_map<int64_t, std::vector<float>> trig;
+
     void rotate(float* vec, int64_t pos) const {
         const int half = c.headDim / 2;
+        const float* t = trigAt(pos);
         for (int i = 0; i < half; ++i) {
-            const double a = double(pos) * invFreq[size_t(i)];
-            const float cs = float(std::cos(a)), sn = float(std::sin(a));
+            const float cs = t[i], sn = t[half + i];
             const float x0 = vec[i], x1 = vec[i + half];
             vec[i] = x0 * cs - x1 * sn;
             vec[i + half] = x0 * sn + x1 * cs;
@@ -481,6 +505,10 @@ struct DecodeSession::Impl {
     void selectGatedBlocks(int layer, std::vector<Span>& spans, const float* query, int64_t pos) const {
         const int D = c.headDim, G = c.groupSize();
         std::vector<float> qr(static_cast<size_t>(D));
+        // The query rotated to the step's own position, once per head: every block within half the
+        // trained range is scored in that frame.
+        std::vector<float> atPos(query, query + size_t(c.numHeads) * D);
+        for (int hh = 0; hh < c.numHeads; ++hh) rotate(atPos.data() + size_t(hh) * D, pos);
         for (int page : gated) {
             const std::vector<const Block*> pageSet = gatedPageBlocks(page);
             std::vector<std::pair<float, int>> scored;
@@ -492,8 +520,12 @@ struct DecodeSession::Impl {
                 float score = 0;
                 for (int hh = 0; hh < c.numHeads; ++hh) {
                     const int g = hh / G;
-                    std::copy(query + size_t(hh) * D, query + size_t(hh + 1) * D, qr.begin());
-                    rotate(qr.data(), qpos);
+                    if (qpos == pos) {
+                        std::copy(atPos.begin() + long(hh) * D, atPos.begin() + long(hh + 1) * D, qr.begin());
+                    } else {
+                        std::copy(query + size_t(hh) * D, query + size_t(hh + 1) * D, qr.begin());
+                        rotate(qr.data(), qpos);
+                    }
                     const size_t o = (size_t(layer) * c.numKvHeads + g) * D;
                     for (int i = 0; i < D; ++i)
                         score += std::max(qr[size_t(i)] * b.kMin[o + i], qr[size_t(i)] * b.kMax[o + i]);
