@@ -335,11 +335,13 @@ Result<ReaderPage> ReaderEngine::decodePage(const Result<PpocrPage>& read, int d
     // real magazine page). On a Chinese page lines join with nothing, table cells of figures
     // included.
     std::vector<bool> wordChar(visualIds.size(), false);
+    std::vector<bool> hyphen(visualIds.size(), false);  // the front-end's hyphens (LineEndHyphen, below)
     int latinLetters = 0, cjkLetters = 0;
     for (size_t t = 0; t < visualIds.size(); ++t) {
         if (visualIds[t] < kFirstChar || visualIds[t] >= kSkip) continue;
         const std::string ch = d->ppocr->charOf(visualIds[t] - kFirstChar + 1);
         wordChar[t] = isLatinWordCharacter(ch);
+        hyphen[t] = ch == "-" || ch == "\u2010" || ch == "\u00ac";
         latinLetters += wordChar[t] ? 1 : 0;
         cjkLetters += isCjkCharacter(ch) ? 1 : 0;
     }
@@ -347,12 +349,6 @@ Result<ReaderPage> ReaderEngine::decodePage(const Result<PpocrPage>& read, int d
     // A line the model skipped whole (a running head, a folio) ends with LINE_JOIN, as trained:
     // it adds nothing to the text, and the rule leaves it alone.
     bool lineHasText = false;
-    std::vector<bool> hyphen(visualIds.size(), false);  // the front-end's hyphens (LineEndHyphen)
-    for (size_t t = 0; t < visualIds.size(); ++t)
-        if (visualIds[t] >= kFirstChar && visualIds[t] < kSkip) {
-            const std::string ch = d->ppocr->charOf(visualIds[t] - kFirstChar + 1);
-            hyphen[t] = ch == "-" || ch == "\u2010" || ch == "\u00ac";
-        }
     LineEndHyphen lineEndHyphen(std::move(hyphen));
     std::vector<float> biased;
     auto handle = [&](const decoder::StepResult& step, int guess) {

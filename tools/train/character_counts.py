@@ -15,7 +15,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from data import Vocab, character_counts, merge_counts, read_counts, write_counts  # noqa: E402
-from train import find_documents, load_records  # noqa: E402
+from train import find_documents, held_out_count, load_records  # noqa: E402
 
 
 def main():
@@ -30,7 +30,7 @@ def main():
     if not docs:
         sys.exit(f"{args.data}: no documents (docNNNN folders made by make_pages.py)")
     records = load_records(docs, set(), os.path.abspath(args.quire_cli), vocab)
-    held = min(20, max(1, len(records) // 10))  # as train.py holds them out
+    held = held_out_count(len(records))  # as train.py holds them out
     counts = character_counts(records[held:], vocab)
     for path in args.add:
         if not os.path.exists(path):

@@ -74,6 +74,11 @@ def find_documents(data, ready_only):
     return [d for d in docs if features_ready(d)] if ready_only else docs
 
 
+def held_out_count(documents):
+    """How many of the first documents are held out: a fixed set while data grows."""
+    return min(20, max(1, documents // 10))
+
+
 def load_records(docs, loaded, quire_cli, vocab, jobs=1):
     """Training records of the documents not in `loaded` (cached in DOC/record3.npz); the front-end
     runs on `jobs` documents at once (each is a quire-cli process)."""
@@ -162,7 +167,7 @@ def main():
     loaded = set()
     records = load_records(find_documents(args.data, args.ready_only), loaded, quire_cli, vocab, args.jobs)
     print(f"{len(records)} documents ready in {time.time() - t0:.0f} s", flush=True)
-    held = min(20, max(1, len(records) // 10))  # the first documents: a fixed set while data grows
+    held = held_out_count(len(records))
     max_len = train_cfg["max_len"]
     train_seqs = [build_sequence(r, max_len) for r in records[held:]]
     eval_seqs = [build_sequence(r, max_len) for r in records[:held]]
