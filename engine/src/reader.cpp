@@ -1,5 +1,7 @@
 #include "quire/reader.h"
 
+#include "decoder/kernels.h"
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -382,10 +384,8 @@ Result<ReaderPage> ReaderEngine::decodePage(const Result<PpocrPage>& read, int d
             failure = "decoding stopped: every token was banned by the repetition rule";
             return Outcome::Failed;
         }
-        double sum = 0;
-        const float mx = *std::max_element(logits.begin(), logits.end());
-        for (float l : logits) sum += std::exp(double(l - mx));
-        const float prob = float(std::exp(double(logits[size_t(next)] - mx)) / sum);
+        const float mx = decoder::kernels::maxOf(logits.data(), logits.size());
+        const float prob = std::exp(logits[size_t(next)] - mx) / decoder::kernels::sumExpShifted(logits.data(), logits.size(), mx);
         ++result.tokens;
         if (next == kPageBreak || next == kEos) return Outcome::Done;
         if (result.tokens >= cap) {

@@ -1,5 +1,7 @@
 #include "quire/decoder/session.h"
 
+#include "decoder/kernels.h"
+
 #include <cblas.h>
 #include <fcntl.h>
 #include <unistd.h>
@@ -156,8 +158,16 @@ struct DecodeSession::Impl {
     std::vector<int> gated;
     // Scratch.
     std::vector<float> x, h, q, k, v, att, tmp, gateBuf, upBuf, logits, scores, qrot;
-    std::vector<std::vector<int64_t>> lastPositions;
+    // What the last token attended to, per layer: runs of positions (first, count), expanded only
+    // when asked for (lastAttendedPositions(); a draft would otherwise list ~3,000 a token and layer).
+    using PositionRuns = std::vector<std::pair<int64_t, int>>;
+    std::vector<PositionRuns> lastPositions;
     int lastAttended = 0;
+    static int runsTotal(const PositionRuns& runs) {
+        int n = 0;
+        for (const auto& r : runs) n += r.second;
+        return n;
+    }
     RecallStats recall;
     bool recallProbe = false;
     std::vector<int> sinkTokens;
@@ -331,6 +341,13 @@ struct DecodeSession::Impl {
         int64_t queryPos; // position the query is rotated to for this span (the position frame)
     };
 
+    static PositionRuns positionRuns(const std::vector<Span>& spans) {
+        PositionRuns runs;
+        runs.reserve(spans.size());
+        for (const auto& s : spans) runs.push_back({s.block->pos0 + s.first, s.last - s.first});
+        return runs;
+    }
+
     // Frames positions: when the attended set spans more positions than the model was trained on,
     // it is laid out contiguously (gaps removed) around the query; otherwise positions are
     // absolute. Rotation is relative, so this only changes the position the query is rotated to.
@@ -410,11 +427,8 @@ struct DecodeSession::Impl {
             }
             for (int j = 0; j < G; ++j) {
                 float* sc = &scores[size_t(j) * total];
-                const float mx = *std::max_element(sc, sc + total);
-                double sum = 0;
-                for (int i = 0; i < total; ++i) sum += (sc[i] = std::exp(sc[i] - mx));
-                const float inv = float(1.0 / sum);
-                for (int i = 0; i < total; ++i) sc[i] *= inv;
+                const float mx = kernels::maxOf(sc, size_t(total));
+                kernels::scale(sc, size_t(total), 1.f / kernels::expShifted(sc, size_t(total), mx));
                 std::fill(&att[size_t(g * G + j) * D], &att[size_t(g * G + j) * D] + D, 0.f);
             }
             if (trackingStep) {
@@ -737,10 +751,8 @@ struct DecodeSession::Impl {
             b.count = std::max(b.count, t + 1);
             std::vector<Span> spans = setFor(l);
             frame(spans, b.pos0 + t);
-            lastPositions[size_t(l)].clear();
-            for (const auto& s : spans)
-                for (int tt = s.first; tt < s.last; ++tt) lastPositions[size_t(l)].push_back(s.block->pos0 + tt);
-            if (l == 0) lastAttended = int(lastPositions[0].size());
+            lastPositions[size_t(l)] = positionRuns(spans);
+            if (l == 0) lastAttended = runsTotal(lastPositions[0]);
             attend(l, spans);
             if (p.measureRecall && recallProbe && b.kind == BlockKind::Generated) measureRecall(l, spans, b.pos0 + t);
             gemv(L.wo, H, Q, att.data(), tmp.data());
@@ -748,10 +760,7 @@ struct DecodeSession::Impl {
             rmsnorm(x.data(), L.mlpNorm.data(), h.data(), H, c.rmsNormEps);
             gemv(L.wGate, c.intermediateSize, H, h.data(), gateBuf.data());
             gemv(L.wUp, c.intermediateSize, H, h.data(), upBuf.data());
-            for (int i = 0; i < c.intermediateSize; ++i) {
-                const float gv = gateBuf[size_t(i)];
-                gateBuf[size_t(i)] = gv / (1.0f + std::exp(-gv)) * upBuf[size_t(i)];
-            }
+            kernels::swiglu(gateBuf.data(), upBuf.data(), size_t(c.intermediateSize));
             gemv(L.wDown, H, c.intermediateSize, gateBuf.data(), tmp.data());
             for (int i = 0; i < H; ++i) x[size_t(i)] += tmp[size_t(i)];
         }
@@ -784,7 +793,7 @@ struct DecodeSession::Impl {
         for (int t = 0; t < T; ++t) rmsnorm(&X[size_t(t) * H], L.mlpNorm.data(), &Xn[size_t(t) * H], H, c.rmsNormEps);
         gemm(L.wGate, F, H, Xn.data(), T, Gm.data());
         gemm(L.wUp, F, H, Xn.data(), T, Um.data());
-        for (size_t i = 0; i < size_t(T) * F; ++i) Gm[i] = Gm[i] / (1.0f + std::exp(-Gm[i])) * Um[i];
+        kernels::swiglu(Gm.data(), Um.data(), size_t(T) * F);
         gemm(L.wDown, H, F, Gm.data(), T, O.data());
         for (size_t i = 0; i < size_t(T) * H; ++i) X[i] += O[i];
     }
@@ -828,14 +837,12 @@ struct DecodeSession::Impl {
                             for (int u = sp.first; u < sp.last; ++u)
                                 sinkScores.push_back(dot(qs.data(), data(*sp.block) + kIndex(layer, g, u), D) * scale);
                         }
-                        float mx = -INFINITY;
-                        for (float x : sinkScores) mx = std::max(mx, x);
-                        for (int u = 0; u <= t; ++u) mx = std::max(mx, row[u]);
-                        double sum = 0;
-                        for (float& x : sinkScores) sum += (x = std::exp(x - mx));
-                        for (int u = 0; u <= t; ++u) sum += (row[u] = std::exp(row[u] - mx));
-                        const float inv = float(1.0 / sum);
-                        for (int u = 0; u <= t; ++u) row[u] *= inv;
+                        const float mx = std::max(kernels::maxOf(sinkScores.data(), sinkScores.size()),
+                                                  kernels::maxOf(row, size_t(t) + 1));
+                        const float sum = kernels::expShifted(sinkScores.data(), sinkScores.size(), mx) +
+                                          kernels::expShifted(row, size_t(t) + 1, mx);
+                        const float inv = 1.f / sum;
+                        kernels::scale(row, size_t(t) + 1, inv);
                         std::fill(row + t + 1, row + cols, 0.f);  // causal
                         float* out = &A[size_t(t) * Q + size_t(hh) * D];
                         std::fill(out, out + D, 0.f);
@@ -1046,7 +1053,7 @@ struct DecodeSession::Impl {
         std::vector<Block> own;
         std::vector<std::vector<float>> gateQueries, logits;
         std::vector<int> attended;
-        std::vector<std::vector<std::vector<int64_t>>> positions;  // [token][layer]
+        std::vector<std::vector<PositionRuns>> positions;  // [token][layer]
         std::vector<int64_t> pos;
     };
 
@@ -1068,7 +1075,7 @@ struct DecodeSession::Impl {
             b.host.assign(blockFloats, 0.f);
         }
         dr.gateQueries.assign(size_t(k), std::vector<float>(size_t(L) * KV, 0.f));
-        dr.positions.assign(size_t(k), std::vector<std::vector<int64_t>>(size_t(L)));
+        dr.positions.assign(size_t(k), std::vector<PositionRuns>(size_t(L)));
         std::vector<std::vector<float>> mass;
         const auto tokensOfPage = pageTokens.find(currentPage);
         const bool tracking = p.trackAttention && tokensOfPage != pageTokens.end();
@@ -1100,9 +1107,7 @@ struct DecodeSession::Impl {
                 sp = generatedSet(l, generated + i + 1, &Qm[size_t(i) * Q], posOf[size_t(i)]);
                 for (int j = 0; j <= i; ++j) sp.push_back({&dr.own[size_t(j)], 0, 1, 0});
                 frame(sp, posOf[size_t(i)]);
-                auto& at = dr.positions[size_t(i)][size_t(l)];
-                for (const auto& s : sp)
-                    for (int t = s.first; t < s.last; ++t) at.push_back(s.block->pos0 + t);
+                dr.positions[size_t(i)][size_t(l)] = positionRuns(sp);
             }
             attendDraft(l, spans, posOf, Qm, k, A, tracking ? &mass : nullptr);
             finishLayerRows(W, k, A, X, Xn, O, Gm, Um);
@@ -1177,6 +1182,21 @@ struct DecodeSession::Impl {
                 std::fill_n(ok + r.offset + size_t(s.first - r.first), s.last - s.first, uint8_t(1));
             }
         }
+        // Each token's allowed keys as runs [first, last) of the score row: the softmax works
+        // run by run (vectorised), leaving the rest of the row 0.
+        std::vector<std::vector<std::pair<size_t, size_t>>> runs(static_cast<size_t>(k));
+        for (int i = 0; i < k; ++i) {
+            const uint8_t* ok = &allowed[size_t(i) * N];
+            for (size_t n = 0; n < N;) {
+                if (!ok[n]) {
+                    ++n;
+                    continue;
+                }
+                const size_t first = n;
+                while (n < N && ok[n]) ++n;
+                runs[size_t(i)].push_back({first, n});
+            }
+        }
         // The current page's blocks in the window cache (row, block), for the attention tracking.
         std::vector<std::pair<size_t, const Block*>> cachedCurrent;
         if (mass)
@@ -1212,7 +1232,6 @@ struct DecodeSession::Impl {
                 for (int j = 0; j < G; ++j) {
                     const int hh = g * G + j;
                     float* row = &S[(size_t(i) * G + j) * N];
-                    const uint8_t* ok = &allowed[size_t(i) * N];
                     ownScores.clear();
                     for (const Span* sp : own[size_t(i)]) {
                         std::copy_n(&Qm[size_t(i) * Q + size_t(hh) * D], D, qs.begin());
@@ -1220,15 +1239,19 @@ struct DecodeSession::Impl {
                         for (int t = sp->first; t < sp->last; ++t)
                             ownScores.push_back(dot(qs.data(), data(*sp->block) + kIndex(layer, g, t), D) * scale);
                     }
-                    float mx = -INFINITY;
-                    for (size_t n = 0; n < N; ++n)
-                        if (ok[n]) mx = std::max(mx, row[n]);
-                    for (float x : ownScores) mx = std::max(mx, x);
-                    double sum = 0;
-                    for (size_t n = 0; n < N; ++n) sum += (row[n] = ok[n] ? std::exp(row[n] - mx) : 0.f);
-                    for (float& x : ownScores) sum += (x = std::exp(x - mx));
-                    const float inv = float(1.0 / sum);
-                    for (size_t n = 0; n < N; ++n) row[n] *= inv;
+                    const auto& rr = runs[size_t(i)];
+                    float mx = kernels::maxOf(ownScores.data(), ownScores.size());
+                    for (const auto& [a, b] : rr) mx = std::max(mx, kernels::maxOf(row + a, b - a));
+                    float sum = kernels::expShifted(ownScores.data(), ownScores.size(), mx);
+                    size_t done = 0;  // the row is 0 outside the runs
+                    for (const auto& [a, b] : rr) {
+                        std::fill(row + done, row + a, 0.f);
+                        sum += kernels::expShifted(row + a, b - a, mx);
+                        done = b;
+                    }
+                    std::fill(row + done, row + N, 0.f);
+                    const float inv = 1.f / sum;
+                    for (const auto& [a, b] : rr) kernels::scale(row + a, b - a, inv);
                     float* out = &A[size_t(i) * Q + size_t(hh) * D];
                     std::fill(out, out + D, 0.f);
                     size_t o = 0;
@@ -1243,7 +1266,7 @@ struct DecodeSession::Impl {
                     }
                     if (mass) {
                         for (const auto& [r, b] : cachedCurrent)
-                            for (int t = 0; t < b->count; ++t) addMass((*mass)[size_t(i)], b->pos0 + t, row[r + size_t(t)]);
+                            addMassRun((*mass)[size_t(i)], b->pos0, row + r, b->count);
                         for (const auto& u : uni)
                             if (u.block->kind == BlockKind::Visual && u.block->page == currentPage)
                                 for (int t = u.first; t < u.last; ++t)
@@ -1312,6 +1335,12 @@ struct DecodeSession::Impl {
         windowCache = std::move(w);
     }
 
+    // addMass() for `count` consecutive positions from `position`.
+    void addMassRun(std::vector<float>& mass, int64_t position, const float* w, int count) const {
+        const int64_t v0 = position - trackedPagePos0;
+        const int64_t from = std::max<int64_t>(0, -v0), to = std::min<int64_t>(count, int64_t(mass.size()) - v0);
+        if (from < to) kernels::addTo(mass.data() + (v0 + from), w + from, size_t(to - from));
+    }
     void addMass(std::vector<float>& mass, int64_t position, float w) const {
         const int64_t v = position - trackedPagePos0;
         if (v >= 0 && v < int64_t(mass.size())) mass[size_t(v)] += w;
@@ -1339,7 +1368,7 @@ struct DecodeSession::Impl {
         frontier = std::max(frontier, position);
         evictOldGenerated();
         lastPositions = dr.positions[size_t(i)];
-        lastAttended = lastPositions.empty() ? 0 : int(lastPositions[0].size());
+        lastAttended = lastPositions.empty() ? 0 : runsTotal(lastPositions[0]);
         return Status::ok();
     }
 
@@ -1567,7 +1596,15 @@ SessionStats DecodeSession::stats() const {
     return s;
 }
 
-std::vector<std::vector<int64_t>> DecodeSession::lastAttendedPositions() const { return d->lastPositions; }
+std::vector<std::vector<int64_t>> DecodeSession::lastAttendedPositions() const {
+    std::vector<std::vector<int64_t>> out;
+    for (const auto& runs : d->lastPositions) {
+        auto& layer = out.emplace_back();
+        for (const auto& [first, count] : runs)
+            for (int t = 0; t < count; ++t) layer.push_back(first + t);
+    }
+    return out;
+}
 const RecallStats& DecodeSession::recall() const { return d->recall; }
 void DecodeSession::clearRecall() { d->recall.samples.clear(); }
 void DecodeSession::setRecallProbe(bool on) { d->recallProbe = on; }

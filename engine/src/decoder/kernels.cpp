@@ -1,0 +1,133 @@
+#include "decoder/kernels.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define QUIRE_CLONES __attribute__((target_clones("avx2", "default")))
+#else
+#define QUIRE_CLONES
+#endif
+#define QUIRE_INLINE inline __attribute__((always_inline))
+
+namespace quire::decoder::kernels {
+namespace {
+
+// Eight lanes in GCC's (and Clang's) vector extensions: one AVX register in the AVX2 clone, two
+// SSE registers otherwise, the same arithmetic either way.
+typedef float V8 __attribute__((vector_size(32)));
+typedef int32_t I8 __attribute__((vector_size(32)));
+
+QUIRE_INLINE V8 load(const float* p) {
+    V8 v;
+    std::memcpy(&v, p, sizeof v);
+    return v;
+}
+QUIRE_INLINE void store(float* p, V8 v) { std::memcpy(p, &v, sizeof v); }
+QUIRE_INLINE V8 splat(float x) { return V8{x, x, x, x, x, x, x, x}; }
+QUIRE_INLINE V8 vmax(V8 a, V8 b) { return a < b ? b : a; }
+QUIRE_INLINE V8 vmin(V8 a, V8 b) { return a < b ? a : b; }
+
+// exp(x) as Cephes' expf computes it: x = n ln2 + r with |r| <= ln2 / 2, exp(r) by a polynomial,
+// times 2^n built in the exponent bits. Branch-free, eight at a time.
+QUIRE_INLINE V8 expPoly(V8 x) {
+    x = vmin(vmax(x, splat(-87.33f)), splat(88.37f));  // 2^n stays a normal float
+    const V8 kRound = splat(12582912.f);               // 1.5 * 2^23: adding it rounds to an integer
+    const V8 t = x * splat(1.44269504088896341f) + kRound;
+    const V8 n = t - kRound;
+    const V8 r = (x - n * splat(0.693359375f)) - n * splat(-2.12194440e-4f);
+    V8 p = splat(1.9875691500e-4f);
+    p = p * r + splat(1.3981999507e-3f);
+    p = p * r + splat(8.3334519073e-3f);
+    p = p * r + splat(4.1665795894e-2f);
+    p = p * r + splat(1.6666665459e-1f);
+    p = p * r + splat(5.0000001201e-1f);
+    const V8 y = p * r * r + r + splat(1.f);
+    const I8 e = __builtin_bit_cast(I8, t) - 0x4B400000;  // n, from t's low mantissa bits
+    const I8 bits = (e + 127) << 23;
+    return y * __builtin_bit_cast(V8, bits);
+}
+
+QUIRE_INLINE float lane(V8 v, int i) { return v[i]; }
+QUIRE_INLINE float hsum(V8 s) {
+    return ((lane(s, 0) + lane(s, 4)) + (lane(s, 1) + lane(s, 5))) + ((lane(s, 2) + lane(s, 6)) + (lane(s, 3) + lane(s, 7)));
+}
+
+// The tail (n % 8 elements) through the same vector code: padded with `fill`, written back.
+template <typename F>
+QUIRE_INLINE V8 tail(const float* x, size_t n, float fill, F f, float* out = nullptr) {
+    float buf[8];
+    std::fill_n(buf, 8, fill);
+    std::copy_n(x, n, buf);
+    const V8 v = f(load(buf));
+    if (out) {
+        store(buf, v);
+        std::copy_n(buf, n, out);
+    }
+    return v;
+}
+
+}  // namespace
+
+QUIRE_CLONES float maxOf(const float* x, size_t n) {
+    V8 m = splat(-INFINITY);
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) m = vmax(m, load(x + i));
+    if (i < n) m = vmax(m, tail(x + i, n - i, -INFINITY, [](V8 v) { return v; }));
+    return std::max(std::max(std::max(m[0], m[4]), std::max(m[1], m[5])), std::max(std::max(m[2], m[6]), std::max(m[3], m[7])));
+}
+
+QUIRE_CLONES float expShifted(float* x, size_t n, float shift) {
+    const V8 sh = splat(shift);
+    V8 s = splat(0.f);
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        const V8 e = expPoly(load(x + i) - sh);
+        store(x + i, e);
+        s += e;
+    }
+    if (i < n) {
+        V8 e = tail(x + i, n - i, -INFINITY, [&](V8 v) { return expPoly(v - sh); }, x + i);
+        for (size_t l = n - i; l < 8; ++l) e[l] = 0.f;
+        s += e;
+    }
+    return hsum(s);
+}
+
+QUIRE_CLONES float sumExpShifted(const float* x, size_t n, float shift) {
+    const V8 sh = splat(shift);
+    V8 s = splat(0.f);
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) s += expPoly(load(x + i) - sh);
+    if (i < n) {
+        V8 e = tail(x + i, n - i, -INFINITY, [&](V8 v) { return expPoly(v - sh); });
+        for (size_t l = n - i; l < 8; ++l) e[l] = 0.f;
+        s += e;
+    }
+    return hsum(s);
+}
+
+QUIRE_CLONES void addTo(float* dst, const float* src, size_t n) {
+    for (size_t i = 0; i < n; ++i) dst[i] += src[i];
+}
+
+QUIRE_CLONES void scale(float* x, size_t n, float s) {
+    for (size_t i = 0; i < n; ++i) x[i] *= s;
+}
+
+QUIRE_CLONES void swiglu(float* gate, const float* up, size_t n) {
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        const V8 g = load(gate + i);
+        store(gate + i, g / (splat(1.f) + expPoly(-g)) * load(up + i));
+    }
+    for (; i < n; ++i) {
+        float g[8] = {gate[i]};
+        const V8 v = load(g);
+        gate[i] = (v / (splat(1.f) + expPoly(-v)))[0] * up[i];
+    }
+}
+
+}  // namespace quire::decoder::kernels
