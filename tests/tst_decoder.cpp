@@ -220,6 +220,57 @@ private slots:
         }
     }
 
+    // The selector's bound and the small attention kernels against plain loops, for a head size
+    // the vector loop divides (48) and one it does not (20).
+    void attentionKernelsMatchPlainLoops() {
+        namespace k = quire::decoder::kernels;
+        std::mt19937 rng(11);
+        std::normal_distribution<float> nd(0.f, 1.f);
+        for (int D : {48, 20}) {
+            const int heads = 4, group = 2, half = D / 2;
+            std::vector<float> q(size_t(heads) * D), lo(size_t(heads / group) * D), hi(lo.size()), trig(static_cast<size_t>(D));
+            for (float& v : q) v = nd(rng);
+            for (size_t i = 0; i < lo.size(); ++i) {
+                const float a = nd(rng), b = nd(rng);
+                lo[i] = std::min(a, b), hi[i] = std::max(a, b);
+            }
+            for (int i = 0; i < half; ++i) trig[size_t(i)] = std::cos(0.3f * i), trig[size_t(half + i)] = std::sin(0.3f * i);
+            for (bool rotated : {false, true}) {
+                double want = 0;
+                for (int h = 0; h < heads; ++h) {
+                    std::vector<float> r(q.begin() + h * D, q.begin() + (h + 1) * D);
+                    if (rotated)
+                        for (int i = 0; i < half; ++i) {
+                            const float a = r[size_t(i)], b = r[size_t(i + half)];
+                            r[size_t(i)] = a * trig[size_t(i)] - b * trig[size_t(half + i)];
+                            r[size_t(i + half)] = a * trig[size_t(half + i)] + b * trig[size_t(i)];
+                        }
+                    const size_t o = size_t(h / group) * D;
+                    for (int i = 0; i < D; ++i) want += std::max(r[size_t(i)] * lo[o + i], r[size_t(i)] * hi[o + i]);
+                }
+                const float got = k::questBound(q.data(), rotated ? trig.data() : nullptr, lo.data(), hi.data(), heads, group, D);
+                QVERIFY2(std::abs(got - want) <= 1e-4 * std::max(1.0, std::abs(want)), qPrintable(QString::number(D)));
+            }
+            const int count = 13;
+            std::vector<float> rows(size_t(count) * D), dots(static_cast<size_t>(count)), w(static_cast<size_t>(count)),
+                out(static_cast<size_t>(D), 0.5f);
+            for (float& v : rows) v = nd(rng);
+            for (float& v : w) v = nd(rng);
+            k::dotRows(q.data(), rows.data(), count, D, 0.25f, dots.data());
+            k::addWeightedRows(w.data(), rows.data(), count, D, out.data());
+            for (int t = 0; t < count; ++t) {
+                double d = 0;
+                for (int i = 0; i < D; ++i) d += double(q[size_t(i)]) * rows[size_t(t * D + i)];
+                QVERIFY(std::abs(dots[size_t(t)] - 0.25 * d) <= 1e-5);
+            }
+            for (int i = 0; i < D; ++i) {
+                double o = 0.5;
+                for (int t = 0; t < count; ++t) o += double(w[size_t(t)]) * rows[size_t(t * D + i)];
+                QVERIFY(std::abs(out[size_t(i)] - o) <= 1e-5);
+            }
+        }
+    }
+
     void modelRoundTrip_data() {
         QTest::addColumn<int>("dtype");
         QTest::addColumn<double>("tolerance");

@@ -109,6 +109,59 @@ QUIRE_CLONES float sumExpShifted(const float* x, size_t n, float shift) {
     return hsum(s);
 }
 
+QUIRE_CLONES float questBound(const float* query, const float* trig, const float* kMin, const float* kMax, int heads,
+                              int groupSize, int D) {
+    const int half = D / 2;
+    V8 acc = splat(0.f);
+    float rest = 0;
+    for (int h = 0; h < heads; ++h) {
+        const float* q = query + size_t(h) * D;
+        const size_t o = size_t(h / groupSize) * D;
+        const float *lo = kMin + o, *hi = kMax + o;
+        int i = 0;
+        for (; i + 8 <= half; i += 8) {
+            V8 a = load(q + i), b = load(q + i + half);
+            if (trig) {
+                const V8 cs = load(trig + i), sn = load(trig + half + i);
+                const V8 a2 = a * cs - b * sn;
+                b = a * sn + b * cs;
+                a = a2;
+            }
+            acc += vmax(a * load(lo + i), a * load(hi + i));
+            acc += vmax(b * load(lo + i + half), b * load(hi + i + half));
+        }
+        for (; i < half; ++i) {
+            float a = q[i], b = q[i + half];
+            if (trig) {
+                const float a2 = a * trig[i] - b * trig[half + i];
+                b = a * trig[half + i] + b * trig[i];
+                a = a2;
+            }
+            rest += std::max(a * lo[i], a * hi[i]) + std::max(b * lo[i + half], b * hi[i + half]);
+        }
+    }
+    return hsum(acc) + rest;
+}
+
+QUIRE_CLONES void dotRows(const float* q, const float* rows, int count, int D, float scale, float* out) {
+    const int whole = D / 8 * 8;
+    for (int t = 0; t < count; ++t) {
+        const float* r = rows + size_t(t) * D;
+        V8 acc = splat(0.f);
+        for (int i = 0; i < whole; i += 8) acc += load(q + i) * load(r + i);
+        float rest = 0;
+        for (int i = whole; i < D; ++i) rest += q[i] * r[i];
+        out[t] = (hsum(acc) + rest) * scale;
+    }
+}
+
+QUIRE_CLONES void addWeightedRows(const float* w, const float* rows, int count, int D, float* out) {
+    for (int t = 0; t < count; ++t) {
+        const float* r = rows + size_t(t) * D;
+        for (int i = 0; i < D; ++i) out[i] += w[t] * r[i];
+    }
+}
+
 QUIRE_CLONES void addTo(float* dst, const float* src, size_t n) {
     for (size_t i = 0; i < n; ++i) dst[i] += src[i];
 }

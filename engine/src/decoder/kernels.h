@@ -18,6 +18,16 @@ float maxOf(const float* x, size_t n);
 float expShifted(float* x, size_t n, float shift);
 // The sum of exp(x[i] - shift) for i < n, x left as it is.
 float sumExpShifted(const float* x, size_t n, float shift);
+// The token selector's Quest bound of one block: the sum over heads h and dims i of
+// max(q_i * kMin_i, q_i * kMax_i), q = head h of `query` (heads * D floats) rotated by `trig`
+// (cos of each of the D / 2 frequencies, then sin; nullptr: `query` is already rotated), kMin and
+// kMax those of head h's KV group (heads / groupSize groups, D floats each).
+float questBound(const float* query, const float* trig, const float* kMin, const float* kMax, int heads, int groupSize,
+                 int D);
+// out[t] = scale * (q . rows[t]) for t < count, rows `count` consecutive vectors of D floats.
+void dotRows(const float* q, const float* rows, int count, int D, float scale, float* out);
+// out += sum over t < count of w[t] * rows[t] (D floats each).
+void addWeightedRows(const float* w, const float* rows, int count, int D, float* out);
 // dst[i] += src[i].
 void addTo(float* dst, const float* src, size_t n);
 // x[i] *= s.

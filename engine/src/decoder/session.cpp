@@ -323,9 +323,10 @@ struct DecodeSession::Impl {
     static constexpr size_t kTrigCacheEntries = 1 << 14;
     mutable std::unordered_map<int64_t, std::vector<float>> trig;
 
-    void rotate(float* vec, int64_t pos) const {
+    void rotate(float* vec, int64_t pos) const { rotateWith(vec, trigAt(pos)); }
+    // rotate() with the cos and sin of trigAt().
+    void rotateWith(float* vec, const float* t) const {
         const int half = c.headDim / 2;
-        const float* t = trigAt(pos);
         for (int i = 0; i < half; ++i) {
             const float cs = t[i], sn = t[half + i];
             const float x0 = vec[i], x1 = vec[i + half];
@@ -517,33 +518,26 @@ struct DecodeSession::Impl {
 
     // Quest: per block, Σ max(q·min, q·max) bounds q·k from above; the best k_b blocks of each gated page.
     void selectGatedBlocks(int layer, std::vector<Span>& spans, const float* query, int64_t pos) const {
-        const int D = c.headDim, G = c.groupSize();
-        std::vector<float> qr(static_cast<size_t>(D));
+        const int D = c.headDim;
         // The query rotated to the step's own position, once per head: every block within half the
-        // trained range is scored in that frame.
+        // trained range is scored in that frame; a block further back in its own (kernels::questBound
+        // rotates the query as it scores, with the frame's cos and sin looked up once per block).
         std::vector<float> atPos(query, query + size_t(c.numHeads) * D);
         for (int hh = 0; hh < c.numHeads; ++hh) rotate(atPos.data() + size_t(hh) * D, pos);
+        const size_t o = size_t(layer) * c.numKvHeads * D;
         for (int page : gated) {
             const std::vector<const Block*> pageSet = gatedPageBlocks(page);
             std::vector<std::pair<float, int>> scored;
+            scored.reserve(pageSet.size());
             for (int id = 0; id < int(pageSet.size()); ++id) {
                 const Block& b = *pageSet[size_t(id)];
                 // Nominal frame: the block as if it stood right before the window.
                 const int64_t rel = std::min<int64_t>(pos - b.pos0, c.maxPositions / 2);
                 const int64_t qpos = b.pos0 + rel;
-                float score = 0;
-                for (int hh = 0; hh < c.numHeads; ++hh) {
-                    const int g = hh / G;
-                    if (qpos == pos) {
-                        std::copy(atPos.begin() + long(hh) * D, atPos.begin() + long(hh + 1) * D, qr.begin());
-                    } else {
-                        std::copy(query + size_t(hh) * D, query + size_t(hh + 1) * D, qr.begin());
-                        rotate(qr.data(), qpos);
-                    }
-                    const size_t o = (size_t(layer) * c.numKvHeads + g) * D;
-                    for (int i = 0; i < D; ++i)
-                        score += std::max(qr[size_t(i)] * b.kMin[o + i], qr[size_t(i)] * b.kMax[o + i]);
-                }
+                const float score = qpos == pos ? kernels::questBound(atPos.data(), nullptr, &b.kMin[o], &b.kMax[o], c.numHeads,
+                                                                      c.groupSize(), D)
+                                                : kernels::questBound(query, trigAt(qpos), &b.kMin[o], &b.kMax[o], c.numHeads,
+                                                                      c.groupSize(), D);
                 scored.push_back({score, id});
             }
             const size_t keep = std::min(scored.size(), size_t(p.blocksPerGatedPage));
@@ -1202,6 +1196,10 @@ struct DecodeSession::Impl {
         if (mass)
             for (const auto& [id, r] : windowCache.row)
                 if (blocks[size_t(id)].page == currentPage) cachedCurrent.push_back({r, &blocks[size_t(id)]});
+        // The cos and sin of each own span's frame, looked up once (not per head).
+        std::vector<std::vector<const float*>> ownTrig(static_cast<size_t>(k));
+        for (int i = 0; i < k; ++i)
+            for (const Span* sp : own[size_t(i)]) ownTrig[size_t(i)].push_back(trigAt(sp->queryPos));
         const int rows = k * G;
         std::vector<float> Ku(Nu * D), Vu(Nu * D), Qr(size_t(rows) * D), S(size_t(rows) * std::max<size_t>(N, 1)),
             O(size_t(rows) * D), qs(static_cast<size_t>(D)), ownScores;
@@ -1233,11 +1231,14 @@ struct DecodeSession::Impl {
                     const int hh = g * G + j;
                     float* row = &S[(size_t(i) * G + j) * N];
                     ownScores.clear();
-                    for (const Span* sp : own[size_t(i)]) {
+                    for (size_t si = 0; si < own[size_t(i)].size(); ++si) {
+                        const Span* sp = own[size_t(i)][si];
                         std::copy_n(&Qm[size_t(i) * Q + size_t(hh) * D], D, qs.begin());
-                        rotate(qs.data(), sp->queryPos);
-                        for (int t = sp->first; t < sp->last; ++t)
-                            ownScores.push_back(dot(qs.data(), data(*sp->block) + kIndex(layer, g, t), D) * scale);
+                        rotateWith(qs.data(), ownTrig[size_t(i)][si]);
+                        const size_t at = ownScores.size();
+                        ownScores.resize(at + size_t(sp->last - sp->first));
+                        kernels::dotRows(qs.data(), data(*sp->block) + kIndex(layer, g, sp->first), sp->last - sp->first, D,
+                                         scale, &ownScores[at]);
                     }
                     const auto& rr = runs[size_t(i)];
                     float mx = kernels::maxOf(ownScores.data(), ownScores.size());
@@ -1257,12 +1258,12 @@ struct DecodeSession::Impl {
                     size_t o = 0;
                     for (const Span* sp : own[size_t(i)]) {
                         const bool tracked = mass && sp->block->kind == BlockKind::Visual && sp->block->page == currentPage;
-                        for (int t = sp->first; t < sp->last; ++t, ++o) {
-                            const float w = ownScores[o] * inv;
-                            const float* vv = data(*sp->block) + halfFloats + kIndex(layer, g, t);
-                            for (int e = 0; e < D; ++e) out[e] += w * vv[e];
-                            if (tracked) addMass((*mass)[size_t(i)], sp->block->pos0 + t, w);
-                        }
+                        const int n = sp->last - sp->first;
+                        kernels::scale(&ownScores[o], size_t(n), inv);
+                        kernels::addWeightedRows(&ownScores[o], data(*sp->block) + halfFloats + kIndex(layer, g, sp->first), n,
+                                                 D, out);
+                        if (tracked) addMassRun((*mass)[size_t(i)], sp->block->pos0 + sp->first, &ownScores[o], n);
+                        o += size_t(n);
                     }
                     if (mass) {
                         for (const auto& [r, b] : cachedCurrent)
