@@ -1,15 +1,12 @@
 #include "decoder/kernels.h"
 
+#include "simd.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
 
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-#define QUIRE_CLONES __attribute__((target_clones("avx2", "default")))
-#else
-#define QUIRE_CLONES
-#endif
 #define QUIRE_INLINE inline __attribute__((always_inline))
 
 namespace quire::decoder::kernels {

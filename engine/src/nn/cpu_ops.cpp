@@ -1,5 +1,7 @@
 #include "nn/cpu_ops.h"
 
+#include "simd.h"
+
 #include <cblas.h>
 
 #include <algorithm>
@@ -29,7 +31,7 @@ int outSize(int in, int k, int stride, int dil, int padA, int padB) {
 }
 
 // cols [C*kh*kw, Ho*Wo] from one image x [C, H, W].
-void im2col(const float* x, int C, int H, int W, const Conv2dParams& p, int Ho, int Wo, float* cols) {
+QUIRE_CLONES void im2col(const float* x, int C, int H, int W, const Conv2dParams& p, int Ho, int Wo, float* cols) {
     for (int c = 0; c < C; ++c)
         for (int ky = 0; ky < p.kh; ++ky)
             for (int kx = 0; kx < p.kw; ++kx) {
@@ -60,7 +62,7 @@ void im2col(const float* x, int C, int H, int W, const Conv2dParams& p, int Ho, 
             }
 }
 
-void depthwise(const float* x, const float* w, const float* bias, int C, int H, int W, const Conv2dParams& p,
+QUIRE_CLONES void depthwise(const float* x, const float* w, const float* bias, int C, int H, int W, const Conv2dParams& p,
                int Ho, int Wo, float* y) {
     for (int c = 0; c < C; ++c) {
         const float* plane = x + int64_t(c) * H * W;

@@ -6,6 +6,7 @@
 #include <map>
 
 #include "nn/graph.h"
+#include "simd.h"
 
 namespace quire::nn {
 namespace {
@@ -189,7 +190,7 @@ void each(float* x, int64_t n, F f) {
     for (int64_t i = 0; i < n; ++i) x[i] = f(x[i]);
 }
 
-void runSteps(const std::vector<Micro>& chain, float* x, int64_t n, float* scratch) {
+QUIRE_CLONES void runSteps(const std::vector<Micro>& chain, float* x, int64_t n, float* scratch) {
     for (const Micro& m : chain) {
         const float a = m.a, b = m.b;
         switch (m.kind) {
