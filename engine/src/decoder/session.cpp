@@ -305,10 +305,11 @@ struct DecodeSession::Impl {
     // few distinct positions (the step's own, and a capped frame for each far block), and computing
     // them afresh made each later page of a volume several times slower to decode than its first
     // (docs/BENCHMARKS.md). The values are the ones computed before, so the picks are the same.
+    // The pointer is good until the next call (which may clear the cache).
     const float* trigAt(int64_t pos) const {
         auto it = trig.find(pos);
         if (it == trig.end()) {
-            if (trig.size() >= kTrigCacheEntries) trig.clear();
+            if (trig.size() >= trigCacheEntries) trig.clear();
             const int half = c.headDim / 2;
             std::vector<float> t(size_t(2 * half));
             for (int i = 0; i < half; ++i) {
@@ -320,7 +321,7 @@ struct DecodeSession::Impl {
         }
         return it->second.data();
     }
-    static constexpr size_t kTrigCacheEntries = 1 << 14;
+    size_t trigCacheEntries = 1 << 14;
     mutable std::unordered_map<int64_t, std::vector<float>> trig;
 
     void rotate(float* vec, int64_t pos) const { rotateWith(vec, trigAt(pos)); }
@@ -1196,10 +1197,14 @@ struct DecodeSession::Impl {
         if (mass)
             for (const auto& [id, r] : windowCache.row)
                 if (blocks[size_t(id)].page == currentPage) cachedCurrent.push_back({r, &blocks[size_t(id)]});
-        // The cos and sin of each own span's frame, looked up once (not per head).
-        std::vector<std::vector<const float*>> ownTrig(static_cast<size_t>(k));
+        // The cos and sin of each own span's frame, looked up once (not per head) and copied: a
+        // later trigAt() may clear the cache, so its pointers are not kept.
+        std::vector<std::vector<float>> ownTrig(static_cast<size_t>(k));
         for (int i = 0; i < k; ++i)
-            for (const Span* sp : own[size_t(i)]) ownTrig[size_t(i)].push_back(trigAt(sp->queryPos));
+            for (const Span* sp : own[size_t(i)]) {
+                const float* t = trigAt(sp->queryPos);
+                ownTrig[size_t(i)].insert(ownTrig[size_t(i)].end(), t, t + D);
+            }
         const int rows = k * G;
         std::vector<float> Ku(Nu * D), Vu(Nu * D), Qr(size_t(rows) * D), S(size_t(rows) * std::max<size_t>(N, 1)),
             O(size_t(rows) * D), qs(static_cast<size_t>(D)), ownScores;
@@ -1234,7 +1239,7 @@ struct DecodeSession::Impl {
                     for (size_t si = 0; si < own[size_t(i)].size(); ++si) {
                         const Span* sp = own[size_t(i)][si];
                         std::copy_n(&Qm[size_t(i) * Q + size_t(hh) * D], D, qs.begin());
-                        rotateWith(qs.data(), ownTrig[size_t(i)][si]);
+                        rotateWith(qs.data(), &ownTrig[size_t(i)][si * size_t(D)]);
                         const size_t at = ownScores.size();
                         ownScores.resize(at + size_t(sp->last - sp->first));
                         kernels::dotRows(qs.data(), data(*sp->block) + kIndex(layer, g, sp->first), sp->last - sp->first, D,
@@ -1572,6 +1577,11 @@ Result<int> DecodeSession::stepDraft(const std::vector<int>& inputs,
         if (!onStep(i, r)) return i + 1;
     }
     return k;
+}
+
+void DecodeSession::setRotaryCacheLimit(size_t positions) {
+    d->trigCacheEntries = std::max<size_t>(1, positions);
+    d->trig.clear();
 }
 
 SessionStats DecodeSession::stats() const {

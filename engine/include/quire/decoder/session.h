@@ -118,6 +118,9 @@ public:
     Result<int> stepDraft(const std::vector<int>& inputs, const std::function<bool(int, const StepResult&)>& onStep);
 
     SessionStats stats() const;
+    // How many positions' rotary cos and sin the session keeps before it clears them (16,384 by
+    // default; tests set it small so the clearing happens inside a step).
+    void setRotaryCacheLimit(size_t positions);
     const AttentionParams& params() const { return m_params; }
     int pagesAdded() const;
     // Line-aligned positions: how many of the current page's visual line ends the text written so
