@@ -23,7 +23,7 @@ enum class Op {
 struct Micro {
     enum Kind { MulC, AddC, Clip, Relu, Sigmoid, HardSigmoid, Sqrt, SelfGate } kind;
     float a = 0, b = 0;
-    std::vector<Micro> gate;  // SelfGate: x * gate(x)
+    std::vector<Micro> gate = {};  // SelfGate: x * gate(x)
 };
 
 
