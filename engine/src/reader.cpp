@@ -353,6 +353,19 @@ Result<ReaderPage> ReaderEngine::decodePage(const Result<PpocrPage>& read, int d
     bool lineHasText = false;
     LineEndHyphen lineEndHyphen(std::move(hyphen));
     std::vector<float> biased;
+    // A token of the text, written: to the repetition rules (they look at the text only), the
+    // page's tokens with its probability and the visual token it read, and the stream.
+    auto write = [&](int token, float prob, int visual) {
+        d->sampler->push(token);
+        tokens.push_back(token);
+        probs.push_back(prob);
+        attended.push_back(visual);
+        if (onText) {
+            if (token == kParagraph) onText("\n\n");
+            else if (token == kSpace || token == kLineBreak) onText(" ");
+            else if (token >= kFirstChar) onText(d->ppocr->charOf(token - kFirstChar + 1));
+        }
+    };
     auto handle = [&](const decoder::StepResult& step, int guess) {
         const std::vector<float>& logits = *step.logits;
         const bool early = lineEnds && !lineEndRule.allowsLineEnd();
@@ -400,24 +413,9 @@ Result<ReaderPage> ReaderEngine::decodePage(const Result<PpocrPage>& read, int d
         if (pageDone && next == kLineJoin) return Outcome::Done;
         // A visual token that is not reading text, or lines joined with nothing: nothing to write.
         if (next == kSkip || next == kLineJoin) return Outcome::Go;
-        if (hyphenBack >= 0) {
-            const int id = visualIds[size_t(hyphenBack)];
-            d->sampler->push(id);
-            tokens.push_back(id);
-            probs.push_back(prob);
-            attended.push_back(hyphenBack);
-            if (onText) onText(d->ppocr->charOf(id - kFirstChar + 1));
-        }
-        d->sampler->push(next);  // repetition rules look at the text only
-        tokens.push_back(next);
-        probs.push_back(prob);
-        attended.push_back(step.attendedVisual);
+        if (hyphenBack >= 0) write(visualIds[size_t(hyphenBack)], prob, hyphenBack);
+        write(next, prob, step.attendedVisual);
         reread.push(step.attendedVisual);
-        if (onText) {
-            if (next == kParagraph) onText("\n\n");
-            else if (next == kSpace || next == kLineBreak) onText(" ");
-            else if (next >= kFirstChar) onText(d->ppocr->charOf(next - kFirstChar + 1));
-        }
         if (d->sampler->looping()) {
             failure = "decoding loop: the output repeats itself (page " + std::to_string(pageNo + 1) + ", " +
                       std::to_string(result.tokens) + " tokens)";

@@ -140,16 +140,21 @@ QUIRE_CLONES float questBound(const float* query, const float* trig, const float
     return hsum(acc) + rest;
 }
 
+namespace {
+QUIRE_INLINE float dotInline(const float* a, const float* b, int n) {
+    V8 acc = splat(0.f);
+    int i = 0;
+    for (; i + 8 <= n; i += 8) acc += load(a + i) * load(b + i);
+    float sum = hsum(acc);
+    for (; i < n; ++i) sum += a[i] * b[i];
+    return sum;
+}
+}  // namespace
+
+QUIRE_CLONES float dot(const float* a, const float* b, int n) { return dotInline(a, b, n); }
+
 QUIRE_CLONES void dotRows(const float* q, const float* rows, int count, int D, float scale, float* out) {
-    const int whole = D / 8 * 8;
-    for (int t = 0; t < count; ++t) {
-        const float* r = rows + size_t(t) * D;
-        V8 acc = splat(0.f);
-        for (int i = 0; i < whole; i += 8) acc += load(q + i) * load(r + i);
-        float rest = 0;
-        for (int i = whole; i < D; ++i) rest += q[i] * r[i];
-        out[t] = (hsum(acc) + rest) * scale;
-    }
+    for (int t = 0; t < count; ++t) out[t] = dotInline(q, rows + size_t(t) * D, D) * scale;
 }
 
 QUIRE_CLONES void addWeightedRows(const float* w, const float* rows, int count, int D, float* out) {

@@ -24,7 +24,10 @@ float sumExpShifted(const float* x, size_t n, float shift);
 // kMax those of head h's KV group (heads / groupSize groups, D floats each).
 float questBound(const float* query, const float* trig, const float* kMin, const float* kMax, int heads, int groupSize,
                  int D);
-// out[t] = scale * (q . rows[t]) for t < count, rows `count` consecutive vectors of D floats.
+// a . b over n floats: eight partial sums, combined ((0+4)+(1+5))+((2+6)+(3+7)), then the last
+// n % 8 products added one by one.
+float dot(const float* a, const float* b, int n);
+// out[t] = scale * dot(q, rows[t], D) for t < count, rows `count` consecutive vectors of D floats.
 void dotRows(const float* q, const float* rows, int count, int D, float scale, float* out);
 // out += sum over t < count of w[t] * rows[t] (D floats each).
 void addWeightedRows(const float* w, const float* rows, int count, int D, float* out);

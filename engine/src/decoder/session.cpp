@@ -162,7 +162,6 @@ struct DecodeSession::Impl {
     // when asked for (lastAttendedPositions(); a draft would otherwise list ~3,000 a token and layer).
     using PositionRuns = std::vector<std::pair<int64_t, int>>;
     std::vector<PositionRuns> lastPositions;
-    int lastAttended = 0;
     static int runsTotal(const PositionRuns& runs) {
         int n = 0;
         for (const auto& r : runs) n += r.second;
@@ -399,7 +398,7 @@ struct DecodeSession::Impl {
 
     // Attention of the current query (q, all heads) over `spans` at `layer`, into att. The heads
     // of a KV group are done together, so each key and value is read once per group; dot
-    // products keep eight partial sums, which the compiler vectorises (a single running sum is
+    // products (kernels::dot) keep eight partial sums, which vectorise (a single running sum is
     // a serial chain it may not reorder).
     void attend(int layer, const std::vector<Span>& spans) {
         const int D = c.headDim, G = c.groupSize();
@@ -424,7 +423,7 @@ struct DecodeSession::Impl {
                 for (int t = s.first; t < s.last; ++t, ++idx) {
                     const float* kk = base + kIndex(layer, g, t);
                     for (int j = 0; j < G; ++j)
-                        scores[size_t(j) * total + idx] = dot(&qrot[size_t(j) * D], kk, D) * scale;
+                        scores[size_t(j) * total + idx] = kernels::dot(&qrot[size_t(j) * D], kk, D) * scale;
                 }
             }
             for (int j = 0; j < G; ++j) {
@@ -461,16 +460,6 @@ struct DecodeSession::Impl {
                 }
             }
         }
-    }
-
-    static float dot(const float* a, const float* b, int n) {
-        float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-        int i = 0;
-        for (; i + 8 <= n; i += 8)
-            for (int l = 0; l < 8; ++l) acc[l] += a[i + l] * b[i + l];
-        float sum = ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7]));
-        for (; i < n; ++i) sum += a[i] * b[i];
-        return sum;
     }
 
     // What page token t attends to while its page (blocks `ids`) is prefilled: the sinks and,
@@ -747,7 +736,6 @@ struct DecodeSession::Impl {
             std::vector<Span> spans = setFor(l);
             frame(spans, b.pos0 + t);
             lastPositions[size_t(l)] = positionRuns(spans);
-            if (l == 0) lastAttended = runsTotal(lastPositions[0]);
             attend(l, spans);
             if (p.measureRecall && recallProbe && b.kind == BlockKind::Generated) measureRecall(l, spans, b.pos0 + t);
             gemv(L.wo, H, Q, att.data(), tmp.data());
@@ -830,7 +818,7 @@ struct DecodeSession::Impl {
                             std::copy_n(&Qm[size_t(t) * Q + size_t(hh) * D], D, qs.begin());
                             rotate(qs.data(), sp.queryPos);
                             for (int u = sp.first; u < sp.last; ++u)
-                                sinkScores.push_back(dot(qs.data(), data(*sp.block) + kIndex(layer, g, u), D) * scale);
+                                sinkScores.push_back(kernels::dot(qs.data(), data(*sp.block) + kIndex(layer, g, u), D) * scale);
                         }
                         const float mx = std::max(kernels::maxOf(sinkScores.data(), sinkScores.size()),
                                                   kernels::maxOf(row, size_t(t) + 1));
@@ -1275,8 +1263,7 @@ struct DecodeSession::Impl {
                             addMassRun((*mass)[size_t(i)], b->pos0, row + r, b->count);
                         for (const auto& u : uni)
                             if (u.block->kind == BlockKind::Visual && u.block->page == currentPage)
-                                for (int t = u.first; t < u.last; ++t)
-                                    addMass((*mass)[size_t(i)], u.block->pos0 + t, row[u.offset + size_t(t - u.first)]);
+                                addMassRun((*mass)[size_t(i)], u.block->pos0 + u.first, row + u.offset, u.last - u.first);
                     }
                 }
             if (Nc > 0)
@@ -1341,15 +1328,12 @@ struct DecodeSession::Impl {
         windowCache = std::move(w);
     }
 
-    // addMass() for `count` consecutive positions from `position`.
+    // Attention weights w[0..count) of the tracked page's tokens from `position` on, added to
+    // `mass` (positions outside the page left out).
     void addMassRun(std::vector<float>& mass, int64_t position, const float* w, int count) const {
         const int64_t v0 = position - trackedPagePos0;
         const int64_t from = std::max<int64_t>(0, -v0), to = std::min<int64_t>(count, int64_t(mass.size()) - v0);
         if (from < to) kernels::addTo(mass.data() + (v0 + from), w + from, size_t(to - from));
-    }
-    void addMass(std::vector<float>& mass, int64_t position, float w) const {
-        const int64_t v = position - trackedPagePos0;
-        if (v >= 0 && v < int64_t(mass.size())) mass[size_t(v)] += w;
     }
 
     // Feeds draft token i for good: the bookkeeping step() does, with the keys, values and gate
@@ -1374,7 +1358,6 @@ struct DecodeSession::Impl {
         frontier = std::max(frontier, position);
         evictOldGenerated();
         lastPositions = dr.positions[size_t(i)];
-        lastAttended = lastPositions.empty() ? 0 : runsTotal(lastPositions[0]);
         return Status::ok();
     }
 
@@ -1601,7 +1584,7 @@ SessionStats DecodeSession::stats() const {
     s.spillBytes = size_t(d->spill.size());
     s.recomputedPages = d->recomputedPages;
     s.computedPages = d->computedPages;
-    s.attendedTokens = d->lastAttended;
+    s.attendedTokens = d->lastPositions.empty() ? 0 : d->runsTotal(d->lastPositions[0]);
     s.position = d->position;
     s.currentPage = d->currentPage;
     return s;
