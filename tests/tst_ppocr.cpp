@@ -1064,8 +1064,9 @@ private slots:
     }
 
     // Where the line being written meets the next: its last visual token and the next line's
-    // first. The reader allows LINE_JOIN between two Latin letters or digits there only at a
-    // hyphen ("so long / that" was written "longthat").
+    // first. On a Latin-script page the reader masks LINE_JOIN there where the line ends with a
+    // letter, digit or closing mark (endsLatinWord) and the next starts with a letter or digit
+    // ("so long / that" was written "longthat", "with me.” / My" "me.My").
     void aLineKnowsWhereItMeetsTheNext() {
         using namespace reader_vocab;
         const int a = kFirstChar, b = kFirstChar + 1;
@@ -1087,6 +1088,8 @@ private slots:
         QVERIFY(isLatinWordCharacter("\u03b1") && isLatinWordCharacter("\u0434"));  // Greek, Cyrillic
         for (const char* c : {"-", "\u2014", ",", "\u201d", "\u00d7", "\u00a7", "\u7814", "\uff0c", " ", ""})
             QVERIFY2(!isLatinWordCharacter(c), c);
+        for (const char* c : {"g", "7", ".", ",", ";", "?", "'", "\u2019", "\u201d", ")"}) QVERIFY2(endsLatinWord(c), c);
+        for (const char* c : {"-", "\u2014", "/", "\u201c", "(", "\u3002", " ", ""}) QVERIFY2(!endsLatinWord(c), c);
         for (const char* c : {"\u7814", "\uff0c", "\u3002", "\u3042", "\U00020000"}) QVERIFY2(isCjkCharacter(c), c);
         for (const char* c : {"a", "\u00e9", "\u2014", "\u201c", ""}) QVERIFY2(!isCjkCharacter(c), c);
     }
@@ -1124,6 +1127,73 @@ private slots:
             QCOMPARE(rule.pick(kSkip, 2, 2, false), -1);        // skipped, then more text: nothing
             QCOMPARE(rule.pick(kFirstChar, 2, 2, false), -1);
             QCOMPARE(rule.pick(kLineBreak, 3, 2, true), -1);
+        }
+    }
+
+    // Old books' spaced punctuation and long dashes the front-end reads as two dashes come out as
+    // reading text on Latin-script pages; spaces after digits, around straight quotes, single
+    // dashes and long runs of dashes stay as read.
+    void printedSpacingAndDashesBecomeReadingText() {
+        using namespace reader_vocab;
+        using P = PrintedPunctuation;
+        const int a = kFirstChar, semi = kFirstChar + 1, hyph = kFirstChar + 2, em = kFirstChar + 3, quote = kFirstChar + 4;
+        const std::vector<int> dashes = {hyph, em};
+        QCOMPARE(P::kindOf("e"), P::Letter);
+        QCOMPARE(P::kindOf("4"), P::Digit);
+        QCOMPARE(P::kindOf(":"), P::Closing);
+        QCOMPARE(P::kindOf("\u201c"), P::Opening);
+        QCOMPARE(P::kindOf("\u2019"), P::Other);  // opens and closes: left alone
+        QCOMPARE(P::kindOf("-"), P::Dash);
+        QCOMPARE(P::kindOf("\u2014"), P::LongDash);
+        QVERIFY(P::isDash("\u2013") && !P::isDash("~"));
+        {   // "a ;3 :": the space after a letter goes, the one after a digit stays
+            P rule({P::Letter, P::Space, P::Closing, P::Digit, P::Space, P::Closing}, dashes, em, true);
+            QCOMPARE(rule.pick(a, 0), a);
+            QCOMPARE(rule.pick(kSpace, 1), kSkip);
+            QCOMPARE(rule.pick(semi, 2), semi);
+            QCOMPARE(rule.pick(a, 3), a);
+            QCOMPARE(rule.pick(kSpace, 4), kSpace);
+        }
+        {   // the spacing rule off (French): the space stays
+            P rule({P::Letter, P::Space, P::Closing}, dashes, em, false);
+            QCOMPARE(rule.pick(a, 0), a);
+            QCOMPARE(rule.pick(kSpace, 1), kSpace);
+        }
+        {   // "“ a": dropped only where the model wrote the opening mark itself
+            P rule({P::Opening, P::Space, P::Letter}, dashes, em, true);
+            QCOMPARE(rule.pick(quote, 0), quote);
+            QCOMPARE(rule.pick(kSpace, 1), kSkip);
+            P skipped({P::Opening, P::Space, P::Letter}, dashes, em, true);
+            QCOMPARE(skipped.pick(kSkip, 0), kSkip);
+            QCOMPARE(skipped.pick(kSpace, 1), kSpace);
+        }
+        {   // "a—-a": one em dash, whichever dash the model writes first
+            P rule({P::Letter, P::LongDash, P::Dash, P::Letter}, dashes, em, true);
+            QCOMPARE(rule.pick(a, 0), a);
+            QCOMPARE(rule.pick(em, 1), em);
+            QCOMPARE(rule.pick(hyph, 2), kSkip);
+            QCOMPARE(rule.pick(a, 3), a);
+            P second({P::Letter, P::Dash, P::LongDash, P::Letter}, dashes, em, true);
+            QCOMPARE(second.pick(kSkip, 1), kSkip);
+            QCOMPARE(second.pick(em, 2), em);
+            QCOMPARE(second.pick(hyph, 2), kSkip);  // (the run's dash is written)
+        }
+        {   // "a-—a" with the model writing the hyphen: "—"
+            P rule({P::Letter, P::Dash, P::LongDash, P::Letter}, dashes, em, true);
+            QCOMPARE(rule.pick(hyph, 1), em);
+            QCOMPARE(rule.pick(em, 2), kSkip);
+        }
+        {   // hyphens alone ("--", a single one), a rule of four dashes, the dash rule off: as read
+            P rule({P::Letter, P::Dash, P::Letter, P::Dash, P::Dash, P::Letter, P::LongDash, P::LongDash, P::LongDash,
+                    P::LongDash}, dashes, em, true);
+            QCOMPARE(rule.pick(hyph, 1), hyph);
+            QCOMPARE(rule.pick(hyph, 3), hyph);
+            QCOMPARE(rule.pick(hyph, 4), hyph);
+            QCOMPARE(rule.pick(em, 6), em);
+            QCOMPARE(rule.pick(em, 7), em);
+            P off({P::Letter, P::LongDash, P::Dash, P::Letter}, dashes, -1, true);
+            QCOMPARE(off.pick(em, 1), em);
+            QCOMPARE(off.pick(hyph, 2), hyph);
         }
     }
 

@@ -69,6 +69,8 @@ Result<std::vector<bool>> readRareCharacters(const std::string& file, int below,
 
 struct ReaderEngine::Impl {
     ReaderOptions options;
+    std::vector<int> dashTokens;  // vocabulary ids of the dash characters (PrintedPunctuation)
+    int emDash = -1;              // the id of "—", -1 where the front-end has none
     std::shared_ptr<const decoder::ModelWeights> model;
     std::shared_ptr<const PpocrEngine> ppocr;
     std::unique_ptr<decoder::DecodeSession> session;
@@ -150,8 +152,22 @@ Result<std::unique_ptr<ReaderEngine>> ReaderEngine::load(const ReaderOptions& op
         e->d->options.rareBelow = int(below);
         e->d->options.rarePrior = nats;
     }
+    if (const char* printed = std::getenv("QUIRE_READER_PRINTED"); printed && *printed) {
+        // "S,D": PrintedPunctuation's spacing and dash rules on (1) or off (0), for measurement.
+        const std::string v = printed;
+        if (v.size() != 3 || v[1] != ',' || (v[0] != '0' && v[0] != '1') || (v[2] != '0' && v[2] != '1'))
+            return Status(ErrorCode::InvalidArgument, "QUIRE_READER_PRINTED: expected S,D (each 0 or 1: the spacing and "
+                                                      "dash rules), got \"" + v + "\"");
+        e->d->options.closeUpSpacing = e->d->options.closeUpSpacing && v[0] == '1';
+        e->d->options.joinDashes = e->d->options.joinDashes && v[2] == '1';
+    }
     e->d->model = std::move(model).value();
     e->d->ppocr = std::move(ppocr).value();
+    for (int cls = 1; cls <= kKeyCount; ++cls) {
+        const std::string ch = e->d->ppocr->charOf(cls);
+        if (PrintedPunctuation::isDash(ch)) e->d->dashTokens.push_back(kFirstChar + cls - 1);
+        if (ch == "\u2014" && e->d->options.joinDashes) e->d->emDash = kFirstChar + cls - 1;
+    }
     const fs::path counts = fs::path(*dir) / "character_counts.tsv";
     std::error_code ec;
     if (e->d->options.rareBelow > 0 && fs::exists(counts, ec)) {
@@ -331,23 +347,32 @@ Result<ReaderPage> ReaderEngine::decodePage(const Result<PpocrPage>& read, int d
     // where the model is unsure, what the front-end saw clearly wins. Confidences stay the model's
     // own, so a word written against the model's choice is flagged (docs/DECODING.md).
     // Lines of a Latin script join with nothing only at a hyphen or a dash: on a page of such a
-    // script (under a tenth of its letters CJK), where the front-end read a letter or digit on both
-    // sides of a line end, the end of a line the model wrote text on is a space or a paragraph,
-    // never LINE_JOIN (the model, unsure of the two, joined "so long / that" into "longthat" on a
-    // real magazine page). On a Chinese page lines join with nothing, table cells of figures
-    // included.
+    // script (under a tenth of its letters CJK), where the front-end read a letter or digit at the
+    // start of the next line and, at the end of this one, a letter, a digit or a mark that closes a
+    // word or sentence (. , ; : ? ! ' " ’ ” ) ]), the end of a line the model wrote text on is a
+    // space or a paragraph, never LINE_JOIN (the model, unsure of the two, joined "so long / that"
+    // into "longthat" on a real magazine page, and "with me.” / My father" into "me.My" on a book
+    // page). On a Chinese page lines join with nothing, table cells of figures included.
     std::vector<bool> wordChar(visualIds.size(), false);
     std::vector<bool> hyphen(visualIds.size(), false);  // the front-end's hyphens (LineEndHyphen, below)
+    std::vector<bool> endsWord(visualIds.size(), false);  // a letter, a digit, or what closes a word or sentence
+    std::vector<PrintedPunctuation::Kind> kinds(visualIds.size(), PrintedPunctuation::Other);
     int latinLetters = 0, cjkLetters = 0;
     for (size_t t = 0; t < visualIds.size(); ++t) {
+        if (visualIds[t] == kSpace) kinds[t] = PrintedPunctuation::Space;
         if (visualIds[t] < kFirstChar || visualIds[t] >= kSkip) continue;
         const std::string ch = d->ppocr->charOf(visualIds[t] - kFirstChar + 1);
         wordChar[t] = isLatinWordCharacter(ch);
         hyphen[t] = ch == "-" || ch == "\u2010" || ch == "\u00ac";
+        kinds[t] = PrintedPunctuation::kindOf(ch);
+        endsWord[t] = endsLatinWord(ch);
         latinLetters += wordChar[t] ? 1 : 0;
         cjkLetters += isCjkCharacter(ch) ? 1 : 0;
     }
     const bool spacedScript = latinLetters > 0 && cjkLetters * 10 < latinLetters + cjkLetters;
+    // Only on pages of a Latin script: Chinese sets its own full-width marks and dashes.
+    PrintedPunctuation printed(std::move(kinds), d->dashTokens, spacedScript ? d->emDash : -1,
+                               spacedScript && d->options.closeUpSpacing);
     // A line the model skipped whole (a running head, a folio) ends with LINE_JOIN, as trained:
     // it adds nothing to the text, and the rule leaves it alone.
     bool lineHasText = false;
@@ -371,7 +396,7 @@ Result<ReaderPage> ReaderEngine::decodePage(const Result<PpocrPage>& read, int d
         const bool early = lineEnds && !lineEndRule.allowsLineEnd();
         const auto [lineLast, nextFirst] = lineEnds ? lineEndRule.junction() : std::pair<int, int>{-1, -1};
         const bool noJoin = lineEnds && spacedScript && lineHasText && !early && lineLast >= 0 && nextFirst >= 0 &&
-                            wordChar[size_t(lineLast)] && wordChar[size_t(nextFirst)];
+                            endsWord[size_t(lineLast)] && wordChar[size_t(nextFirst)];
         const bool prior = d->options.draftPrior > 0 && guess >= 0;
         if (early || prior || noJoin) {
             biased = logits;
@@ -387,8 +412,9 @@ Result<ReaderPage> ReaderEngine::decodePage(const Result<PpocrPage>& read, int d
                                           visual[size_t(guess) * config.visualStride() + kCharProb];
             }
         }
-        const int next = chosen = d->sampler->pick(early || prior || noJoin ? biased : logits);
-        const int hyphenBack = lineEnds ? lineEndHyphen.pick(next, guess, lineLast, next >= 0 && config.isLineEnd(next)) : -1;
+        const int picked = d->sampler->pick(early || prior || noJoin ? biased : logits);
+        const int hyphenBack = lineEnds ? lineEndHyphen.pick(picked, guess, lineLast, picked >= 0 && config.isLineEnd(picked)) : -1;
+        const int next = chosen = picked >= 0 ? printed.pick(picked, guess) : picked;
         lineEndRule.push(next >= 0 && config.isLineEnd(next));
         if (next >= 0 && config.isLineEnd(next)) lineHasText = false;
         else if (next >= 0 && next != kSkip) lineHasText = true;
@@ -398,7 +424,7 @@ Result<ReaderPage> ReaderEngine::decodePage(const Result<PpocrPage>& read, int d
             return Outcome::Failed;
         }
         const float mx = decoder::kernels::maxOf(logits.data(), logits.size());
-        const float prob = std::exp(logits[size_t(next)] - mx) / decoder::kernels::sumExpShifted(logits.data(), logits.size(), mx);
+        const float prob = std::exp(logits[size_t(picked)] - mx) / decoder::kernels::sumExpShifted(logits.data(), logits.size(), mx);
         ++result.tokens;
         if (next == kPageBreak || next == kEos) return Outcome::Done;
         if (result.tokens >= cap) {

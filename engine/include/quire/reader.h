@@ -79,6 +79,16 @@ inline bool isLatinWordCharacter(const std::string& ch) {
 
 // A character of a script written without spaces (one UTF-8 character from U+2E80 on: CJK
 // ideographs and punctuation, kana, Hangul, fullwidth forms).
+// What a line of a Latin script may end with where the next line starts a new word: a letter or
+// digit (isLatinWordCharacter), or a mark that closes a word or sentence: . , ; : ? ! ' " ’ ” ) ].
+// Not a hyphen or dash (a word or sentence goes on), nor a slash.
+inline bool endsLatinWord(const std::string& ch) {
+    if (isLatinWordCharacter(ch)) return true;
+    for (const char* c : {".", ",", ";", ":", "?", "!", "'", "\"", "\u2019", "\u201d", ")", "]"})
+        if (ch == c) return true;
+    return false;
+}
+
 inline bool isCjkCharacter(const std::string& ch) {
     if (ch.size() < 3) return false;
     const auto c0 = static_cast<unsigned char>(ch[0]), c1 = static_cast<unsigned char>(ch[1]);
@@ -201,6 +211,87 @@ private:
     int m_skipped = -1;  // a line-final hyphen the model skipped, until the next token
 };
 
+// Spacing and dashes of print that the front-end reads as characters, written as reading text on
+// pages of a Latin script (docs/DECODING.md, Printed spacing and dashes):
+// - Books into the 19th century set a space before ; : ? ! and after opening quotation marks
+//   ("their prey ; as", "“ Will he"); the front-end reads it as a space. Where the model writes
+//   a space the front-end read between a letter and ; : ? !, or just after an opening “ ‘ ( [ the
+//   model wrote, it is SKIP (not reading text). After a digit ("3 : 4", a ratio) it stays, as do
+//   spaces around straight quotes and ’ (which open and close: "rock ’n’ roll").
+// - A long dash the front-end read as two or three dash characters in a row, one of them a long
+//   dash ("—-", "-—", "——"), is one em dash: the first the model writes of the run is "—", the
+//   rest are SKIP. Hyphens alone stay as read: "--" is how typewriters and some printers set a
+//   dash, and the training targets keep it; so do a single dash and longer runs (rules, leaders).
+// French sets a space before ; : ? ! by rule: the reader turns the spacing part off for it.
+class PrintedPunctuation {
+public:
+    // Per visual token, what the front-end read there.
+    enum Kind : char { Other = 0, Letter, Digit, Space, Closing /* ; : ? ! */, Opening /* “ ‘ ( [ */, Dash /* - ‐ */,
+                       LongDash /* – — ― */ };
+    // `dashTokens`: the vocabulary ids of dash characters; `emDash`: the id of "—" (-1: the dash
+    // rule is off); `spacing`: the spacing rule on.
+    PrintedPunctuation(std::vector<Kind> kinds, std::vector<int> dashTokens, int emDash, bool spacing)
+        : m_kind(std::move(kinds)), m_dash(std::move(dashTokens)), m_emDash(emDash), m_spacing(spacing) {}
+
+    // The token to take in place of the model's pick `next`, `guess` the visual token it read
+    // (-1: none). Every pick goes through here, in order.
+    int pick(int next, int guess) {
+        using namespace reader_vocab;
+        const int taken = rule(next, guess);
+        if (taken != kSkip) {  // what the page's text now ends with
+            m_lastWritten = taken;
+            m_lastAt = guess;
+        }
+        return taken;
+    }
+
+    // What one front-end character is, for the rules.
+    static bool isDash(const std::string& ch) {
+        return ch == "-" || ch == "\u2010" || ch == "\u2013" || ch == "\u2014" || ch == "\u2015";
+    }
+    static Kind kindOf(const std::string& ch) {
+        if (ch.size() == 1 && std::isdigit(static_cast<unsigned char>(ch[0]))) return Digit;
+        if (isLatinWordCharacter(ch)) return Letter;
+        if (ch == " ") return Space;
+        if (ch == ";" || ch == ":" || ch == "?" || ch == "!") return Closing;
+        if (ch == "\u201c" || ch == "\u2018" || ch == "(" || ch == "[") return Opening;
+        if (ch == "-" || ch == "\u2010") return Dash;
+        return isDash(ch) ? LongDash : Other;
+    }
+
+private:
+    Kind kind(int v) const { return v >= 0 && size_t(v) < m_kind.size() ? m_kind[size_t(v)] : Other; }
+    bool isDash(int token) const { return std::find(m_dash.begin(), m_dash.end(), token) != m_dash.end(); }
+    int rule(int next, int guess) {
+        using namespace reader_vocab;
+        if (m_spacing && next == kSpace && kind(guess) == Space) {
+            if (kind(guess - 1) == Letter && kind(guess + 1) == Closing) return kSkip;
+            if (kind(guess - 1) == Opening && m_lastAt == guess - 1 && m_lastWritten >= kFirstChar) return kSkip;
+        }
+        const auto dash = [&](int v) { return kind(v) == Dash || kind(v) == LongDash; };
+        if (m_emDash >= 0 && isDash(next) && dash(guess)) {
+            int first = guess, last = guess;
+            while (dash(first - 1)) --first;
+            while (dash(last + 1)) ++last;
+            bool long_ = false;
+            for (int v = first; v <= last; ++v) long_ = long_ || kind(v) == LongDash;
+            if (long_ && (last - first == 1 || last - first == 2)) {
+                if (m_emRun == first) return kSkip;  // the run's em dash is written
+                m_emRun = first;
+                return m_emDash;
+            }
+        }
+        return next;
+    }
+
+    std::vector<Kind> m_kind;
+    std::vector<int> m_dash;
+    int m_emDash;
+    bool m_spacing;
+    int m_lastWritten = -1, m_lastAt = -1;  // the last token taken that was not SKIP, and its visual token
+    int m_emRun = -1;                       // the first visual token of the dash run written as "—"
+};
+
 struct ReaderOptions {
     std::string modelDir;  // config.json + model.safetensors (docs/MODEL_FORMAT.md); empty: findReaderModel()
     PpocrOptions ppocr;
@@ -221,6 +312,12 @@ struct ReaderOptions {
     // synthetic pages; $QUIRE_READER_RARE=BELOW,NATS sets both.
     int rareBelow = 30;
     float rarePrior = 12.f;
+    // Old books' spaces before ; : ? ! and after opening quotation marks are dropped on pages of a
+    // Latin script (PrintedPunctuation); off for French, which sets them by rule.
+    bool closeUpSpacing = true;
+    // A long dash the front-end read as two or three dashes is written as one "—" (PrintedPunctuation).
+    // $QUIRE_READER_PRINTED=S,D (0 or 1 each) sets this and closeUpSpacing, for measurement.
+    bool joinDashes = true;
 };
 
 // Training counts of a reader model's characters, read from `character_counts.tsv` (a header line

@@ -146,6 +146,7 @@ Result<std::unique_ptr<Recognizer>> createRecognizer(const RecognizerOptions& op
         o.modelDir = options.readerModel;
         o.ppocr.modelDir = options.ppocrDir;
         o.ppocr.layout = ppocrLayoutFor(options.languages);
+        o.closeUpSpacing = !hasLanguage(options.languages, "fra");  // French spaces ; : ? ! by rule
         auto e = ReaderEngine::load(o);
         if (!e) return e.status();
         return std::unique_ptr<Recognizer>(new ReaderRecognizer(std::move(e).value(), options.languages));
