@@ -595,6 +595,38 @@ private slots:
               sb.currentPage, (long long)sb.recomputedPages, sb.hostBytes, sa.hostBytes, sb.spillBytes);
     }
 
+    // A page that leaves the window takes its keys and values into the gated pages' cache: with a
+    // cache that holds every page of a short volume, no page is computed again, and the logits are
+    // those of a session that keeps every page in host memory.
+    void pagesLeavingTheWindowAreNotComputedAgain() {
+        ModelConfig cfg = tinyConfig();
+        auto model = std::make_shared<const ModelWeights>(randomModel(cfg, 37));
+        AttentionParams kept = smallSrSwa();
+        kept.measureRecall = true;
+        AttentionParams cached = kept;
+        cached.measureRecall = false;
+        cached.gatedCachePages = 64;
+        DecodeSession a(model, kept), b(model, cached);
+        QVERIFY(a.begin({1, 5}) && b.begin({1, 5}));
+        int fed = -1, token = cfg.bosTokenId;
+        for (int step = 0; step < 300; ++step) {
+            const int page = a.stats().currentPage;
+            while (fed < page + kept.windowAfter) {
+                ++fed;
+                const auto f = pageFeatures(fed, 30, cfg.visualDim);
+                QVERIFY(a.addPage(fed, f.data(), 30) && b.addPage(fed, f.data(), 30));
+            }
+            auto ra = a.step(token);
+            auto rb = b.step(token);
+            QVERIFY(ra && rb);
+            QVERIFY2(*ra->logits == *rb->logits, qPrintable(QString("logits differ at step %1").arg(step)));
+            token = (step % 20 == 19) ? cfg.pageBreakTokenId
+                                      : int(std::max_element(ra->logits->begin() + 6, ra->logits->end()) - ra->logits->begin());
+        }
+        QVERIFY(b.stats().currentPage >= 14);
+        QCOMPARE(b.stats().recomputedPages, int64_t(0));
+    }
+
     // The gate's hold: a page it holds stays picked unless another beats it by more than
     // gateHold. Without a hold the picks flip among near-equal pages as the query drifts; with an
     // unbeatable one, the gate keeps its first full set of pages for the rest of the volume (they

@@ -181,9 +181,11 @@ struct DecodeSession::Impl {
     int64_t trackedPagePos0 = 0;
     std::vector<float> attendedMass;
     std::vector<int> retiredGenBlocks;  // measureRecall: generated blocks kept in host memory
-    // SR-SWA (without measureRecall): a page behind the window gives its blocks back; its visual
-    // inputs wait in the spill file, and a page the gate picks is computed again from them into a
-    // cache of the most recently gated pages (host memory bounded by gatedCachePages pages).
+    // SR-SWA (without measureRecall): a page behind the window gives its pool slots back; its
+    // visual inputs wait in the spill file, and a page the gate picks is computed again from them
+    // into a cache of the most often gated pages (host memory bounded by gatedCachePages pages,
+    // and one more: a page leaving the window enters the cache with its keys and values, until
+    // the next pick decides whether it stays).
     bool spilling = false;
     SpillFile spill;
     std::map<int, int64_t> spillOffset;  // page -> where its visual inputs start in the spill file
@@ -973,7 +975,24 @@ struct DecodeSession::Impl {
             return;
         }
         while (!pageBlocks.empty() && pageBlocks.begin()->first < currentPage - p.windowBefore) {
-            for (int id : pageBlocks.begin()->second) freeBlock(id);
+            const int page = pageBlocks.begin()->first;
+            if (p.gatedPages > 0 && !gatedCache.count(page)) {
+                // Its keys and values go to the gated pages' cache as they are (the page just left
+                // the window, and the gate's next pick is often this page: computing it again from
+                // its inputs gave the same values at the cost of a whole page's forward pass). Not
+                // yet a pick: the next materializeGated() drops it first if the gate does not take it.
+                GatedPage gp;
+                for (int id : pageBlocks.begin()->second) {
+                    Block& b = blocks[size_t(id)];
+                    offload(b);
+                    gp.blocks.push_back(std::move(b));
+                    b = Block();
+                    freeIds.push_back(id);
+                }
+                gatedCache.emplace(page, std::move(gp));
+            } else {
+                for (int id : pageBlocks.begin()->second) freeBlock(id);
+            }
             pageBlocks.erase(pageBlocks.begin());
             ++pageLayout;
         }
