@@ -1171,6 +1171,7 @@ private slots:
             P rule({P::Letter, P::LongDash, P::Dash, P::Letter}, dashes, em, true);
             QCOMPARE(rule.pick(a, 0), a);
             QCOMPARE(rule.pick(em, 1), em);
+            QVERIFY(rule.inWrittenDash(1) && rule.inWrittenDash(2) && !rule.inWrittenDash(3) && !rule.inWrittenDash(0));
             QCOMPARE(rule.pick(hyph, 2), kSkip);
             QCOMPARE(rule.pick(a, 3), a);
             P second({P::Letter, P::Dash, P::LongDash, P::Letter}, dashes, em, true);
@@ -1191,8 +1192,10 @@ private slots:
             QCOMPARE(rule.pick(hyph, 4), hyph);
             QCOMPARE(rule.pick(em, 6), em);
             QCOMPARE(rule.pick(em, 7), em);
+            QVERIFY(!rule.inWrittenDash(3) && !rule.inWrittenDash(6));  // nothing was joined
             P off({P::Letter, P::LongDash, P::Dash, P::Letter}, dashes, -1, true);
             QCOMPARE(off.pick(em, 1), em);
+            QVERIFY(!off.inWrittenDash(1));
             QCOMPARE(off.pick(hyph, 2), hyph);
         }
     }

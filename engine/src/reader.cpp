@@ -439,7 +439,7 @@ Result<ReaderPage> ReaderEngine::decodePage(const Result<PpocrPage>& read, int d
         if (pageDone && next == kLineJoin) return Outcome::Done;
         // A visual token that is not reading text, or lines joined with nothing: nothing to write.
         if (next == kSkip || next == kLineJoin) return Outcome::Go;
-        if (hyphenBack >= 0) write(visualIds[size_t(hyphenBack)], prob, hyphenBack);
+        if (hyphenBack >= 0 && !printed.inWrittenDash(hyphenBack)) write(visualIds[size_t(hyphenBack)], prob, hyphenBack);
         write(next, prob, step.attendedVisual);
         reread.push(step.attendedVisual);
         if (d->sampler->looping()) {

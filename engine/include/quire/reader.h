@@ -245,6 +245,10 @@ public:
         return taken;
     }
 
+    // Whether visual token `v` is part of a dash run already written as "—" (a line-final hyphen
+    // of "—-" the model skipped is not written back after it: LineEndHyphen).
+    bool inWrittenDash(int v) const { return m_emRun >= 0 && v >= m_emRun && v <= m_emRunLast; }
+
     // What one front-end character is, for the rules.
     static bool isDash(const std::string& ch) {
         return ch == "-" || ch == "\u2010" || ch == "\u2013" || ch == "\u2014" || ch == "\u2015";
@@ -278,6 +282,7 @@ private:
             if (long_ && (last - first == 1 || last - first == 2)) {
                 if (m_emRun == first) return kSkip;  // the run's em dash is written
                 m_emRun = first;
+                m_emRunLast = last;
                 return m_emDash;
             }
         }
@@ -289,7 +294,7 @@ private:
     int m_emDash;
     bool m_spacing;
     int m_lastWritten = -1, m_lastAt = -1;  // the last token taken that was not SKIP, and its visual token
-    int m_emRun = -1;                       // the first visual token of the dash run written as "—"
+    int m_emRun = -1, m_emRunLast = -1;     // the dash run written as "—", its first and last visual token
 };
 
 struct ReaderOptions {
