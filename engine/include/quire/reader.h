@@ -77,8 +77,6 @@ inline bool isLatinWordCharacter(const std::string& ch) {
     return code >= 0xC0 && code != 0xD7 && code != 0xF7;
 }
 
-// A character of a script written without spaces (one UTF-8 character from U+2E80 on: CJK
-// ideographs and punctuation, kana, Hangul, fullwidth forms).
 // What a line of a Latin script may end with where the next line starts a new word: a letter or
 // digit (isLatinWordCharacter), or a mark that closes a word or sentence: . , ; : ? ! ' " ’ ” ) ].
 // Not a hyphen or dash (a word or sentence goes on), nor a slash.
@@ -89,6 +87,8 @@ inline bool endsLatinWord(const std::string& ch) {
     return false;
 }
 
+// A character of a script written without spaces (one UTF-8 character from U+2E80 on: CJK
+// ideographs and punctuation, kana, Hangul, fullwidth forms).
 inline bool isCjkCharacter(const std::string& ch) {
     if (ch.size() < 3) return false;
     const auto c0 = static_cast<unsigned char>(ch[0]), c1 = static_cast<unsigned char>(ch[1]);
@@ -225,7 +225,8 @@ private:
 // French sets a space before ; : ? ! by rule: the reader turns the spacing part off for it.
 class PrintedPunctuation {
 public:
-    // Per visual token, what the front-end read there.
+    // Per visual token, what the front-end read there (Space: its space class, which has no
+    // character; the others by kindOf).
     enum Kind : char { Other = 0, Letter, Digit, Space, Closing /* ; : ? ! */, Opening /* “ ‘ ( [ */, Dash /* - ‐ */,
                        LongDash /* – — ― */ };
     // `dashTokens`: the vocabulary ids of dash characters; `emDash`: the id of "—" (-1: the dash
@@ -256,7 +257,6 @@ public:
     static Kind kindOf(const std::string& ch) {
         if (ch.size() == 1 && std::isdigit(static_cast<unsigned char>(ch[0]))) return Digit;
         if (isLatinWordCharacter(ch)) return Letter;
-        if (ch == " ") return Space;
         if (ch == ";" || ch == ":" || ch == "?" || ch == "!") return Closing;
         if (ch == "\u201c" || ch == "\u2018" || ch == "(" || ch == "[") return Opening;
         if (ch == "-" || ch == "\u2010") return Dash;
@@ -265,7 +265,7 @@ public:
 
 private:
     Kind kind(int v) const { return v >= 0 && size_t(v) < m_kind.size() ? m_kind[size_t(v)] : Other; }
-    bool isDash(int token) const { return std::find(m_dash.begin(), m_dash.end(), token) != m_dash.end(); }
+    bool isDashToken(int token) const { return std::find(m_dash.begin(), m_dash.end(), token) != m_dash.end(); }
     int rule(int next, int guess) {
         using namespace reader_vocab;
         if (m_spacing && next == kSpace && kind(guess) == Space) {
@@ -273,7 +273,7 @@ private:
             if (kind(guess - 1) == Opening && m_lastAt == guess - 1 && m_lastWritten >= kFirstChar) return kSkip;
         }
         const auto dash = [&](int v) { return kind(v) == Dash || kind(v) == LongDash; };
-        if (m_emDash >= 0 && isDash(next) && dash(guess)) {
+        if (m_emDash >= 0 && isDashToken(next) && dash(guess)) {
             int first = guess, last = guess;
             while (dash(first - 1)) --first;
             while (dash(last + 1)) ++last;

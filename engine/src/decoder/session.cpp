@@ -983,11 +983,9 @@ struct DecodeSession::Impl {
                 // yet a pick: the next materializeGated() drops it first if the gate does not take it.
                 GatedPage gp;
                 for (int id : pageBlocks.begin()->second) {
-                    Block& b = blocks[size_t(id)];
-                    offload(b);
-                    gp.blocks.push_back(std::move(b));
-                    b = Block();
-                    freeIds.push_back(id);
+                    offload(blocks[size_t(id)]);
+                    gp.blocks.push_back(std::move(blocks[size_t(id)]));
+                    freeBlock(id);  // (its slot went with offload())
                 }
                 gatedCache.emplace(page, std::move(gp));
             } else {
