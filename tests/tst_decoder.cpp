@@ -220,6 +220,55 @@ private slots:
         }
     }
 
+    // The packed product (draft passes' weights) against a plain double-precision loop, for shapes
+    // the panels and the four-row tiles divide and ones they do not; a row's result is the same
+    // bits whatever rows go with it; alpha, accumulation and the transposed packing.
+    void packedProductMatchesPlainLoops() {
+        namespace k = quire::decoder::kernels;
+        std::mt19937 rng(17);
+        std::normal_distribution<float> nd(0.f, 1.f);
+        for (const auto [T, rows, cols] : {std::tuple{1, 16, 48}, {3, 37, 20}, {7, 6632 % 97, 192}, {16, 64, 513}}) {
+            std::vector<float> W(size_t(rows) * cols), X(size_t(T) * cols);
+            for (float& v : W) v = nd(rng);
+            for (float& v : X) v = nd(rng);
+            std::vector<float> P(k::packedSize(rows, cols)), Y(size_t(T) * rows, 0.f);
+            k::packRows(W.data(), rows, cols, size_t(cols), P.data());
+            k::gemmPacked(P.data(), rows, cols, X.data(), size_t(cols), T, Y.data(), size_t(rows));
+            for (int t = 0; t < T; ++t)
+                for (int r = 0; r < rows; ++r) {
+                    double want = 0, mag = 0;
+                    for (int c = 0; c < cols; ++c) {
+                        want += double(X[size_t(t) * cols + c]) * W[size_t(r) * cols + c];
+                        mag += std::abs(double(X[size_t(t) * cols + c]) * W[size_t(r) * cols + c]);
+                    }
+                    QVERIFY2(std::abs(Y[size_t(t) * rows + r] - want) <= 1e-6 * mag + 1e-30,
+                             qPrintable(QString("T %1 rows %2 cols %3: [%4][%5]").arg(T).arg(rows).arg(cols).arg(t).arg(r)));
+                }
+            // Each row alone: the same bits as in the batch.
+            for (int t = 0; t < T; ++t) {
+                std::vector<float> one(static_cast<size_t>(rows));
+                k::gemmPacked(P.data(), rows, cols, &X[size_t(t) * cols], size_t(cols), 1, one.data(), size_t(rows));
+                QVERIFY(std::equal(one.begin(), one.end(), Y.begin() + long(t) * rows));
+            }
+            // alpha and accumulate: Y + 0.5 X Wᵀ, written into rows ldy apart.
+            const size_t ldy = size_t(rows) + 3;
+            std::vector<float> Z(size_t(T) * ldy, 2.f);
+            k::gemmPacked(P.data(), rows, cols, X.data(), size_t(cols), T, Z.data(), ldy, 0.5f, true);
+            for (int t = 0; t < T; ++t) {
+                for (int r = 0; r < rows; ++r)
+                    QVERIFY(std::abs(Z[size_t(t) * ldy + r] - (2.f + 0.5f * Y[size_t(t) * rows + r])) <=
+                            1e-6f * (2.f + std::abs(Y[size_t(t) * rows + r])));
+                QCOMPARE(Z[size_t(t) * ldy + size_t(rows)], 2.f);  // past the row: untouched
+            }
+            // The transpose packed from W stored column-major (Wᵀ [cols][rows]): the same product.
+            std::vector<float> Wt(size_t(cols) * rows), Pt(k::packedSize(rows, cols));
+            for (int r = 0; r < rows; ++r)
+                for (int c = 0; c < cols; ++c) Wt[size_t(c) * rows + r] = W[size_t(r) * cols + c];
+            k::packColumns(Wt.data(), rows, cols, size_t(rows), Pt.data());
+            QVERIFY(Pt == P);
+        }
+    }
+
     // The selector's bound and the small attention kernels against plain loops, for a head size
     // the vector loop divides (48) and one it does not (20).
     void attentionKernelsMatchPlainLoops() {

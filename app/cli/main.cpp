@@ -9,6 +9,9 @@
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
+#include <cblas.h>
+
+#include <chrono>
 #include <csignal>
 #include <cstdio>
 #include <filesystem>
@@ -52,6 +55,8 @@ const char* kUsageText =
     "  quire-cli bench decode --pages N --mode full|rswa|srswa [--device cpu|cuda] [--batch B]\n"
     "            [--shape reader|unlimited-ocr | --config FILE] [--page-tokens T] [--tokens-per-page G]\n"
     "            [--recent N] [--gated-pages K] [--blocks-per-page K] [--recall] [--max-kv-gb G] [--json]\n"
+    "  quire-cli bench reader IMAGE... [--lang eng] [--repeat R] [--dpi 300]\n"
+    "      The reader's decoder against Tesseract, page by page on one core each, side by side.\n"
     "  quire-cli --version\n"
     "\nExit codes: 0 ok, 2 bad usage or unreadable input, 3 finished with failed pages, 1 internal error.\n";
 
@@ -414,6 +419,92 @@ int cmdBenchDecode(const cli::Args& args) {
     return kOk;
 }
 
+// `bench reader`: the reader's decoding time per page next to Tesseract's on the same page, measured
+// in one run, alternating, one core each (OpenBLAS on one thread, Tesseract with
+// OMP_THREAD_LIMIT=1, as a transcription runs them). The front-end reads every page first, so that
+// the decoder's time is its own and nothing else runs beside it; each repeat decodes the pages
+// again as one volume with a fresh reader, in order (later pages see the earlier ones through the
+// gate). Prints per page both times and their ratio, and the text's checksum per repeat.
+int cmdBenchReader(const cli::Args& args) {
+    const auto& pos = args.positionals();
+    if (pos.size() < 2) return fail(kUsage, "bench reader: give at least one page image");
+    int repeat = 1, dpi = 300;
+    try {
+        repeat = std::stoi(args.value("repeat", "1"));
+        dpi = std::stoi(args.value("dpi", "300"));
+    } catch (const std::exception&) {
+        return fail(kUsage, "bench reader: --repeat and --dpi take numbers");
+    }
+    if (repeat < 1) return fail(kUsage, "bench reader: --repeat must be at least 1");
+    openblas_set_num_threads(1);
+    SourceOptions so;
+    so.pdfDpi = dpi;
+    std::vector<cv::Mat> pages;
+    std::vector<int> dpis;
+    for (size_t i = 1; i < pos.size(); ++i) {
+        auto src = openSource(pos[i], so);
+        if (!src) return fail(exitFor(src.status()), src.status().message());
+        for (int p = 0; p < (*src)->pageCount(); ++p) {
+            auto img = (*src)->loadPage(p);
+            if (!img) return fail(exitFor(img.status()), img.status().message());
+            for (auto& region : preprocessPage(img->image, PreprocessParams{}).regions) {
+                pages.push_back(region.image);
+                dpis.push_back(img->dpi);
+            }
+        }
+    }
+    RecognizerOptions ro;
+    ro.languages = args.value("lang", "eng");
+    ro.engine = "tesseract";
+    auto tess = createRecognizer(ro);
+    if (!tess) return fail(exitFor(tess.status()), tess.status().message());
+    ro.engine = "reader";
+    using Clock = std::chrono::steady_clock;
+    const auto secondsSince = [](Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); };
+    const size_t n = pages.size();
+    std::vector<std::vector<double>> tessS(n), decodeS(n);
+    // The front-end's reading of every page, once (a prepared page is not used up by decoding it).
+    std::vector<std::unique_ptr<PreparedPage>> prepared;
+    {
+        auto reader = createRecognizer(ro);
+        if (!reader) return fail(exitFor(reader.status()), reader.status().message());
+        if (!(*reader)->splitsPages()) return fail(kInternal, "bench reader: the reader does not split its pages");
+        const auto f0 = Clock::now();
+        for (size_t i = 0; i < n; ++i) prepared.push_back((*reader)->prepare(pages[i], dpis[i], nullptr));
+        std::cout << "front-end: " << secondsSince(f0) / double(n) << " s/page (every page read before decoding)\n";
+    }
+    for (int r = 0; r < repeat; ++r) {
+        auto reader = createRecognizer(ro);
+        if (!reader) return fail(exitFor(reader.status()), reader.status().message());
+        std::string text;
+        for (size_t i = 0; i < n; ++i) {
+            auto t0 = Clock::now();
+            auto t = (*tess)->recognize(pages[i], dpis[i]);
+            if (!t) return fail(kInternal, "bench reader: Tesseract, page " + std::to_string(i + 1) + ": " + t.status().message());
+            tessS[i].push_back(secondsSince(t0));
+            t0 = Clock::now();
+            auto d = (*reader)->recognizePrepared(*prepared[i], nullptr, {});
+            if (!d) return fail(kInternal, "bench reader: reader, page " + std::to_string(i + 1) + ": " + d.status().message());
+            decodeS[i].push_back(secondsSince(t0));
+            text += d->plainText() + "\f";
+        }
+        std::cout << "repeat " << r + 1 << ": text checksum " << std::hex << std::hash<std::string>{}(text) << std::dec << "\n";
+    }
+    std::cout << "| page | Tesseract s | decoder s | decoder / Tesseract |\n|---|---|---|---|\n";
+    const auto fmt = [](const std::vector<double>& v) {
+        std::ostringstream o;
+        o.precision(2);
+        for (size_t i = 0; i < v.size(); ++i) o << (i ? " / " : "") << std::fixed << v[i];
+        return o.str();
+    };
+    for (size_t i = 0; i < n; ++i) {
+        std::vector<double> ratio;
+        for (size_t r = 0; r < tessS[i].size(); ++r) ratio.push_back(decodeS[i][r] / tessS[i][r]);
+        std::cout << "| " << i + 1 << " | " << fmt(tessS[i]) << " | " << fmt(decodeS[i]) << " | " << fmt(ratio) << " |\n";
+    }
+    return kOk;
+}
+
 int cmdDevices() {
     std::string why;
     const auto devs = gpuDevices(&why);
@@ -465,7 +556,7 @@ int main(int argc, char** argv) {
         {"devices", {{}, {}}},
         {"features", {{"out", "dpi", "lang"}, {"json"}}},
         {"bench", {{"pages", "mode", "device", "batch", "config", "shape", "page-tokens", "tokens-per-page", "recent",
-                    "gated-pages", "blocks-per-page", "max-kv-gb"},
+                    "gated-pages", "blocks-per-page", "max-kv-gb", "lang", "repeat", "dpi"},
                    {"json", "recall"}}},
     };
     auto it = kOptions.find(cmd);
@@ -480,8 +571,9 @@ int main(int argc, char** argv) {
         return kUsage;
     }
     if (cmd == "bench") {
+        if (!args.positionals().empty() && args.positionals()[0] == "reader") return cmdBenchReader(args);
         if (args.positionals().size() != 1 || args.positionals()[0] != "decode") {
-            std::cerr << "quire-cli bench: the only benchmark is 'decode'\n";
+            std::cerr << "quire-cli bench: the benchmarks are 'decode' and 'reader'\n";
             return kUsage;
         }
         return cmdBenchDecode(args);

@@ -38,4 +38,24 @@ void scale(float* x, size_t n, float s);
 // gate[i] = silu(gate[i]) * up[i] (SwiGLU), silu(g) = g / (1 + exp(-g)).
 void swiglu(float* gate, const float* up, size_t n);
 
+// Products with a matrix packed once, for a few rows at a time. A draft pass multiplies at most
+// 2 x 16 rows by each weight matrix (and by the window's keys and values); OpenBLAS copies the
+// whole matrix into its own panels on every call, which cost the decoder more than the
+// multiplication itself (perf, docs/BENCHMARKS.md 2026-12-01, late). Packed here: `rows` rows of
+// `cols` floats in panels of kPanel rows, each panel column after column ([cols][kPanel]), the
+// last panel padded with zeros. Each output is one sum over c in increasing order, so a row's
+// result does not depend on how many rows go with it, nor on the machine's vector width.
+constexpr int kPanel = 16;
+inline size_t packedSize(int rows, int cols) { return size_t((rows + kPanel - 1) / kPanel) * kPanel * size_t(cols); }
+// Packs W[rows][cols] (row r at w + r * ldw) into out (packedSize(rows, cols) floats).
+void packRows(const float* w, int rows, int cols, size_t ldw, float* out);
+// Packs the transpose of V[cols][rows] (row n at v + n * ldv): the packed matrix is Vᵀ, `rows` rows
+// of `cols` floats. (Attention's weighted sum of values, O = S V, is a product with Vᵀ packed.)
+void packColumns(const float* v, int rows, int cols, size_t ldv, float* out);
+// Y[t][r] = alpha * sum over c < cols of X[t][c] W[r][c], for t < T and r < rows, with W packed by
+// packRows (or packColumns); added to Y[t][r] when `accumulate`. X rows are ldx floats apart, Y
+// rows ldy apart.
+void gemmPacked(const float* packed, int rows, int cols, const float* X, size_t ldx, int T, float* Y, size_t ldy,
+                float alpha = 1.f, bool accumulate = false);
+
 }  // namespace quire::decoder::kernels

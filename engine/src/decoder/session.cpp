@@ -119,9 +119,23 @@ void rmsnorm(const float* x, const float* w, float* out, int n, float eps) {
     for (int i = 0; i < n; ++i) out[i] = x[i] * r * w[i];
 }
 
-void gemv(const std::vector<float>& w, int rows, int cols, const float* x, float* y, float beta = 0.f) {
-    cblas_sgemv(CblasRowMajor, CblasNoTrans, rows, cols, 1.0f, w.data(), cols, x, 1, beta, y, 1);
-}
+// A weight matrix W [rows][cols] (row-major) packed for kernels::gemmPacked, with its shape: the
+// products of a step's one row and a draft's few (Y = X Wᵀ) go through it.
+struct PackedMatrix {
+    int rows = 0, cols = 0;
+    std::vector<float> data;
+    PackedMatrix() = default;
+    PackedMatrix(const std::vector<float>& w, int r, int c) : PackedMatrix(w.data(), r, c) {}
+    PackedMatrix(const float* w, int r, int c) : rows(r), cols(c), data(kernels::packedSize(r, c)) {
+        kernels::packRows(w, r, c, size_t(c), data.data());
+    }
+    void apply(const float* X, int T, float* Y) const {
+        kernels::gemmPacked(data.data(), rows, cols, X, size_t(cols), T, Y, size_t(rows));
+    }
+};
+struct PackedLayer {
+    PackedMatrix wq, wk, wv, wo, wGate, wUp, wDown;
+};
 
 }  // namespace
 
@@ -129,6 +143,9 @@ struct DecodeSession::Impl {
     std::shared_ptr<const ModelWeights> model;
     const ModelConfig& c;
     AttentionParams p;
+    // The weights packed for steps and drafts (a page's prefill, thousands of rows, uses OpenBLAS).
+    std::vector<PackedLayer> packed;
+    PackedMatrix packedHead;
     // Layout of one block: K then V, each [layer][kvHead][token][dim].
     size_t halfFloats, blockFloats;
     std::vector<float> pool;       // slots
@@ -227,6 +244,10 @@ struct DecodeSession::Impl {
         upBuf.resize(size_t(c.intermediateSize)), logits.resize(size_t(c.vocabSize));
         recentQueries.assign(size_t(std::max(1, p.gateQueryTokens)), {});
         lastPositions.resize(size_t(c.numLayers));
+        const int F = c.intermediateSize;
+        for (const LayerWeights& L : model->layers)
+            packed.push_back({{L.wq, Q, H}, {L.wk, KV, H}, {L.wv, KV, H}, {L.wo, H, Q}, {L.wGate, F, H}, {L.wUp, F, H}, {L.wDown, H, F}});
+        packedHead = PackedMatrix(model->head(), c.vocabSize, H);
     }
 
     float* data(Block& b) { return b.slot >= 0 ? &pool[size_t(b.slot) * blockFloats] : b.host.data(); }
@@ -724,13 +745,14 @@ struct DecodeSession::Impl {
     // `blockId` at slot `t`. `setFor(layer)` gives the spans to attend (the token itself included).
     template <typename SetFor, typename OnQuery>
     void forward(int blockId, int t, SetFor setFor, OnQuery onQuery) {
-        const int H = c.hiddenSize, Q = c.numHeads * c.headDim, KV = c.numKvHeads * c.headDim, D = c.headDim;
+        const int H = c.hiddenSize, D = c.headDim;
         for (int l = 0; l < c.numLayers; ++l) {
             const LayerWeights& L = model->layers[size_t(l)];
+            const PackedLayer& P = packed[size_t(l)];
             rmsnorm(x.data(), L.attnNorm.data(), h.data(), H, c.rmsNormEps);
-            gemv(L.wq, Q, H, h.data(), q.data());
-            gemv(L.wk, KV, H, h.data(), k.data());
-            gemv(L.wv, KV, H, h.data(), v.data());
+            P.wq.apply(h.data(), 1, q.data());
+            P.wk.apply(h.data(), 1, k.data());
+            P.wv.apply(h.data(), 1, v.data());
             onQuery(l);
             Block& b = blocks[size_t(blockId)];
             for (int g = 0; g < c.numKvHeads; ++g) storeKv(b, l, g, t, &k[size_t(g) * D], &v[size_t(g) * D], false);
@@ -740,13 +762,13 @@ struct DecodeSession::Impl {
             lastPositions[size_t(l)] = positionRuns(spans);
             attend(l, spans);
             if (p.measureRecall && recallProbe && b.kind == BlockKind::Generated) measureRecall(l, spans, b.pos0 + t);
-            gemv(L.wo, H, Q, att.data(), tmp.data());
+            P.wo.apply(att.data(), 1, tmp.data());
             for (int i = 0; i < H; ++i) x[size_t(i)] += tmp[size_t(i)];
             rmsnorm(x.data(), L.mlpNorm.data(), h.data(), H, c.rmsNormEps);
-            gemv(L.wGate, c.intermediateSize, H, h.data(), gateBuf.data());
-            gemv(L.wUp, c.intermediateSize, H, h.data(), upBuf.data());
+            P.wGate.apply(h.data(), 1, gateBuf.data());
+            P.wUp.apply(h.data(), 1, upBuf.data());
             kernels::swiglu(gateBuf.data(), upBuf.data(), size_t(c.intermediateSize));
-            gemv(L.wDown, H, c.intermediateSize, gateBuf.data(), tmp.data());
+            P.wDown.apply(gateBuf.data(), 1, tmp.data());
             for (int i = 0; i < H; ++i) x[size_t(i)] += tmp[size_t(i)];
         }
     }
@@ -757,29 +779,41 @@ struct DecodeSession::Impl {
                     rows);
     }
 
+    // The same through the packed copy for a draft's few rows (up to kPackedRows), through OpenBLAS
+    // for a page's thousands (its copying of W into panels then costs little).
+    static constexpr int kPackedRows = 64;
+    static void gemm(const std::vector<float>& w, const PackedMatrix& pw, const float* X, int T, float* Y) {
+        if (T <= kPackedRows) pw.apply(X, T, Y);
+        else gemm(w, pw.rows, pw.cols, X, T, Y);
+    }
+
     // Rows of tokens through a layer in matrix products: the attention input (norm, then Q, K, V
     // pre-rotary) ...
-    void projectRows(const LayerWeights& L, int T, const std::vector<float>& X, std::vector<float>& Xn,
-                     std::vector<float>& Qm, std::vector<float>& Km, std::vector<float>& Vm) const {
-        const int H = c.hiddenSize, Q = c.numHeads * c.headDim, KV = c.numKvHeads * c.headDim;
+    void projectRows(int layer, int T, const std::vector<float>& X, std::vector<float>& Xn, std::vector<float>& Qm,
+                     std::vector<float>& Km, std::vector<float>& Vm) const {
+        const LayerWeights& L = model->layers[size_t(layer)];
+        const PackedLayer& P = packed[size_t(layer)];
+        const int H = c.hiddenSize;
         for (int t = 0; t < T; ++t) rmsnorm(&X[size_t(t) * H], L.attnNorm.data(), &Xn[size_t(t) * H], H, c.rmsNormEps);
-        gemm(L.wq, Q, H, Xn.data(), T, Qm.data());
-        gemm(L.wk, KV, H, Xn.data(), T, Km.data());
-        gemm(L.wv, KV, H, Xn.data(), T, Vm.data());
+        gemm(L.wq, P.wq, Xn.data(), T, Qm.data());
+        gemm(L.wk, P.wk, Xn.data(), T, Km.data());
+        gemm(L.wv, P.wv, Xn.data(), T, Vm.data());
     }
 
     // ... and, given the attention's output A, the rest: output projection and the SwiGLU MLP,
     // each added to the residual X.
-    void finishLayerRows(const LayerWeights& L, int T, const std::vector<float>& A, std::vector<float>& X,
-                         std::vector<float>& Xn, std::vector<float>& O, std::vector<float>& Gm, std::vector<float>& Um) const {
-        const int H = c.hiddenSize, Q = c.numHeads * c.headDim, F = c.intermediateSize;
-        gemm(L.wo, H, Q, A.data(), T, O.data());
+    void finishLayerRows(int layer, int T, const std::vector<float>& A, std::vector<float>& X, std::vector<float>& Xn,
+                         std::vector<float>& O, std::vector<float>& Gm, std::vector<float>& Um) const {
+        const LayerWeights& L = model->layers[size_t(layer)];
+        const PackedLayer& P = packed[size_t(layer)];
+        const int H = c.hiddenSize, F = c.intermediateSize;
+        gemm(L.wo, P.wo, A.data(), T, O.data());
         for (size_t i = 0; i < size_t(T) * H; ++i) X[i] += O[i];
         for (int t = 0; t < T; ++t) rmsnorm(&X[size_t(t) * H], L.mlpNorm.data(), &Xn[size_t(t) * H], H, c.rmsNormEps);
-        gemm(L.wGate, F, H, Xn.data(), T, Gm.data());
-        gemm(L.wUp, F, H, Xn.data(), T, Um.data());
+        gemm(L.wGate, P.wGate, Xn.data(), T, Gm.data());
+        gemm(L.wUp, P.wUp, Xn.data(), T, Um.data());
         kernels::swiglu(Gm.data(), Um.data(), size_t(T) * F);
-        gemm(L.wDown, H, F, Gm.data(), T, O.data());
+        gemm(L.wDown, P.wDown, Gm.data(), T, O.data());
         for (size_t i = 0; i < size_t(T) * H; ++i) X[i] += O[i];
     }
 
@@ -910,8 +944,7 @@ struct DecodeSession::Impl {
             }
         }
         for (int l = 0; l < c.numLayers; ++l) {
-            const LayerWeights& L = model->layers[size_t(l)];
-            projectRows(L, T, X, Xn, Qm, Km, Vm);
+            projectRows(l, T, X, Xn, Qm, Km, Vm);
             for (int t = 0; t < T; ++t) {
                 Block& b = *into[size_t(t / kBlockTokens)];
                 const int bt = t % kBlockTokens;
@@ -936,7 +969,7 @@ struct DecodeSession::Impl {
                     std::copy(att.begin(), att.begin() + Q, &A[size_t(t) * Q]);
                 }
             }
-            finishLayerRows(L, T, A, X, Xn, O, Gm, Um);
+            finishLayerRows(l, T, A, X, Xn, O, Gm, Um);
         }
         return Status::ok();
     }
@@ -1090,8 +1123,7 @@ struct DecodeSession::Impl {
         std::vector<std::vector<Span>> spans(static_cast<size_t>(k));
         refreshWindowCache();
         for (int l = 0; l < L; ++l) {
-            const LayerWeights& W = model->layers[size_t(l)];
-            projectRows(W, k, X, Xn, Qm, Km, Vm);
+            projectRows(l, k, X, Xn, Qm, Km, Vm);
             for (int i = 0; i < k; ++i) {
                 addGateQuery(dr.gateQueries[size_t(i)], l, &Qm[size_t(i) * Q]);
                 float* base = dr.own[size_t(i)].host.data();
@@ -1110,12 +1142,11 @@ struct DecodeSession::Impl {
                 dr.positions[size_t(i)][size_t(l)] = positionRuns(sp);
             }
             attendDraft(l, spans, posOf, Qm, k, A, tracking ? &mass : nullptr);
-            finishLayerRows(W, k, A, X, Xn, O, Gm, Um);
+            finishLayerRows(l, k, A, X, Xn, O, Gm, Um);
         }
         for (int i = 0; i < k; ++i) rmsnorm(&X[size_t(i) * H], model->finalNorm.data(), &Xn[size_t(i) * H], H, c.rmsNormEps);
         std::vector<float> all(size_t(k) * c.vocabSize);
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, k, c.vocabSize, H, 1.0f, Xn.data(), H, model->head(), H, 0.0f,
-                    all.data(), c.vocabSize);
+        packedHead.apply(Xn.data(), k, all.data());
         dr.logits.resize(size_t(k));
         dr.attended.assign(size_t(k), -1);
         for (int i = 0; i < k; ++i) {
@@ -1380,8 +1411,7 @@ struct DecodeSession::Impl {
 
     void computeLogits() {
         rmsnorm(x.data(), model->finalNorm.data(), h.data(), c.hiddenSize, c.rmsNormEps);
-        cblas_sgemv(CblasRowMajor, CblasNoTrans, c.vocabSize, c.hiddenSize, 1.0f, model->head(), c.hiddenSize,
-                    h.data(), 1, 0.0f, logits.data(), 1);
+        packedHead.apply(h.data(), 1, logits.data());
     }
 
     void embed(int token) {
