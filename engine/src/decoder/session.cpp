@@ -173,6 +173,14 @@ struct DecodeSession::Impl {
     std::vector<std::vector<float>> recentQueries;  // ring of [layer][kvHead][dim]
     int recentQueryNext = 0, stepsSinceGate = 0;
     std::vector<int> gated;
+    // The token selector's blocks of each gated page, per layer: chosen with the page gate (every
+    // gateRefreshSteps steps and at each page break) by the query of the step that refreshes it,
+    // and attended by the steps until the next refresh. Scoring every block of every gated page
+    // for every token and layer was a fifth of a later page's decoding; the gate's pages change
+    // only at those steps anyway.
+    using Selection = std::vector<std::pair<int, std::vector<int>>>;  // (page, block indices)
+    std::vector<Selection> selection;  // [layer]
+    bool selectionDue = false;         // step(): the gate is refreshed at this step
     // Scratch.
     std::vector<float> x, h, q, k, v, att, tmp, gateBuf, upBuf, logits, scores, qrot;
     // What the last token attended to, per layer: runs of positions (first, count), expanded only
@@ -243,6 +251,7 @@ struct DecodeSession::Impl {
         att.resize(size_t(Q)), tmp.resize(size_t(std::max(H, Q))), gateBuf.resize(size_t(c.intermediateSize));
         upBuf.resize(size_t(c.intermediateSize)), logits.resize(size_t(c.vocabSize));
         recentQueries.assign(size_t(std::max(1, p.gateQueryTokens)), {});
+        selection.resize(size_t(c.numLayers));
         lastPositions.resize(size_t(c.numLayers));
         const int F = c.intermediateSize;
         for (const LayerWeights& L : model->layers)
@@ -503,7 +512,9 @@ struct DecodeSession::Impl {
     // The spans a generated token attends to at `layer` (the current token is already written):
     // `generatedCount` tokens generated with it, `query` its pre-rotary query (all heads) and
     // `pos` its position.
-    std::vector<Span> generatedSet(int layer, int64_t generatedCount, const float* query, int64_t pos) {
+    // `select`: the token selector's choice of gated blocks for this layer (refreshed when `refresh`).
+    std::vector<Span> generatedSet(int layer, int64_t generatedCount, const float* query, int64_t pos, Selection& select,
+                                   bool refresh) {
         std::vector<Span> spans = wholeBlocks(sinkBlocks);
         const int64_t oldestRecent = generatedCount - p.recentTokens;  // index of the first token kept (self is generatedCount-1)
         for (int id : genBlocks) {
@@ -518,7 +529,11 @@ struct DecodeSession::Impl {
         } else {
             for (const auto& [page, ids] : pageBlocks)
                 if (inWindow(page)) append(spans, ids);
-            selectGatedBlocks(layer, spans, query, pos);
+            if (refresh || select.size() != gated.size()) select = selectGatedBlocks(layer, query, pos);
+            for (const auto& [page, ids] : select) {
+                const std::vector<const Block*> pageSet = gatedPageBlocks(page);
+                for (int id : ids) spans.push_back({pageSet[size_t(id)], 0, pageSet[size_t(id)]->count, 0});
+            }
         }
         return spans;
     }
@@ -529,8 +544,10 @@ struct DecodeSession::Impl {
 
     bool inWindow(int page) const { return page >= currentPage - p.windowBefore && page <= currentPage + p.windowAfter; }
 
-    // Quest: per block, Σ max(q·min, q·max) bounds q·k from above; the best k_b blocks of each gated page.
-    void selectGatedBlocks(int layer, std::vector<Span>& spans, const float* query, int64_t pos) const {
+    // Quest: per block, Σ max(q·min, q·max) bounds q·k from above; the best k_b blocks of each gated
+    // page (page, block indices into gatedPageBlocks(page)), for the query of a step at `pos`.
+    Selection selectGatedBlocks(int layer, const float* query, int64_t pos) const {
+        Selection out;
         const int D = c.headDim;
         // The query rotated to the step's own position, once per head: every block within half the
         // trained range is scored in that frame; a block further back in its own (kernels::questBound
@@ -556,11 +573,11 @@ struct DecodeSession::Impl {
             const size_t keep = std::min(scored.size(), size_t(p.blocksPerGatedPage));
             std::partial_sort(scored.begin(), scored.begin() + long(keep), scored.end(),
                               [](const auto& a, const auto& b) { return a.first > b.first || (a.first == b.first && a.second < b.second); });
-            for (size_t i = 0; i < keep; ++i) {
-                const Block& b = *pageSet[size_t(scored[i].second)];
-                spans.push_back({&b, 0, b.count, 0});
-            }
+            std::vector<int> ids;
+            for (size_t i = 0; i < keep; ++i) ids.push_back(scored[i].second);
+            out.push_back({page, std::move(ids)});
         }
+        return out;
     }
 
     // The blocks of a gated page: computed again into the cache, or still in the pool / host memory.
@@ -1088,13 +1105,16 @@ struct DecodeSession::Impl {
         std::vector<int> attended;
         std::vector<std::vector<PositionRuns>> positions;  // [token][layer]
         std::vector<int64_t> pos;
+        std::vector<std::vector<Selection>> selections;  // [token][layer], for tokens that refresh the gate
     };
 
     // The forward pass of `posOf.size()` inputs at positions posOf, as step() would compute them
     // one after another: layer by layer, weights applied in matrix products, each token attending
     // to what step() would give it (generatedSet at its generated count, query and position) plus
     // the draft tokens up to itself.
-    Result<Draft> computeDraft(const std::vector<int>& inputs, const std::vector<int64_t>& posOf) {
+    // refreshAt[i]: the gate is refreshed at token i (its query chooses the gated blocks from there).
+    Result<Draft> computeDraft(const std::vector<int>& inputs, const std::vector<int64_t>& posOf,
+                               const std::vector<bool>& refreshAt) {
         const int k = int(posOf.size());
         const int H = c.hiddenSize, Q = c.numHeads * c.headDim, KV = c.numKvHeads * c.headDim, D = c.headDim,
                   F = c.intermediateSize, L = c.numLayers;
@@ -1109,6 +1129,7 @@ struct DecodeSession::Impl {
         }
         dr.gateQueries.assign(size_t(k), std::vector<float>(size_t(L) * KV, 0.f));
         dr.positions.assign(size_t(k), std::vector<PositionRuns>(size_t(L)));
+        dr.selections.assign(size_t(k), {});
         std::vector<std::vector<float>> mass;
         const auto tokensOfPage = pageTokens.find(currentPage);
         const bool tracking = p.trackAttention && tokensOfPage != pageTokens.end();
@@ -1134,9 +1155,11 @@ struct DecodeSession::Impl {
                     std::copy_n(&Vm[size_t(i) * KV + size_t(g) * D], D, base + halfFloats + kIndex(l, g, 0));
                 }
             }
+            Selection select = selection[size_t(l)];  // the session's, until a token of the draft refreshes it
             for (int i = 0; i < k; ++i) {
                 auto& sp = spans[size_t(i)];
-                sp = generatedSet(l, generated + i + 1, &Qm[size_t(i) * Q], posOf[size_t(i)]);
+                sp = generatedSet(l, generated + i + 1, &Qm[size_t(i) * Q], posOf[size_t(i)], select, refreshAt[size_t(i)]);
+                if (refreshAt[size_t(i)]) dr.selections[size_t(i)].push_back(select);
                 for (int j = 0; j <= i; ++j) sp.push_back({&dr.own[size_t(j)], 0, 1, 0});
                 frame(sp, posOf[size_t(i)]);
                 dr.positions[size_t(i)][size_t(l)] = positionRuns(sp);
@@ -1396,6 +1419,7 @@ struct DecodeSession::Impl {
         ++generated;
         if (gateRefreshed) stepsSinceGate = 0;
         ++stepsSinceGate;
+        if (gateRefreshed && dr.selections[size_t(i)].size() == selection.size()) selection = dr.selections[size_t(i)];
         const float* src = dr.own[size_t(i)].host.data();  // keys already rotated at the token's position
         for (int l = 0; l < c.numLayers; ++l)
             for (int g = 0; g < c.numKvHeads; ++g)
@@ -1516,7 +1540,9 @@ Result<StepResult> DecodeSession::step(int inputToken) {
     if (!id) return id.status();
     const int t = d->blocks[size_t(*id)].count;
     ++d->generated;
-    if (m_params.mode == AttentionMode::SrSwa && (pageBreak || d->stepsSinceGate >= m_params.gateRefreshSteps || d->generated == 1)) {
+    d->selectionDue = m_params.mode == AttentionMode::SrSwa &&
+                      (pageBreak || d->stepsSinceGate >= m_params.gateRefreshSteps || d->generated == 1);
+    if (d->selectionDue) {
         if (Status s = d->refreshGate(); !s) return s;
         d->stepsSinceGate = 0;
     }
@@ -1529,7 +1555,10 @@ Result<StepResult> DecodeSession::step(int inputToken) {
         d->attendedMass.assign(size_t(tokensOfPage->second), 0.f);
         d->trackedPagePos0 = d->pagePos0[d->currentPage];
     }
-    d->forward(*id, t, [&](int l) { return d->generatedSet(l, d->generated, d->q.data(), d->position); },
+    d->forward(*id, t,
+               [&](int l) {
+                   return d->generatedSet(l, d->generated, d->q.data(), d->position, d->selection[size_t(l)], d->selectionDue);
+               },
                [&](int l) { d->addGateQuery(gq, l, d->q.data()); });
     d->pushRecentQuery(std::move(gq));
     ++d->position;
@@ -1592,7 +1621,7 @@ Result<int> DecodeSession::stepDraft(const std::vector<int>& inputs,
     d->offloadLeftPages();
     if (refresh0)
         if (Status s = d->refreshGate(); !s) return s;
-    auto draft = d->computeDraft(inputs, posOf);
+    auto draft = d->computeDraft(inputs, posOf, refreshAt);
     if (!draft) return draft.status();
     for (int i = 0; i < k; ++i) {
         if (i > 0 && refreshAt[size_t(i)]) {

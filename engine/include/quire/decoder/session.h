@@ -7,7 +7,8 @@
 //          (Unlimited-OCR's R-SWA);
 //   SrSwa  sinks, the visual tokens of a window of pages around the current one, up to
 //          `gatedPages` earlier pages chosen by the page gate and inside each up to
-//          `blocksPerGatedPage` 16-token blocks chosen by Quest bounds, and the recent tokens.
+//          `blocksPerGatedPage` 16-token blocks chosen by Quest bounds (with the gate, by the
+//          query of the step that refreshes it), and the recent tokens.
 // Visual tokens of a page attend to the sinks and, causally, to their own page.
 // With budgets that cover everything, SrSwa computes exactly what RSwa computes.
 //
@@ -42,7 +43,7 @@ struct AttentionParams {
     int windowAfter = 2;           // pages after it (fed ahead); W = 1 + before + after
     int gatedPages = 4;            // k_p
     int blocksPerGatedPage = 8;    // k_b
-    int gateRefreshSteps = 8;      // the page gate is re-evaluated this often and at each page break
+    int gateRefreshSteps = 8;      // the page gate (and the token selector) is re-evaluated this often and at each page break
     int gateQueryTokens = 16;      // running mean of this many recent pre-rotary queries
     // A page the gate holds stays picked unless another scores higher by more than this (scores
     // are cosines summed over layers). Without it the picks flip among near-equal pages as the
