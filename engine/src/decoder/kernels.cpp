@@ -214,6 +214,13 @@ QUIRE_INLINE void panelRows(const float* panel, int cols, const float* X, size_t
         }
     }
     const V8 a = splat(alpha);
+    if (!accumulate && width == kPanel) {
+        for (int r = 0; r < R; ++r) {
+            store(Y + size_t(r) * ldy, lo[r] * a);
+            store(Y + size_t(r) * ldy + 8, hi[r] * a);
+        }
+        return;
+    }
     for (int r = 0; r < R; ++r) {
         float buf[kPanel];
         store(buf, lo[r] * a);

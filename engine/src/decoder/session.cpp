@@ -1284,9 +1284,7 @@ struct DecodeSession::Impl {
                 }
             const float* Kc = windowCache.keys(layer, g, c);
             const float* Vc = windowCache.values(layer, g, c);
-            if (Nc > 0)
-                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, rows, int(Nc), D, scale, Qr.data(), D, Kc, D, 0.0f,
-                            S.data(), int(N));
+            if (Nc > 0) kernels::gemmPacked(Kc, int(Nc), D, Qr.data(), size_t(D), rows, S.data(), N, scale);
             if (Nu > 0)
                 cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, rows, int(Nu), D, scale, Qr.data(), D, Ku.data(), D,
                             0.0f, S.data() + Nc, int(N));
@@ -1337,9 +1335,7 @@ struct DecodeSession::Impl {
                                 addMassRun((*mass)[size_t(i)], u.block->pos0 + u.first, row + u.offset, u.last - u.first);
                     }
                 }
-            if (Nc > 0)
-                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, rows, D, int(Nc), 1.0f, S.data(), int(N), Vc, D, 0.0f,
-                            O.data(), D);
+            if (Nc > 0) kernels::gemmPacked(Vc, D, int(Nc), S.data(), N, rows, O.data(), size_t(D));
             if (Nu > 0)
                 cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, rows, D, int(Nu), 1.0f, S.data() + Nc, int(N), Vu.data(),
                             D, Nc > 0 ? 1.0f : 0.0f, O.data(), D);
@@ -1361,12 +1357,15 @@ struct DecodeSession::Impl {
         std::vector<int> ids;       // the visual blocks held, in order
         std::map<int, size_t> row;  // block id -> its first token's row
         size_t tokens = 0;
-        std::vector<float> k, v;    // [layer][kvHead][tokens][headDim]
+        // Per layer and KV head, packed for kernels::gemmPacked: the keys as `tokens` rows of
+        // headDim (scores = Q Kᵀ), the values transposed, headDim rows of `tokens` (O = S V).
+        std::vector<float> k, v;
+        size_t kStride = 0, vStride = 0;
         const float* keys(int layer, int g, const ModelConfig& c) const {
-            return tokens ? &k[(size_t(layer) * c.numKvHeads + g) * tokens * c.headDim] : nullptr;
+            return tokens ? &k[(size_t(layer) * c.numKvHeads + g) * kStride] : nullptr;
         }
         const float* values(int layer, int g, const ModelConfig& c) const {
-            return tokens ? &v[(size_t(layer) * c.numKvHeads + g) * tokens * c.headDim] : nullptr;
+            return tokens ? &v[(size_t(layer) * c.numKvHeads + g) * vStride] : nullptr;
         }
     };
     WindowCache windowCache;
@@ -1381,19 +1380,25 @@ struct DecodeSession::Impl {
         w.ids = ids;
         w.layout = pageLayout;
         for (int id : ids) w.row[id] = w.tokens, w.tokens += size_t(blocks[size_t(id)].count);
-        const int D = c.headDim;
-        w.k.resize(size_t(c.numLayers) * c.numKvHeads * w.tokens * D);
-        w.v.resize(w.k.size());
+        const int D = c.headDim, N = int(w.tokens);
+        w.kStride = kernels::packedSize(N, D), w.vStride = kernels::packedSize(D, N);
+        w.k.resize(size_t(c.numLayers) * c.numKvHeads * w.kStride);
+        w.v.resize(size_t(c.numLayers) * c.numKvHeads * w.vStride);
+        std::vector<float> K(w.tokens * D), V(w.tokens * D);
         for (int l = 0; l < c.numLayers; ++l)
             for (int g = 0; g < c.numKvHeads; ++g) {
-                const size_t base = (size_t(l) * c.numKvHeads + g) * w.tokens * D;
                 for (int id : ids) {
                     const Block& b = blocks[size_t(id)];
                     const float* src = data(b);
                     for (int t = 0; t < b.count; ++t) {
-                        std::copy_n(src + kIndex(l, g, t), D, &w.k[base + (w.row[id] + size_t(t)) * D]);
-                        std::copy_n(src + halfFloats + kIndex(l, g, t), D, &w.v[base + (w.row[id] + size_t(t)) * D]);
+                        std::copy_n(src + kIndex(l, g, t), D, &K[(w.row[id] + size_t(t)) * D]);
+                        std::copy_n(src + halfFloats + kIndex(l, g, t), D, &V[(w.row[id] + size_t(t)) * D]);
                     }
+                }
+                const size_t at = size_t(l) * c.numKvHeads + g;
+                if (N > 0) {
+                    kernels::packRows(K.data(), N, D, size_t(D), &w.k[at * w.kStride]);
+                    kernels::packColumns(V.data(), D, N, size_t(D), &w.v[at * w.vStride]);
                 }
             }
         windowCache = std::move(w);
