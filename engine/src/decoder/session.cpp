@@ -11,8 +11,8 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <limits>
 #include <numeric>
-#include <unordered_map>
 
 namespace quire::decoder {
 
@@ -336,24 +336,30 @@ struct DecodeSession::Impl {
     // few distinct positions (the step's own, and a capped frame for each far block), and computing
     // them afresh made each later page of a volume several times slower to decode than its first
     // (docs/BENCHMARKS.md). The values are the ones computed before, so the picks are the same.
-    // The pointer is good until the next call (which may clear the cache).
+    // A table of trigCacheEntries slots, direct-mapped by position (a hash map's node lookups were
+    // a third of the token selector's time). The pointer is good until the next call (which may
+    // take its slot).
     const float* trigAt(int64_t pos) const {
-        auto it = trig.find(pos);
-        if (it == trig.end()) {
-            if (trig.size() >= trigCacheEntries) trig.clear();
-            const int half = c.headDim / 2;
-            std::vector<float> t(size_t(2 * half));
+        const int D = c.headDim, half = D / 2;
+        if (trigTags.size() != trigCacheEntries) {
+            trigTags.assign(trigCacheEntries, std::numeric_limits<int64_t>::min());
+            trigTable.assign(trigCacheEntries * size_t(D), 0.f);
+        }
+        const size_t slot = size_t(pos < 0 ? -pos : pos) % trigCacheEntries;
+        float* t = &trigTable[slot * size_t(D)];
+        if (trigTags[slot] != pos) {
             for (int i = 0; i < half; ++i) {
                 const double a = double(pos) * invFreq[size_t(i)];
-                t[size_t(i)] = float(std::cos(a));
-                t[size_t(half + i)] = float(std::sin(a));
+                t[i] = float(std::cos(a));
+                t[half + i] = float(std::sin(a));
             }
-            it = trig.emplace(pos, std::move(t)).first;
+            trigTags[slot] = pos;
         }
-        return it->second.data();
+        return t;
     }
     size_t trigCacheEntries = 1 << 14;
-    mutable std::unordered_map<int64_t, std::vector<float>> trig;
+    mutable std::vector<int64_t> trigTags;
+    mutable std::vector<float> trigTable;
 
     void rotate(float* vec, int64_t pos) const { rotateWith(vec, trigAt(pos)); }
     // rotate() with the cos and sin of trigAt().
@@ -1207,9 +1213,9 @@ struct DecodeSession::Impl {
                 }
                 if (Nc > 0 && s.first == 0 && s.last == s.block->count && s.block >= blocks.data() &&
                     s.block < blocks.data() + blocks.size()) {
-                    auto hit = windowCache.row.find(int(s.block - blocks.data()));
-                    if (hit != windowCache.row.end()) {
-                        cachedHits[size_t(i)].push_back({hit->second, s.last});
+                    const int64_t row = windowCache.rowOf(int(s.block - blocks.data()));
+                    if (row >= 0) {
+                        cachedHits[size_t(i)].push_back({size_t(row), s.last});
                         continue;
                     }
                 }
@@ -1254,8 +1260,8 @@ struct DecodeSession::Impl {
         // The current page's blocks in the window cache (row, block), for the attention tracking.
         std::vector<std::pair<size_t, const Block*>> cachedCurrent;
         if (mass)
-            for (const auto& [id, r] : windowCache.row)
-                if (blocks[size_t(id)].page == currentPage) cachedCurrent.push_back({r, &blocks[size_t(id)]});
+            for (int id : windowCache.ids)
+                if (blocks[size_t(id)].page == currentPage) cachedCurrent.push_back({size_t(windowCache.rowOf(id)), &blocks[size_t(id)]});
         // The cos and sin of each own span's frame, looked up once (not per head) and copied: a
         // later trigAt() may clear the cache, so its pointers are not kept.
         std::vector<std::vector<float>> ownTrig(static_cast<size_t>(k));
@@ -1355,7 +1361,8 @@ struct DecodeSession::Impl {
     struct WindowCache {
         uint64_t layout = ~uint64_t(0);  // pageLayout when built (block ids are reused)
         std::vector<int> ids;       // the visual blocks held, in order
-        std::map<int, size_t> row;  // block id -> its first token's row
+        std::vector<int64_t> rows;  // by block id: its first token's row, -1 for a block not held
+        int64_t rowOf(int id) const { return id >= 0 && size_t(id) < rows.size() ? rows[size_t(id)] : -1; }
         size_t tokens = 0;
         // Per layer and KV head, packed for kernels::gemmPacked: the keys as `tokens` rows of
         // headDim (scores = Q Kᵀ), the values transposed, headDim rows of `tokens` (O = S V).
@@ -1379,7 +1386,8 @@ struct DecodeSession::Impl {
         WindowCache w;
         w.ids = ids;
         w.layout = pageLayout;
-        for (int id : ids) w.row[id] = w.tokens, w.tokens += size_t(blocks[size_t(id)].count);
+        w.rows.assign(blocks.size(), -1);
+        for (int id : ids) w.rows[size_t(id)] = int64_t(w.tokens), w.tokens += size_t(blocks[size_t(id)].count);
         const int D = c.headDim, N = int(w.tokens);
         w.kStride = kernels::packedSize(N, D), w.vStride = kernels::packedSize(D, N);
         w.k.resize(size_t(c.numLayers) * c.numKvHeads * w.kStride);
@@ -1391,8 +1399,8 @@ struct DecodeSession::Impl {
                     const Block& b = blocks[size_t(id)];
                     const float* src = data(b);
                     for (int t = 0; t < b.count; ++t) {
-                        std::copy_n(src + kIndex(l, g, t), D, &K[(w.row[id] + size_t(t)) * D]);
-                        std::copy_n(src + halfFloats + kIndex(l, g, t), D, &V[(w.row[id] + size_t(t)) * D]);
+                        std::copy_n(src + kIndex(l, g, t), D, &K[(size_t(w.rows[size_t(id)]) + size_t(t)) * D]);
+                        std::copy_n(src + halfFloats + kIndex(l, g, t), D, &V[(size_t(w.rows[size_t(id)]) + size_t(t)) * D]);
                     }
                 }
                 const size_t at = size_t(l) * c.numKvHeads + g;
@@ -1645,7 +1653,7 @@ Result<int> DecodeSession::stepDraft(const std::vector<int>& inputs,
 
 void DecodeSession::setRotaryCacheLimit(size_t positions) {
     d->trigCacheEntries = std::max<size_t>(1, positions);
-    d->trig.clear();
+    d->trigTags.clear();
 }
 
 SessionStats DecodeSession::stats() const {
