@@ -1185,11 +1185,13 @@ struct DecodeSession::Impl {
         return dr;
     }
 
-    // Attention of a draft's k tokens at `layer` (queries Qm, pre-rotary), into A. A token's spans
-    // whose query is rotated to the token's own position (all but those the position frame moves)
-    // are done for all tokens at once: keys and values of their union gathered once per KV group,
-    // scores and weighted values as matrix products, each token's softmax masked to its own spans.
-    // The rest is done token by token as in attend().
+    // Attention of a draft's k tokens at `layer` (queries Qm, pre-rotary), into A, for all tokens
+    // at once: keys and values of the union of their spans gathered once per KV group (the window's
+    // from the window cache), scores and weighted values as matrix products over the queries each
+    // rotated to its token's position, each token's softmax masked to its own spans. A span the
+    // position frame moves (its query rotated to pos + delta instead of pos) enters the union with
+    // its keys rotated by -delta: rotation is relative, so q rotated to pos + delta against k is q
+    // rotated to pos against k rotated by -delta (the same up to float rounding as attend()).
     void attendDraft(int layer, const std::vector<std::vector<Span>>& spans, const std::vector<int64_t>& pos,
                      const std::vector<float>& Qm, int k, std::vector<float>& A, std::vector<std::vector<float>>* mass) {
         const int D = c.headDim, G = c.groupSize(), Q = c.numHeads * D;
@@ -1198,20 +1200,17 @@ struct DecodeSession::Impl {
         const size_t Nc = windowCache.tokens;
         struct Range {
             const Block* block;
+            int64_t delta;  // the keys rotated by -delta
             int first, last;
             size_t offset;
         };
         std::vector<Range> uni;
-        std::map<const Block*, size_t> where;
-        std::vector<std::vector<const Span*>> own(static_cast<size_t>(k));
+        std::map<std::pair<const Block*, int64_t>, size_t> where;
         std::vector<std::vector<std::pair<size_t, int>>> cachedHits(static_cast<size_t>(k));  // (row, count)
         for (int i = 0; i < k; ++i)
             for (const Span& s : spans[size_t(i)]) {
-                if (s.queryPos != pos[size_t(i)]) {
-                    own[size_t(i)].push_back(&s);
-                    continue;
-                }
-                if (Nc > 0 && s.first == 0 && s.last == s.block->count && s.block >= blocks.data() &&
+                const int64_t delta = s.queryPos - pos[size_t(i)];
+                if (delta == 0 && Nc > 0 && s.first == 0 && s.last == s.block->count && s.block >= blocks.data() &&
                     s.block < blocks.data() + blocks.size()) {
                     const int64_t row = windowCache.rowOf(int(s.block - blocks.data()));
                     if (row >= 0) {
@@ -1219,9 +1218,9 @@ struct DecodeSession::Impl {
                         continue;
                     }
                 }
-                auto [it, fresh] = where.try_emplace(s.block, uni.size());
+                auto [it, fresh] = where.try_emplace({s.block, delta}, uni.size());
                 if (fresh) {
-                    uni.push_back({s.block, s.first, s.last, 0});
+                    uni.push_back({s.block, delta, s.first, s.last, 0});
                 } else {
                     Range& u = uni[it->second];
                     u.first = std::min(u.first, s.first), u.last = std::max(u.last, s.last);
@@ -1235,8 +1234,7 @@ struct DecodeSession::Impl {
             uint8_t* ok = &allowed[size_t(i) * N];
             for (const auto& [row, count] : cachedHits[size_t(i)]) std::fill_n(ok + row, count, uint8_t(1));
             for (const Span& s : spans[size_t(i)]) {
-                if (s.queryPos != pos[size_t(i)]) continue;
-                auto u = where.find(s.block);
+                auto u = where.find({s.block, s.queryPos - pos[size_t(i)]});
                 if (u == where.end()) continue;  // in the cache
                 const Range& r = uni[u->second];
                 std::fill_n(ok + r.offset + size_t(s.first - r.first), s.last - s.first, uint8_t(1));
@@ -1262,23 +1260,22 @@ struct DecodeSession::Impl {
         if (mass)
             for (int id : windowCache.ids)
                 if (blocks[size_t(id)].page == currentPage) cachedCurrent.push_back({size_t(windowCache.rowOf(id)), &blocks[size_t(id)]});
-        // The cos and sin of each own span's frame, looked up once (not per head) and copied: a
-        // later trigAt() may clear the cache, so its pointers are not kept.
-        std::vector<std::vector<float>> ownTrig(static_cast<size_t>(k));
-        for (int i = 0; i < k; ++i)
-            for (const Span* sp : own[size_t(i)]) {
-                const float* t = trigAt(sp->queryPos);
-                ownTrig[size_t(i)].insert(ownTrig[size_t(i)].end(), t, t + D);
-            }
+        // The cos and sin that turn each framed range's keys by -delta, looked up once and copied
+        // (a later trigAt() may take the slot).
+        std::vector<float> turn(uni.size() * size_t(D));
+        for (size_t u = 0; u < uni.size(); ++u)
+            if (uni[u].delta != 0) std::copy_n(trigAt(-uni[u].delta), D, &turn[u * size_t(D)]);
         const int rows = k * G;
         std::vector<float> Ku(Nu * D), Vu(Nu * D), Qr(size_t(rows) * D), S(size_t(rows) * std::max<size_t>(N, 1)),
-            O(size_t(rows) * D), qs(static_cast<size_t>(D)), ownScores;
+            O(size_t(rows) * D);
         for (int g = 0; g < c.numKvHeads; ++g) {
-            for (const auto& u : uni) {
+            for (size_t ui = 0; ui < uni.size(); ++ui) {
+                const Range& u = uni[ui];
                 const float* base = data(*u.block);
                 for (int t = u.first; t < u.last; ++t) {
                     const size_t n = u.offset - Nc + size_t(t - u.first);
                     std::copy_n(base + kIndex(layer, g, t), D, &Ku[n * D]);
+                    if (u.delta != 0) rotateWith(&Ku[n * D], &turn[ui * size_t(D)]);
                     std::copy_n(base + halfFloats + kIndex(layer, g, t), D, &Vu[n * D]);
                 }
             }
@@ -1296,22 +1293,11 @@ struct DecodeSession::Impl {
                             0.0f, S.data() + Nc, int(N));
             for (int i = 0; i < k; ++i)
                 for (int j = 0; j < G; ++j) {
-                    const int hh = g * G + j;
                     float* row = &S[(size_t(i) * G + j) * N];
-                    ownScores.clear();
-                    for (size_t si = 0; si < own[size_t(i)].size(); ++si) {
-                        const Span* sp = own[size_t(i)][si];
-                        std::copy_n(&Qm[size_t(i) * Q + size_t(hh) * D], D, qs.begin());
-                        rotateWith(qs.data(), &ownTrig[size_t(i)][si * size_t(D)]);
-                        const size_t at = ownScores.size();
-                        ownScores.resize(at + size_t(sp->last - sp->first));
-                        kernels::dotRows(qs.data(), data(*sp->block) + kIndex(layer, g, sp->first), sp->last - sp->first, D,
-                                         scale, &ownScores[at]);
-                    }
                     const auto& rr = runs[size_t(i)];
-                    float mx = kernels::maxOf(ownScores.data(), ownScores.size());
+                    float mx = -INFINITY;
                     for (const auto& [a, b] : rr) mx = std::max(mx, kernels::maxOf(row + a, b - a));
-                    float sum = kernels::expShifted(ownScores.data(), ownScores.size(), mx);
+                    float sum = 0;
                     size_t done = 0;  // the row is 0 outside the runs
                     for (const auto& [a, b] : rr) {
                         std::fill(row + done, row + a, 0.f);
@@ -1321,18 +1307,6 @@ struct DecodeSession::Impl {
                     std::fill(row + done, row + N, 0.f);
                     const float inv = 1.f / sum;
                     for (const auto& [a, b] : rr) kernels::scale(row + a, b - a, inv);
-                    float* out = &A[size_t(i) * Q + size_t(hh) * D];
-                    std::fill(out, out + D, 0.f);
-                    size_t o = 0;
-                    for (const Span* sp : own[size_t(i)]) {
-                        const bool tracked = mass && sp->block->kind == BlockKind::Visual && sp->block->page == currentPage;
-                        const int n = sp->last - sp->first;
-                        kernels::scale(&ownScores[o], size_t(n), inv);
-                        kernels::addWeightedRows(&ownScores[o], data(*sp->block) + halfFloats + kIndex(layer, g, sp->first), n,
-                                                 D, out);
-                        if (tracked) addMassRun((*mass)[size_t(i)], sp->block->pos0 + sp->first, &ownScores[o], n);
-                        o += size_t(n);
-                    }
                     if (mass) {
                         for (const auto& [r, b] : cachedCurrent)
                             addMassRun((*mass)[size_t(i)], b->pos0, row + r, b->count);
@@ -1349,8 +1323,7 @@ struct DecodeSession::Impl {
             for (int i = 0; i < k; ++i)
                 for (int j = 0; j < G; ++j) {
                     float* out = &A[size_t(i) * Q + size_t(g * G + j) * D];
-                    const float* o = &O[(size_t(i) * G + j) * D];
-                    for (int e = 0; e < D; ++e) out[e] += o[e];
+                    std::copy_n(&O[(size_t(i) * G + j) * D], D, out);
                 }
         }
     }
