@@ -1771,7 +1771,10 @@ private:
     size_t m_pos = 0;
 };
 
-constexpr uint32_t kStateMagic = 0x51445332;  // "QDS2" (QDS1 lacked the line-end count)
+// "QDS3"; QDS2 lacked the token selector's choice (restored without it, the selector chooses at the
+// next step; the reader saves at page ends, where the next step chooses anyway); QDS1 lacked the
+// line-end count.
+constexpr uint32_t kStateMagic = 0x51445333, kStateMagic2 = 0x51445332;
 
 }  // namespace
 
@@ -1813,6 +1816,15 @@ std::string DecodeSession::saveState() const {
         w.putFloats(b.kMax);
     }
     w.put(int32_t(d->writtenLineEnds));
+    w.put(uint32_t(d->selection.size()));
+    for (const auto& layer : d->selection) {
+        w.put(uint32_t(layer.size()));
+        for (const auto& [page, ids] : layer) {
+            w.put(int32_t(page));
+            w.put(uint32_t(ids.size()));
+            for (int id : ids) w.put(int32_t(id));
+        }
+    }
     return w.take();
 }
 
@@ -1823,7 +1835,7 @@ Result<std::unique_ptr<DecodeSession>> DecodeSession::restore(std::shared_ptr<co
     auto bad = [](const std::string& why) { return Status(ErrorCode::Corrupt, "decoder state: " + why); };
     Reader r(state);
     uint32_t magic = 0;
-    if (!r.get(magic) || magic != kStateMagic) return bad("not a saved decoder state");
+    if (!r.get(magic) || (magic != kStateMagic && magic != kStateMagic2)) return bad("not a saved decoder state");
     for (int want : {c.vocabSize, c.hiddenSize, c.numLayers, c.numHeads, c.numKvHeads, c.headDim, int(params.mode),
                      params.recentTokens, params.windowBefore, params.windowAfter}) {
         int32_t v = 0;
@@ -1930,6 +1942,31 @@ Result<std::unique_ptr<DecodeSession>> DecodeSession::restore(std::shared_ptr<co
     int32_t writtenLineEnds = 0;
     if (!r.get(writtenLineEnds) || writtenLineEnds < 0) return bad("truncated");
     d.writtenLineEnds = writtenLineEnds;
+    if (magic == kStateMagic) {
+        uint32_t nLayers = 0;
+        if (!r.get(nLayers) || nLayers != d.selection.size()) return bad("selector state does not match");
+        for (auto& layer : d.selection) {
+            uint32_t nPages = 0;
+            if (!r.get(nPages) || nPages > d.gated.size()) return bad("selector state does not match");
+            for (uint32_t i = 0; i < nPages; ++i) {
+                int32_t page = 0;
+                uint32_t nIds = 0;
+                if (!r.get(page) || !r.get(nIds)) return bad("truncated");
+                if (std::find(d.gated.begin(), d.gated.end(), page) == d.gated.end())
+                    return bad("the token selector holds a page the gate does not");
+                const size_t blocksOfPage = d.gatedPageBlocks(page).size();
+                if (nIds > blocksOfPage) return bad("selector state does not match");
+                std::vector<int> ids(nIds);
+                for (int& id : ids) {
+                    int32_t v = 0;
+                    if (!r.get(v)) return bad("truncated");
+                    if (v < 0 || size_t(v) >= blocksOfPage) return bad("the token selector holds a block out of range");
+                    id = v;
+                }
+                layer.push_back({page, std::move(ids)});
+            }
+        }
+    }
     return session;
 }
 
