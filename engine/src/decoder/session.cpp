@@ -180,7 +180,6 @@ struct DecodeSession::Impl {
     // only at those steps anyway.
     using Selection = std::vector<std::pair<int, std::vector<int>>>;  // (page, block indices)
     std::vector<Selection> selection;  // [layer]
-    bool selectionDue = false;         // step(): the gate is refreshed at this step
     // Scratch.
     std::vector<float> x, h, q, k, v, att, tmp, gateBuf, upBuf, logits, scores, qrot;
     // What the last token attended to, per layer: runs of positions (first, count), expanded only
@@ -1526,9 +1525,9 @@ Result<StepResult> DecodeSession::step(int inputToken) {
     if (!id) return id.status();
     const int t = d->blocks[size_t(*id)].count;
     ++d->generated;
-    d->selectionDue = m_params.mode == AttentionMode::SrSwa &&
-                      (pageBreak || d->stepsSinceGate >= m_params.gateRefreshSteps || d->generated == 1);
-    if (d->selectionDue) {
+    const bool refresh = m_params.mode == AttentionMode::SrSwa &&
+                         (pageBreak || d->stepsSinceGate >= m_params.gateRefreshSteps || d->generated == 1);
+    if (refresh) {
         if (Status s = d->refreshGate(); !s) return s;
         d->stepsSinceGate = 0;
     }
@@ -1543,7 +1542,7 @@ Result<StepResult> DecodeSession::step(int inputToken) {
     }
     d->forward(*id, t,
                [&](int l) {
-                   return d->generatedSet(l, d->generated, d->q.data(), d->position, d->selection[size_t(l)], d->selectionDue);
+                   return d->generatedSet(l, d->generated, d->q.data(), d->position, d->selection[size_t(l)], refresh);
                },
                [&](int l) { d->addGateQuery(gq, l, d->q.data()); });
     d->pushRecentQuery(std::move(gq));
