@@ -185,24 +185,26 @@ QUIRE_CLONES void swiglu(float* gate, const float* up, size_t n) {
     }
 }
 
-void packRows(const float* w, int rows, int cols, size_t ldw, float* out) {
+namespace {
+// W [rows][cols] with element (r, c) at w[r * rowStride + c * colStride], into panels.
+void packStrided(const float* w, int rows, int cols, size_t rowStride, size_t colStride, float* out) {
     for (int p0 = 0; p0 < rows; p0 += kPanel, out += size_t(kPanel) * cols)
         for (int c = 0; c < cols; ++c)
-            for (int j = 0; j < kPanel; ++j) out[size_t(c) * kPanel + j] = p0 + j < rows ? w[size_t(p0 + j) * ldw + c] : 0.f;
+            for (int j = 0; j < kPanel; ++j)
+                out[size_t(c) * kPanel + j] = p0 + j < rows ? w[size_t(p0 + j) * rowStride + size_t(c) * colStride] : 0.f;
 }
+}  // namespace
 
-void packColumns(const float* v, int rows, int cols, size_t ldv, float* out) {
-    for (int p0 = 0; p0 < rows; p0 += kPanel, out += size_t(kPanel) * cols)
-        for (int c = 0; c < cols; ++c)
-            for (int j = 0; j < kPanel; ++j) out[size_t(c) * kPanel + j] = p0 + j < rows ? v[size_t(c) * ldv + p0 + j] : 0.f;
-}
+void packRows(const float* w, int rows, int cols, size_t ldw, float* out) { packStrided(w, rows, cols, ldw, 1, out); }
+
+void packColumns(const float* v, int rows, int cols, size_t ldv, float* out) { packStrided(v, rows, cols, 1, ldv, out); }
 
 namespace {
 // R rows of X against one panel: 2 x R eight-lane sums, one multiply and one add per element
 // (no fused multiply-add, as everywhere here).
 template <int R>
 QUIRE_INLINE void panelRows(const float* panel, int cols, const float* X, size_t ldx, float* Y, size_t ldy, int width,
-                            float alpha, bool accumulate) {
+                            float alpha) {
     V8 lo[R], hi[R];
     for (int r = 0; r < R; ++r) lo[r] = splat(0.f), hi[r] = splat(0.f);
     for (int c = 0; c < cols; ++c) {
@@ -214,40 +216,36 @@ QUIRE_INLINE void panelRows(const float* panel, int cols, const float* X, size_t
         }
     }
     const V8 a = splat(alpha);
-    if (!accumulate && width == kPanel) {
+    if (width == kPanel) {
         for (int r = 0; r < R; ++r) {
             store(Y + size_t(r) * ldy, lo[r] * a);
             store(Y + size_t(r) * ldy + 8, hi[r] * a);
         }
         return;
     }
-    for (int r = 0; r < R; ++r) {
+    for (int r = 0; r < R; ++r) {  // the last panel's rows, through a buffer
         float buf[kPanel];
         store(buf, lo[r] * a);
         store(buf + 8, hi[r] * a);
-        float* y = Y + size_t(r) * ldy;
-        if (accumulate)
-            for (int j = 0; j < width; ++j) y[j] += buf[j];
-        else
-            std::copy_n(buf, width, y);
+        std::copy_n(buf, width, Y + size_t(r) * ldy);
     }
 }
 }  // namespace
 
 QUIRE_CLONES void gemmPacked(const float* packed, int rows, int cols, const float* X, size_t ldx, int T, float* Y,
-                             size_t ldy, float alpha, bool accumulate) {
+                             size_t ldy, float alpha) {
     for (int p0 = 0; p0 < rows; p0 += kPanel) {
         const float* panel = packed + size_t(p0 / kPanel) * kPanel * cols;
         const int width = std::min(kPanel, rows - p0);
         int t = 0;
         for (; t + 4 <= T; t += 4)
-            panelRows<4>(panel, cols, X + size_t(t) * ldx, ldx, Y + size_t(t) * ldy + p0, ldy, width, alpha, accumulate);
+            panelRows<4>(panel, cols, X + size_t(t) * ldx, ldx, Y + size_t(t) * ldy + p0, ldy, width, alpha);
         const float* x = X + size_t(t) * ldx;
         float* y = Y + size_t(t) * ldy + p0;
         switch (T - t) {
-            case 3: panelRows<3>(panel, cols, x, ldx, y, ldy, width, alpha, accumulate); break;
-            case 2: panelRows<2>(panel, cols, x, ldx, y, ldy, width, alpha, accumulate); break;
-            case 1: panelRows<1>(panel, cols, x, ldx, y, ldy, width, alpha, accumulate); break;
+            case 3: panelRows<3>(panel, cols, x, ldx, y, ldy, width, alpha); break;
+            case 2: panelRows<2>(panel, cols, x, ldx, y, ldy, width, alpha); break;
+            case 1: panelRows<1>(panel, cols, x, ldx, y, ldy, width, alpha); break;
             default: break;
         }
     }

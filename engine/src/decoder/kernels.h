@@ -53,9 +53,8 @@ void packRows(const float* w, int rows, int cols, size_t ldw, float* out);
 // of `cols` floats. (Attention's weighted sum of values, O = S V, is a product with Vᵀ packed.)
 void packColumns(const float* v, int rows, int cols, size_t ldv, float* out);
 // Y[t][r] = alpha * sum over c < cols of X[t][c] W[r][c], for t < T and r < rows, with W packed by
-// packRows (or packColumns); added to Y[t][r] when `accumulate`. X rows are ldx floats apart, Y
-// rows ldy apart.
+// packRows (or packColumns). X rows are ldx floats apart, Y rows ldy apart.
 void gemmPacked(const float* packed, int rows, int cols, const float* X, size_t ldx, int T, float* Y, size_t ldy,
-                float alpha = 1.f, bool accumulate = false);
+                float alpha = 1.f);
 
 }  // namespace quire::decoder::kernels
