@@ -251,6 +251,7 @@ struct DecodeSession::Impl {
         upBuf.resize(size_t(c.intermediateSize)), logits.resize(size_t(c.vocabSize));
         recentQueries.assign(size_t(std::max(1, p.gateQueryTokens)), {});
         selection.resize(size_t(c.numLayers));
+        setTrigEntries(size_t(1) << 14);
         lastPositions.resize(size_t(c.numLayers));
         const int F = c.intermediateSize;
         for (const LayerWeights& L : model->layers)
@@ -335,16 +336,12 @@ struct DecodeSession::Impl {
     // few distinct positions (the step's own, and a capped frame for each far block), and computing
     // them afresh made each later page of a volume several times slower to decode than its first
     // (docs/BENCHMARKS.md). The values are the ones computed before, so the picks are the same.
-    // A table of trigCacheEntries slots, direct-mapped by position (a hash map's node lookups were
+    // A table of slots (setTrigEntries), direct-mapped by position (a hash map's node lookups were
     // a third of the token selector's time). The pointer is good until the next call (which may
     // take its slot).
     const float* trigAt(int64_t pos) const {
         const int D = c.headDim, half = D / 2;
-        if (trigTags.size() != trigCacheEntries) {
-            trigTags.assign(trigCacheEntries, std::numeric_limits<int64_t>::min());
-            trigTable.assign(trigCacheEntries * size_t(D), 0.f);
-        }
-        const size_t slot = size_t(pos < 0 ? -pos : pos) % trigCacheEntries;
+        const size_t slot = size_t(pos < 0 ? -pos : pos) % trigTags.size();
         float* t = &trigTable[slot * size_t(D)];
         if (trigTags[slot] != pos) {
             for (int i = 0; i < half; ++i) {
@@ -356,8 +353,11 @@ struct DecodeSession::Impl {
         }
         return t;
     }
-    size_t trigCacheEntries = 1 << 14;
-    mutable std::vector<int64_t> trigTags;
+    void setTrigEntries(size_t entries) {
+        trigTags.assign(std::max<size_t>(1, entries), std::numeric_limits<int64_t>::min());
+        trigTable.assign(trigTags.size() * size_t(c.headDim), 0.f);
+    }
+    mutable std::vector<int64_t> trigTags;  // the position each slot holds
     mutable std::vector<float> trigTable;
 
     void rotate(float* vec, int64_t pos) const { rotateWith(vec, trigAt(pos)); }
@@ -1624,8 +1624,7 @@ Result<int> DecodeSession::stepDraft(const std::vector<int>& inputs,
 }
 
 void DecodeSession::setRotaryCacheLimit(size_t positions) {
-    d->trigCacheEntries = std::max<size_t>(1, positions);
-    d->trigTags.clear();
+    d->setTrigEntries(positions);
 }
 
 SessionStats DecodeSession::stats() const {

@@ -119,8 +119,8 @@ public:
     Result<int> stepDraft(const std::vector<int>& inputs, const std::function<bool(int, const StepResult&)>& onStep);
 
     SessionStats stats() const;
-    // How many positions' rotary cos and sin the session keeps before it clears them (16,384 by
-    // default; tests set it small so the clearing happens inside a step).
+    // How many positions' rotary cos and sin the session keeps (16,384 slots by default, a position
+    // taking the slot of another; tests set it small so that happens inside a step).
     void setRotaryCacheLimit(size_t positions);
     const AttentionParams& params() const { return m_params; }
     int pagesAdded() const;
