@@ -728,10 +728,11 @@ struct DecodeSession::Impl {
         append(all, retiredGenBlocks);
         append(all, genBlocks);
         frame(all, queryPos);
-        std::vector<std::pair<int64_t, int>> chosen;  // (position) set of attended tokens
-        std::vector<int64_t> picked;
+        // The attended tokens, by block and index: with page-aligned positions a generated token
+        // shares its position with a visual token of its page, so positions alone do not tell them apart.
+        std::vector<std::pair<const Block*, int>> picked;
         for (const auto& s : spans)
-            for (int t = s.first; t < s.last; ++t) picked.push_back(s.block->pos0 + t);
+            for (int t = s.first; t < s.last; ++t) picked.push_back({s.block, t});
         std::sort(picked.begin(), picked.end());
         const int D = c.headDim, G = c.groupSize();
         const float scale = float(1.0 / std::sqrt(double(D)));
@@ -749,7 +750,7 @@ struct DecodeSession::Impl {
                     double dot = 0;
                     for (int i = 0; i < D; ++i) dot += double(qr[size_t(i)]) * kk[i];
                     sc.push_back(dot * scale);
-                    in.push_back(std::binary_search(picked.begin(), picked.end(), s.block->pos0 + t));
+                    in.push_back(std::binary_search(picked.begin(), picked.end(), std::pair<const Block*, int>{s.block, t}));
                 }
             }
             const double mx = *std::max_element(sc.begin(), sc.end());
