@@ -1096,9 +1096,11 @@ struct DecodeSession::Impl {
         }
     }
 
+    // The first of the largest (a vectorised maximum, then its first place: std::max_element's
+    // running comparison was a twentieth of a draft pass).
     static int mostAttended(const std::vector<float>& mass) {
-        const auto best = std::max_element(mass.begin(), mass.end());
-        return best != mass.end() && *best > 0 ? int(best - mass.begin()) : -1;
+        const float best = kernels::maxOf(mass.data(), mass.size());
+        return best > 0 ? int(std::find(mass.begin(), mass.end(), best) - mass.begin()) : -1;
     }
 
     // --- Draft verification ---
