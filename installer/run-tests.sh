@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The whole test suite on a fresh Debian 12 machine: install dependencies, build, run ctest; then
 # the same unit, integration and GUI tests once more in an AddressSanitizer + UndefinedBehavior-
-# Sanitizer build (any finding fails). GPU-labelled tests skip themselves where no GPU is present.
+# Sanitizer build (any finding fails), and the decoder's two-thread tests under ThreadSanitizer.
+# GPU-labelled tests skip themselves where no GPU is present.
 # QUIRE_SKIP_SANITIZERS=1 and QUIRE_SKIP_FUZZ=1 leave those stages out (e.g. for a quick local run);
 # then a short libFuzzer run of each fuzz target (fuzz/run.sh).
 set -euo pipefail
@@ -19,6 +20,10 @@ if [ "${QUIRE_SKIP_SANITIZERS:-0}" != 1 ]; then
     # timing assumes the normal build. Leaks inside third-party libraries are in tests/lsan.supp.
     (cd build-asan && ASAN_OPTIONS=detect_leaks=1 LSAN_OPTIONS="suppressions=$(pwd)/../tests/lsan.supp" \
         ctest --output-on-failure -j "${JOBS:-$(nproc)}" --timeout 1800 -L "unit|integration|gui" -E "tst_memory|tst_crash|tst_hostile")
+    echo "== sanitizer stage: ThreadSanitizer build of the decoder's two-thread draft passes"
+    BUILD_DIR=build-tsan QUIRE_CUDA=OFF CMAKE_EXTRA_ARGS="-DQUIRE_TSAN=ON -DQUIRE_BUILD_GUI=OFF" \
+        bash installer/build.sh --target tst_decoder
+    TSAN_OPTIONS=halt_on_error=1 build-tsan/tests/tst_decoder twoThreadsComputeWhatOneDoes draftStepsMatchPlainSteps
 fi
 
 if [ "${QUIRE_SKIP_FUZZ:-0}" != 1 ]; then

@@ -1,5 +1,6 @@
 // The decoding runtime on the CPU: model loading and its refusals, R-SWA against an independent
 // masked full-attention reference, SR-SWA against R-SWA, constant KV memory, greedy decoding rules.
+#include <cstring>
 #include <QFile>
 #include <QJsonArray>
 #include <QJsonDocument>
@@ -762,6 +763,74 @@ private slots:
     // give the same logits, the same attended positions and most-attended visual tokens, and end
     // in the same state. Small budgets so that the gate, the block selector, eviction and (framed)
     // position frames all act; line-aligned positions move the text.
+    // AttentionParams::threads 2 splits a draft pass (attention by KV group, the weights and the LM
+    // head by rows) between two threads: the same logits to the bit, the same attended tokens and
+    // the same state as one thread, with gated, framed and line-aligned spans in the drafts.
+    void twoThreadsComputeWhatOneDoes() {
+        ModelConfig cfg = tinyConfig();
+        cfg.maxPositions = 160;
+        cfg.pageAlignedPositions = true;
+        makeLineAligned(cfg);
+        auto model = std::make_shared<const ModelWeights>(randomModel(cfg, 29));
+        AttentionParams p;
+        p.recentTokens = 20;
+        p.windowBefore = 1, p.windowAfter = 1;
+        p.gatedPages = 2, p.blocksPerGatedPage = 1;
+        p.maxPageTokens = 40;
+        p.trackAttention = true;
+        const int pageTokens = 40, steps = 400;
+        AttentionParams p2 = p;
+        p2.threads = 2;
+        DecodeSession a(model, p), b(model, p2);
+        QVERIFY(a.begin({1, 5}));
+        QVERIFY(b.begin({1, 5}));
+        int fed = -1, at = 0, token = cfg.bosTokenId, compared = 0;
+        while (at < steps) {
+            const int target = a.stats().currentPage + (token == cfg.pageBreakTokenId ? 1 : 0) + p.windowAfter;
+            while (fed < target) {
+                ++fed;
+                const auto f = pageWithIds(fed, pageTokens, cfg.visualDim, 5);
+                QVERIFY(a.addPage(fed, f.data(), pageTokens));
+                QVERIFY(b.addPage(fed, f.data(), pageTokens));
+            }
+            // A draft of up to 12: page breaks every 45 tokens, written line ends every 7.
+            std::vector<int> draft{token};
+            for (int j = at + 1; j < at + 12 && j % 45 != 0; ++j)
+                draft.push_back(j % 7 == 6 ? 4 + 2 * (j % 2) : 7 + (j * 11) % (cfg.vocabSize - 7));
+            std::vector<std::vector<float>> logitsA;
+            std::vector<int> attendedA;
+            std::vector<std::vector<std::vector<int64_t>>> positionsA;
+            auto fedA = a.stepDraft(draft, [&](int i, const StepResult& r) {
+                logitsA.push_back(*r.logits);
+                attendedA.push_back(r.attendedVisual);
+                positionsA.push_back(a.lastAttendedPositions());
+                return i % 5 != 4;  // a guess refused now and then
+            });
+            QVERIFY(fedA);
+            auto fedB = b.stepDraft(draft, [&](int i, const StepResult& r) {
+                const size_t n = size_t(i);
+                if (n >= logitsA.size()) return false;
+                const bool same = r.logits->size() == logitsA[n].size() &&
+                                  std::memcmp(r.logits->data(), logitsA[n].data(), logitsA[n].size() * sizeof(float)) == 0 &&
+                                  r.attendedVisual == attendedA[n] && b.lastAttendedPositions() == positionsA[n];
+                if (same) ++compared;
+                else qWarning("token %d: two threads computed otherwise than one", at + i);
+                return i % 5 != 4;
+            });
+            QVERIFY(fedB);
+            QCOMPARE(*fedB, *fedA);
+            at += *fedA;
+            const int last = draft[size_t(*fedA) - 1];
+            token = at % 45 == 0 ? cfg.pageBreakTokenId : 7 + (last * 5 + at) % (cfg.vocabSize - 7);
+        }
+        QCOMPARE(compared, at);
+        QCOMPARE(b.stats().position, a.stats().position);
+        QCOMPARE(b.stats().currentPage, a.stats().currentPage);
+        QCOMPARE(b.gatedPages(), a.gatedPages());
+        QVERIFY(a.stats().currentPage >= 8);
+        QVERIFY(!a.gatedPages().empty());
+    }
+
     void draftStepsMatchPlainSteps_data() {
         QTest::addColumn<int>("mode");
         QTest::addColumn<int>("maxPositions");

@@ -21,6 +21,9 @@ struct RecognizerOptions {
     std::string tessdataDir;           // empty: Tesseract's default (TESSDATA_PREFIX or built-in)
     std::string ppocrDir;              // empty: findPpocrModels()' search order
     std::string readerModel;           // "reader": the model folder (config.json + model.safetensors)
+    // "reader": CPU threads its decoder computes with (1 or 2); 0 picks 2 on a machine with three
+    // cores or more (the front-end of the next page has one of the others), else 1.
+    int decoderThreads = 0;
 };
 
 // Resolves engine "auto" for the given languages from the accuracies measured in

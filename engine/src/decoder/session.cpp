@@ -1,6 +1,7 @@
 #include "quire/decoder/session.h"
 
 #include "decoder/kernels.h"
+#include "decoder/pair_runner.h"
 
 #include <cblas.h>
 #include <fcntl.h>
@@ -146,6 +147,9 @@ struct DecodeSession::Impl {
     // The weights packed for steps and drafts (a page's prefill, thousands of rows, uses OpenBLAS).
     std::vector<PackedLayer> packed;
     PackedMatrix packedHead;
+    // A draft pass's two halves (attention by KV group, the LM head by rows): on a helper thread
+    // with AttentionParams::threads 2, else in turn.
+    std::unique_ptr<PairRunner> pairs;
     // Layout of one block: K then V, each [layer][kvHead][token][dim].
     size_t halfFloats, blockFloats;
     std::vector<float> pool;       // slots
@@ -225,7 +229,8 @@ struct DecodeSession::Impl {
     int64_t recomputedPages = 0, computedPages = 0;
     uint64_t pageLayout = 0;  // changes whenever pages' blocks are made or given back
 
-    Impl(std::shared_ptr<const ModelWeights> m, AttentionParams params) : model(std::move(m)), c(model->config), p(params) {
+    Impl(std::shared_ptr<const ModelWeights> m, AttentionParams params)
+        : model(std::move(m)), c(model->config), p(params), pairs(std::make_unique<PairRunner>(params.threads)) {
         halfFloats = size_t(c.numLayers) * c.numKvHeads * kBlockTokens * c.headDim;
         blockFloats = 2 * halfFloats;
         invFreq.resize(size_t(c.headDim / 2));
@@ -818,9 +823,20 @@ struct DecodeSession::Impl {
         const PackedLayer& P = packed[size_t(layer)];
         const int H = c.hiddenSize;
         for (int t = 0; t < T; ++t) rmsnorm(&X[size_t(t) * H], L.attnNorm.data(), &Xn[size_t(t) * H], H, c.rmsNormEps);
-        gemm(L.wq, P.wq, Xn.data(), T, Qm.data());
-        gemm(L.wk, P.wk, Xn.data(), T, Km.data());
-        gemm(L.wv, P.wv, Xn.data(), T, Vm.data());
+        if (T > kPackedRows) {
+            gemm(L.wq, P.wq, Xn.data(), T, Qm.data());
+            gemm(L.wk, P.wk, Xn.data(), T, Km.data());
+            gemm(L.wv, P.wv, Xn.data(), T, Vm.data());
+            return;
+        }
+        pairs->run([&](int half) {  // Q on one thread, K and V (as many rows between them) on the other
+            if (half == 0) {
+                P.wq.apply(Xn.data(), T, Qm.data());
+            } else {
+                P.wk.apply(Xn.data(), T, Km.data());
+                P.wv.apply(Xn.data(), T, Vm.data());
+            }
+        });
     }
 
     // ... and, given the attention's output A, the rest: output projection and the SwiGLU MLP,
@@ -830,13 +846,23 @@ struct DecodeSession::Impl {
         const LayerWeights& L = model->layers[size_t(layer)];
         const PackedLayer& P = packed[size_t(layer)];
         const int H = c.hiddenSize, F = c.intermediateSize;
-        gemm(L.wo, P.wo, A.data(), T, O.data());
+        const bool few = T <= kPackedRows;  // a step's or a draft's rows: on both threads of `pairs`
+        if (few) applySplit(P.wo, A.data(), T, O.data());
+        else gemm(L.wo, P.wo.rows, P.wo.cols, A.data(), T, O.data());
         for (size_t i = 0; i < size_t(T) * H; ++i) X[i] += O[i];
         for (int t = 0; t < T; ++t) rmsnorm(&X[size_t(t) * H], L.mlpNorm.data(), &Xn[size_t(t) * H], H, c.rmsNormEps);
-        gemm(L.wGate, P.wGate, Xn.data(), T, Gm.data());
-        gemm(L.wUp, P.wUp, Xn.data(), T, Um.data());
+        if (few) {
+            pairs->run([&](int half) {  // the gate on one thread, the up projection on the other
+                if (half == 0) P.wGate.apply(Xn.data(), T, Gm.data());
+                else P.wUp.apply(Xn.data(), T, Um.data());
+            });
+        } else {
+            gemm(L.wGate, P.wGate, Xn.data(), T, Gm.data());
+            gemm(L.wUp, P.wUp, Xn.data(), T, Um.data());
+        }
         kernels::swiglu(Gm.data(), Um.data(), size_t(T) * F);
-        gemm(L.wDown, P.wDown, Gm.data(), T, O.data());
+        if (few) applySplit(P.wDown, Gm.data(), T, O.data());
+        else gemm(L.wDown, P.wDown.rows, P.wDown.cols, Gm.data(), T, O.data());
         for (size_t i = 0; i < size_t(T) * H; ++i) X[i] += O[i];
     }
 
@@ -1177,7 +1203,7 @@ struct DecodeSession::Impl {
         }
         for (int i = 0; i < k; ++i) rmsnorm(&X[size_t(i) * H], model->finalNorm.data(), &Xn[size_t(i) * H], H, c.rmsNormEps);
         std::vector<float> all(size_t(k) * c.vocabSize);
-        packedHead.apply(Xn.data(), k, all.data());
+        applySplit(packedHead, Xn.data(), k, all.data());
         dr.logits.resize(size_t(k));
         dr.attended.assign(size_t(k), -1);
         for (int i = 0; i < k; ++i) {
@@ -1268,66 +1294,81 @@ struct DecodeSession::Impl {
         for (size_t u = 0; u < uni.size(); ++u)
             if (uni[u].delta != 0) std::copy_n(trigAt(-uni[u].delta), D, &turn[u * size_t(D)]);
         const int rows = k * G;
-        std::vector<float> Ku(Nu * D), Vu(Nu * D), Qr(size_t(rows) * D), S(size_t(rows) * std::max<size_t>(N, 1)),
-            O(size_t(rows) * D);
-        for (int g = 0; g < c.numKvHeads; ++g) {
-            for (size_t ui = 0; ui < uni.size(); ++ui) {
-                const Range& u = uni[ui];
-                const float* base = data(*u.block);
-                for (int t = u.first; t < u.last; ++t) {
-                    const size_t n = u.offset - Nc + size_t(t - u.first);
-                    std::copy_n(base + kIndex(layer, g, t), D, &Ku[n * D]);
-                    if (u.delta != 0) rotateWith(&Ku[n * D], &turn[ui * size_t(D)]);
-                    std::copy_n(base + halfFloats + kIndex(layer, g, t), D, &Vu[n * D]);
-                }
-            }
+        // The queries rotated to their tokens' positions, per KV group (here: trigAt() may fill
+        // the rotary table, which the two halves below must not do at once).
+        std::vector<float> Qr(size_t(c.numKvHeads) * rows * D);
+        for (int g = 0; g < c.numKvHeads; ++g)
             for (int i = 0; i < k; ++i)
                 for (int j = 0; j < G; ++j) {
-                    float* qr = &Qr[(size_t(i) * G + j) * D];
+                    float* qr = &Qr[((size_t(g) * k + i) * G + j) * D];
                     std::copy_n(&Qm[size_t(i) * Q + size_t(g * G + j) * D], D, qr);
                     rotate(qr, pos[size_t(i)]);
                 }
-            const float* Kc = windowCache.keys(layer, g, c);
-            const float* Vc = windowCache.values(layer, g, c);
-            if (Nc > 0) kernels::gemmPacked(Kc, int(Nc), D, Qr.data(), size_t(D), rows, S.data(), N, scale);
-            if (Nu > 0)
-                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, rows, int(Nu), D, scale, Qr.data(), D, Ku.data(), D,
-                            0.0f, S.data() + Nc, int(N));
-            for (int i = 0; i < k; ++i)
-                for (int j = 0; j < G; ++j) {
-                    float* row = &S[(size_t(i) * G + j) * N];
-                    const auto& rr = runs[size_t(i)];
-                    float mx = -INFINITY;
-                    for (const auto& [a, b] : rr) mx = std::max(mx, kernels::maxOf(row + a, b - a));
-                    float sum = 0;
-                    size_t done = 0;  // the row is 0 outside the runs
-                    for (const auto& [a, b] : rr) {
-                        std::fill(row + done, row + a, 0.f);
-                        sum += kernels::expShifted(row + a, b - a, mx);
-                        done = b;
-                    }
-                    std::fill(row + done, row + N, 0.f);
-                    const float inv = 1.f / sum;
-                    for (const auto& [a, b] : rr) kernels::scale(row + a, b - a, inv);
-                    if (mass) {
-                        for (const auto& [r, b] : cachedCurrent)
-                            addMassRun((*mass)[size_t(i)], b->pos0, row + r, b->count);
-                        for (const auto& u : uni)
-                            if (u.block->kind == BlockKind::Visual && u.block->page == currentPage)
-                                addMassRun((*mass)[size_t(i)], u.block->pos0 + u.first, row + u.offset, u.last - u.first);
+        // The KV groups in two halves (pairs.run: on two threads where the session has them). Each
+        // writes its own heads of A; the attention mass of the second half goes to its own rows,
+        // added after, so the sums are the same with one thread or two.
+        std::vector<std::vector<float>> mass1;
+        if (mass && !mass->empty()) mass1.assign(mass->size(), std::vector<float>((*mass)[0].size(), 0.f));
+        const int split = (c.numKvHeads + 1) / 2;
+        pairs->run([&](int half) {
+            std::vector<std::vector<float>>* into = half == 0 ? mass : (mass ? &mass1 : nullptr);
+            std::vector<float> Ku(Nu * D), Vu(Nu * D), S(size_t(rows) * std::max<size_t>(N, 1)), O(size_t(rows) * D);
+            for (int g = half == 0 ? 0 : split; g < (half == 0 ? split : c.numKvHeads); ++g) {
+                for (size_t ui = 0; ui < uni.size(); ++ui) {
+                    const Range& u = uni[ui];
+                    const float* base = data(*u.block);
+                    for (int t = u.first; t < u.last; ++t) {
+                        const size_t n = u.offset - Nc + size_t(t - u.first);
+                        std::copy_n(base + kIndex(layer, g, t), D, &Ku[n * D]);
+                        if (u.delta != 0) rotateWith(&Ku[n * D], &turn[ui * size_t(D)]);
+                        std::copy_n(base + halfFloats + kIndex(layer, g, t), D, &Vu[n * D]);
                     }
                 }
-            if (Nc > 0) kernels::gemmPacked(Vc, D, int(Nc), S.data(), N, rows, O.data(), size_t(D));
-            if (Nu > 0)
-                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, rows, D, int(Nu), 1.0f, S.data() + Nc, int(N), Vu.data(),
-                            D, Nc > 0 ? 1.0f : 0.0f, O.data(), D);
-            if (N == 0) std::fill(O.begin(), O.end(), 0.f);
-            for (int i = 0; i < k; ++i)
-                for (int j = 0; j < G; ++j) {
-                    float* out = &A[size_t(i) * Q + size_t(g * G + j) * D];
-                    std::copy_n(&O[(size_t(i) * G + j) * D], D, out);
-                }
-        }
+                const float* Qg = &Qr[size_t(g) * rows * D];
+                const float* Kc = windowCache.keys(layer, g, c);
+                const float* Vc = windowCache.values(layer, g, c);
+                if (Nc > 0) kernels::gemmPacked(Kc, int(Nc), D, Qg, size_t(D), rows, S.data(), N, scale);
+                if (Nu > 0)
+                    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, rows, int(Nu), D, scale, Qg, D, Ku.data(), D,
+                                0.0f, S.data() + Nc, int(N));
+                for (int i = 0; i < k; ++i)
+                    for (int j = 0; j < G; ++j) {
+                        float* row = &S[(size_t(i) * G + j) * N];
+                        const auto& rr = runs[size_t(i)];
+                        float mx = -INFINITY;
+                        for (const auto& [a, b] : rr) mx = std::max(mx, kernels::maxOf(row + a, b - a));
+                        float sum = 0;
+                        size_t done = 0;  // the row is 0 outside the runs
+                        for (const auto& [a, b] : rr) {
+                            std::fill(row + done, row + a, 0.f);
+                            sum += kernels::expShifted(row + a, b - a, mx);
+                            done = b;
+                        }
+                        std::fill(row + done, row + N, 0.f);
+                        const float inv = 1.f / sum;
+                        for (const auto& [a, b] : rr) kernels::scale(row + a, b - a, inv);
+                        if (into) {
+                            for (const auto& [r, b] : cachedCurrent)
+                                addMassRun((*into)[size_t(i)], b->pos0, row + r, b->count);
+                            for (const auto& u : uni)
+                                if (u.block->kind == BlockKind::Visual && u.block->page == currentPage)
+                                    addMassRun((*into)[size_t(i)], u.block->pos0 + u.first, row + u.offset, u.last - u.first);
+                        }
+                    }
+                if (Nc > 0) kernels::gemmPacked(Vc, D, int(Nc), S.data(), N, rows, O.data(), size_t(D));
+                if (Nu > 0)
+                    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, rows, D, int(Nu), 1.0f, S.data() + Nc, int(N), Vu.data(),
+                                D, Nc > 0 ? 1.0f : 0.0f, O.data(), D);
+                if (N == 0) std::fill(O.begin(), O.end(), 0.f);
+                for (int i = 0; i < k; ++i)
+                    for (int j = 0; j < G; ++j) {
+                        float* out = &A[size_t(i) * Q + size_t(g * G + j) * D];
+                        std::copy_n(&O[(size_t(i) * G + j) * D], D, out);
+                    }
+            }
+        });
+        if (mass)
+            for (size_t i = 0; i < mass->size(); ++i) kernels::addTo((*mass)[i].data(), mass1[i].data(), mass1[i].size());
     }
 
     // SR-SWA drafts: the keys and values of the window's pages, contiguous per layer and KV head,
@@ -1423,7 +1464,20 @@ struct DecodeSession::Impl {
 
     void computeLogits() {
         rmsnorm(x.data(), model->finalNorm.data(), h.data(), c.hiddenSize, c.rmsNormEps);
-        packedHead.apply(h.data(), 1, logits.data());
+        applySplit(packedHead, h.data(), 1, logits.data());
+    }
+
+    // Y = X Wᵀ with W's rows in two halves (on panel boundaries), one per thread of `pairs`: each
+    // output is the same sum either way.
+    void applySplit(const PackedMatrix& w, const float* X, int T, float* Y) const {
+        const int panels = (w.rows + kernels::kPanel - 1) / kernels::kPanel;
+        const int mid = std::min(w.rows, (panels + 1) / 2 * kernels::kPanel);
+        pairs->run([&](int half) {
+            const int r0 = half == 0 ? 0 : mid, r1 = half == 0 ? mid : w.rows;
+            if (r0 < r1)
+                kernels::gemmPacked(w.data.data() + size_t(r0) * w.cols, r1 - r0, w.cols, X, size_t(w.cols), T, Y + r0,
+                                    size_t(w.rows));
+        });
     }
 
     void embed(int token) {

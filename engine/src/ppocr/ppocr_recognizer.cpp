@@ -2,6 +2,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <sstream>
+#include <thread>
 
 #include "quire/ppocr.h"
 #include "quire/reader.h"
@@ -150,6 +151,8 @@ Result<std::unique_ptr<Recognizer>> createRecognizer(const RecognizerOptions& op
         o.ppocr.modelDir = options.ppocrDir;
         o.ppocr.layout = ppocrLayoutFor(options.languages);
         o.closeUpSpacing = !hasLanguage(options.languages, "fra");  // French spaces ; : ? ! by rule
+        o.attention.threads = options.decoderThreads > 0 ? std::min(options.decoderThreads, 2)
+                                                         : std::thread::hardware_concurrency() >= 3 ? 2 : 1;
         auto e = ReaderEngine::load(o);
         if (!e) return e.status();
         return std::unique_ptr<Recognizer>(new ReaderRecognizer(std::move(e).value(), options.languages));

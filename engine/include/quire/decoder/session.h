@@ -56,6 +56,9 @@ struct AttentionParams {
     // on a generated volume 8 missed on most picks past page 300, 16 almost never.
     int gatedCachePages = 16;
     int maxPageTokens = 512;       // visual tokens a page may bring (sizes the fixed pool)
+    // CPU threads a draft pass computes with, 1 or 2: its attention split by KV group and its LM
+    // head by rows, the same results either way (a helper thread per session).
+    int threads = 1;
     int maxSinkTokens = 64;
     // Benchmarks only: keep every key in host memory and measure, at each generated step, the share
     // of full attention's softmax mass that falls on the tokens this mode attends to.
