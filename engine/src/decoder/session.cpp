@@ -807,11 +807,12 @@ struct DecodeSession::Impl {
                     rows);
     }
 
-    // The same through the packed copy for a draft's few rows (up to kPackedRows), through OpenBLAS
-    // for a page's thousands (its copying of W into panels then costs little).
+    // The same through the packed copy for a step's or a draft's few rows (up to kPackedRows), split
+    // between the threads of `pairs`; through OpenBLAS for a page's thousands (its copying of W into
+    // panels then costs little).
     static constexpr int kPackedRows = 64;
-    static void gemm(const std::vector<float>& w, const PackedMatrix& pw, const float* X, int T, float* Y) {
-        if (T <= kPackedRows) pw.apply(X, T, Y);
+    void product(const std::vector<float>& w, const PackedMatrix& pw, const float* X, int T, float* Y) const {
+        if (T <= kPackedRows) applySplit(pw, X, T, Y);
         else gemm(w, pw.rows, pw.cols, X, T, Y);
     }
 
@@ -824,9 +825,9 @@ struct DecodeSession::Impl {
         const int H = c.hiddenSize;
         for (int t = 0; t < T; ++t) rmsnorm(&X[size_t(t) * H], L.attnNorm.data(), &Xn[size_t(t) * H], H, c.rmsNormEps);
         if (T > kPackedRows) {
-            gemm(L.wq, P.wq, Xn.data(), T, Qm.data());
-            gemm(L.wk, P.wk, Xn.data(), T, Km.data());
-            gemm(L.wv, P.wv, Xn.data(), T, Vm.data());
+            product(L.wq, P.wq, Xn.data(), T, Qm.data());
+            product(L.wk, P.wk, Xn.data(), T, Km.data());
+            product(L.wv, P.wv, Xn.data(), T, Vm.data());
             return;
         }
         pairs->run([&](int half) {  // Q on one thread, K and V (as many rows between them) on the other
@@ -846,23 +847,20 @@ struct DecodeSession::Impl {
         const LayerWeights& L = model->layers[size_t(layer)];
         const PackedLayer& P = packed[size_t(layer)];
         const int H = c.hiddenSize, F = c.intermediateSize;
-        const bool few = T <= kPackedRows;  // a step's or a draft's rows: on both threads of `pairs`
-        if (few) applySplit(P.wo, A.data(), T, O.data());
-        else gemm(L.wo, P.wo.rows, P.wo.cols, A.data(), T, O.data());
+        product(L.wo, P.wo, A.data(), T, O.data());
         for (size_t i = 0; i < size_t(T) * H; ++i) X[i] += O[i];
         for (int t = 0; t < T; ++t) rmsnorm(&X[size_t(t) * H], L.mlpNorm.data(), &Xn[size_t(t) * H], H, c.rmsNormEps);
-        if (few) {
+        if (T <= kPackedRows) {
             pairs->run([&](int half) {  // the gate on one thread, the up projection on the other
                 if (half == 0) P.wGate.apply(Xn.data(), T, Gm.data());
                 else P.wUp.apply(Xn.data(), T, Um.data());
             });
         } else {
-            gemm(L.wGate, P.wGate, Xn.data(), T, Gm.data());
-            gemm(L.wUp, P.wUp, Xn.data(), T, Um.data());
+            product(L.wGate, P.wGate, Xn.data(), T, Gm.data());
+            product(L.wUp, P.wUp, Xn.data(), T, Um.data());
         }
         kernels::swiglu(Gm.data(), Um.data(), size_t(T) * F);
-        if (few) applySplit(P.wDown, Gm.data(), T, O.data());
-        else gemm(L.wDown, P.wDown.rows, P.wDown.cols, Gm.data(), T, O.data());
+        product(L.wDown, P.wDown, Gm.data(), T, O.data());
         for (size_t i = 0; i < size_t(T) * H; ++i) X[i] += O[i];
     }
 
