@@ -8,6 +8,7 @@
 #include <QTemporaryDir>
 #include <QTest>
 
+#include <bit>
 #include <cmath>
 #include <random>
 
@@ -177,6 +178,21 @@ std::vector<float> referenceLogits(const ModelWeights& m, const std::vector<RefT
 
 }  // namespace
 
+
+// sum over c of x[c] * w[c] in float, in order, each product rounded before it is added (no fused
+// multiply-add: GCC's "optimize" attribute, and one operation per statement for Clang).
+#if defined(__GNUC__) && !defined(__clang__)
+__attribute__((optimize("fp-contract=off")))
+#endif
+static float inOrderSum(const float* x, const float* w, int n) {
+    volatile float sum = 0.f;
+    for (int c = 0; c < n; ++c) {
+        const float p = x[c] * w[c];
+        sum = sum + p;
+    }
+    return sum;
+}
+
 class TestDecoder : public QObject {
     Q_OBJECT
     QTemporaryDir m_dir;
@@ -222,13 +238,16 @@ private slots:
     }
 
     // The packed product (draft passes' weights) against a plain double-precision loop, for shapes
-    // the panels and the four-row tiles divide and ones they do not; a row's result is the same
-    // bits whatever rows go with it; alpha, rows of Y apart, and the transposed packing.
+    // the panels and the four- and eight-row tiles divide and ones they do not; a row's result is
+    // the same bits whatever rows go with it, and the same bits as a plain float loop summing in
+    // order (so the AVX-512, AVX2 and baseline versions agree: this checks the one this machine
+    // runs); alpha, rows of Y apart, and the transposed packing.
     void packedProductMatchesPlainLoops() {
         namespace k = quire::decoder::kernels;
         std::mt19937 rng(17);
         std::normal_distribution<float> nd(0.f, 1.f);
-        for (const auto [T, rows, cols] : {std::tuple{1, 16, 48}, {3, 37, 20}, {7, 6632 % 97, 192}, {16, 64, 513}}) {
+        for (const auto [T, rows, cols] :
+             {std::tuple{1, 16, 48}, {3, 37, 20}, {7, 6632 % 97, 192}, {13, 40, 48}, {16, 64, 513}}) {
             std::vector<float> W(size_t(rows) * cols), X(size_t(T) * cols);
             for (float& v : W) v = nd(rng);
             for (float& v : X) v = nd(rng);
@@ -245,6 +264,11 @@ private slots:
                     QVERIFY2(std::abs(Y[size_t(t) * rows + r] - want) <= 1e-6 * mag + 1e-30,
                              qPrintable(QString("T %1 rows %2 cols %3: [%4][%5]").arg(T).arg(rows).arg(cols).arg(t).arg(r)));
                 }
+            // A float loop: each product rounded, then added, in the order of c.
+            for (int t = 0; t < T; ++t)
+                for (int r = 0; r < rows; ++r)
+                    QCOMPARE(std::bit_cast<uint32_t>(Y[size_t(t) * rows + r]),
+                             std::bit_cast<uint32_t>(inOrderSum(&X[size_t(t) * cols], &W[size_t(r) * cols], cols)));
             // Each row alone: the same bits as in the batch.
             for (int t = 0; t < T; ++t) {
                 std::vector<float> one(static_cast<size_t>(rows));

@@ -200,8 +200,10 @@ void packRows(const float* w, int rows, int cols, size_t ldw, float* out) { pack
 void packColumns(const float* v, int rows, int cols, size_t ldv, float* out) { packStrided(v, rows, cols, 1, ldv, out); }
 
 namespace {
-// R rows of X against one panel: 2 x R eight-lane sums, one multiply and one add per element
-// (no fused multiply-add, as everywhere here).
+// R rows of X against one panel: one multiply and one add per element (no fused multiply-add, as
+// everywhere here: this file is compiled with -ffp-contract=off, which the AVX-512 version needs,
+// AVX-512 implying FMA). Each output is the same sum in the same order in every version.
+// Narrow: the panel's sixteen lanes as two eight-lane vectors (AVX2, or two SSE registers each).
 template <int R>
 QUIRE_INLINE void panelRows(const float* panel, int cols, const float* X, size_t ldx, float* Y, size_t ldy, int width,
                             float alpha) {
@@ -230,25 +232,91 @@ QUIRE_INLINE void panelRows(const float* panel, int cols, const float* X, size_t
         std::copy_n(buf, width, Y + size_t(r) * ldy);
     }
 }
-}  // namespace
 
-QUIRE_CLONES void gemmPacked(const float* packed, int rows, int cols, const float* X, size_t ldx, int T, float* Y,
+// Wide: the panel's sixteen lanes as one vector, for the AVX-512 version only (GCC lowers a
+// 64-byte vector badly for AVX2: the decoder took three times as long).
+typedef float V16 __attribute__((vector_size(64)));
+static_assert(kPanel == 16);
+
+template <int R>
+QUIRE_INLINE void panelRowsWide(const float* panel, int cols, const float* X, size_t ldx, float* Y, size_t ldy,
+                                int width, float alpha) {
+    V16 acc[R] = {};
+    for (int c = 0; c < cols; ++c) {
+        V16 w;
+        std::memcpy(&w, panel + size_t(c) * kPanel, sizeof w);
+        for (int r = 0; r < R; ++r) acc[r] += w * X[size_t(r) * ldx + c];
+    }
+    for (int r = 0; r < R; ++r) {
+        float buf[kPanel];
+        const V16 y = acc[r] * alpha;
+        if (width == kPanel) {
+            std::memcpy(Y + size_t(r) * ldy, &y, sizeof y);
+        } else {  // the last panel's rows, through a buffer
+            std::memcpy(buf, &y, sizeof y);
+            std::copy_n(buf, width, Y + size_t(r) * ldy);
+        }
+    }
+}
+
+template <bool Wide, int R>
+QUIRE_INLINE void tileRows(const float* panel, int cols, const float* X, size_t ldx, float* Y, size_t ldy, int width,
+                           float alpha) {
+    if constexpr (Wide)
+        panelRowsWide<R>(panel, cols, X, ldx, Y, ldy, width, alpha);
+    else
+        panelRows<R>(panel, cols, X, ldx, Y, ldy, width, alpha);
+}
+
+// The product, T rows of X at a time in tiles of up to 4 (narrow) or 8 rows (wide); each tile
+// reads a panel once.
+template <bool Wide>
+QUIRE_INLINE void gemmPanels(const float* packed, int rows, int cols, const float* X, size_t ldx, int T, float* Y,
                              size_t ldy, float alpha) {
     for (int p0 = 0; p0 < rows; p0 += kPanel) {
         const float* panel = packed + size_t(p0 / kPanel) * kPanel * cols;
         const int width = std::min(kPanel, rows - p0);
         int t = 0;
+        if constexpr (Wide)
+            for (; t + 8 <= T; t += 8)
+                tileRows<Wide, 8>(panel, cols, X + size_t(t) * ldx, ldx, Y + size_t(t) * ldy + p0, ldy, width, alpha);
         for (; t + 4 <= T; t += 4)
-            panelRows<4>(panel, cols, X + size_t(t) * ldx, ldx, Y + size_t(t) * ldy + p0, ldy, width, alpha);
+            tileRows<Wide, 4>(panel, cols, X + size_t(t) * ldx, ldx, Y + size_t(t) * ldy + p0, ldy, width, alpha);
         const float* x = X + size_t(t) * ldx;
         float* y = Y + size_t(t) * ldy + p0;
         switch (T - t) {
-            case 3: panelRows<3>(panel, cols, x, ldx, y, ldy, width, alpha); break;
-            case 2: panelRows<2>(panel, cols, x, ldx, y, ldy, width, alpha); break;
-            case 1: panelRows<1>(panel, cols, x, ldx, y, ldy, width, alpha); break;
+            case 3: tileRows<Wide, 3>(panel, cols, x, ldx, y, ldy, width, alpha); break;
+            case 2: tileRows<Wide, 2>(panel, cols, x, ldx, y, ldy, width, alpha); break;
+            case 1: tileRows<Wide, 1>(panel, cols, x, ldx, y, ldy, width, alpha); break;
             default: break;
         }
     }
+}
+
+// Four rows a tile on AVX2 and below (eight accumulators of eight lanes and the panel's two fill
+// 10 of the 16 registers); on AVX-512 a panel's row is one register and 32 of them hold tiles of
+// eight rows (a tenth faster on the decoder's attention than four; docs/BENCHMARKS.md).
+QUIRE_CLONES void gemmNarrow(const float* packed, int rows, int cols, const float* X, size_t ldx, int T, float* Y,
+                             size_t ldy, float alpha) {
+    gemmPanels<false>(packed, rows, cols, X, ldx, T, Y, ldy, alpha);
+}
+
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(__SANITIZE_THREAD__)
+#define QUIRE_HAVE_AVX512_GEMM 1
+__attribute__((target("avx512f"))) void gemmWide(const float* packed, int rows, int cols, const float* X, size_t ldx,
+                                                 int T, float* Y, size_t ldy, float alpha) {
+    gemmPanels<true>(packed, rows, cols, X, ldx, T, Y, ldy, alpha);
+}
+#endif
+}  // namespace
+
+void gemmPacked(const float* packed, int rows, int cols, const float* X, size_t ldx, int T, float* Y, size_t ldy,
+                float alpha) {
+#ifdef QUIRE_HAVE_AVX512_GEMM
+    static const bool wide = __builtin_cpu_supports("avx512f");
+    if (wide) return gemmWide(packed, rows, cols, X, ldx, T, Y, ldy, alpha);
+#endif
+    gemmNarrow(packed, rows, cols, X, ldx, T, Y, ldy, alpha);
 }
 
 }  // namespace quire::decoder::kernels

@@ -44,7 +44,9 @@ void swiglu(float* gate, const float* up, size_t n);
 // multiplication itself (perf, docs/BENCHMARKS.md 2026-12-01, late). Packed here: `rows` rows of
 // `cols` floats in panels of kPanel rows, each panel column after column ([cols][kPanel]), the
 // last panel padded with zeros. Each output is one sum over c in increasing order, so a row's
-// result does not depend on how many rows go with it, nor on the machine's vector width.
+// result does not depend on how many rows go with it, nor on the machine's vector width (an
+// AVX-512 version, picked where the CPU has it, works in tiles of eight rows and one register a
+// panel row; the AVX2 and baseline clones in tiles of four; no fused multiply-add in any).
 constexpr int kPanel = 16;
 inline size_t packedSize(int rows, int cols) { return size_t((rows + kPanel - 1) / kPanel) * kPanel * size_t(cols); }
 // Packs W[rows][cols] (row r at w + r * ldw) into out (packedSize(rows, cols) floats).
