@@ -23,7 +23,7 @@ if [ "${QUIRE_SKIP_SANITIZERS:-0}" != 1 ]; then
     echo "== sanitizer stage: ThreadSanitizer build of the decoder's two-thread draft passes"
     BUILD_DIR=build-tsan QUIRE_CUDA=OFF CMAKE_EXTRA_ARGS="-DQUIRE_TSAN=ON -DQUIRE_BUILD_GUI=OFF" \
         bash installer/build.sh --target tst_decoder
-    TSAN_OPTIONS=halt_on_error=1 build-tsan/tests/tst_decoder twoThreadsComputeWhatOneDoes draftStepsMatchPlainSteps
+    TSAN_OPTIONS=halt_on_error=1 build-tsan/tests/tst_decoder twoThreadsComputeWhatOneDoes twoThreadsPrefillWhatOneDoes draftStepsMatchPlainSteps
 fi
 
 if [ "${QUIRE_SKIP_FUZZ:-0}" != 1 ]; then

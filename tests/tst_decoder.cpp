@@ -782,11 +782,43 @@ private slots:
         QVERIFY(worst < 1e-4);
     }
 
-    // Draft verification computes what plain steps compute: a session fed a volume token by token
-    // and one fed the same tokens as drafts (with wrong guesses among them, which are not fed)
-    // give the same logits, the same attended positions and most-attended visual tokens, and end
-    // in the same state. Small budgets so that the gate, the block selector, eviction and (framed)
-    // position frames all act; line-aligned positions move the text.
+    // A page's prefill on two threads (rows of its matrix products, KV groups of its attention):
+    // the same gate summaries and the same logits after it as on one, to the bit, for pages longer
+    // than the packed products take (64 rows) and than the attention's row chunks (256), with and
+    // without token ids among the visual features.
+    void twoThreadsPrefillWhatOneDoes() {
+        for (const bool lineAligned : {false, true}) {
+            ModelConfig cfg = tinyConfig();
+            if (lineAligned) makeLineAligned(cfg);
+            auto model = std::make_shared<const ModelWeights>(randomModel(cfg, 31));
+            AttentionParams p;
+            p.maxPageTokens = 400;
+            AttentionParams p2 = p;
+            p2.threads = 2;
+            DecodeSession a(model, p), b(model, p2);
+            QVERIFY(a.begin({1, 5}));
+            QVERIFY(b.begin({1, 5}));
+            const int counts[] = {300, 203, 70};
+            for (int page = 0; page < 3; ++page) {
+                const auto f = lineAligned ? pageWithIds(page, counts[page], cfg.visualDim, 5)
+                                           : pageFeatures(page, counts[page], cfg.visualDim);
+                QVERIFY(a.addPage(page, f.data(), counts[page]));
+                QVERIFY(b.addPage(page, f.data(), counts[page]));
+                const auto sa = a.pageSummary(page), sb = b.pageSummary(page);
+                QVERIFY(!sa.empty());
+                QVERIFY(sa.size() == sb.size() && std::memcmp(sa.data(), sb.data(), sa.size() * sizeof(float)) == 0);
+            }
+            int token = cfg.bosTokenId;
+            for (int i = 0; i < 24; ++i) {
+                auto ra = a.step(token);
+                auto rb = b.step(token);
+                QVERIFY(ra && rb);
+                QVERIFY(std::memcmp(ra->logits->data(), rb->logits->data(), ra->logits->size() * sizeof(float)) == 0);
+                token = 7 + (token * 13 + i) % (cfg.vocabSize - 7);
+            }
+        }
+    }
+
     // AttentionParams::threads 2 splits a draft pass (attention by KV group, the weights and the LM
     // head by rows) between two threads: the same logits to the bit, the same attended tokens and
     // the same state as one thread, with gated, framed and line-aligned spans in the drafts.
@@ -855,6 +887,11 @@ private slots:
         QVERIFY(!a.gatedPages().empty());
     }
 
+    // Draft verification computes what plain steps compute: a session fed a volume token by token
+    // and one fed the same tokens as drafts (with wrong guesses among them, which are not fed)
+    // give the same logits, the same attended positions and most-attended visual tokens, and end
+    // in the same state. Small budgets so that the gate, the block selector, eviction and (framed)
+    // position frames all act; line-aligned positions move the text.
     void draftStepsMatchPlainSteps_data() {
         QTest::addColumn<int>("mode");
         QTest::addColumn<int>("maxPositions");

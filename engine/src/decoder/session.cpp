@@ -807,13 +807,24 @@ struct DecodeSession::Impl {
                     rows);
     }
 
+    // gemm() of a page's T rows in two halves of rows, one per thread of `pairs` (OpenBLAS sums
+    // each output along the same K order whatever rows go with it: tst_decoder
+    // twoThreadsPrefillWhatOneDoes).
+    void gemmRows(const std::vector<float>& w, int rows, int cols, const float* X, int T, float* Y) const {
+        const int mid = T / 2;
+        pairs->run([&](int half) {
+            const int t0 = half == 0 ? 0 : mid, t1 = half == 0 ? mid : T;
+            if (t0 < t1) gemm(w, rows, cols, X + size_t(t0) * cols, t1 - t0, Y + size_t(t0) * rows);
+        });
+    }
+
     // The same through the packed copy for a step's or a draft's few rows (up to kPackedRows), split
     // between the threads of `pairs`; through OpenBLAS for a page's thousands (its copying of W into
-    // panels then costs little).
+    // panels then costs little), split by rows.
     static constexpr int kPackedRows = 64;
     void product(const std::vector<float>& w, const PackedMatrix& pw, const float* X, int T, float* Y) const {
         if (T <= kPackedRows) applySplit(pw, X, T, Y);
-        else gemm(w, pw.rows, pw.cols, X, T, Y);
+        else gemmRows(w, pw.rows, pw.cols, X, T, Y);
     }
 
     // Rows of tokens through a layer in matrix products: the attention input (norm, then Q, K, V
@@ -866,69 +877,93 @@ struct DecodeSession::Impl {
 
     // Causal attention of a page's T tokens (pre-rotary queries Qm, [T][heads·D]) over the sinks
     // and the page itself at `layer`, into A: the same result as attend() token by token, with the
-    // page part as matrix products over row chunks (scores Q·Kᵀ, then weights·V).
+    // page part as matrix products over row chunks (scores Q·Kᵀ, then weights·V). The KV groups in
+    // two halves, one per thread of `pairs` (each writes its own heads of A); the rotary table is
+    // read before the fork (trigAt() may fill it), into copies for the page's positions and the
+    // sinks' query positions.
     void pageAttention(int layer, const std::vector<Block*>& page, int64_t pos0, const std::vector<float>& Qm,
                        const std::vector<std::vector<Span>>& sinkSpans, int T, std::vector<float>& A) {
         const int D = c.headDim, G = c.groupSize(), Q = c.numHeads * D;
         const float scale = float(1.0 / std::sqrt(double(D)));
         constexpr int kChunk = 256;
-        std::vector<float> K(size_t(T) * D), V(size_t(T) * D), Qr(size_t(kChunk) * D), S(size_t(kChunk) * T), O(size_t(kChunk) * D);
-        std::vector<float> qs(static_cast<size_t>(D)), sinkScores;
-        for (int g = 0; g < c.numKvHeads; ++g) {
-            for (int t = 0; t < T; ++t) {  // the page's keys (rotated) and values, contiguous
-                const float* base = data(*page[size_t(t / kBlockTokens)]);
-                const size_t at = kIndex(layer, g, t % kBlockTokens);
-                std::copy_n(base + at, D, &K[size_t(t) * D]);
-                std::copy_n(base + halfFloats + at, D, &V[size_t(t) * D]);
+        std::vector<float> pageTrig(size_t(T) * D);
+        for (int t = 0; t < T; ++t) std::copy_n(trigAt(pos0 + t), D, &pageTrig[size_t(t) * D]);
+        std::vector<std::vector<size_t>> sinkTrigAt(static_cast<size_t>(T));  // per sink span: its trig in sinkTrig
+        std::vector<float> sinkTrig;
+        std::map<int64_t, size_t> sinkTrigOf;
+        for (int t = 0; t < T; ++t)
+            for (const Span& sp : sinkSpans[size_t(t)]) {
+                auto [it, fresh] = sinkTrigOf.try_emplace(sp.queryPos, sinkTrig.size());
+                if (fresh) {
+                    const float* trig = trigAt(sp.queryPos);
+                    sinkTrig.insert(sinkTrig.end(), trig, trig + D);
+                }
+                sinkTrigAt[size_t(t)].push_back(it->second);
             }
-            for (int j = 0; j < G; ++j) {
-                const int hh = g * G + j;
-                for (int r0 = 0; r0 < T; r0 += kChunk) {
-                    const int rows = std::min(kChunk, T - r0), cols = r0 + rows;
-                    for (int r = 0; r < rows; ++r) {
-                        float* qr = &Qr[size_t(r) * D];
-                        std::copy_n(&Qm[size_t(r0 + r) * Q + size_t(hh) * D], D, qr);
-                        rotate(qr, pos0 + r0 + r);
-                    }
-                    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, rows, cols, D, scale, Qr.data(), D, K.data(), D,
-                                0.0f, S.data(), cols);
-                    for (int r = 0; r < rows; ++r) {
-                        const int t = r0 + r;
-                        float* row = &S[size_t(r) * cols];
-                        // The sinks, each span with the query rotated where the frame puts it.
-                        sinkScores.clear();
-                        for (const Span& sp : sinkSpans[size_t(t)]) {
-                            std::copy_n(&Qm[size_t(t) * Q + size_t(hh) * D], D, qs.begin());
-                            rotate(qs.data(), sp.queryPos);
-                            for (int u = sp.first; u < sp.last; ++u)
-                                sinkScores.push_back(kernels::dot(qs.data(), data(*sp.block) + kIndex(layer, g, u), D) * scale);
+        const int split = (c.numKvHeads + 1) / 2;
+        pairs->run([&](int half) {
+            std::vector<float> K(size_t(T) * D), V(size_t(T) * D), Qr(size_t(kChunk) * D), S(size_t(kChunk) * T),
+                O(size_t(kChunk) * D);
+            std::vector<float> qs(static_cast<size_t>(D)), sinkScores;
+            for (int g = half == 0 ? 0 : split; g < (half == 0 ? split : c.numKvHeads); ++g) {
+                for (int t = 0; t < T; ++t) {  // the page's keys (rotated) and values, contiguous
+                    const float* base = data(*page[size_t(t / kBlockTokens)]);
+                    const size_t at = kIndex(layer, g, t % kBlockTokens);
+                    std::copy_n(base + at, D, &K[size_t(t) * D]);
+                    std::copy_n(base + halfFloats + at, D, &V[size_t(t) * D]);
+                }
+                for (int j = 0; j < G; ++j) {
+                    const int hh = g * G + j;
+                    for (int r0 = 0; r0 < T; r0 += kChunk) {
+                        const int rows = std::min(kChunk, T - r0), cols = r0 + rows;
+                        for (int r = 0; r < rows; ++r) {
+                            float* qr = &Qr[size_t(r) * D];
+                            std::copy_n(&Qm[size_t(r0 + r) * Q + size_t(hh) * D], D, qr);
+                            rotateWith(qr, &pageTrig[size_t(r0 + r) * D]);
                         }
-                        const float mx = std::max(kernels::maxOf(sinkScores.data(), sinkScores.size()),
-                                                  kernels::maxOf(row, size_t(t) + 1));
-                        const float sum = kernels::expShifted(sinkScores.data(), sinkScores.size(), mx) +
-                                          kernels::expShifted(row, size_t(t) + 1, mx);
-                        const float inv = 1.f / sum;
-                        kernels::scale(row, size_t(t) + 1, inv);
-                        std::fill(row + t + 1, row + cols, 0.f);  // causal
-                        float* out = &A[size_t(t) * Q + size_t(hh) * D];
-                        std::fill(out, out + D, 0.f);
-                        size_t k = 0;
-                        for (const Span& sp : sinkSpans[size_t(t)])
-                            for (int u = sp.first; u < sp.last; ++u, ++k) {
-                                const float w = sinkScores[k] * inv;
-                                const float* vv = data(*sp.block) + halfFloats + kIndex(layer, g, u);
-                                for (int i = 0; i < D; ++i) out[i] += w * vv[i];
+                        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, rows, cols, D, scale, Qr.data(), D, K.data(),
+                                    D, 0.0f, S.data(), cols);
+                        for (int r = 0; r < rows; ++r) {
+                            const int t = r0 + r;
+                            float* row = &S[size_t(r) * cols];
+                            // The sinks, each span with the query rotated where the frame puts it.
+                            sinkScores.clear();
+                            const auto& spans = sinkSpans[size_t(t)];
+                            for (size_t si = 0; si < spans.size(); ++si) {
+                                const Span& sp = spans[si];
+                                std::copy_n(&Qm[size_t(t) * Q + size_t(hh) * D], D, qs.begin());
+                                rotateWith(qs.data(), &sinkTrig[sinkTrigAt[size_t(t)][si]]);
+                                for (int u = sp.first; u < sp.last; ++u)
+                                    sinkScores.push_back(kernels::dot(qs.data(), data(*sp.block) + kIndex(layer, g, u), D) *
+                                                         scale);
                             }
-                    }
-                    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, rows, D, cols, 1.0f, S.data(), cols, V.data(), D,
-                                0.0f, O.data(), D);
-                    for (int r = 0; r < rows; ++r) {
-                        float* out = &A[size_t(r0 + r) * Q + size_t(hh) * D];
-                        for (int i = 0; i < D; ++i) out[i] += O[size_t(r) * D + i];
+                            const float mx = std::max(kernels::maxOf(sinkScores.data(), sinkScores.size()),
+                                                      kernels::maxOf(row, size_t(t) + 1));
+                            const float sum = kernels::expShifted(sinkScores.data(), sinkScores.size(), mx) +
+                                              kernels::expShifted(row, size_t(t) + 1, mx);
+                            const float inv = 1.f / sum;
+                            kernels::scale(row, size_t(t) + 1, inv);
+                            std::fill(row + t + 1, row + cols, 0.f);  // causal
+                            float* out = &A[size_t(t) * Q + size_t(hh) * D];
+                            std::fill(out, out + D, 0.f);
+                            size_t k = 0;
+                            for (const Span& sp : spans)
+                                for (int u = sp.first; u < sp.last; ++u, ++k) {
+                                    const float w = sinkScores[k] * inv;
+                                    const float* vv = data(*sp.block) + halfFloats + kIndex(layer, g, u);
+                                    for (int i = 0; i < D; ++i) out[i] += w * vv[i];
+                                }
+                        }
+                        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, rows, D, cols, 1.0f, S.data(), cols,
+                                    V.data(), D, 0.0f, O.data(), D);
+                        for (int r = 0; r < rows; ++r) {
+                            float* out = &A[size_t(r0 + r) * Q + size_t(hh) * D];
+                            for (int i = 0; i < D; ++i) out[i] += O[size_t(r) * D + i];
+                        }
                     }
                 }
             }
-        }
+        });
     }
 
     // Prefill of a page's visual tokens into the pool at the current position (pageBlocks[page]).
@@ -963,7 +998,7 @@ struct DecodeSession::Impl {
         std::vector<float> X(size_t(T) * H), Xn(size_t(T) * H), Qm(size_t(T) * Q), Km(size_t(T) * KV), Vm(size_t(T) * KV),
             A(size_t(T) * Q), O(size_t(T) * H), Gm(size_t(T) * F), Um(size_t(T) * F);
         if (!c.visualTokenIds) {
-            gemm(model->visualW, H, c.visualDim, visual, T, X.data());
+            gemmRows(model->visualW, H, c.visualDim, visual, T, X.data());
         } else {
             // Features and ids are interleaved per token: pack the features for one product, then add
             // each token's embedding.
@@ -971,7 +1006,7 @@ struct DecodeSession::Impl {
             std::vector<float> packed(size_t(T) * c.visualDim);
             for (int t = 0; t < T; ++t)
                 std::copy_n(visual + size_t(t) * stride, c.visualDim, &packed[size_t(t) * c.visualDim]);
-            gemm(model->visualW, H, c.visualDim, packed.data(), T, X.data());
+            gemmRows(model->visualW, H, c.visualDim, packed.data(), T, X.data());
             for (int t = 0; t < T; ++t) {
                 const float* e = &model->embed[size_t(visual[size_t(t) * stride + c.visualDim]) * H];
                 for (int j = 0; j < H; ++j) X[size_t(t) * H + j] += e[j];
