@@ -621,6 +621,41 @@ private slots:
         }
     }
 
+    // Quire's CTC head (the classifier and softmax per frame, without the graph's [lines, frames,
+    // classes] probability tensor) against the graph's own: the same characters at the same frames
+    // and the same features, the probabilities equal up to float rounding (the head's products
+    // are OpenBLAS's in other row blocks), on a synthetic page and a Chinese fixture.
+    void ctcHeadMatchesTheGraphs() {
+        PpocrOptions reference;
+        reference.graphClassifier = true;
+        auto head = PpocrEngine::load(PpocrOptions{});
+        auto graph = PpocrEngine::load(reference);
+        QVERIFY(head && graph);
+        const std::vector<cv::Mat> pages = {
+            textPage({"The parish register of a small", "town is seldom a handsome object,", "but it keeps 1,847 names."},
+                     1700, 800, 1.4),
+            cv::imread((sourceDir() + "/tests/fixtures/rare_characters_zh.png").toStdString(), cv::IMREAD_GRAYSCALE)};
+        int characters = 0;
+        for (const cv::Mat& page : pages) {
+            QVERIFY(!page.empty());
+            auto a = (*head)->read(page, true);
+            auto b = (*graph)->read(page, true);
+            QVERIFY(a && b);
+            QCOMPARE(a->lines.size(), b->lines.size());
+            for (size_t k = 0; k < a->lines.size(); ++k) {
+                const auto &la = a->lines[k], &lb = b->lines[k];
+                QCOMPARE(la.text, lb.text);
+                QVERIFY(la.charIds == lb.charIds && la.charFrames == lb.charFrames && la.features == lb.features);
+                QCOMPARE(la.charProbs.size(), lb.charProbs.size());
+                for (size_t c = 0; c < la.charProbs.size(); ++c)
+                    QVERIFY2(std::abs(la.charProbs[c] - lb.charProbs[c]) <= 1e-5f,
+                             qPrintable(QString("line %1 char %2: %3 against %4").arg(k).arg(c).arg(la.charProbs[c]).arg(lb.charProbs[c])));
+                characters += int(la.charIds.size());
+            }
+        }
+        QVERIFY(characters > 60);
+    }
+
     // Pieces of a printed line the detector cut at a wide space are read as one line; text across
     // a gutter, in another block or on another row is not joined.
     void piecesOfAPrintedLineAreReadAsOne() {

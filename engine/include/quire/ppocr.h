@@ -33,6 +33,10 @@ struct PpocrOptions {
     // Reading order of the detected lines: "tesseract" (Tesseract's page layout analysis, blocks
     // in its order: layoutReadingOrder) or "rows" (readingOrder() alone).
     std::string layout = "tesseract";
+    // The recognizer's classifier as the graph has it (a [lines, frames, classes] probability
+    // tensor, read for each frame's best class) instead of Quire's CTC head, which computes the
+    // same bits without the tensor: the reference the tests compare with.
+    bool graphClassifier = false;
 };
 
 // The layout for pages in `languages` ('+'-separated Tesseract names): "rows" where Chinese is

@@ -275,6 +275,7 @@ struct Exec {
     Values& v;
     int nodeIndex;
     const std::vector<bool>* keep = nullptr;  // values the caller fetches: never modified in place
+    const std::vector<int>* lastUse = nullptr;  // per value: the last node of this run reading it (else g.lastUse)
 
     const Tensor* in(const Node& n, size_t k) const {
         if (k >= n.in.size() || n.in[k] < 0) return nullptr;
@@ -284,7 +285,7 @@ struct Exec {
     bool canTake(const Node& n, size_t k) const {
         const int id = n.in[k];
         const auto& slot = v[size_t(id)];
-        return nodeIndex >= 0 && !g.constants[size_t(id)] && g.lastUse[size_t(id)] == nodeIndex &&
+        return nodeIndex >= 0 && !g.constants[size_t(id)] && (lastUse ? *lastUse : g.lastUse)[size_t(id)] == nodeIndex &&
                slot.use_count() == 1 && std::count(n.in.begin(), n.in.end(), id) == 1 &&
                (keep == nullptr || !(*keep)[size_t(id)]);
     }
@@ -917,6 +918,10 @@ std::vector<std::string> OnnxModel::outputNames() const {
     return out;
 }
 int OnnxModel::nodeCount() const { return int(m_graph->nodes.size()); }
+const Tensor* OnnxModel::constant(const std::string& name) const {
+    auto it = m_graph->ids.find(name);
+    return it == m_graph->ids.end() ? nullptr : m_graph->constants[size_t(it->second)].get();
+}
 int OnnxModel::foldedBatchNorms() const { return m_graph->folded; }
 int OnnxModel::fusedNodes() const { return m_graph->fused; }
 
@@ -937,11 +942,27 @@ Result<std::map<std::string, Tensor>> OnnxModel::run(std::map<std::string, Tenso
     }
     std::vector<bool> keep(g.valueNames.size(), false);
     for (int id : want) keep[size_t(id)] = true;
-    for (int id : g.outputs) keep[size_t(id)] = true;
+    // Only the nodes the fetched values depend on run (the recognizer's reader features are
+    // fetched without its classifier and softmax), each value freed after the last of them reads it.
+    std::vector<bool> needed(g.valueNames.size(), false), runs(g.nodes.size(), false);
+    for (int id : want) needed[size_t(id)] = true;
+    for (size_t k = g.nodes.size(); k-- > 0;) {
+        const Node& n = g.nodes[k];
+        if (std::none_of(n.out.begin(), n.out.end(), [&](int id) { return id >= 0 && needed[size_t(id)]; })) continue;
+        runs[k] = true;
+        for (int id : n.in)
+            if (id >= 0) needed[size_t(id)] = true;
+    }
+    std::vector<int> lastUse(g.valueNames.size(), -1);
+    for (size_t k = 0; k < g.nodes.size(); ++k)
+        if (runs[k])
+            for (int id : g.nodes[k].in)
+                if (id >= 0) lastUse[size_t(id)] = int(k);
     static const bool profile = std::getenv("QUIRE_NN_PROFILE") != nullptr;
     for (size_t k = 0; k < g.nodes.size(); ++k) {
+        if (!runs[k]) continue;
         const Node& n = g.nodes[k];
-        Exec e{g, v, int(k), &keep};
+        Exec e{g, v, int(k), &keep, &lastUse};
         const auto t0 = profile ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
         if (auto st = execNode(e, n); !st) return st;
         for (int id : n.out)
@@ -949,7 +970,7 @@ Result<std::map<std::string, Tensor>> OnnxModel::run(std::map<std::string, Tenso
                 return nodeError(g, n, "output " + shapeString(v[size_t(id)]->shape) + " exceeds the runtime's limit");
         if (profile) profileAdd(g.label, n, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
         for (int id : n.in)
-            if (id >= 0 && g.lastUse[size_t(id)] == int(k) && !keep[size_t(id)] && !g.constants[size_t(id)])
+            if (id >= 0 && lastUse[size_t(id)] == int(k) && !keep[size_t(id)] && !g.constants[size_t(id)])
                 v[size_t(id)].reset();
     }
     std::map<std::string, Tensor> out;

@@ -5,11 +5,14 @@
 
 #include <opencv2/imgproc.hpp>
 
+#include <cblas.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <map>
 #include <mutex>
 #include <numeric>
@@ -29,6 +32,9 @@ constexpr const char* kKeysFile = "ppocr_keys_v1.txt";
 constexpr const char* kDetOutput = "sigmoid_0.tmp_0";
 constexpr const char* kRecOutput = "softmax_11.tmp_0";
 constexpr const char* kRecFeatures = "transpose_51.tmp_0";  // [N, T, 120], before the classifier
+// The classifier after the features: MatMul with kRecHeadW [120, classes], Add kRecHeadB, Softmax.
+constexpr const char* kRecHeadW = "linear_85.w_0";
+constexpr const char* kRecHeadB = "linear_85.b_0";
 constexpr int kRecHeight = 48;
 constexpr int kRecMinWidth = 320;  // PaddleOCR pads every batch to at least 320 × 48
 constexpr int kFeatureWidth = 120;
@@ -179,8 +185,57 @@ Result<std::string> findPpocrModels(const std::string& explicitDir) {
 
 struct PpocrEngine::Impl {
     std::optional<nn::OnnxModel> det, rec;
+    const nn::Tensor* headW = nullptr;  // the recognizer's classifier (constants of `rec`)
+    const nn::Tensor* headB = nullptr;
     std::vector<std::string> keys;  // index k-1 for class k
 };
+
+namespace {
+
+// A CTC frame's greedy choice: its most probable class and that probability.
+struct CtcFrame {
+    int best = 0;
+    float prob = 0;
+};
+
+// The recognizer's classifier and softmax for the `used` frames of one line (features [used][120]),
+// kept to each frame's best class and its probability: the graph's own head makes a [lines,
+// frames, classes] probability tensor (up to 146 MB a batch) to be read once, padding frames
+// included, and a second pass for each frame's best. Chunks of frames through the graph's arithmetic — an OpenBLAS product (K = 120), the bias added, the softmax of
+// cpu::softmaxInPlace (float exp, double sum) — and the first of the largest probabilities, as
+// std::max_element over the graph's row. OpenBLAS rounds a row's products a little differently
+// in other row blocks, so the probabilities agree to about an ulp, the characters exactly
+// (tst_ppocr ctcHeadMatchesTheGraphs).
+std::vector<CtcFrame> ctcHead(const float* features, int used, const nn::Tensor& W, const nn::Tensor& B) {
+    constexpr int kChunk = 64;
+    const int C = int(W.shape[1]), K = int(W.shape[0]);
+    std::vector<CtcFrame> out(static_cast<size_t>(std::max(0, used)));
+    std::vector<float> logits(size_t(kChunk) * C);
+    for (int r0 = 0; r0 < used; r0 += kChunk) {
+        const int rows = std::min(kChunk, used - r0);
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, rows, C, K, 1.f, features + size_t(r0) * K, K, W.data(), C,
+                    0.f, logits.data(), C);
+        for (int r = 0; r < rows; ++r) {
+            float* row = &logits[size_t(r) * C];
+            for (int k = 0; k < C; ++k) row[k] = row[k] + B.data()[k];
+            float mx = -std::numeric_limits<float>::infinity();
+            for (int k = 0; k < C; ++k) mx = std::max(mx, row[k]);
+            double sum = 0;
+            for (int k = 0; k < C; ++k) {
+                row[k] = std::exp(row[k] - mx);
+                sum += row[k];
+            }
+            const float inv = float(1.0 / sum);
+            CtcFrame& f = out[size_t(r0 + r)];
+            f.prob = row[0] * inv;
+            for (int k = 1; k < C; ++k)
+                if (const float p = row[k] * inv; f.prob < p) f.best = k, f.prob = p;
+        }
+    }
+    return out;
+}
+
+}  // namespace
 
 PpocrEngine::PpocrEngine() = default;
 PpocrEngine::~PpocrEngine() = default;
@@ -202,7 +257,7 @@ Result<std::shared_ptr<const PpocrEngine>> PpocrEngine::load(const PpocrOptions&
     const std::string key = *dir + "|" + std::to_string(options.detMaxSide) + "|" + std::to_string(options.recBatch) +
                             "|" + std::to_string(options.detThreshold) + "|" + std::to_string(options.detBoxThreshold) +
                             "|" + std::to_string(options.detUnclipRatio) + "|" + std::to_string(options.recMaxWidth) +
-                            "|" + options.layout;
+                            "|" + options.layout + (options.graphClassifier ? "|graph" : "");
     if (auto hit = cache[key].lock()) return hit;
 
     if (options.verifyChecksums)
@@ -218,6 +273,12 @@ Result<std::shared_ptr<const PpocrEngine>> PpocrEngine::load(const PpocrOptions&
     if (!rec) return rec.status();
     e->d->det.emplace(std::move(det).value());
     e->d->rec.emplace(std::move(rec).value());
+    e->d->headW = e->d->rec->constant(kRecHeadW);
+    e->d->headB = e->d->rec->constant(kRecHeadB);
+    if (!e->d->headW || !e->d->headB || e->d->headW->rank() != 2 || e->d->headW->shape[0] != kFeatureWidth ||
+        e->d->headB->rank() != 1 || e->d->headB->shape[0] != e->d->headW->shape[1] || e->d->headW->isInt || e->d->headB->isInt)
+        return Status(ErrorCode::Corrupt, (fs::path(*dir) / kRecFile).string() + ": no classifier " + kRecHeadW + " [" +
+                                              std::to_string(kFeatureWidth) + ", classes] with bias " + kRecHeadB);
     std::ifstream keys(fs::path(*dir) / kKeysFile);
     std::string line;
     while (std::getline(keys, line)) {
@@ -628,32 +689,50 @@ Result<PpocrPage> PpocrEngine::read(const cv::Mat& image, bool features, const s
                     for (int c = 0; c < 3; ++c) base[c * plane + int64_t(y) * maxW + xx] = row[xx * 3 + c] / 127.5f - 1.f;
             }
         }
-        std::vector<std::string> fetch = {kRecOutput};
-        if (features) fetch.push_back(kRecFeatures);
+        // The features, and the graph's class probabilities only for the reference path
+        // (PpocrOptions::graphClassifier): ctcHead() computes the frames' choices otherwise.
+        std::vector<std::string> fetch = {kRecFeatures};
+        if (m_options.graphClassifier) fetch.push_back(kRecOutput);
         auto out = d->rec->run({{"x", std::move(x)}}, fetch);
         if (!out) return out.status();
-        const nn::Tensor& probs = out->at(kRecOutput);
-        if (probs.rank() != 3 || probs.shape[0] != N || probs.shape[2] != classCount())
-            return Status(ErrorCode::Engine, "recognizer: unexpected output shape " + nn::shapeString(probs.shape));
-        const int T = int(probs.shape[1]);
-        const float frameW = float(maxW) / float(T);  // input pixels per frame (8)
+        const nn::Tensor& f = out->at(kRecFeatures);
+        if (f.rank() != 3 || f.shape[0] != N || f.shape[2] != kFeatureWidth)
+            return Status(ErrorCode::Engine, "recognizer: unexpected feature shape " + nn::shapeString(f.shape));
+        const int T = int(f.shape[1]);
+        const nn::Tensor* probs = m_options.graphClassifier ? &out->at(kRecOutput) : nullptr;
+        if (probs && (probs->rank() != 3 || probs->shape[0] != N || probs->shape[1] != T || probs->shape[2] != classCount()))
+            return Status(ErrorCode::Engine, "recognizer: unexpected output shape " + nn::shapeString(probs->shape));
+        if (d->headW->shape[1] != classCount())
+            return Status(ErrorCode::Engine, "recognizer: the classifier has " + std::to_string(d->headW->shape[1]) +
+                                                 " classes, the character list " + std::to_string(classCount()));
+        const float frameW = float(maxW) / float(std::max(1, T));  // input pixels per frame (8)
         for (size_t j = start; j < end; ++j) {
             const Crop& c = crops[byWidth[j]];
             PpocrLine& line = page.lines[byWidth[j]];
-            const float* p = probs.data() + int64_t(j - start) * T * classCount();
+            const float* feats = f.data() + int64_t(j - start) * T * kFeatureWidth;
             const int used = std::min(T, int(std::ceil(c.width / frameW)));
             line.frames = used;
+            std::vector<CtcFrame> frames;
+            if (probs) {
+                const float* p = probs->data() + int64_t(j - start) * T * classCount();
+                for (int t = 0; t < used; ++t) {
+                    const float* row = p + int64_t(t) * classCount();
+                    const int best = int(std::max_element(row, row + classCount()) - row);
+                    frames.push_back({best, row[best]});
+                }
+            } else {
+                frames = ctcHead(feats, used, *d->headW, *d->headB);
+            }
             int prev = 0;
             for (int t = 0; t < used; ++t) {
-                const float* row = p + int64_t(t) * classCount();
-                const int best = int(std::max_element(row, row + classCount()) - row);
+                const int best = frames[size_t(t)].best;
                 if (best != 0 && best != prev) {
                     line.charIds.push_back(best);
-                    line.charProbs.push_back(row[best]);
+                    line.charProbs.push_back(frames[size_t(t)].prob);
                     line.charFrames.push_back(t);
                     line.text += charOf(best);
                 } else if (best != 0 && best == prev && !line.charProbs.empty()) {
-                    line.charProbs.back() = std::max(line.charProbs.back(), row[best]);
+                    line.charProbs.back() = std::max(line.charProbs.back(), frames[size_t(t)].prob);
                 }
                 prev = best;
             }
@@ -668,13 +747,7 @@ Result<PpocrPage> PpocrEngine::read(const cv::Mat& image, bool features, const s
             }
             if (!pts.empty()) cv::perspectiveTransform(pts, pts, c.inverse);
             for (const auto& pt : pts) line.frameX.push_back(pt.x);
-            if (features) {
-                const nn::Tensor& f = out->at(kRecFeatures);
-                if (f.rank() != 3 || f.shape[1] != T || f.shape[2] != kFeatureWidth)
-                    return Status(ErrorCode::Engine, "recognizer: unexpected feature shape " + nn::shapeString(f.shape));
-                const float* src = f.data() + int64_t(j - start) * T * kFeatureWidth;
-                line.features.assign(src, src + int64_t(used) * kFeatureWidth);
-            }
+            if (features) line.features.assign(feats, feats + int64_t(used) * kFeatureWidth);
         }
     }
     return page;

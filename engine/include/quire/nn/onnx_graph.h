@@ -40,10 +40,13 @@ public:
     int nodeCount() const;
     int foldedBatchNorms() const;
     int fusedNodes() const;  // elementwise operators merged into chains or convolutions
+    // The constant (initializer) named `name`, as loaded (after folding); nullptr if there is none.
+    const Tensor* constant(const std::string& name) const;
 
     // Runs the graph. `fetch` lists the values to return (graph outputs or any intermediate value
-    // by name); empty means the graph outputs. Intermediate tensors are freed after their last
-    // use, so peak memory is a few activations, not the whole graph's.
+    // by name); empty means the graph outputs. Only the nodes the fetched values depend on run.
+    // Intermediate tensors are freed after their last use, so peak memory is a few activations,
+    // not the whole graph's.
     Result<std::map<std::string, Tensor>> run(std::map<std::string, Tensor> inputs,
                                               const std::vector<std::string>& fetch = {}) const;
 
