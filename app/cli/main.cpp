@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "cli_args.h"
+#include "quire/process_tuning.h"
 #include "quire/backend.h"
 #include "quire/decoder/bench.h"
 #include "quire/decoder/safetensors.h"
@@ -528,6 +529,7 @@ int main(int argc, char** argv) {
         setenv("OMP_THREAD_LIMIT", "1", 1);
         execv("/proc/self/exe", argv);  // returns only on failure; then carry on as we are
     }
+    quire::tuneHeapForLargeBuffers();
     QCoreApplication app(argc, argv);
     QCoreApplication::setApplicationName("quire-cli");
     QCoreApplication::setApplicationVersion(QUIRE_VERSION_STRING);

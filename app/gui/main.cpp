@@ -20,6 +20,7 @@
 
 #include "main_window.h"
 #include "page_editor.h"
+#include "quire/process_tuning.h"
 #include "settings.h"
 
 using quire::ui::MainWindow;
@@ -73,6 +74,7 @@ int main(int argc, char** argv) {
         setenv("OMP_THREAD_LIMIT", "1", 1);
         execv("/proc/self/exe", argv);
     }
+    quire::tuneHeapForLargeBuffers();
     QApplication app(argc, argv);
     QApplication::setApplicationName("Quire");
     QApplication::setOrganizationName("Quire");
