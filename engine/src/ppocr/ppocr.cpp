@@ -201,11 +201,12 @@ struct CtcFrame {
 // The recognizer's classifier and softmax for the `used` frames of one line (features [used][120]),
 // kept to each frame's best class and its probability: the graph's own head makes a [lines,
 // frames, classes] probability tensor (up to 146 MB a batch) to be read once, padding frames
-// included, and a second pass for each frame's best. Chunks of frames through the graph's arithmetic — an OpenBLAS product (K = 120), the bias added, the softmax of
-// cpu::softmaxInPlace (float exp, double sum) — and the first of the largest probabilities, as
-// std::max_element over the graph's row. OpenBLAS rounds a row's products a little differently
-// in other row blocks, so the probabilities agree to about an ulp, the characters exactly
-// (tst_ppocr ctcHeadMatchesTheGraphs).
+// included, and a second pass for each frame's best. Chunks of frames through the graph's
+// arithmetic — an OpenBLAS product (K = 120), the bias added, the softmax of cpu::softmaxInPlace
+// (float exp, double sum) — and the first of the largest probabilities, as std::max_element over
+// the graph's row. OpenBLAS rounds a row's products a little differently in other row blocks, so
+// the probabilities agree to about an ulp and the characters were the same on every page tried
+// (tst_ppocr ctcHeadMatchesTheGraphs; all of ../shared/eval, docs/BENCHMARKS.md).
 std::vector<CtcFrame> ctcHead(const float* features, int used, const nn::Tensor& W, const nn::Tensor& B) {
     constexpr int kChunk = 64;
     const int C = int(W.shape[1]), K = int(W.shape[0]);
@@ -289,6 +290,10 @@ Result<std::shared_ptr<const PpocrEngine>> PpocrEngine::load(const PpocrOptions&
         return Status(ErrorCode::Corrupt, (fs::path(*dir) / kKeysFile).string() + ": expected " +
                                               std::to_string(kKeyCount) + " characters, found " +
                                               std::to_string(e->d->keys.size()));
+    if (e->d->headW->shape[1] != e->classCount())
+        return Status(ErrorCode::Corrupt, (fs::path(*dir) / kRecFile).string() + ": the classifier has " +
+                                              std::to_string(e->d->headW->shape[1]) + " classes, the character list " +
+                                              std::to_string(e->classCount()));
     cache[key] = e;
     return std::shared_ptr<const PpocrEngine>(e);
 }
@@ -702,9 +707,6 @@ Result<PpocrPage> PpocrEngine::read(const cv::Mat& image, bool features, const s
         const nn::Tensor* probs = m_options.graphClassifier ? &out->at(kRecOutput) : nullptr;
         if (probs && (probs->rank() != 3 || probs->shape[0] != N || probs->shape[1] != T || probs->shape[2] != classCount()))
             return Status(ErrorCode::Engine, "recognizer: unexpected output shape " + nn::shapeString(probs->shape));
-        if (d->headW->shape[1] != classCount())
-            return Status(ErrorCode::Engine, "recognizer: the classifier has " + std::to_string(d->headW->shape[1]) +
-                                                 " classes, the character list " + std::to_string(classCount()));
         const float frameW = float(maxW) / float(std::max(1, T));  // input pixels per frame (8)
         for (size_t j = start; j < end; ++j) {
             const Crop& c = crops[byWidth[j]];
