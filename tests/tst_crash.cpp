@@ -102,13 +102,16 @@ private slots:
     void killedReaderResumesWithItsContext() {
         if (!findReaderModel()) QSKIP("no reader model is shipped");
         const QString volume = m_dir.filePath("letters.tif");
-        const int pages = 8;
+        // Sixteen pages (the eight letters twice) and kills within 150 ms of a commit: with two
+        // prepare threads the pages of a resumed run commit in bursts, and eight pages were done
+        // before a second kill.
+        const int pages = 16;
         static const std::vector<std::vector<std::string>> text = {
             {"The miller wrote to his brother", "in the spring of that year"}, {"about the price of corn and", "the state of the roads"},
             {"which the rains had spoiled.", "His brother answered him"},     {"from the town by the river", "with news of their mother"},
             {"who was ill but mending,", "and of the new church bell"},     {"that the parish had bought", "for forty pounds in silver."},
             {"The letters were kept together", "in a box under the stairs"},  {"until a grandson found them", "and gave them to the library."}};
-        writeTiffVolume(volume, pages, [](int p) { return text[size_t(p)]; }, 1300, 420, 1.4);
+        writeTiffVolume(volume, pages, [](int p) { return text[size_t(p) % text.size()]; }, 1300, 420, 1.4);
         const QString project = m_dir.filePath("reader.quire");
         const QStringList run = {"transcribe", volume, "--project", project, "--engine", "reader", "--lang", "eng"};
         auto doneCount = [&] {
@@ -128,7 +131,7 @@ private slots:
             QElapsedTimer t;
             t.start();
             while (doneCount() <= before && h.state() == QProcess::Running && t.elapsed() < 120000) QThread::msleep(20);
-            QThread::msleep(rng() % 400);
+            QThread::msleep(rng() % 150);
             if (h.state() != QProcess::Running) break;
             h.kill();
             h.waitForFinished();

@@ -910,7 +910,8 @@ private slots:
         };
 
         // The uninterrupted run reads with one thread ($QUIRE_READER_PIPELINE=0); the parted runs
-        // with the front-end of the next page on a thread of its own: the same text either way.
+        // with the front-end of the next pages on two prepare threads of their own, handing their
+        // pages on in order: the same text either way.
         auto whole = ProjectStore::open(tmp.filePath("whole.quire").toStdString());
         QVERIFY(whole);
         qputenv("QUIRE_READER_PIPELINE", "0");

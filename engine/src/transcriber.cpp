@@ -10,8 +10,10 @@
 #include <cblas.h>
 
 #include <chrono>
+#include <condition_variable>
 #include <cstdlib>
 #include <map>
+#include <mutex>
 #include <thread>
 
 #include "bounded_queue.h"
@@ -254,9 +256,15 @@ Result<RunSummary> runTranscription(ProjectStore& store, const TranscribeParams&
     const char* pipelineEnv = std::getenv("QUIRE_READER_PIPELINE");
     const Recognizer* splitter =
         reader && reader->splitsPages() && !(pipelineEnv && std::string(pipelineEnv) == "0") ? reader.get() : nullptr;
+    // Two prepare threads where the machine has two cores or more ($QUIRE_READER_PREPARERS=1|2):
+    // the front-end takes two to three times the decoder's time a page, so with one the decoder
+    // waited for it most of the time (docs/BENCHMARKS.md, 2026-12-01 night).
+    int preparers = splitter ? (std::thread::hardware_concurrency() >= 2 ? 2 : 1) : 0;
+    if (const char* env = std::getenv("QUIRE_READER_PREPARERS"); splitter && env && (*env == '1' || *env == '2'))
+        preparers = *env - '0';
     // Page-level parallelism: each worker's (and the prepare stage's) GEMMs get their share of the
     // cores, so they do not fight over OpenBLAS's thread pool.
-    openblas_set_num_threads(std::max(1, int(std::thread::hardware_concurrency()) / (threads + (splitter ? 1 : 0))));
+    openblas_set_num_threads(std::max(1, int(std::thread::hardware_concurrency()) / (threads + preparers)));
     if (reader)  // after the thread count is set: the context is rebuilt as it was first computed
         if (Status s = resumeContext(store, *reader, *queued, log); !s) {
             (void)store.finishRun(*runId, "failed");
@@ -306,23 +314,46 @@ Result<RunSummary> runTranscription(ProjectStore& store, const TranscribeParams&
         jobs.close();
     });
 
-    // The prepare stage (split recognizers): preprocessing and the recognizer's first part, one
-    // page ahead of the worker.
+    // The prepare stage (split recognizers): preprocessing and the recognizer's first part, ahead
+    // of the worker, on `preparers` threads. Each takes the next page with a sequence number and
+    // hands its page on in that order, so the worker sees the pages in the volume's order.
     BoundedQueue<Job> preparedJobs(1);
-    std::thread preparer;
-    if (splitter)
-        preparer = std::thread([&] {
+    std::vector<std::thread> preparerThreads;
+    std::mutex takeMutex, orderMutex;
+    std::condition_variable orderTurn;
+    int64_t taken = 0, handedOn = 0;
+    std::atomic<int> preparersLeft{preparers};
+    for (int t = 0; t < preparers; ++t)
+        preparerThreads.emplace_back([&] {
             if (params.backgroundPriority) lowerThisThreadsPriority();
-            while (auto job = jobs.pop()) {
-                if (cancelled()) break;
-                if (job->loadError && !(job->textLayer && params.pdfText == PdfTextPolicy::Keep)) {
+            for (;;) {
+                std::optional<Job> job;
+                int64_t seq = 0;
+                {
+                    std::lock_guard lock(takeMutex);
+                    job = jobs.pop();
+                    if (job) seq = taken++;
+                }
+                if (!job) break;
+                if (!cancelled() && job->loadError && !(job->textLayer && params.pdfText == PdfTextPolicy::Keep)) {
                     job->pre = preprocessPage(job->image.image, params.preprocess);
                     for (const auto& region : job->pre->regions)
                         job->prepared.push_back(splitter->prepare(region.image, job->image.dpi, params.cancel));
                 }
-                if (!preparedJobs.push(std::move(*job))) break;
+                {
+                    std::unique_lock lock(orderMutex);
+                    orderTurn.wait(lock, [&] { return handedOn == seq; });
+                }
+                // Cancelled: the page is not handed on, but its turn passes (the other thread waits on it).
+                const bool pushed = !cancelled() && preparedJobs.push(std::move(*job));
+                {
+                    std::lock_guard lock(orderMutex);
+                    ++handedOn;
+                }
+                orderTurn.notify_all();
+                if (!pushed) break;
             }
-            preparedJobs.close();
+            if (--preparersLeft == 0) preparedJobs.close();
         });
     BoundedQueue<Job>& work = splitter ? preparedJobs : jobs;
 
@@ -448,7 +479,7 @@ Result<RunSummary> runTranscription(ProjectStore& store, const TranscribeParams&
     preparedJobs.close();
     done.close();
     loader.join();
-    if (preparer.joinable()) preparer.join();
+    for (auto& p : preparerThreads) p.join();
     for (auto& w : workers) w.join();
     summary.cancelled = params.cancel && params.cancel->load();
     (void)store.finishRun(*runId, !writeError.isOk() ? "failed" : summary.cancelled ? "cancelled" : "finished");
