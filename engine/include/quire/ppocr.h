@@ -35,7 +35,8 @@ struct PpocrOptions {
     std::string layout = "tesseract";
     // The recognizer's classifier as the graph has it (a [lines, frames, classes] probability
     // tensor, read for each frame's best class) instead of Quire's CTC head, which computes the
-    // same bits without the tensor: the reference the tests compare with.
+    // same characters without the tensor (probabilities within float rounding): the reference the
+    // tests compare with.
     bool graphClassifier = false;
 };
 

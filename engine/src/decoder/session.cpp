@@ -900,12 +900,12 @@ struct DecodeSession::Impl {
                 }
                 sinkTrigAt[size_t(t)].push_back(it->second);
             }
-        const int split = (c.numKvHeads + 1) / 2;
         pairs->run([&](int half) {
             std::vector<float> K(size_t(T) * D), V(size_t(T) * D), Qr(size_t(kChunk) * D), S(size_t(kChunk) * T),
                 O(size_t(kChunk) * D);
             std::vector<float> qs(static_cast<size_t>(D)), sinkScores;
-            for (int g = half == 0 ? 0 : split; g < (half == 0 ? split : c.numKvHeads); ++g) {
+            const auto [g0, g1] = groupsOf(half);
+            for (int g = g0; g < g1; ++g) {
                 for (int t = 0; t < T; ++t) {  // the page's keys (rotated) and values, contiguous
                     const float* base = data(*page[size_t(t / kBlockTokens)]);
                     const size_t at = kIndex(layer, g, t % kBlockTokens);
@@ -1246,6 +1246,13 @@ struct DecodeSession::Impl {
         return dr;
     }
 
+    // The KV groups [first, second) of half 0 or 1 of a pass split over `pairs` (attention of a
+    // draft and of a page's prefill): the first half takes the odd group where there is one.
+    std::pair<int, int> groupsOf(int half) const {
+        const int split = (c.numKvHeads + 1) / 2;
+        return half == 0 ? std::pair{0, split} : std::pair{split, c.numKvHeads};
+    }
+
     // Attention of a draft's k tokens at `layer` (queries Qm, pre-rotary), into A, for all tokens
     // at once: keys and values of the union of their spans gathered once per KV group (the window's
     // from the window cache), scores and weighted values as matrix products over the queries each
@@ -1342,11 +1349,11 @@ struct DecodeSession::Impl {
         // added after, so the sums are the same with one thread or two.
         std::vector<std::vector<float>> mass1;
         if (mass && !mass->empty()) mass1.assign(mass->size(), std::vector<float>((*mass)[0].size(), 0.f));
-        const int split = (c.numKvHeads + 1) / 2;
         pairs->run([&](int half) {
             std::vector<std::vector<float>>* into = half == 0 ? mass : (mass ? &mass1 : nullptr);
             std::vector<float> Ku(Nu * D), Vu(Nu * D), S(size_t(rows) * std::max<size_t>(N, 1)), O(size_t(rows) * D);
-            for (int g = half == 0 ? 0 : split; g < (half == 0 ? split : c.numKvHeads); ++g) {
+            const auto [g0, g1] = groupsOf(half);
+            for (int g = g0; g < g1; ++g) {
                 for (size_t ui = 0; ui < uni.size(); ++ui) {
                     const Range& u = uni[ui];
                     const float* base = data(*u.block);

@@ -55,7 +55,6 @@ struct Graph {
     std::vector<std::shared_ptr<const Tensor>> constants;  // per value id, null when computed at run time
     std::vector<Node> nodes;
     std::vector<int> inputs, outputs;
-    std::vector<int> lastUse;  // per value id: index of the last node reading it (-1: none)
     int folded = 0;  // batch norms folded into convolutions
     int fused = 0;   // elementwise nodes removed by fusion
 

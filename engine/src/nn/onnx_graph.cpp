@@ -275,7 +275,7 @@ struct Exec {
     Values& v;
     int nodeIndex;
     const std::vector<bool>* keep = nullptr;  // values the caller fetches: never modified in place
-    const std::vector<int>* lastUse = nullptr;  // per value: the last node of this run reading it (else g.lastUse)
+    const std::vector<int>* lastUse = nullptr;  // per value: the last node of this run reading it (run() only)
 
     const Tensor* in(const Node& n, size_t k) const {
         if (k >= n.in.size() || n.in[k] < 0) return nullptr;
@@ -285,7 +285,7 @@ struct Exec {
     bool canTake(const Node& n, size_t k) const {
         const int id = n.in[k];
         const auto& slot = v[size_t(id)];
-        return nodeIndex >= 0 && !g.constants[size_t(id)] && (lastUse ? *lastUse : g.lastUse)[size_t(id)] == nodeIndex &&
+        return nodeIndex >= 0 && lastUse && !g.constants[size_t(id)] && (*lastUse)[size_t(id)] == nodeIndex &&
                slot.use_count() == 1 && std::count(n.in.begin(), n.in.end(), id) == 1 &&
                (keep == nullptr || !(*keep)[size_t(id)]);
     }
@@ -830,7 +830,6 @@ Status buildGraph(Graph& g, const onnx::ModelProto& model) {
     // Nodes whose inputs are all constant (casts of constants, shape arithmetic on them) are
     // evaluated once here.
     std::vector<Node> runtime;
-    g.lastUse.assign(g.valueNames.size(), -1);
     g.constants.resize(g.valueNames.size());
     Values folded(g.constants.begin(), g.constants.end());  // one value table for every folded node
     for (auto& n : g.nodes) {
@@ -848,10 +847,6 @@ Status buildGraph(Graph& g, const onnx::ModelProto& model) {
     g.nodes = std::move(runtime);
     g.fused = fuseElementwise(g);
     g.constants.resize(g.valueNames.size());
-    g.lastUse.assign(g.valueNames.size(), -1);
-    for (size_t k = 0; k < g.nodes.size(); ++k)
-        for (int id : g.nodes[k].in)
-            if (id >= 0) g.lastUse[size_t(id)] = int(k);
     return Status::ok();
 }
 

@@ -12,13 +12,13 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
-#include <limits>
 #include <map>
 #include <mutex>
 #include <numeric>
 #include <optional>
 
 #include "data_dirs.h"
+#include "nn/cpu_ops.h"
 #include "quire/nn/onnx_graph.h"
 
 namespace fs = std::filesystem;
@@ -192,46 +192,38 @@ struct PpocrEngine::Impl {
 
 namespace {
 
-// A CTC frame's greedy choice: its most probable class and that probability.
+// A CTC frame's greedy choice: its most probable class (the first, on a tie) and that probability.
 struct CtcFrame {
     int best = 0;
     float prob = 0;
 };
+CtcFrame frameOf(const float* probs, int classes) {
+    const int best = int(std::max_element(probs, probs + classes) - probs);
+    return {best, probs[best]};
+}
 
 // The recognizer's classifier and softmax for the `used` frames of one line (features [used][120]),
 // kept to each frame's best class and its probability: the graph's own head makes a [lines,
 // frames, classes] probability tensor (up to 146 MB a batch) to be read once, padding frames
-// included, and a second pass for each frame's best. Chunks of frames through the graph's
-// arithmetic — an OpenBLAS product (K = 120), the bias added, the softmax of cpu::softmaxInPlace
-// (float exp, double sum) — and the first of the largest probabilities, as std::max_element over
-// the graph's row. OpenBLAS rounds a row's products a little differently in other row blocks, so
-// the probabilities agree to about an ulp and the characters were the same on every page tried
-// (tst_ppocr ctcHeadMatchesTheGraphs; all of ../shared/eval, docs/BENCHMARKS.md).
+// included. Here chunks of frames go through the graph's arithmetic — an OpenBLAS product
+// (K = 120), the bias added, the runtime's own softmax (nn::cpu::softmaxInPlace). OpenBLAS rounds
+// a row's products a little differently in other row blocks, so the probabilities agree to about
+// an ulp and the characters were the same on every page tried (tst_ppocr ctcHeadMatchesTheGraphs;
+// all of ../shared/eval, docs/BENCHMARKS.md).
 std::vector<CtcFrame> ctcHead(const float* features, int used, const nn::Tensor& W, const nn::Tensor& B) {
     constexpr int kChunk = 64;
     const int C = int(W.shape[1]), K = int(W.shape[0]);
-    std::vector<CtcFrame> out(static_cast<size_t>(std::max(0, used)));
-    std::vector<float> logits(size_t(kChunk) * C);
+    std::vector<CtcFrame> out;
+    out.reserve(size_t(std::max(0, used)));
     for (int r0 = 0; r0 < used; r0 += kChunk) {
         const int rows = std::min(kChunk, used - r0);
+        nn::Tensor logits = nn::Tensor::uninit({rows, C});
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, rows, C, K, 1.f, features + size_t(r0) * K, K, W.data(), C,
                     0.f, logits.data(), C);
-        for (int r = 0; r < rows; ++r) {
-            float* row = &logits[size_t(r) * C];
-            for (int k = 0; k < C; ++k) row[k] = row[k] + B.data()[k];
-            float mx = -std::numeric_limits<float>::infinity();
-            for (int k = 0; k < C; ++k) mx = std::max(mx, row[k]);
-            double sum = 0;
-            for (int k = 0; k < C; ++k) {
-                row[k] = std::exp(row[k] - mx);
-                sum += row[k];
-            }
-            const float inv = float(1.0 / sum);
-            CtcFrame& f = out[size_t(r0 + r)];
-            f.prob = row[0] * inv;
-            for (int k = 1; k < C; ++k)
-                if (const float p = row[k] * inv; f.prob < p) f.best = k, f.prob = p;
-        }
+        for (int r = 0; r < rows; ++r)
+            for (int k = 0; k < C; ++k) logits.data()[size_t(r) * C + k] += B.data()[k];
+        nn::cpu::softmaxInPlace(logits, 1, false);
+        for (int r = 0; r < rows; ++r) out.push_back(frameOf(logits.data() + size_t(r) * C, C));
     }
     return out;
 }
@@ -717,11 +709,7 @@ Result<PpocrPage> PpocrEngine::read(const cv::Mat& image, bool features, const s
             std::vector<CtcFrame> frames;
             if (probs) {
                 const float* p = probs->data() + int64_t(j - start) * T * classCount();
-                for (int t = 0; t < used; ++t) {
-                    const float* row = p + int64_t(t) * classCount();
-                    const int best = int(std::max_element(row, row + classCount()) - row);
-                    frames.push_back({best, row[best]});
-                }
+                for (int t = 0; t < used; ++t) frames.push_back(frameOf(p + int64_t(t) * classCount(), classCount()));
             } else {
                 frames = ctcHead(feats, used, *d->headW, *d->headB);
             }
