@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The GPU machine's check, in one run under ten minutes: builds the CUDA library on its own (the
 # machine has nvcc, CMake and ninja, but not Qt or OpenCV), runs the gpu-labelled op checks (every
-# CUDA op against its CPU reference: the decoder's and the PP-OCR front-end's) and writes a report
+# CUDA op against its CPU reference: the decoder's and the PP-OCR front-end's; the decoder's whole
+# step, graph-captured and layer by layer, against plain loops) and writes a report
 # under $OUT (./gpu-report elsewhere).
 #
 #   device run:  bash tools/gpu-check.sh
@@ -21,7 +22,8 @@ if [ $status -eq 0 ]; then
     (cd build-cuda && timeout 240 ctest -L gpu --output-on-failure) > "$OUT/gpu-tests.log" 2>&1 || status=1
     ./build-cuda/cuda_ops_check > "$OUT/cuda-ops.txt" 2>&1 || status=1
     ./build-cuda/nn_ops_check > "$OUT/nn-ops.txt" 2>&1 || status=1
+    ./build-cuda/decoder_step_check > "$OUT/decoder-step.txt" 2>&1 || status=1
 fi
 echo "exit $status" >> "$OUT/machine.txt"
-cat "$OUT/machine.txt" "$OUT/cuda-ops.txt" "$OUT/nn-ops.txt" 2>/dev/null
+cat "$OUT/machine.txt" "$OUT/cuda-ops.txt" "$OUT/nn-ops.txt" "$OUT/decoder-step.txt" 2>/dev/null
 exit $status

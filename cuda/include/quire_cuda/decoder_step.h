@@ -1,0 +1,67 @@
+// A decoder's generated step on the GPU: weights resident (bf16 or fp32, products accumulated in
+// fp32 by cuBLAS), a pool of KV blocks in the session's layout ([K|V][layer][kvHead][16][headDim]),
+// and the step's kernels: embedding, RMSNorm, the Q/K/V, output, gate/up/down and LM-head
+// products, rotary, the key and value written into the pool, paged attention over the spans
+// (split over the KV, online softmax) and SwiGLU. A step whose spans are known before it starts
+// is one CUDA graph launch (captured on the first such step, captured again when the pool grows);
+// nothing is allocated inside a step. No CUDA types here: the engine includes it as plain C++.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "quire_cuda/ops.h"
+
+namespace quire::cuda {
+
+struct DecoderShape {
+    int vocab = 0, hidden = 0, layers = 0, heads = 0, kvHeads = 0, headDim = 0, intermediate = 0;
+    float rmsEps = 1e-5f;
+    double ropeTheta = 10000.0;
+};
+
+// Host pointers to fp32 weights, row-major [out, in] like the engine's.
+struct DecoderHostLayer {
+    const float *attnNorm, *wq, *wk, *wv, *wo, *mlpNorm, *wGate, *wUp, *wDown;
+};
+struct DecoderHostWeights {
+    const float* embed;  // [vocab, hidden]
+    std::vector<DecoderHostLayer> layers;
+    const float* finalNorm;
+    const float* head;   // [vocab, hidden]
+};
+
+class DecoderStep {
+public:
+    // Uploads the weights; fails (null, with `why`) without a device or the memory for them.
+    static std::unique_ptr<DecoderStep> create(const DecoderShape& shape, const DecoderHostWeights& weights, bool bf16,
+                                               std::string* why);
+    ~DecoderStep();
+    DecoderStep(const DecoderStep&) = delete;
+    DecoderStep& operator=(const DecoderStep&) = delete;
+
+    std::string reserveSlots(int slots);
+    int slots() const;
+    std::string writeSlot(int slot, const float* block);
+    std::string writeSlotLayer(int slot, int layer, const float* block);
+
+    // spansFor(layer, preRotaryQuery or null, spans) fills the layer's spans; `perLayer` as in the
+    // engine's StepBackend. Outputs are host arrays: logits [vocab], queries [layers][heads·D],
+    // keys (rotated) and values [layers][kvHeads·D].
+    using SpansFor = std::function<std::string(int layer, const float* query, std::vector<AttentionSpan>& spans)>;
+    std::string step(int token, int slot, int t, int64_t pos, const SpansFor& spansFor, bool perLayer, float* logits,
+                     float* queries, float* keys, float* values);
+    size_t deviceBytes() const;
+
+    struct Impl;
+
+private:
+    explicit DecoderStep(std::unique_ptr<Impl> d);
+    std::unique_ptr<Impl> d;
+};
+
+}  // namespace quire::cuda

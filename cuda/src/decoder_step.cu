@@ -1,0 +1,522 @@
+#include <cublas_v2.h>
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cfloat>
+#include <cmath>
+#include <cstddef>
+#include <cstring>
+
+#include "cuda_status.cuh"
+#include "quire_cuda/decoder_step.h"
+
+namespace quire::cuda {
+
+namespace {
+
+using detail::check;
+using detail::launched;
+
+constexpr int kBlockTokens = 16;
+constexpr int kAttnThreads = 128;  // four warps per (head, split)
+constexpr int kMaxHeadDim = 256;
+
+// What changes from step to step, read by the kernels from device memory (so one captured graph
+// serves every step).
+struct StepParams {
+    int32_t token, slot, t, pad;
+    int64_t pos;
+};
+
+// ---- x += y ----
+__global__ void AddKernel(float* x, const float* y, int n) {
+    const int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) x[i] += y[i];
+}
+
+__global__ void ToBf16Kernel(const float* in, __nv_bfloat16* out, int n) {
+    const int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) out[i] = __float2bfloat16(in[i]);
+}
+
+// The token's keys (rotated at its position, "rotate half" pairs i, i + D/2, angles in double as
+// on the host) and values into the pool at (slot, t) of `layer`, and into the step's outputs.
+__global__ void StoreKvKernel(const float* k, const float* v, float* pool, const StepParams* params, int layer,
+                              int layers, int kvHeads, int headDim, const double* invFreq, float* keysOut,
+                              float* valuesOut) {
+    const int half = headDim / 2;
+    const size_t halfFloats = size_t(layers) * kvHeads * kBlockTokens * headDim;
+    const int idx = blockIdx.x * blockDim.x + threadIdx.x;
+    const StepParams p = *params;
+    float* block = pool + size_t(p.slot) * 2 * halfFloats;
+    if (idx < kvHeads * half) {
+        const int g = idx / half, i = idx % half;
+        const double a = double(p.pos) * invFreq[i];
+        const float c = float(cos(a)), s = float(sin(a));
+        const float x0 = k[g * headDim + i], x1 = k[g * headDim + i + half];
+        const float r0 = x0 * c - x1 * s, r1 = x0 * s + x1 * c;
+        float* dst = block + ((size_t(layer) * kvHeads + g) * kBlockTokens + p.t) * headDim;
+        dst[i] = r0, dst[i + half] = r1;
+        keysOut[size_t(layer) * kvHeads * headDim + g * headDim + i] = r0;
+        keysOut[size_t(layer) * kvHeads * headDim + g * headDim + i + half] = r1;
+    }
+    if (idx < kvHeads * headDim) {
+        const int g = idx / headDim, i = idx % headDim;
+        block[halfFloats + ((size_t(layer) * kvHeads + g) * kBlockTokens + p.t) * headDim + i] = v[idx];
+        valuesOut[size_t(layer) * kvHeads * headDim + idx] = v[idx];
+    }
+}
+
+// Paged decode attention of one query (all heads) over the layer's spans, split over the KV:
+// grid (heads, splits), four warps a block. The spans' tokens, in order, are cut into `splits`
+// equal ranges; in each, warps take tokens in turn (a lane holds every 32nd dimension), keep an
+// online softmax, and the block's warps are merged into (max, sum, acc[D]) in the workspace.
+// The query is rotated to each span's frame position in shared memory.
+__global__ void AttentionSplitKernel(const float* q, const float* pool, const AttentionSpan* spans, const int* count,
+                                     int layer, int layers, int kvHeads, int headDim, int group, const double* invFreq,
+                                     float scale, float* workspace) {
+    __shared__ float qr[kMaxHeadDim];
+    __shared__ float wm[kAttnThreads / 32], wl[kAttnThreads / 32];
+    __shared__ float wacc[kAttnThreads / 32][kMaxHeadDim];
+    const int h = blockIdx.x, split = blockIdx.y, splits = gridDim.y;
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, warps = blockDim.x / 32;
+    const int g = h / group, half = headDim / 2;
+    const size_t halfFloats = size_t(layers) * kvHeads * kBlockTokens * headDim;
+    const int n = *count;
+    int total = 0;
+    for (int s = 0; s < n; ++s) total += spans[s].count;
+    const int per = (total + splits - 1) / splits;
+    const int lo = split * per, hi = min(total, lo + per);
+    float m = -INFINITY, l = 0.f;
+    float acc[kMaxHeadDim / 32];
+    for (int j = 0; j < kMaxHeadDim / 32; ++j) acc[j] = 0.f;
+    int base = 0;
+    bool rotated = false;
+    int64_t rotatedFor = 0;
+    for (int s = 0; s < n && base < hi; ++s) {
+        const AttentionSpan sp = spans[s];
+        const int s0 = base, s1 = base + sp.count;
+        base = s1;
+        if (s1 <= lo) continue;
+        if (!rotated || sp.queryPos != rotatedFor) {  // uniform across the block
+            __syncthreads();
+            for (int d = threadIdx.x; d < headDim; d += blockDim.x) {
+                const int i = d < half ? d : d - half;
+                const double a = double(sp.queryPos) * invFreq[i];
+                const float c = float(cos(a)), sn = float(sin(a));
+                const float x0 = q[size_t(h) * headDim + i], x1 = q[size_t(h) * headDim + i + half];
+                qr[d] = d < half ? x0 * c - x1 * sn : x0 * sn + x1 * c;
+            }
+            __syncthreads();
+            rotated = true, rotatedFor = sp.queryPos;
+        }
+        const int from = max(lo, s0) - s0 + sp.first, to = min(hi, s1) - s0 + sp.first;
+        const float* kb = pool + size_t(sp.block) * 2 * halfFloats + (size_t(layer) * kvHeads + g) * kBlockTokens * headDim;
+        const float* vb = kb + halfFloats;
+        for (int t = from + warp; t < to; t += warps) {
+            float part = 0.f;
+            for (int d = lane; d < headDim; d += 32) part += qr[d] * kb[size_t(t) * headDim + d];
+            for (int off = 16; off > 0; off >>= 1) part += __shfl_xor_sync(0xffffffffu, part, off);
+            const float score = part * scale;
+            const float mNew = fmaxf(m, score);
+            const float corr = expf(m - mNew), p = expf(score - mNew);
+            l = l * corr + p;
+            for (int d = lane, j = 0; d < headDim; d += 32, ++j) acc[j] = acc[j] * corr + p * vb[size_t(t) * headDim + d];
+            m = mNew;
+        }
+    }
+    if (lane == 0) wm[warp] = m, wl[warp] = l;
+    for (int d = lane, j = 0; d < headDim; d += 32, ++j) wacc[warp][d] = acc[j];
+    __syncthreads();
+    float M = -INFINITY;
+    for (int w = 0; w < warps; ++w)
+        if (wl[w] > 0.f) M = fmaxf(M, wm[w]);
+    float* ws = workspace + (size_t(h) * splits + split) * (headDim + 2);
+    for (int d = threadIdx.x; d < headDim; d += blockDim.x) {
+        float a = 0.f;
+        for (int w = 0; w < warps; ++w)
+            if (wl[w] > 0.f) a += wacc[w][d] * expf(wm[w] - M);
+        ws[2 + d] = a;
+    }
+    if (threadIdx.x == 0) {
+        float L = 0.f;
+        for (int w = 0; w < warps; ++w)
+            if (wl[w] > 0.f) L += wl[w] * expf(wm[w] - M);
+        ws[0] = M, ws[1] = L;
+    }
+}
+
+__global__ void AttentionCombineKernel(const float* workspace, int splits, int headDim, float* out) {
+    const int h = blockIdx.x;
+    float M = -INFINITY;
+    for (int s = 0; s < splits; ++s) {
+        const float* ws = workspace + (size_t(h) * splits + s) * (headDim + 2);
+        if (ws[1] > 0.f) M = fmaxf(M, ws[0]);
+    }
+    for (int d = threadIdx.x; d < headDim; d += blockDim.x) {
+        float L = 0.f, A = 0.f;
+        for (int s = 0; s < splits; ++s) {
+            const float* ws = workspace + (size_t(h) * splits + s) * (headDim + 2);
+            if (ws[1] <= 0.f) continue;
+            const float w = expf(ws[0] - M);
+            L += ws[1] * w;
+            A += ws[2 + d] * w;
+        }
+        out[size_t(h) * headDim + d] = L > 0.f ? A / L : 0.f;
+    }
+}
+
+int blocksFor(long n, int threads = 256) { return int((n + threads - 1) / threads); }
+
+}  // namespace
+
+// A weight matrix on the device, bf16 or fp32, [rows, cols] row-major.
+struct DeviceMatrix {
+    DeviceBuffer data;
+    int rows = 0, cols = 0;
+    bool bf16 = false;
+};
+
+struct DecoderStep::Impl {
+    DecoderShape c;
+    bool bf16 = true;
+    cudaStream_t stream = nullptr;
+    cublasHandle_t blas = nullptr;
+    DeviceBuffer blasWorkspace;
+    struct Layer {
+        DeviceBuffer attnNorm, mlpNorm;
+        DeviceMatrix wq, wk, wv, wo, wGate, wUp, wDown;
+    };
+    std::vector<Layer> layers;
+    DeviceBuffer embed, finalNorm, invFreq;
+    DeviceMatrix head;
+    size_t halfFloats = 0, blockFloats = 0;
+    int numSlots = 0, maxSpans = 0, splits = 1;
+    DeviceBuffer pool, spans, counts, params;
+    // Scratch: x, h, q, k, v, att, o, gate, up, logits; the bf16 copy of a product's input; the
+    // attention workspace; the per-layer outputs.
+    DeviceBuffer x, hbuf, q, k, v, att, o, gate, up, logits, act16, attWork, queriesOut, keysOut, valuesOut;
+    // Pinned host buffers the copies go through.
+    StepParams* hostParams = nullptr;
+    AttentionSpan* hostSpans = nullptr;
+    int* hostCounts = nullptr;
+    float* hostOut = nullptr;  // logits | queries | keys | values
+    size_t hostOutFloats = 0;
+    cudaGraphExec_t graph = nullptr;
+    size_t bytes = 0;
+
+    ~Impl() {
+        if (graph) cudaGraphExecDestroy(graph);
+        if (hostParams) cudaFreeHost(hostParams);
+        if (hostSpans) cudaFreeHost(hostSpans);
+        if (hostCounts) cudaFreeHost(hostCounts);
+        if (hostOut) cudaFreeHost(hostOut);
+        if (blas) cublasDestroy(blas);
+        if (stream) cudaStreamDestroy(stream);
+    }
+
+    std::string alloc(DeviceBuffer& b, size_t n) {
+        b = DeviceBuffer(n);
+        if (!b.ok()) return "out of device memory (" + std::to_string(n >> 20) + " MiB more)";
+        bytes += n;
+        return {};
+    }
+    std::string upload(DeviceBuffer& b, const float* src, size_t n) {
+        if (auto e = alloc(b, n * sizeof(float)); !e.empty()) return e;
+        return b.upload(src, n * sizeof(float));
+    }
+    std::string uploadMatrix(DeviceMatrix& m, const float* src, int rows, int cols) {
+        m.rows = rows, m.cols = cols, m.bf16 = bf16;
+        const size_t n = size_t(rows) * cols;
+        if (!bf16) return upload(m.data, src, n);
+        std::vector<__nv_bfloat16> h(n);
+        for (size_t i = 0; i < n; ++i) h[i] = __float2bfloat16(src[i]);
+        if (auto e = alloc(m.data, n * sizeof(__nv_bfloat16)); !e.empty()) return e;
+        return m.data.upload(h.data(), n * sizeof(__nv_bfloat16));
+    }
+
+    // y[rows] = W x through cuBLAS (fp32 GEMV, or bf16 inputs with fp32 accumulation and output).
+    std::string matvec(const DeviceMatrix& W, const float* xIn, float* y) {
+        const float alpha = 1.f, beta = 0.f;
+        cublasStatus_t st;
+        if (!W.bf16) {
+            st = cublasSgemv(blas, CUBLAS_OP_T, W.cols, W.rows, &alpha, W.data.as<float>(), W.cols, xIn, 1, &beta, y, 1);
+        } else {
+            ToBf16Kernel<<<blocksFor(W.cols), 256, 0, stream>>>(xIn, act16.as<__nv_bfloat16>(), W.cols);
+            if (auto e = launched("bf16 input"); !e.empty()) return e;
+            st = cublasGemmEx(blas, CUBLAS_OP_T, CUBLAS_OP_N, W.rows, 1, W.cols, &alpha, W.data.get(), CUDA_R_16BF, W.cols,
+                              act16.get(), CUDA_R_16BF, W.cols, &beta, y, CUDA_R_32F, W.rows, CUBLAS_COMPUTE_32F,
+                              CUBLAS_GEMM_DEFAULT);
+        }
+        if (st != CUBLAS_STATUS_SUCCESS) return "cuBLAS product failed (status " + std::to_string(int(st)) + ")";
+        return {};
+    }
+
+    std::string add(float* xio, const float* y, int n) {
+        AddKernel<<<blocksFor(n), 256, 0, stream>>>(xio, y, n);
+        return launched("residual");
+    }
+
+    // The step's kernels up to the layer's query, key and value (the key and value stored).
+    std::string layerQkv(int l) {
+        Layer& L = layers[size_t(l)];
+        const int Q = c.heads * c.headDim, KV = c.kvHeads * c.headDim;
+        std::string e;
+        if (!(e = rmsNorm(x.as<float>(), L.attnNorm.as<float>(), hbuf.as<float>(), 1, c.hidden, c.rmsEps, stream)).empty()) return e;
+        if (!(e = matvec(L.wq, hbuf.as<float>(), q.as<float>())).empty()) return e;
+        if (!(e = matvec(L.wk, hbuf.as<float>(), k.as<float>())).empty()) return e;
+        if (!(e = matvec(L.wv, hbuf.as<float>(), v.as<float>())).empty()) return e;
+        if (!(e = check(cudaMemcpyAsync(queriesOut.as<float>() + size_t(l) * Q, q.get(), size_t(Q) * sizeof(float),
+                                         cudaMemcpyDeviceToDevice, stream), "query copy")).empty())
+            return e;
+        StoreKvKernel<<<blocksFor(KV), 256, 0, stream>>>(k.as<float>(), v.as<float>(), pool.as<float>(),
+                                                          params.as<StepParams>(), l, c.layers, c.kvHeads, c.headDim,
+                                                          invFreq.as<double>(), keysOut.as<float>(), valuesOut.as<float>());
+        return launched("store key and value");
+    }
+
+    // ... and from the attention on: the output projection, the MLP, the residuals.
+    std::string layerRest(int l) {
+        Layer& L = layers[size_t(l)];
+        const dim3 grid(c.heads, splits);
+        AttentionSplitKernel<<<grid, kAttnThreads, 0, stream>>>(
+            q.as<float>(), pool.as<float>(), spans.as<AttentionSpan>() + size_t(l) * maxSpans, counts.as<int>() + l, l,
+            c.layers, c.kvHeads, c.headDim, c.heads / c.kvHeads, invFreq.as<double>(), float(1.0 / std::sqrt(double(c.headDim))),
+            attWork.as<float>());
+        std::string e;
+        if (!(e = launched("attention")).empty()) return e;
+        AttentionCombineKernel<<<c.heads, 128, 0, stream>>>(attWork.as<float>(), splits, c.headDim, att.as<float>());
+        if (!(e = launched("attention combine")).empty()) return e;
+        if (!(e = matvec(L.wo, att.as<float>(), o.as<float>())).empty()) return e;
+        if (!(e = add(x.as<float>(), o.as<float>(), c.hidden)).empty()) return e;
+        if (!(e = rmsNorm(x.as<float>(), L.mlpNorm.as<float>(), hbuf.as<float>(), 1, c.hidden, c.rmsEps, stream)).empty()) return e;
+        if (!(e = matvec(L.wGate, hbuf.as<float>(), gate.as<float>())).empty()) return e;
+        if (!(e = matvec(L.wUp, hbuf.as<float>(), up.as<float>())).empty()) return e;
+        if (!(e = swiglu(gate.as<float>(), up.as<float>(), gate.as<float>(), c.intermediate, stream)).empty()) return e;
+        if (!(e = matvec(L.wDown, gate.as<float>(), o.as<float>())).empty()) return e;
+        return add(x.as<float>(), o.as<float>(), c.hidden);
+    }
+
+    std::string embedToken() {
+        static_assert(offsetof(StepParams, token) == 0, "the token leads StepParams");
+        return embedding(params.as<int32_t>(), embed.as<float>(), x.as<float>(), 1, c.hidden, stream);
+    }
+    std::string finish() {
+        std::string e = rmsNorm(x.as<float>(), finalNorm.as<float>(), hbuf.as<float>(), 1, c.hidden, c.rmsEps, stream);
+        if (!e.empty()) return e;
+        return matvec(head, hbuf.as<float>(), logits.as<float>());
+    }
+    std::string wholeStep() {
+        std::string e = embedToken();
+        for (int l = 0; l < c.layers && e.empty(); ++l) {
+            e = layerQkv(l);
+            if (e.empty()) e = layerRest(l);
+        }
+        return e.empty() ? finish() : e;
+    }
+
+    std::string uploadSpans(int l, const std::vector<AttentionSpan>& s) {
+        if (int(s.size()) > maxSpans) return "more spans than the device's slots";
+        std::copy(s.begin(), s.end(), hostSpans + size_t(l) * maxSpans);
+        hostCounts[l] = int(s.size());
+        std::string e;
+        if (!s.empty())
+            e = check(cudaMemcpyAsync(spans.as<AttentionSpan>() + size_t(l) * maxSpans, hostSpans + size_t(l) * maxSpans,
+                                      s.size() * sizeof(AttentionSpan), cudaMemcpyHostToDevice, stream),
+                      "spans");
+        if (e.empty())
+            e = check(cudaMemcpyAsync(counts.as<int>() + l, hostCounts + l, sizeof(int), cudaMemcpyHostToDevice, stream), "spans");
+        return e;
+    }
+};
+
+DecoderStep::DecoderStep(std::unique_ptr<Impl> d) : d(std::move(d)) {}
+DecoderStep::~DecoderStep() = default;
+
+std::unique_ptr<DecoderStep> DecoderStep::create(const DecoderShape& shape, const DecoderHostWeights& w, bool bf16,
+                                                 std::string* why) {
+    auto fail = [&](const std::string& e) -> std::unique_ptr<DecoderStep> {
+        if (why) *why = "CUDA decoder: " + e;
+        return nullptr;
+    };
+    int devices = 0;
+    if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) return fail("no CUDA device");
+    if (shape.headDim > kMaxHeadDim || shape.headDim % 2 || int(w.layers.size()) != shape.layers)
+        return fail("head size " + std::to_string(shape.headDim) + " (at most 256, even) or layer count does not fit");
+    auto d = std::make_unique<Impl>();
+    d->c = shape, d->bf16 = bf16;
+    std::string e = check(cudaStreamCreateWithFlags(&d->stream, cudaStreamNonBlocking), "stream");
+    if (!e.empty()) return fail(e);
+    if (cublasCreate(&d->blas) != CUBLAS_STATUS_SUCCESS) return fail("cublasCreate failed");
+    cublasSetStream(d->blas, d->stream);
+    // A workspace of its own, so that cuBLAS allocates nothing while a step is captured or run.
+    constexpr size_t kBlasWorkspace = size_t(32) << 20;
+    if (!(e = d->alloc(d->blasWorkspace, kBlasWorkspace)).empty()) return fail(e);
+    if (cublasSetWorkspace(d->blas, d->blasWorkspace.get(), kBlasWorkspace) != CUBLAS_STATUS_SUCCESS)
+        return fail("cublasSetWorkspace failed");
+    const int H = shape.hidden, Q = shape.heads * shape.headDim, KV = shape.kvHeads * shape.headDim, F = shape.intermediate;
+    for (const DecoderHostLayer& hl : w.layers) {
+        Impl::Layer L;
+        if (!(e = d->upload(L.attnNorm, hl.attnNorm, size_t(H))).empty() || !(e = d->upload(L.mlpNorm, hl.mlpNorm, size_t(H))).empty() ||
+            !(e = d->uploadMatrix(L.wq, hl.wq, Q, H)).empty() || !(e = d->uploadMatrix(L.wk, hl.wk, KV, H)).empty() ||
+            !(e = d->uploadMatrix(L.wv, hl.wv, KV, H)).empty() || !(e = d->uploadMatrix(L.wo, hl.wo, H, Q)).empty() ||
+            !(e = d->uploadMatrix(L.wGate, hl.wGate, F, H)).empty() || !(e = d->uploadMatrix(L.wUp, hl.wUp, F, H)).empty() ||
+            !(e = d->uploadMatrix(L.wDown, hl.wDown, H, F)).empty())
+            return fail(e);
+        d->layers.push_back(std::move(L));
+    }
+    if (!(e = d->upload(d->embed, w.embed, size_t(shape.vocab) * H)).empty() ||
+        !(e = d->upload(d->finalNorm, w.finalNorm, size_t(H))).empty() ||
+        !(e = d->uploadMatrix(d->head, w.head, shape.vocab, H)).empty())
+        return fail(e);
+    std::vector<double> inv(size_t(shape.headDim / 2));
+    for (int i = 0; i < shape.headDim / 2; ++i) inv[size_t(i)] = std::pow(shape.ropeTheta, -2.0 * i / shape.headDim);
+    if (!(e = d->alloc(d->invFreq, inv.size() * sizeof(double))).empty() ||
+        !(e = d->invFreq.upload(inv.data(), inv.size() * sizeof(double))).empty())
+        return fail(e);
+    d->halfFloats = size_t(shape.layers) * shape.kvHeads * kBlockTokens * shape.headDim;
+    d->blockFloats = 2 * d->halfFloats;
+    cudaDeviceProp prop{};
+    cudaGetDeviceProperties(&prop, 0);
+    d->splits = std::clamp((2 * prop.multiProcessorCount + shape.heads - 1) / shape.heads, 1, 64);
+    const size_t f = sizeof(float);
+    for (auto [buf, n] : {std::pair{&d->x, size_t(H)}, {&d->hbuf, size_t(H)}, {&d->q, size_t(Q)}, {&d->k, size_t(KV)},
+                          {&d->v, size_t(KV)}, {&d->att, size_t(Q)}, {&d->o, size_t(H)}, {&d->gate, size_t(F)},
+                          {&d->up, size_t(F)}, {&d->logits, size_t(shape.vocab)},
+                          {&d->act16, size_t(std::max({H, Q, F}))},
+                          {&d->attWork, size_t(shape.heads) * d->splits * (shape.headDim + 2)},
+                          {&d->queriesOut, size_t(shape.layers) * Q}, {&d->keysOut, size_t(shape.layers) * KV},
+                          {&d->valuesOut, size_t(shape.layers) * KV}, {&d->params, (sizeof(StepParams) + f - 1) / f},
+                          {&d->counts, size_t(shape.layers)}})
+        if (!(e = d->alloc(*buf, n * f)).empty()) return fail(e);
+    d->hostOutFloats = size_t(shape.vocab) + size_t(shape.layers) * (Q + 2 * KV);
+    if (cudaMallocHost(&d->hostParams, sizeof(StepParams)) != cudaSuccess ||
+        cudaMallocHost(&d->hostCounts, sizeof(int) * shape.layers) != cudaSuccess ||
+        cudaMallocHost(&d->hostOut, d->hostOutFloats * f) != cudaSuccess)
+        return fail("pinned host memory");
+    return std::unique_ptr<DecoderStep>(new DecoderStep(std::move(d)));
+}
+
+std::string DecoderStep::reserveSlots(int slots) {
+    if (slots <= d->numSlots) return {};
+    // Grows by half again, so a pool that grows with the volume (full attention, R-SWA) is copied
+    // now and then rather than at every page.
+    const int n = std::max(slots, d->numSlots + d->numSlots / 2);
+    DeviceBuffer pool;
+    if (auto e = d->alloc(pool, size_t(n) * d->blockFloats * sizeof(float)); !e.empty()) return "KV pool: " + e;
+    std::string e = check(cudaStreamSynchronize(d->stream), "KV pool");
+    if (e.empty() && d->numSlots > 0)
+        e = check(cudaMemcpy(pool.get(), d->pool.get(), size_t(d->numSlots) * d->blockFloats * sizeof(float),
+                             cudaMemcpyDeviceToDevice),
+                  "KV pool");
+    if (!e.empty()) return e;
+    d->bytes -= d->pool.bytes();
+    d->pool = std::move(pool);
+    // At most one span per slot and layer.
+    DeviceBuffer spans;
+    if (auto e2 = d->alloc(spans, size_t(n) * d->c.layers * sizeof(AttentionSpan)); !e2.empty()) return "spans: " + e2;
+    d->bytes -= d->spans.bytes();
+    d->spans = std::move(spans);
+    if (d->hostSpans) cudaFreeHost(d->hostSpans);
+    d->hostSpans = nullptr;
+    if (cudaMallocHost(&d->hostSpans, size_t(n) * d->c.layers * sizeof(AttentionSpan)) != cudaSuccess) return "pinned host memory";
+    d->numSlots = n, d->maxSpans = n;
+    if (d->graph) cudaGraphExecDestroy(d->graph);  // it holds the old pointers
+    d->graph = nullptr;
+    return {};
+}
+
+int DecoderStep::slots() const { return d->numSlots; }
+
+std::string DecoderStep::writeSlot(int slot, const float* block) {
+    if (slot < 0 || slot >= d->numSlots) return "writeSlot: slot out of range";
+    return check(cudaMemcpyAsync(d->pool.as<float>() + size_t(slot) * d->blockFloats, block, d->blockFloats * sizeof(float),
+                                 cudaMemcpyHostToDevice, d->stream),
+                 "writeSlot");
+}
+
+std::string DecoderStep::writeSlotLayer(int slot, int layer, const float* block) {
+    if (slot < 0 || slot >= d->numSlots || layer < 0 || layer >= d->c.layers) return "writeSlotLayer: out of range";
+    const size_t per = size_t(d->c.kvHeads) * kBlockTokens * d->c.headDim, at = size_t(layer) * per;
+    float* dst = d->pool.as<float>() + size_t(slot) * d->blockFloats;
+    std::string e = check(cudaMemcpyAsync(dst + at, block + at, per * sizeof(float), cudaMemcpyHostToDevice, d->stream), "writeSlotLayer");
+    if (e.empty())
+        e = check(cudaMemcpyAsync(dst + d->halfFloats + at, block + d->halfFloats + at, per * sizeof(float),
+                                  cudaMemcpyHostToDevice, d->stream),
+                  "writeSlotLayer");
+    return e;
+}
+
+std::string DecoderStep::step(int token, int slot, int t, int64_t pos, const SpansFor& spansFor, bool perLayer, float* logits,
+                              float* queries, float* keys, float* values) {
+    Impl& m = *d;
+    const DecoderShape& c = m.c;
+    if (token < 0 || token >= c.vocab || slot < 0 || slot >= m.numSlots || t < 0 || t >= kBlockTokens)
+        return "step: token or slot out of range";
+    const int Q = c.heads * c.headDim, KV = c.kvHeads * c.headDim;
+    *m.hostParams = StepParams{token, slot, t, 0, pos};
+    std::string e = check(cudaMemcpyAsync(m.params.get(), m.hostParams, sizeof(StepParams), cudaMemcpyHostToDevice, m.stream), "step");
+    std::vector<AttentionSpan> spans;
+    if (!perLayer) {
+        for (int l = 0; l < c.layers && e.empty(); ++l) {
+            e = spansFor(l, nullptr, spans);
+            if (e.empty()) e = m.uploadSpans(l, spans);
+        }
+        if (e.empty() && !m.graph) {  // captured once; replayed by every step whose spans are known up front
+            cudaGraph_t g = nullptr;
+            e = check(cudaStreamBeginCapture(m.stream, cudaStreamCaptureModeThreadLocal), "graph capture");
+            if (e.empty()) {
+                const std::string inside = m.wholeStep();
+                e = check(cudaStreamEndCapture(m.stream, &g), "graph capture");
+                if (!inside.empty()) e = inside;
+            }
+            if (e.empty()) e = check(cudaGraphInstantiate(&m.graph, g, 0), "graph instantiate");
+            if (g) cudaGraphDestroy(g);
+        }
+        if (e.empty()) e = check(cudaGraphLaunch(m.graph, m.stream), "graph launch");
+    } else {
+        e = m.embedToken();
+        for (int l = 0; l < c.layers && e.empty(); ++l) {
+            e = m.layerQkv(l);
+            float* hq = m.hostOut + c.vocab + size_t(l) * Q;
+            if (e.empty())
+                e = check(cudaMemcpyAsync(hq, m.queriesOut.as<float>() + size_t(l) * Q, size_t(Q) * sizeof(float),
+                                          cudaMemcpyDeviceToHost, m.stream),
+                          "query");
+            if (e.empty()) e = check(cudaStreamSynchronize(m.stream), "query");
+            if (e.empty()) e = spansFor(l, hq, spans);
+            if (e.empty()) e = m.uploadSpans(l, spans);
+            if (e.empty()) e = m.layerRest(l);
+        }
+        if (e.empty()) e = m.finish();
+    }
+    if (!e.empty()) {
+        cudaStreamSynchronize(m.stream);
+        return e;
+    }
+    // logits | queries | keys | values, in one pinned buffer.
+    float* out = m.hostOut;
+    const std::pair<const DeviceBuffer*, size_t> parts[] = {{&m.logits, size_t(c.vocab)},
+                                                            {&m.queriesOut, size_t(c.layers) * Q},
+                                                            {&m.keysOut, size_t(c.layers) * KV},
+                                                            {&m.valuesOut, size_t(c.layers) * KV}};
+    for (const auto& [buf, n] : parts) {
+        if (e.empty())
+            e = check(cudaMemcpyAsync(out, buf->get(), n * sizeof(float), cudaMemcpyDeviceToHost, m.stream), "results");
+        out += n;
+    }
+    if (const std::string s = check(cudaStreamSynchronize(m.stream), "step"); e.empty()) e = s;
+    if (!e.empty()) return e;
+    out = m.hostOut;
+    for (auto [dst, n] : {std::pair{logits, size_t(c.vocab)}, {queries, size_t(c.layers) * Q}, {keys, size_t(c.layers) * KV},
+                          {values, size_t(c.layers) * KV}}) {
+        std::memcpy(dst, out, n * sizeof(float));
+        out += n;
+    }
+    return {};
+}
+
+size_t DecoderStep::deviceBytes() const { return d->bytes; }
+
+}  // namespace quire::cuda

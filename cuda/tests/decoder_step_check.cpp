@@ -1,0 +1,270 @@
+// quire::cuda::DecoderStep against plain loops on the host: generated weights, a pool of random
+// keys and values, spans over it with several query positions (the position frame) and partial
+// blocks; steps run as one captured graph (spans known up front, replayed with other tokens,
+// positions and span counts) and layer by layer (spans asked for with each layer's query); the
+// pool grown in between (content kept, graph captured again). Logits, queries, keys and values
+// within 1e-3 relative (fp32 weights) or 3e-2 (bf16); any NaN fails. Skips without a GPU. Plain
+// C++ (no Qt), so it builds on the GPU machine beside the op checks (tools/gpu-check.sh).
+#include <cmath>
+#include <cstdio>
+#include <functional>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "check_util.h"
+#include "quire_cuda/decoder_step.h"
+#include "quire_cuda/device.h"
+
+using namespace quire::cuda;
+using namespace quire::cuda::check;
+
+namespace {
+
+constexpr int kBlockTokens = 16;
+int g_passed = 0, g_failed = 0;
+
+struct Model {
+    DecoderShape c;
+    std::vector<float> embed, finalNorm, head;
+    struct Layer {
+        std::vector<float> attnNorm, wq, wk, wv, wo, mlpNorm, wGate, wUp, wDown;
+    };
+    std::vector<Layer> layers;
+    DecoderHostWeights host() const {
+        DecoderHostWeights w;
+        w.embed = embed.data(), w.finalNorm = finalNorm.data(), w.head = head.data();
+        for (const Layer& L : layers)
+            w.layers.push_back({L.attnNorm.data(), L.wq.data(), L.wk.data(), L.wv.data(), L.wo.data(), L.mlpNorm.data(),
+                                L.wGate.data(), L.wUp.data(), L.wDown.data()});
+        return w;
+    }
+};
+
+std::vector<float> scaled(size_t n, uint32_t seed, float s) {
+    auto v = randomVec(n, seed);
+    for (auto& x : v) x *= s;
+    return v;
+}
+
+Model makeModel(const DecoderShape& c) {
+    Model m;
+    m.c = c;
+    const int H = c.hidden, Q = c.heads * c.headDim, KV = c.kvHeads * c.headDim, F = c.intermediate;
+    uint32_t seed = 100;
+    const float sh = 1.f / std::sqrt(float(H)), sq = 1.f / std::sqrt(float(Q)), sf = 1.f / std::sqrt(float(F));
+    m.embed = scaled(size_t(c.vocab) * H, seed++, 1.f);
+    m.finalNorm = scaled(size_t(H), seed++, 0.1f);
+    for (auto& x : m.finalNorm) x += 1.f;
+    m.head = scaled(size_t(c.vocab) * H, seed++, sh);
+    for (int l = 0; l < c.layers; ++l) {
+        Model::Layer L;
+        L.attnNorm = std::vector<float>(size_t(H), 1.f), L.mlpNorm = std::vector<float>(size_t(H), 1.f);
+        L.wq = scaled(size_t(Q) * H, seed++, sh), L.wk = scaled(size_t(KV) * H, seed++, sh), L.wv = scaled(size_t(KV) * H, seed++, sh);
+        L.wo = scaled(size_t(H) * Q, seed++, sq), L.wGate = scaled(size_t(F) * H, seed++, sh), L.wUp = scaled(size_t(F) * H, seed++, sh);
+        L.wDown = scaled(size_t(H) * F, seed++, sf);
+        m.layers.push_back(std::move(L));
+    }
+    return m;
+}
+
+// The step in plain loops (double sums), on a host copy of the pool.
+struct Reference {
+    const Model& m;
+    std::vector<float> pool;
+    size_t halfFloats, blockFloats;
+    explicit Reference(const Model& model) : m(model) {
+        halfFloats = size_t(m.c.layers) * m.c.kvHeads * kBlockTokens * m.c.headDim;
+        blockFloats = 2 * halfFloats;
+    }
+    size_t kIndex(int l, int g, int t) const { return ((size_t(l) * m.c.kvHeads + g) * kBlockTokens + t) * m.c.headDim; }
+    void rotate(float* v, int64_t pos) const {
+        const int D = m.c.headDim, half = D / 2;
+        for (int i = 0; i < half; ++i) {
+            const double a = double(pos) * std::pow(m.c.ropeTheta, -2.0 * i / D);
+            const float cs = float(std::cos(a)), sn = float(std::sin(a)), x0 = v[i], x1 = v[i + half];
+            v[i] = x0 * cs - x1 * sn, v[i + half] = x0 * sn + x1 * cs;
+        }
+    }
+    void norm(const float* x, const float* w, float* out) const {
+        double ss = 0;
+        for (int i = 0; i < m.c.hidden; ++i) ss += double(x[i]) * x[i];
+        const double r = 1.0 / std::sqrt(ss / m.c.hidden + m.c.rmsEps);
+        for (int i = 0; i < m.c.hidden; ++i) out[i] = float(x[i] * r * w[i]);
+    }
+    static void matvec(const std::vector<float>& W, int rows, int cols, const float* x, float* y) {
+        for (int r = 0; r < rows; ++r) {
+            double s = 0;
+            for (int i = 0; i < cols; ++i) s += double(W[size_t(r) * cols + i]) * x[i];
+            y[r] = float(s);
+        }
+    }
+    void step(int token, int slot, int t, int64_t pos, const std::vector<std::vector<AttentionSpan>>& spans,
+              std::vector<float>& logits, std::vector<float>& queries, std::vector<float>& keys, std::vector<float>& values) {
+        const DecoderShape& c = m.c;
+        const int H = c.hidden, D = c.headDim, Q = c.heads * D, KV = c.kvHeads * D, F = c.intermediate, G = c.heads / c.kvHeads;
+        std::vector<float> x(m.embed.begin() + long(token) * H, m.embed.begin() + long(token + 1) * H), h(static_cast<size_t>(H)),
+            q(static_cast<size_t>(Q)), k(static_cast<size_t>(KV)), v(static_cast<size_t>(KV)), att(static_cast<size_t>(Q)), o(static_cast<size_t>(H)), g(static_cast<size_t>(F)),
+            u(static_cast<size_t>(F)), qr(static_cast<size_t>(D));
+        logits.assign(size_t(c.vocab), 0.f), queries.assign(size_t(c.layers) * Q, 0.f);
+        keys.assign(size_t(c.layers) * KV, 0.f), values.assign(size_t(c.layers) * KV, 0.f);
+        for (int l = 0; l < c.layers; ++l) {
+            const Model::Layer& L = m.layers[size_t(l)];
+            norm(x.data(), L.attnNorm.data(), h.data());
+            matvec(L.wq, Q, H, h.data(), q.data()), matvec(L.wk, KV, H, h.data(), k.data()), matvec(L.wv, KV, H, h.data(), v.data());
+            std::copy(q.begin(), q.end(), queries.begin() + long(l) * Q);
+            for (int gi = 0; gi < c.kvHeads; ++gi) {
+                rotate(&k[size_t(gi) * D], pos);
+                std::copy_n(&k[size_t(gi) * D], D, &pool[size_t(slot) * blockFloats + kIndex(l, gi, t)]);
+                std::copy_n(&v[size_t(gi) * D], D, &pool[size_t(slot) * blockFloats + halfFloats + kIndex(l, gi, t)]);
+            }
+            std::copy(k.begin(), k.end(), keys.begin() + long(l) * KV), std::copy(v.begin(), v.end(), values.begin() + long(l) * KV);
+            for (int hh = 0; hh < c.heads; ++hh) {
+                std::vector<double> w;
+                for (const auto& s : spans[size_t(l)]) {
+                    std::copy_n(&q[size_t(hh) * D], D, qr.begin());
+                    rotate(qr.data(), s.queryPos);
+                    for (int tt = s.first; tt < s.first + s.count; ++tt) {
+                        double dot = 0;
+                        for (int i = 0; i < D; ++i) dot += double(qr[size_t(i)]) * pool[size_t(s.block) * blockFloats + kIndex(l, hh / G, tt) + i];
+                        w.push_back(dot / std::sqrt(double(D)));
+                    }
+                }
+                double mx = -INFINITY, sum = 0;
+                for (double s : w) mx = std::max(mx, s);
+                for (double& s : w) sum += (s = std::exp(s - mx));
+                size_t n = 0;
+                std::vector<double> acc(size_t(D), 0.0);
+                for (const auto& s : spans[size_t(l)])
+                    for (int tt = s.first; tt < s.first + s.count; ++tt, ++n)
+                        for (int i = 0; i < D; ++i)
+                            acc[size_t(i)] += w[n] / sum * pool[size_t(s.block) * blockFloats + halfFloats + kIndex(l, hh / G, tt) + i];
+                for (int i = 0; i < D; ++i) att[size_t(hh) * D + i] = float(acc[size_t(i)]);
+            }
+            matvec(L.wo, H, Q, att.data(), o.data());
+            for (int i = 0; i < H; ++i) x[size_t(i)] += o[size_t(i)];
+            norm(x.data(), L.mlpNorm.data(), h.data());
+            matvec(L.wGate, F, H, h.data(), g.data()), matvec(L.wUp, F, H, h.data(), u.data());
+            for (int i = 0; i < F; ++i) g[size_t(i)] = float(g[size_t(i)] / (1.0 + std::exp(-double(g[size_t(i)]))) * u[size_t(i)]);
+            matvec(L.wDown, H, F, g.data(), o.data());
+            for (int i = 0; i < H; ++i) x[size_t(i)] += o[size_t(i)];
+        }
+        norm(x.data(), m.finalNorm.data(), h.data());
+        matvec(m.head, c.vocab, H, h.data(), logits.data());
+    }
+};
+
+// Spans for step `s`: per layer, a shuffled set of distinct slots (the step's own block, with
+// tokens up to t, among them), some partial, and query positions from two frames.
+std::vector<std::vector<AttentionSpan>> makeSpans(int layers, int slots, int ownSlot, int t, int64_t pos, int count,
+                                                  uint32_t seed) {
+    std::mt19937 rng(seed);
+    std::vector<std::vector<AttentionSpan>> out(static_cast<size_t>(layers));
+    for (int l = 0; l < layers; ++l) {
+        std::vector<int> ids;
+        for (int i = 0; i < slots; ++i)
+            if (i != ownSlot) ids.push_back(i);
+        std::shuffle(ids.begin(), ids.end(), rng);
+        ids.resize(size_t(std::min<int>(count, int(ids.size()))));
+        for (size_t i = 0; i < ids.size(); ++i) {
+            const int first = int(rng() % 4), n = kBlockTokens - first - int(rng() % 3);
+            out[size_t(l)].push_back({ids[i], first, n, i % 3 == 0 ? pos + 5000 : pos});
+        }
+        out[size_t(l)].push_back({ownSlot, 0, t + 1, pos});
+    }
+    return out;
+}
+
+void check(const std::string& name, bool ok, const std::string& detail) {
+    if (ok) ++g_passed, std::printf("PASS %s\n", name.c_str());
+    else ++g_failed, std::printf("FAIL %s: %s\n", name.c_str(), detail.c_str());
+}
+
+void runShape(const std::string& label, const DecoderShape& c, bool bf16) {
+    const Model m = makeModel(c);
+    std::string why;
+    auto dev = DecoderStep::create(c, m.host(), bf16, &why);
+    if (!dev) return check(label + " create", false, why);
+    Reference ref(m);
+    int slots = 24;
+    std::string e = dev->reserveSlots(slots);
+    if (!e.empty()) return check(label + " reserve", false, e);
+    ref.pool = scaled(size_t(slots) * ref.blockFloats, 7, 1.f);
+    for (int s = 0; s < slots; ++s)
+        if (!(e = dev->writeSlot(s, &ref.pool[size_t(s) * ref.blockFloats])).empty()) return check(label + " write", false, e);
+    const double tol = bf16 ? 3e-2 : 1e-3;
+    const int Q = c.heads * c.headDim, KV = c.kvHeads * c.headDim;
+    for (int step = 0; step < 12; ++step) {
+        if (step == 6) {  // grow the pool: what it held stays, the graph is captured again
+            const int more = 40;
+            if (!(e = dev->reserveSlots(more)).empty()) return check(label + " grow", false, e);
+            const auto extra = scaled(size_t(more - slots) * ref.blockFloats, 9, 1.f);
+            ref.pool.insert(ref.pool.end(), extra.begin(), extra.end());
+            for (int s = slots; s < more; ++s)
+                if (!(e = dev->writeSlot(s, &ref.pool[size_t(s) * ref.blockFloats])).empty()) return check(label + " write", false, e);
+            slots = more;
+        }
+        if (step == 3) {  // one layer of a block replaced, as a gated block's staging does
+            const auto block = scaled(ref.blockFloats, 11, 1.f);
+            const size_t per = size_t(c.kvHeads) * kBlockTokens * c.headDim, at = size_t(1) * per;
+            if (!(e = dev->writeSlotLayer(2, 1, block.data())).empty()) return check(label + " layer", false, e);
+            std::copy_n(block.begin() + long(at), per, ref.pool.begin() + long(2 * ref.blockFloats + at));
+            std::copy_n(block.begin() + long(ref.halfFloats + at), per, ref.pool.begin() + long(2 * ref.blockFloats + ref.halfFloats + at));
+        }
+        const bool perLayer = step % 3 == 2;
+        const int token = (step * 37 + 5) % c.vocab, own = step % 5, t = step % kBlockTokens;
+        const int64_t pos = 100 + step * 3 + (step > 8 ? 40000 : 0);
+        const auto spans = makeSpans(c.layers, slots, own, t, pos, 4 + step % 7, uint32_t(step));
+        std::vector<float> wl, wq, wk, wv;
+        ref.step(token, own, t, pos, spans, wl, wq, wk, wv);
+        std::vector<float> gl(wl.size()), gq(wq.size()), gk(wk.size()), gv(wv.size());
+        std::vector<float> seenQuery;
+        auto spansFor = [&](int l, const float* query, std::vector<AttentionSpan>& out) -> std::string {
+            if (perLayer != (query != nullptr)) return "query given " + std::string(query ? "" : "not ") + "as asked";
+            if (query) seenQuery.insert(seenQuery.end(), query, query + Q);
+            out = spans[size_t(l)];
+            return {};
+        };
+        e = dev->step(token, own, t, pos, spansFor, perLayer, gl.data(), gq.data(), gk.data(), gv.data());
+        const std::string what = label + " step " + std::to_string(step) + (perLayer ? " (layer by layer)" : " (graph)");
+        if (!e.empty()) return check(what, false, e);
+        const double el = maxRelErr(gl, wl), eq = maxRelErr(gq, wq), ek = maxRelErr(gk, wk), ev = maxRelErr(gv, wv);
+        const double eSeen = perLayer ? maxRelErr(seenQuery, wq) : 0;
+        char buf[200];
+        std::snprintf(buf, sizeof buf, "logits %.2e queries %.2e keys %.2e values %.2e (layer queries %.2e)", el, eq, ek, ev, eSeen);
+        check(what, el <= tol && eq <= tol && ek <= tol && ev <= tol && eSeen <= tol, buf);
+        (void)KV;
+    }
+    // A span outside the pool is refused, not read.
+    std::vector<float> l(size_t(c.vocab)), q(size_t(c.layers) * Q), k(size_t(c.layers) * KV), v(k.size());
+    e = dev->step(c.vocab, 0, 0, 0, [](int, const float*, std::vector<AttentionSpan>&) { return std::string(); }, false,
+                  l.data(), q.data(), k.data(), v.data());
+    check(label + " refuses a token out of range", !e.empty(), "accepted");
+}
+
+}  // namespace
+
+int main() {
+    std::string why;
+    const auto devices = listDevices(&why);
+    if (devices.empty()) {
+        std::printf("no GPU (%s): decoder step checks skipped\n0 passed, 0 failed\n", why.c_str());
+        return 0;
+    }
+    std::printf("GPU: %s\n", devices[0].name.c_str());
+    DecoderShape tiny;
+    tiny.vocab = 48, tiny.hidden = 32, tiny.layers = 2, tiny.heads = 4, tiny.kvHeads = 2, tiny.headDim = 8, tiny.intermediate = 48;
+    DecoderShape reader;
+    reader.vocab = 6627, reader.hidden = 384, reader.layers = 4, reader.heads = 6, reader.kvHeads = 2, reader.headDim = 64,
+    reader.intermediate = 1024;
+    DecoderShape wide;  // Unlimited-OCR's head size, fewer layers
+    wide.vocab = 1000, wide.hidden = 1280, wide.layers = 2, wide.heads = 10, wide.kvHeads = 10, wide.headDim = 128,
+    wide.intermediate = 3584;
+    runShape("tiny fp32", tiny, false);
+    runShape("reader fp32", reader, false);
+    runShape("reader bf16", reader, true);
+    runShape("heads of 128 fp32", wide, false);
+    runShape("heads of 128 bf16", wide, true);
+    std::printf("%d passed, %d failed\n", g_passed, g_failed);
+    return g_failed ? 1 : 0;
+}
