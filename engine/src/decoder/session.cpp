@@ -2,6 +2,7 @@
 
 #include "decoder/kernels.h"
 #include "decoder/pair_runner.h"
+#include "decoder/step_backend.h"
 
 #include <cblas.h>
 #include <fcntl.h>
@@ -31,6 +32,22 @@ Result<AttentionMode> parseAttentionMode(const std::string& s) {
     if (s == "rswa") return AttentionMode::RSwa;
     if (s == "srswa") return AttentionMode::SrSwa;
     return Status(ErrorCode::InvalidArgument, "unknown attention mode '" + s + "' (full, rswa, srswa)");
+}
+
+const char* stepDeviceName(StepDevice d) {
+    switch (d) {
+        case StepDevice::Cpu: return "cpu";
+        case StepDevice::Cuda: return "cuda";
+        case StepDevice::Mirror: return "mirror";
+    }
+    return "?";
+}
+
+Result<StepDevice> parseStepDevice(const std::string& s) {
+    if (s == "cpu") return StepDevice::Cpu;
+    if (s == "cuda") return StepDevice::Cuda;
+    if (s == "mirror") return StepDevice::Mirror;
+    return Status(ErrorCode::InvalidArgument, "unknown device '" + s + "' (cpu, cuda)");
 }
 
 namespace {
@@ -229,6 +246,27 @@ struct DecodeSession::Impl {
     int64_t recomputedPages = 0, computedPages = 0;
     uint64_t pageLayout = 0;  // changes whenever pages' blocks are made or given back
 
+    // A device for the generated steps (AttentionParams::device; step_backend.h). Its slots are
+    // [staging | the pool's slots, same numbers shifted by stagingSlots]: a pool slot written on
+    // the host (a page's prefill, the sinks, a restore) is marked and copied before the next
+    // step; a generated token's key and value are written by the device and copied back. Gated
+    // blocks live in host memory (the cache of gated pages): each layer's selected blocks go to
+    // staging slots, that layer's slice only, kept while the selection keeps them (SR-SWA's budget
+    // k_p × k_b staging slots, so device memory is fixed when the session starts).
+    std::unique_ptr<StepBackend> device;
+    Status deviceStatus;  // why the asked-for device is not there
+    int stagingSlots = 0;
+    std::vector<uint8_t> slotDirty;
+    struct Staged {
+        int page = -1;
+        int64_t pos0 = -1;
+        uint64_t lastUse = 0;
+    };
+    std::vector<std::vector<Staged>> staged;  // [layer][staging slot]
+    uint64_t deviceSteps = 0;
+    int64_t deviceUploads = 0;
+    std::vector<float> devQueries, devKeys, devValues;
+
     Impl(std::shared_ptr<const ModelWeights> m, AttentionParams params)
         : model(std::move(m)), c(model->config), p(params), pairs(std::make_unique<PairRunner>(params.threads)) {
         halfFloats = size_t(c.numLayers) * c.numKvHeads * kBlockTokens * c.headDim;
@@ -262,6 +300,7 @@ struct DecodeSession::Impl {
         for (const LayerWeights& L : model->layers)
             packed.push_back({{L.wq, Q, H}, {L.wk, KV, H}, {L.wv, KV, H}, {L.wo, H, Q}, {L.wGate, F, H}, {L.wUp, F, H}, {L.wDown, H, F}});
         packedHead = PackedMatrix(model->head(), c.vocabSize, H);
+        if (p.device != StepDevice::Cpu) openDevice();
     }
 
     float* data(Block& b) { return b.slot >= 0 ? &pool[size_t(b.slot) * blockFloats] : b.host.data(); }
@@ -324,6 +363,7 @@ struct DecodeSession::Impl {
     // Writes one token's key and value for (layer, KV head g) at slot t of block b, the key rotated
     // at the token's position unless it already is, and widens the block's Quest bounds.
     void storeKv(Block& b, int layer, int g, int t, const float* key, const float* value, bool rotated) {
+        markDirty(b);
         float* base = data(b);
         float* kk = base + kIndex(layer, g, t);
         std::copy_n(key, c.headDim, kk);
@@ -1520,6 +1560,112 @@ struct DecodeSession::Impl {
         });
     }
 
+    void openDevice() {
+        if (p.measureRecall || p.referencePrefill || p.trackAttention) {
+            deviceStatus = Status(ErrorCode::InvalidArgument,
+                                  std::string("decoder: the ") + stepDeviceName(p.device) +
+                                      " device computes plain steps only (no recall probe, reference prefill or attention tracking)");
+            return;
+        }
+        if (p.device == StepDevice::Mirror) {
+            device = makeMirrorBackend(model);
+        } else {
+            auto made = makeCudaBackend(model, p.deviceBf16);
+            if (!made) {
+                deviceStatus = made.status();
+                return;
+            }
+            device = std::move(*made);
+        }
+        if (p.mode == AttentionMode::SrSwa) stagingSlots = std::max(0, p.gatedPages) * std::max(0, p.blocksPerGatedPage);
+        staged.assign(size_t(c.numLayers), std::vector<Staged>(size_t(stagingSlots)));
+        devQueries.resize(size_t(c.numLayers) * c.numHeads * c.headDim);
+        devKeys.resize(size_t(c.numLayers) * c.numKvHeads * c.headDim);
+        devValues.resize(devKeys.size());
+    }
+
+    void markDirty(const Block& b) {
+        if (!device || b.slot < 0) return;
+        if (slotDirty.size() <= size_t(b.slot)) slotDirty.resize(size_t(capacitySlots) + 1, 0);
+        slotDirty[size_t(b.slot)] = 1;
+    }
+
+    // The device's slots cover the pool, and every pool slot written on the host since is copied.
+    Status syncDevice() {
+        if (Status s = device->reserveSlots(stagingSlots + capacitySlots); !s) return s;
+        for (size_t slot = 0; slot < slotDirty.size(); ++slot)
+            if (slotDirty[slot]) {
+                if (Status s = device->writeSlot(stagingSlots + int(slot), &pool[slot * blockFloats]); !s) return s;
+                slotDirty[slot] = 0;
+                ++deviceUploads;
+            }
+        return Status::ok();
+    }
+
+    // A layer's spans as the device's: a block in the pool by its slot, a block in host memory (a
+    // gated page's) by the staging slot that holds its layer slice, copied there if not yet.
+    Status toDevice(int layer, const std::vector<Span>& spans, std::vector<DeviceSpan>& out) {
+        out.clear();
+        std::vector<Staged>& st = staged[size_t(layer)];
+        for (const Span& s : spans) {
+            const Block& b = *s.block;
+            int slot;
+            if (b.slot >= 0) {
+                slot = stagingSlots + b.slot;
+            } else {
+                int at = -1;
+                for (int j = 0; j < stagingSlots && at < 0; ++j)
+                    if (st[size_t(j)].page == b.page && st[size_t(j)].pos0 == b.pos0) at = j;
+                if (at < 0) {  // the least recently used staging slot not used by this step
+                    for (int j = 0; j < stagingSlots; ++j)
+                        if (st[size_t(j)].lastUse < deviceSteps && (at < 0 || st[size_t(j)].lastUse < st[size_t(at)].lastUse)) at = j;
+                    if (at < 0 || b.host.empty())
+                        return Status(ErrorCode::Internal, "decoder: more gated blocks than the device's staging slots");
+                    if (Status e = device->writeSlotLayer(at, layer, b.host.data()); !e) return e;
+                    ++deviceUploads;
+                    st[size_t(at)].page = b.page, st[size_t(at)].pos0 = b.pos0;
+                }
+                st[size_t(at)].lastUse = deviceSteps;
+                slot = at;
+            }
+            out.push_back({int32_t(slot), int32_t(s.first), int32_t(s.last - s.first), s.queryPos});
+        }
+        return Status::ok();
+    }
+
+    // step()'s forward pass on the device: the token in block `blockId` at `t`; the spans as
+    // forward() would give them; the logits into `logits`, the gate query into gq, the token's key
+    // and value back into the host's block (and its Quest bounds).
+    Status deviceForward(int blockId, int t, int token, bool refresh, std::vector<float>& gq) {
+        Block& b = blocks[size_t(blockId)];
+        b.count = std::max(b.count, t + 1);
+        ++deviceSteps;
+        if (Status s = syncDevice(); !s) return s;
+        bool perLayer = refresh;
+        if (p.mode == AttentionMode::SrSwa)
+            for (const Selection& sel : selection) perLayer = perLayer || sel.size() != gated.size();
+        const int64_t pos = b.pos0 + t;
+        DeviceStepIO io;
+        io.token = token, io.slot = stagingSlots + b.slot, io.t = t, io.pos = pos;
+        io.logits = logits.data(), io.queries = devQueries.data(), io.keys = devKeys.data(), io.values = devValues.data();
+        auto spansFor = [&](int l, const float* query, std::vector<DeviceSpan>& out) -> Status {
+            std::vector<Span> spans = generatedSet(l, generated, query ? query : q.data(), position, selection[size_t(l)], refresh);
+            frame(spans, pos);
+            lastPositions[size_t(l)] = positionRuns(spans);
+            return toDevice(l, spans, out);
+        };
+        if (Status s = device->step(io, spansFor, perLayer); !s) return s;
+        const int Q = c.numHeads * c.headDim, KV = c.numKvHeads * c.headDim, D = c.headDim;
+        const bool wasDirty = size_t(b.slot) < slotDirty.size() && slotDirty[size_t(b.slot)];
+        for (int l = 0; l < c.numLayers; ++l) {
+            addGateQuery(gq, l, &devQueries[size_t(l) * Q]);
+            for (int g = 0; g < c.numKvHeads; ++g)
+                storeKv(b, l, g, t, &devKeys[size_t(l) * KV + size_t(g) * D], &devValues[size_t(l) * KV + size_t(g) * D], true);
+        }
+        if (size_t(b.slot) < slotDirty.size()) slotDirty[size_t(b.slot)] = wasDirty;  // the device has them already
+        return Status::ok();
+    }
+
     void embed(int token) {
         const float* e = &model->embed[size_t(token) * c.hiddenSize];
         std::copy(e, e + c.hiddenSize, x.begin());
@@ -1549,6 +1695,7 @@ int DecodeSession::lineEndsLeft() const {
 
 Status DecodeSession::begin(const std::vector<int>& sinkTokens) {
     if (!d->blocks.empty()) return Status(ErrorCode::InvalidArgument, "begin: the session has already started");
+    if (!d->deviceStatus) return d->deviceStatus;
     if (sinkTokens.empty() || int(sinkTokens.size()) > m_params.maxSinkTokens)
         return Status(ErrorCode::InvalidArgument, "begin: between 1 and " + std::to_string(m_params.maxSinkTokens) + " sink tokens");
     d->sinkTokens = sinkTokens;
@@ -1637,16 +1784,20 @@ Result<StepResult> DecodeSession::step(int inputToken) {
         d->attendedMass.assign(size_t(tokensOfPage->second), 0.f);
         d->trackedPagePos0 = d->pagePos0[d->currentPage];
     }
-    d->forward(*id, t,
-               [&](int l) {
-                   return d->generatedSet(l, d->generated, d->q.data(), d->position, d->selection[size_t(l)], refresh);
-               },
-               [&](int l) { d->addGateQuery(gq, l, d->q.data()); });
+    if (d->device) {
+        if (Status s = d->deviceForward(*id, t, inputToken, refresh, gq); !s) return s;
+    } else {
+        d->forward(*id, t,
+                   [&](int l) {
+                       return d->generatedSet(l, d->generated, d->q.data(), d->position, d->selection[size_t(l)], refresh);
+                   },
+                   [&](int l) { d->addGateQuery(gq, l, d->q.data()); });
+    }
     d->pushRecentQuery(std::move(gq));
     ++d->position;
     d->frontier = std::max(d->frontier, d->position);
     d->evictOldGenerated();
-    d->computeLogits();
+    if (!d->device) d->computeLogits();
     StepResult result{&d->logits, d->currentPage, -1};
     if (d->trackingStep) {
         d->trackingStep = false;
@@ -1688,8 +1839,8 @@ Result<int> DecodeSession::stepDraft(const std::vector<int>& inputs,
         since = (refresh ? 0 : since) + 1;
     }
     const int k = int(posOf.size());
-    if (k == 1 || m_params.measureRecall || m_params.referencePrefill) {
-        // One token, or a benchmark's probe: the plain steps.
+    if (k == 1 || m_params.measureRecall || m_params.referencePrefill || d->device) {
+        // One token, a benchmark's probe, or a device's steps: the plain steps.
         const int n = k == 1 ? 1 : int(inputs.size());
         for (int i = 0; i < n; ++i) {
             auto r = step(inputs[size_t(i)]);
@@ -1744,6 +1895,8 @@ SessionStats DecodeSession::stats() const {
     s.attendedTokens = d->lastPositions.empty() ? 0 : d->runsTotal(d->lastPositions[0]);
     s.position = d->position;
     s.currentPage = d->currentPage;
+    s.deviceBytes = d->device ? d->device->deviceBytes() : 0;
+    s.deviceUploadBlocks = d->deviceUploads;
     return s;
 }
 
@@ -2025,6 +2178,7 @@ Result<std::unique_ptr<DecodeSession>> DecodeSession::restore(std::shared_ptr<co
             !r.getFloats(b.kMax, qFloats) || b.kMin.size() != qFloats || b.kMax.size() != qFloats)
             return bad("truncated");
         std::copy(data.begin(), data.end(), d.data(b));
+        d.markDirty(b);
         d.genBlocks.push_back(*id);
     }
     d.position = position;

@@ -33,6 +33,15 @@ namespace quire::decoder {
 constexpr int kBlockTokens = 16;
 
 enum class AttentionMode { Full, RSwa, SrSwa };
+
+// Where a session's generated steps are computed. Pages' prefill runs on the CPU either way (its
+// keys and values are then copied to the device); the session's decisions stay on the host.
+//   Cpu     the engine's own kernels (the reference);
+//   Cuda    a GPU through cuBLAS and the kernels of cuda/ (engine/src/decoder/step_backend.h);
+//   Mirror  tests only: the device path run in plain loops on the host.
+enum class StepDevice { Cpu, Cuda, Mirror };
+const char* stepDeviceName(StepDevice d);
+Result<StepDevice> parseStepDevice(const std::string& s);
 const char* attentionModeName(AttentionMode m);
 Result<AttentionMode> parseAttentionMode(const std::string& s);
 
@@ -69,6 +78,12 @@ struct AttentionParams {
     // Report, per step, the current page's visual token attended to most (StepResult); a reader
     // places words on the page by it.
     bool trackAttention = false;
+    // Where generated steps run (StepDevice). Not with measureRecall, referencePrefill or
+    // trackAttention, which need the host's attention (begin() says so). Drafts (stepDraft) run
+    // as plain steps there.
+    StepDevice device = StepDevice::Cpu;
+    // Cuda: the weights stored as bf16 (products accumulate in fp32); false keeps them fp32.
+    bool deviceBf16 = true;
 };
 
 // Attention-mass recall against full attention, per (layer, head) sample.
@@ -97,6 +112,8 @@ struct SessionStats {
     int attendedTokens = 0;        // tokens the last step attended to (layer 0)
     int64_t position = 0;          // absolute position of the next token
     int currentPage = 0;
+    size_t deviceBytes = 0;        // with a device (AttentionParams::device): the memory it holds
+    int64_t deviceUploadBlocks = 0;  // blocks (or one layer of a gated block) copied to it so far
 };
 
 class DecodeSession {

@@ -1,0 +1,77 @@
+// The CUDA StepBackend: the engine's side of quire::cuda::DecoderStep (cuda/), which takes plain
+// pointers and returns errors as strings.
+#include "decoder/step_backend.h"
+
+#include <cstddef>
+
+#ifdef QUIRE_HAVE_CUDA
+#include "quire_cuda/decoder_step.h"
+#endif
+
+namespace quire::decoder {
+
+#ifdef QUIRE_HAVE_CUDA
+namespace {
+
+static_assert(sizeof(DeviceSpan) == sizeof(cuda::AttentionSpan) && offsetof(DeviceSpan, queryPos) == offsetof(cuda::AttentionSpan, queryPos),
+              "DeviceSpan and cuda::AttentionSpan must share a layout");
+
+Status fromCuda(const std::string& e) { return e.empty() ? Status::ok() : Status(ErrorCode::Engine, "CUDA decoder: " + e); }
+
+class CudaBackend final : public StepBackend {
+public:
+    CudaBackend(std::shared_ptr<const ModelWeights> m, std::unique_ptr<cuda::DecoderStep> s)
+        : model(std::move(m)), dev(std::move(s)) {}
+    const char* name() const override { return "cuda"; }
+    Status reserveSlots(int n) override { return fromCuda(dev->reserveSlots(n)); }
+    int slots() const override { return dev->slots(); }
+    Status writeSlot(int slot, const float* block) override { return fromCuda(dev->writeSlot(slot, block)); }
+    Status writeSlotLayer(int slot, int layer, const float* block) override {
+        return fromCuda(dev->writeSlotLayer(slot, layer, block));
+    }
+    size_t deviceBytes() const override { return dev->deviceBytes(); }
+    Status step(const DeviceStepIO& io, const SpansFor& spansFor, bool perLayer) override {
+        std::vector<DeviceSpan> spans;
+        Status inner;  // the session's own error, passed through as it is
+        auto adapt = [&](int layer, const float* query, std::vector<cuda::AttentionSpan>& out) -> std::string {
+            inner = spansFor(layer, query, spans);
+            if (!inner) return inner.message();
+            out.resize(spans.size());
+            for (size_t i = 0; i < spans.size(); ++i) out[i] = {spans[i].slot, spans[i].first, spans[i].count, spans[i].queryPos};
+            return {};
+        };
+        const std::string e = dev->step(io.token, io.slot, io.t, io.pos, adapt, perLayer, io.logits, io.queries, io.keys, io.values);
+        if (!inner) return inner;
+        return fromCuda(e);
+    }
+
+private:
+    std::shared_ptr<const ModelWeights> model;  // the host weights outlive nothing here, but the shape does
+    std::unique_ptr<cuda::DecoderStep> dev;
+};
+
+}  // namespace
+
+Result<std::unique_ptr<StepBackend>> makeCudaBackend(std::shared_ptr<const ModelWeights> model, bool bf16Weights) {
+    const ModelConfig& c = model->config;
+    cuda::DecoderShape shape;
+    shape.vocab = c.vocabSize, shape.hidden = c.hiddenSize, shape.layers = c.numLayers, shape.heads = c.numHeads;
+    shape.kvHeads = c.numKvHeads, shape.headDim = c.headDim, shape.intermediate = c.intermediateSize;
+    shape.rmsEps = c.rmsNormEps, shape.ropeTheta = c.ropeTheta;
+    cuda::DecoderHostWeights w;
+    w.embed = model->embed.data(), w.finalNorm = model->finalNorm.data(), w.head = model->head();
+    for (const LayerWeights& L : model->layers)
+        w.layers.push_back({L.attnNorm.data(), L.wq.data(), L.wk.data(), L.wv.data(), L.wo.data(), L.mlpNorm.data(),
+                            L.wGate.data(), L.wUp.data(), L.wDown.data()});
+    std::string why;
+    auto step = cuda::DecoderStep::create(shape, w, bf16Weights, &why);
+    if (!step) return Status(ErrorCode::Engine, why);
+    return std::unique_ptr<StepBackend>(std::make_unique<CudaBackend>(std::move(model), std::move(step)));
+}
+#else
+Result<std::unique_ptr<StepBackend>> makeCudaBackend(std::shared_ptr<const ModelWeights>, bool) {
+    return Status(ErrorCode::InvalidArgument, "this build has no CUDA backend (configure with -DQUIRE_CUDA=ON where nvcc exists)");
+}
+#endif
+
+}  // namespace quire::decoder

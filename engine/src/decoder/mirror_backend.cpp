@@ -1,0 +1,165 @@
+// The device path's reference: a StepBackend in plain loops over host memory. It holds its own
+// copy of the pool (filled only through writeSlot/writeSlotLayer) and reads the weights as they
+// are, so a session run through it computes each step from exactly what a GPU would be given.
+// Slow on purpose (no packing, no threads): tests only.
+#include <cmath>
+#include <string>
+
+#include "decoder/step_backend.h"
+#include "quire/decoder/session.h"
+
+namespace quire::decoder {
+namespace {
+
+class MirrorBackend final : public StepBackend {
+public:
+    explicit MirrorBackend(std::shared_ptr<const ModelWeights> m) : model(std::move(m)), c(model->config) {
+        halfFloats = size_t(c.numLayers) * c.numKvHeads * kBlockTokens * c.headDim;
+        blockFloats = 2 * halfFloats;
+        for (int i = 0; i < c.headDim / 2; ++i) invFreq.push_back(std::pow(c.ropeTheta, -2.0 * i / c.headDim));
+    }
+    const char* name() const override { return "mirror"; }
+    Status reserveSlots(int n) override {
+        if (n > numSlots) numSlots = n, pool.resize(size_t(n) * blockFloats, 0.f);
+        return Status::ok();
+    }
+    int slots() const override { return numSlots; }
+    Status writeSlot(int slot, const float* block) override {
+        if (slot < 0 || slot >= numSlots) return bad("writeSlot", slot);
+        std::copy_n(block, blockFloats, &pool[size_t(slot) * blockFloats]);
+        return Status::ok();
+    }
+    Status writeSlotLayer(int slot, int layer, const float* block) override {
+        if (slot < 0 || slot >= numSlots || layer < 0 || layer >= c.numLayers) return bad("writeSlotLayer", slot);
+        const size_t per = size_t(c.numKvHeads) * kBlockTokens * c.headDim, at = size_t(layer) * per;
+        float* dst = &pool[size_t(slot) * blockFloats];
+        std::copy_n(block + at, per, dst + at);
+        std::copy_n(block + halfFloats + at, per, dst + halfFloats + at);
+        return Status::ok();
+    }
+    size_t deviceBytes() const override { return pool.size() * sizeof(float) + model->parameterCount() * sizeof(float); }
+
+    Status step(const DeviceStepIO& io, const SpansFor& spansFor, bool perLayer) override {
+        const int H = c.hiddenSize, D = c.headDim, Q = c.numHeads * D, KV = c.numKvHeads * D, F = c.intermediateSize;
+        if (io.slot < 0 || io.slot >= numSlots || io.t < 0 || io.t >= kBlockTokens) return bad("step", io.slot);
+        std::vector<std::vector<DeviceSpan>> spans(static_cast<size_t>(c.numLayers));
+        if (!perLayer)
+            for (int l = 0; l < c.numLayers; ++l)
+                if (Status s = spansFor(l, nullptr, spans[size_t(l)]); !s) return s;
+        std::vector<float> x(model->embed.begin() + long(io.token) * H, model->embed.begin() + long(io.token + 1) * H);
+        std::vector<float> h(static_cast<size_t>(H)), q(static_cast<size_t>(Q)), k(static_cast<size_t>(KV)),
+            v(static_cast<size_t>(KV)), att(static_cast<size_t>(Q)), o(static_cast<size_t>(H)), g(static_cast<size_t>(F)),
+            u(static_cast<size_t>(F));
+        float* block = &pool[size_t(io.slot) * blockFloats];
+        for (int l = 0; l < c.numLayers; ++l) {
+            const LayerWeights& L = model->layers[size_t(l)];
+            norm(x.data(), L.attnNorm.data(), h.data());
+            matvec(L.wq.data(), Q, H, h.data(), q.data());
+            matvec(L.wk.data(), KV, H, h.data(), k.data());
+            matvec(L.wv.data(), KV, H, h.data(), v.data());
+            std::copy(q.begin(), q.end(), io.queries + size_t(l) * Q);
+            for (int gi = 0; gi < c.numKvHeads; ++gi) {
+                rotate(&k[size_t(gi) * D], io.pos);
+                const size_t at = kIndex(l, gi, io.t);
+                std::copy_n(&k[size_t(gi) * D], D, block + at);
+                std::copy_n(&v[size_t(gi) * D], D, block + halfFloats + at);
+            }
+            std::copy(k.begin(), k.end(), io.keys + size_t(l) * KV);
+            std::copy(v.begin(), v.end(), io.values + size_t(l) * KV);
+            if (perLayer)
+                if (Status s = spansFor(l, q.data(), spans[size_t(l)]); !s) return s;
+            if (Status s = attend(l, q.data(), spans[size_t(l)], att.data()); !s) return s;
+            matvec(L.wo.data(), H, Q, att.data(), o.data());
+            for (int i = 0; i < H; ++i) x[size_t(i)] += o[size_t(i)];
+            norm(x.data(), L.mlpNorm.data(), h.data());
+            matvec(L.wGate.data(), F, H, h.data(), g.data());
+            matvec(L.wUp.data(), F, H, h.data(), u.data());
+            for (int i = 0; i < F; ++i) g[size_t(i)] = g[size_t(i)] / (1.f + std::exp(-g[size_t(i)])) * u[size_t(i)];
+            matvec(L.wDown.data(), H, F, g.data(), o.data());
+            for (int i = 0; i < H; ++i) x[size_t(i)] += o[size_t(i)];
+        }
+        norm(x.data(), model->finalNorm.data(), h.data());
+        matvec(model->head(), c.vocabSize, H, h.data(), io.logits);
+        return Status::ok();
+    }
+
+private:
+    std::shared_ptr<const ModelWeights> model;
+    const ModelConfig& c;
+    size_t halfFloats = 0, blockFloats = 0;
+    int numSlots = 0;
+    std::vector<float> pool;
+    std::vector<double> invFreq;
+
+    static Status bad(const char* what, int slot) {
+        return Status(ErrorCode::Internal, std::string("device mirror: ") + what + ": slot " + std::to_string(slot) + " out of range");
+    }
+    size_t kIndex(int layer, int g, int t) const { return ((size_t(layer) * c.numKvHeads + g) * kBlockTokens + t) * c.headDim; }
+    void norm(const float* x, const float* w, float* out) const {
+        double ss = 0;
+        for (int i = 0; i < c.hiddenSize; ++i) ss += double(x[i]) * x[i];
+        const float r = float(1.0 / std::sqrt(ss / c.hiddenSize + c.rmsNormEps));
+        for (int i = 0; i < c.hiddenSize; ++i) out[i] = x[i] * r * w[i];
+    }
+    static void matvec(const float* W, int rows, int cols, const float* x, float* y) {
+        for (int r = 0; r < rows; ++r) {
+            double s = 0;
+            for (int i = 0; i < cols; ++i) s += double(W[size_t(r) * cols + i]) * x[i];
+            y[r] = float(s);
+        }
+    }
+    void rotate(float* vec, int64_t pos) const {
+        const int half = c.headDim / 2;
+        for (int i = 0; i < half; ++i) {
+            const double a = double(pos) * invFreq[size_t(i)];
+            const float cs = float(std::cos(a)), sn = float(std::sin(a));
+            const float x0 = vec[i], x1 = vec[i + half];
+            vec[i] = x0 * cs - x1 * sn;
+            vec[i + half] = x0 * sn + x1 * cs;
+        }
+    }
+    Status attend(int layer, const float* q, const std::vector<DeviceSpan>& spans, float* out) const {
+        const int D = c.headDim, G = c.groupSize();
+        const double scale = 1.0 / std::sqrt(double(D));
+        for (const DeviceSpan& s : spans)
+            if (s.slot < 0 || s.slot >= numSlots || s.first < 0 || s.count < 0 || s.first + s.count > kBlockTokens)
+                return Status(ErrorCode::Internal, "device mirror: a span outside the pool (slot " + std::to_string(s.slot) + ")");
+        std::vector<float> qr(static_cast<size_t>(D));
+        std::vector<double> w;
+        for (int hh = 0; hh < c.numHeads; ++hh) {
+            const int g = hh / G;
+            w.clear();
+            for (const DeviceSpan& s : spans) {
+                std::copy_n(q + size_t(hh) * D, D, qr.begin());
+                rotate(qr.data(), s.queryPos);
+                const float* base = &pool[size_t(s.slot) * blockFloats];
+                for (int t = s.first; t < s.first + s.count; ++t) {
+                    const float* kk = base + kIndex(layer, g, t);
+                    double dot = 0;
+                    for (int i = 0; i < D; ++i) dot += double(qr[size_t(i)]) * kk[i];
+                    w.push_back(dot * scale);
+                }
+            }
+            double mx = -INFINITY, sum = 0;
+            for (double x : w) mx = std::max(mx, x);
+            for (double& x : w) sum += (x = std::exp(x - mx));
+            std::vector<double> acc(static_cast<size_t>(D), 0.0);
+            size_t n = 0;
+            for (const DeviceSpan& s : spans) {
+                const float* base = &pool[size_t(s.slot) * blockFloats] + halfFloats;
+                for (int t = s.first; t < s.first + s.count; ++t, ++n)
+                    for (int i = 0; i < D; ++i) acc[size_t(i)] += w[n] / sum * base[kIndex(layer, g, t) + i];
+            }
+            for (int i = 0; i < D; ++i) out[size_t(hh) * D + i] = w.empty() ? 0.f : float(acc[size_t(i)]);
+        }
+        return Status::ok();
+    }
+};
+
+}  // namespace
+
+std::unique_ptr<StepBackend> makeMirrorBackend(std::shared_ptr<const ModelWeights> model) {
+    return std::make_unique<MirrorBackend>(std::move(model));
+}
+
+}  // namespace quire::decoder

@@ -1,0 +1,66 @@
+// A device that runs a session's generated steps: the weights and a mirror of the KV pool live on
+// it, and the session (engine/src/decoder/session.cpp) keeps every decision on the host — which
+// pages are in the window, what the page gate and the token selector pick, where the position
+// frame puts each span — and hands the device, per layer, the spans to attend as (slot, first,
+// count, query position). The device computes the token: embedding, every layer (its key and
+// value written into the mirror at (slot, t)), the logits; and gives back what the host's
+// bookkeeping needs (the pre-rotary queries for the gate, the token's rotated keys and values).
+//
+// Two implementations: CUDA (cuda/, through quire::cuda::DecoderStep) and the mirror, plain loops
+// over host memory that reads nothing but what the session uploaded — so tests on a machine
+// without a GPU check the session's side of the device path (uploads, staging, spans) against
+// the CPU session; cuda/tests check each kernel against the same plain loops.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <vector>
+
+#include "quire/decoder/model.h"
+
+namespace quire::decoder {
+
+// Layout-compatible with quire::cuda::AttentionSpan.
+struct DeviceSpan {
+    int32_t slot, first, count;
+    int64_t queryPos;
+};
+
+struct DeviceStepIO {
+    int token = 0;    // the input token
+    int slot = 0;     // device slot and place of the token's key and value
+    int t = 0;
+    int64_t pos = 0;  // its position (keys are rotated at it)
+    float* logits = nullptr;   // [vocab]
+    float* queries = nullptr;  // [layers][heads · headDim], pre-rotary
+    float* keys = nullptr;     // [layers][kvHeads · headDim], rotated at pos
+    float* values = nullptr;   // [layers][kvHeads · headDim]
+};
+
+class StepBackend {
+public:
+    virtual ~StepBackend() = default;
+    virtual const char* name() const = 0;
+    // At least `slots` blocks of the pool's layout ([K|V][layer][kvHead][16][headDim]); growing
+    // keeps what the slots hold.
+    virtual Status reserveSlots(int slots) = 0;
+    virtual int slots() const = 0;
+    // A whole block into `slot`, or only layer `layer`'s keys and values of `block` (same layout).
+    virtual Status writeSlot(int slot, const float* block) = 0;
+    virtual Status writeSlotLayer(int slot, int layer, const float* block) = 0;
+    // The spans layer `layer` attends (the token itself included, its key already written). With
+    // `perLayer` the device asks layer by layer, giving the layer's pre-rotary query (the token
+    // selector needs it); without, it asks for every layer before it starts (query null) and may
+    // run the step as one captured graph.
+    using SpansFor = std::function<Status(int layer, const float* query, std::vector<DeviceSpan>& spans)>;
+    virtual Status step(const DeviceStepIO& io, const SpansFor& spansFor, bool perLayer) = 0;
+    // Device memory held: weights, pool, scratch.
+    virtual size_t deviceBytes() const = 0;
+};
+
+std::unique_ptr<StepBackend> makeMirrorBackend(std::shared_ptr<const ModelWeights> model);
+// Fails with the reason where the build has no CUDA backend or no device can take the weights.
+Result<std::unique_ptr<StepBackend>> makeCudaBackend(std::shared_ptr<const ModelWeights> model, bool bf16Weights);
+
+}  // namespace quire::decoder

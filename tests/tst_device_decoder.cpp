@@ -1,0 +1,256 @@
+// The decoder's device path (engine/src/decoder/step_backend.h). The mirror runs it in plain loops
+// on the host, so these tests check, without a GPU, everything the session does for a device:
+// which slots it copies, which gated blocks it stages, the spans it hands over, the keys and values
+// it takes back — against the CPU session, step by step, on volumes whose pages leave the window
+// and come back through the gate. The CUDA test (ctest label gpu) runs the same comparison on a
+// GPU; without one it skips, and the CUDA device's absence is checked to be a clear error.
+#include <QtTest>
+
+#include <random>
+
+#include "quire/backend.h"
+#include "quire/decoder/session.h"
+#include "test_util.h"
+
+using namespace quire;
+using namespace quire::decoder;
+using quire::test::tinyDecoderConfig;
+
+namespace {
+
+std::vector<float> pageFeatures(int page, int count, int dim) {
+    std::mt19937 rng(uint32_t(2000 + page));
+    std::normal_distribution<float> n(0.f, 1.f);
+    std::vector<float> v(size_t(count) * dim);
+    for (auto& x : v) x = n(rng);
+    return v;
+}
+
+// Line-aligned positions: token 5 ends a visual line, tokens 4 and 6 end written lines.
+void makeLineAligned(ModelConfig& c) {
+    c.visualTokenIds = c.pageAlignedPositions = true;
+    c.lineEndTokenIds = {4, 6};
+    c.visualLineEndTokenId = 5;
+}
+
+std::vector<float> pageWithIds(int page, int count, int dim) {
+    const auto f = pageFeatures(page, count, dim);
+    std::vector<float> v;
+    for (int t = 0; t < count; ++t) {
+        v.insert(v.end(), f.begin() + size_t(t) * dim, f.begin() + size_t(t + 1) * dim);
+        v.push_back(float(t % 6 == 5 || t == count - 1 ? 5 : 10 + (t + page) % 7));
+    }
+    return v;
+}
+
+double relDiff(const std::vector<float>& a, const std::vector<float>& b) {
+    double num = 0, den = 0;
+    for (size_t i = 0; i < a.size(); ++i) num = std::max(num, double(std::abs(a[i] - b[i]))), den = std::max(den, double(std::abs(b[i])));
+    return num / std::max(den, 1e-12);
+}
+
+AttentionParams params(const QString& mode) {
+    AttentionParams p;
+    p.mode = *parseAttentionMode(mode.toStdString());
+    p.recentTokens = 24;
+    p.maxPageTokens = 40;
+    p.gatedPages = 2;
+    p.blocksPerGatedPage = 2;
+    p.gatedCachePages = 1;  // pages are computed again often: staged blocks come and go
+    return p;
+}
+
+struct Compared {
+    double worst = 0;
+    int worstStep = 0, steps = 0, sameTokens = 0, pages = 0;
+    int64_t uploads = 0;
+};
+
+// Runs `steps` greedy steps on two sessions fed the same tokens (a's choices; a page break every
+// 30 tokens, line ends every 7 with line-aligned positions), comparing logits and attended
+// positions at every step.
+Compared compare(DecodeSession& a, DecodeSession& b, const ModelConfig& cfg, int steps, bool checkPositions) {
+    Compared r;
+    int fed = -1, token = cfg.bosTokenId;
+    for (int step = 0; step < steps; ++step) {
+        const int page = a.stats().currentPage;
+        while (fed < page + a.params().windowAfter) {
+            ++fed;
+            const int n = 20 + fed % 3 * 10;
+            const auto f = cfg.visualTokenIds ? pageWithIds(fed, n, cfg.visualDim) : pageFeatures(fed, n, cfg.visualDim);
+            if (!a.addPage(fed, f.data(), n) || !b.addPage(fed, f.data(), n)) return r;
+        }
+        auto ra = a.step(token);
+        auto rb = b.step(token);
+        if (!ra || !rb) {
+            qWarning("step %d: %s", step, (!ra ? ra.status() : rb.status()).message().c_str());
+            return r;
+        }
+        const double diff = relDiff(*rb->logits, *ra->logits);
+        if (diff > r.worst) r.worst = diff, r.worstStep = step;
+        const auto best = [](const std::vector<float>& l) { return int(std::max_element(l.begin() + 7, l.end()) - l.begin()); };
+        const int next = best(*ra->logits);
+        r.sameTokens += next == best(*rb->logits);
+        if (checkPositions && a.lastAttendedPositions() != b.lastAttendedPositions()) {
+            qWarning("step %d: attended positions differ", step);
+            return r;
+        }
+        ++r.steps;
+        token = (step % 30 == 29) ? cfg.pageBreakTokenId : cfg.lineAlignedPositions() && step % 7 == 6 ? 4 + 2 * (step % 2) : next;
+    }
+    r.pages = a.stats().currentPage;
+    r.uploads = b.stats().deviceUploadBlocks;
+    return r;
+}
+
+}  // namespace
+
+class TestDeviceDecoder : public QObject {
+    Q_OBJECT
+private slots:
+    void mirrorMatchesTheCpuSession_data() {
+        QTest::addColumn<QString>("mode");
+        QTest::addColumn<int>("maxPositions");
+        QTest::addColumn<bool>("lineAligned");
+        QTest::newRow("srswa") << "srswa" << (1 << 20) << false;
+        QTest::newRow("srswa, framed, line-aligned") << "srswa" << 256 << true;
+        QTest::newRow("rswa") << "rswa" << (1 << 20) << false;
+        QTest::newRow("full") << "full" << (1 << 20) << false;
+    }
+    void mirrorMatchesTheCpuSession() {
+        QFETCH(QString, mode);
+        QFETCH(int, maxPositions);
+        QFETCH(bool, lineAligned);
+        ModelConfig cfg = tinyDecoderConfig();
+        cfg.maxPositions = maxPositions;
+        if (lineAligned) makeLineAligned(cfg);
+        auto model = std::make_shared<const ModelWeights>(randomModel(cfg, 41));
+        AttentionParams cpu = params(mode), dev = cpu;
+        dev.device = StepDevice::Mirror;
+        DecodeSession a(model, cpu), b(model, dev);
+        QVERIFY(a.begin({1, 5}) && b.begin({1, 5}));
+        const int steps = mode == "full" ? 600 : 2000;
+        const Compared r = compare(a, b, cfg, steps, true);
+        QCOMPARE(r.steps, steps);
+        QCOMPARE(r.sameTokens, steps);
+        QVERIFY2(r.worst <= 1e-4, qPrintable(QString("logits differ by %1 at step %2").arg(r.worst).arg(r.worstStep)));
+        const SessionStats sb = b.stats();
+        if (mode == "srswa") {
+            QVERIFY(sb.recomputedPages > 0);  // gated pages came back from the spill file (and were staged)
+            QCOMPARE(sb.poolCapacityBytes, a.stats().poolCapacityBytes);
+        }
+        qInfo("%s: %d steps over %d pages, worst relative difference %.2e, %lld blocks copied to the device",
+              qPrintable(mode), r.steps, r.pages, r.worst, (long long)r.uploads);
+    }
+
+    // A session restored from a saved state onto a device continues as the CPU session does.
+    void mirrorContinuesARestoredSession() {
+        ModelConfig cfg = tinyDecoderConfig();
+        auto model = std::make_shared<const ModelWeights>(randomModel(cfg, 43));
+        AttentionParams cpu = params("srswa");
+        DecodeSession a(model, cpu);
+        QVERIFY(a.begin({1, 5}));
+        std::map<int, std::vector<float>> inputs;
+        int fed = -1, token = cfg.bosTokenId;
+        auto feed = [&](DecodeSession& s, int upTo) {
+            while (fed < upTo) {
+                ++fed;
+                const int n = 20 + fed % 3 * 10;
+                inputs[fed] = pageFeatures(fed, n, cfg.visualDim);
+                QVERIFY(s.addPage(fed, inputs[fed].data(), n));
+            }
+        };
+        for (int step = 0; step < 400; ++step) {
+            feed(a, a.stats().currentPage + cpu.windowAfter);
+            auto r = a.step(token);
+            QVERIFY(r);
+            token = step % 30 == 29 ? cfg.pageBreakTokenId : int(std::max_element(r->logits->begin() + 7, r->logits->end()) - r->logits->begin());
+        }
+        const std::string state = a.saveState();
+        AttentionParams dev = cpu;
+        dev.device = StepDevice::Mirror;
+        auto restored = DecodeSession::restore(model, dev, state, [&](int page) -> Result<std::vector<float>> {
+            std::vector<float> v = inputs.at(page);
+            const auto summary = a.pageSummary(page);
+            v.insert(v.end(), summary.begin(), summary.end());
+            return v;
+        });
+        QVERIFY2(restored, restored ? "" : restored.status().message().c_str());
+        DecodeSession& b = **restored;
+        for (int step = 400; step < 800; ++step) {
+            const int upTo = a.stats().currentPage + cpu.windowAfter;
+            while (fed < upTo) {
+                ++fed;
+                const int n = 20 + fed % 3 * 10;
+                inputs[fed] = pageFeatures(fed, n, cfg.visualDim);
+                QVERIFY(a.addPage(fed, inputs[fed].data(), n) && b.addPage(fed, inputs[fed].data(), n));
+            }
+            auto ra = a.step(token);
+            auto rb = b.step(token);
+            QVERIFY(ra && rb);
+            QVERIFY2(relDiff(*rb->logits, *ra->logits) <= 1e-4, qPrintable(QString("step %1").arg(step)));
+            token = step % 30 == 29 ? cfg.pageBreakTokenId : int(std::max_element(ra->logits->begin() + 7, ra->logits->end()) - ra->logits->begin());
+        }
+    }
+
+    // What the device path cannot do yet is refused at begin(), not computed differently.
+    void deviceRefusesWhatItCannotCompute() {
+        auto model = std::make_shared<const ModelWeights>(randomModel(tinyDecoderConfig(), 3));
+        AttentionParams p = params("srswa");
+        p.device = StepDevice::Mirror;
+        p.trackAttention = true;
+        DecodeSession s(model, p);
+        const Status st = s.begin({1});
+        QVERIFY(!st);
+        QVERIFY2(QString::fromStdString(st.message()).contains("attention tracking"), st.message().c_str());
+    }
+
+    // Without a GPU (or without the CUDA backend built) a CUDA session says so at begin().
+    void cudaWithoutADeviceIsAClearError() {
+        if (!gpuDevices().empty()) QSKIP("a GPU is present: cudaSessionMatchesTheCpuSession covers it");
+        auto model = std::make_shared<const ModelWeights>(randomModel(tinyDecoderConfig(), 3));
+        AttentionParams p = params("srswa");
+        p.device = StepDevice::Cuda;
+        DecodeSession s(model, p);
+        const Status st = s.begin({1});
+        QVERIFY(!st);
+        QVERIFY2(QString::fromStdString(st.message()).contains("CUDA"), st.message().c_str());
+        QVERIFY(!s.step(1));  // and stays refused
+    }
+
+    // ctest label gpu: the CUDA session against the CPU session, fp32 weights (logits within 1e-3,
+    // the same greedy tokens over 2,000 steps) and bf16 weights (logits within 5e-2; the share of
+    // steps picking the same token is printed).
+    void cudaSessionMatchesTheCpuSession_data() {
+        QTest::addColumn<QString>("mode");
+        QTest::addColumn<bool>("bf16");
+        QTest::newRow("srswa fp32") << "srswa" << false;
+        QTest::newRow("rswa fp32") << "rswa" << false;
+        QTest::newRow("srswa bf16") << "srswa" << true;
+    }
+    void cudaSessionMatchesTheCpuSession() {
+        QFETCH(QString, mode);
+        QFETCH(bool, bf16);
+        std::string why;
+        if (gpuDevices(&why).empty()) QSKIP(qPrintable("no GPU: " + QString::fromStdString(why)));
+        ModelConfig cfg = tinyDecoderConfig();
+        cfg.maxPositions = 256;  // framed positions too
+        auto model = std::make_shared<const ModelWeights>(randomModel(cfg, 41));
+        AttentionParams cpu = params(mode), dev = cpu;
+        dev.device = StepDevice::Cuda;
+        dev.deviceBf16 = bf16;
+        DecodeSession a(model, cpu), b(model, dev);
+        QVERIFY(a.begin({1, 5}));
+        const Status st = b.begin({1, 5});
+        QVERIFY2(st, st.message().c_str());
+        const Compared r = compare(a, b, cfg, 2000, true);
+        QCOMPARE(r.steps, 2000);
+        qInfo("%s %s: worst relative difference %.2e at step %d, same token at %d of %d steps, %zu device bytes",
+              qPrintable(mode), bf16 ? "bf16" : "fp32", r.worst, r.worstStep, r.sameTokens, r.steps, b.stats().deviceBytes);
+        QVERIFY2(r.worst <= (bf16 ? 5e-2 : 1e-3), qPrintable(QString("logits differ by %1 at step %2").arg(r.worst).arg(r.worstStep)));
+        if (!bf16) QCOMPARE(r.sameTokens, r.steps);
+    }
+};
+
+QTEST_GUILESS_MAIN(TestDeviceDecoder)
+#include "tst_device_decoder.moc"
