@@ -32,7 +32,15 @@ std::string DecodeBenchResult::toJson() const {
     for (const auto& c : checkpoints) {
         QJsonObject o{{"page", c.page}, {"msPerToken", c.msPerToken}, {"kvBytes", qint64(c.kvBytes)},
                       {"kvCapacityBytes", qint64(c.kvCapacityBytes)}, {"hostBytes", qint64(c.hostBytes)},
-                      {"attendedTokens", c.attendedTokens}};
+                      {"attendedTokens", c.attendedTokens}, {"bytesPerStep", qint64(c.bytesPerStep)}};
+        // The H200's memory bandwidth (4.8 TB/s) over the bytes a step reads: the fastest a
+        // step could be there, and this run's share of it.
+        if (device == "cuda" && c.bytesPerStep > 0 && c.msPerToken > 0) {
+            const double floorMs = double(c.bytesPerStep) / 4.8e12 * 1e3;
+            o["h200FloorMsPerToken"] = floorMs;
+            o["fractionOfFloor"] = floorMs / c.msPerToken;
+            o["deviceBytes"] = qint64(c.deviceBytes);
+        }
         if (c.recallMean >= 0) o["recallMean"] = c.recallMean, o["recallP1"] = c.recallP1;
         cps.append(o);
     }
@@ -45,13 +53,15 @@ std::string DecodeBenchResult::toJson() const {
 }
 
 Result<DecodeBenchResult> runDecodeBench(const DecodeBenchParams& p) {
-    if (p.device != "cpu")
-        return Status(ErrorCode::InvalidArgument, "bench decode: the CUDA decode backend is not built yet; use --device cpu");
+    auto device = parseStepDevice(p.device);
+    if (!device) return device.status();
     if (Status s = p.config.validate("bench config"); !s) return s;
     auto model = std::make_shared<const ModelWeights>(randomModel(p.config, p.seed));
     AttentionParams ap = p.attention;
     ap.maxPageTokens = p.pageTokens;  // the fixed pool is sized for the pages this run feeds
-    ap.measureRecall = p.recall && ap.mode == AttentionMode::SrSwa;
+    ap.device = *device;
+    // The recall probe needs every key on the host: measured with the CPU's steps only.
+    ap.measureRecall = p.recall && ap.mode == AttentionMode::SrSwa && *device == StepDevice::Cpu;
     std::vector<std::unique_ptr<DecodeSession>> sessions;
     for (int b = 0; b < std::max(1, p.batch); ++b) {
         sessions.push_back(std::make_unique<DecodeSession>(model, ap));
@@ -62,6 +72,15 @@ Result<DecodeBenchResult> runDecodeBench(const DecodeBenchParams& p) {
     r.device = p.device;
     r.parameters = model->parameterCount();
     r.batch = int(sessions.size());
+    if (p.recall && !ap.measureRecall) r.note = "attention-mass recall is measured with --device cpu only";
+    // Bytes a generated step must read at least: every weight matrix once (bf16 on a GPU unless
+    // the run keeps fp32) and the keys and values it attends (fp32), at the checkpoints.
+    const ModelConfig& mc = p.config;
+    const size_t matrixParams = size_t(mc.numLayers) * (size_t(mc.hiddenSize) * (mc.numHeads + 2 * mc.numKvHeads) * mc.headDim +
+                                                        size_t(mc.numHeads) * mc.headDim * mc.hiddenSize +
+                                                        3 * size_t(mc.hiddenSize) * mc.intermediateSize) +
+                                size_t(mc.vocabSize) * mc.hiddenSize;
+    const size_t weightBytes = matrixParams * (*device == StepDevice::Cuda && ap.deviceBf16 ? 2 : 4);
     std::mt19937 rng(uint32_t(p.seed));
     std::normal_distribution<float> normal(0.f, 1.f);
     std::vector<float> visual(size_t(p.pageTokens) * p.config.visualDim);
@@ -112,6 +131,8 @@ Result<DecodeBenchResult> runDecodeBench(const DecodeBenchParams& p) {
             c.kvCapacityBytes = st.poolCapacityBytes;
             c.hostBytes = st.hostBytes;
             c.attendedTokens = st.attendedTokens;
+            c.bytesPerStep = weightBytes + size_t(st.attendedTokens) * mc.kvBytesPerToken();
+            c.deviceBytes = st.deviceBytes;
             if (ap.measureRecall) {
                 c.recallMean = sessions[0]->recall().mean();
                 c.recallP1 = sessions[0]->recall().percentile(1);

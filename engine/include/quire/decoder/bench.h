@@ -30,6 +30,8 @@ struct DecodeCheckpoint {
     size_t kvCapacityBytes = 0; // reserved
     size_t hostBytes = 0;       // offloaded pages
     int attendedTokens = 0;
+    size_t bytesPerStep = 0;    // weights (as stored on the device) + the attended keys and values
+    size_t deviceBytes = 0;     // GPU memory the session holds (cuda)
     double recallMean = -1, recallP1 = -1;
 };
 
