@@ -135,6 +135,8 @@ private slots:
         QCOMPARE(r.sameTokens, steps);
         QVERIFY2(r.worst <= 1e-4, qPrintable(QString("logits differ by %1 at step %2").arg(r.worst).arg(r.worstStep)));
         const SessionStats sb = b.stats();
+        QVERIFY2(b.deviceNotice().empty(), b.deviceNotice().c_str());  // every step ran on the device
+        QVERIFY(sb.deviceUploadBlocks > 0);
         if (mode == "srswa") {
             QVERIFY(sb.recomputedPages > 0);  // gated pages came back from the spill file (and were staged)
             QCOMPARE(sb.poolCapacityBytes, a.stats().poolCapacityBytes);
@@ -205,17 +207,58 @@ private slots:
         QVERIFY2(QString::fromStdString(st.message()).contains("attention tracking"), st.message().c_str());
     }
 
-    // Without a GPU (or without the CUDA backend built) a CUDA session says so at begin().
+    // A device that fails mid-volume (a GPU out of memory) hands over to the CPU with a notice:
+    // the host holds every key and value, so the steps go on with the same logits. Without the
+    // fallback the step fails with the device's message.
+    void deviceFaultFallsBackToTheCpu() {
+        const ModelConfig cfg = tinyDecoderConfig();
+        auto model = std::make_shared<const ModelWeights>(randomModel(cfg, 47));
+        AttentionParams cpu = params("srswa"), dev = cpu;
+        dev.device = StepDevice::Mirror;
+        dev.deviceFaultAtStep = 500;
+        DecodeSession a(model, cpu), b(model, dev);
+        QVERIFY(a.begin({1, 5}) && b.begin({1, 5}));
+        const Compared r = compare(a, b, cfg, 1000, true);
+        QCOMPARE(r.steps, 1000);
+        QCOMPARE(r.sameTokens, 1000);
+        QVERIFY2(r.worst <= 1e-4, qPrintable(QString("logits differ by %1 at step %2").arg(r.worst).arg(r.worstStep)));
+        const QString notice = QString::fromStdString(b.deviceNotice());
+        QVERIFY2(notice.contains("generated step 500 ") && notice.contains("out of memory"), qPrintable(notice));
+
+        dev.deviceFallback = false;
+        DecodeSession c(model, dev);
+        QVERIFY(c.begin({1, 5}));
+        const auto f = pageFeatures(0, 20, cfg.visualDim);
+        QVERIFY(c.addPage(0, f.data(), 20));
+        for (int i = 0; i < 500; ++i) QVERIFY(c.step(7 + i % 20));
+        const auto failed = c.step(7);
+        QVERIFY(!failed);
+        QVERIFY2(failed.status().message().find("out of memory") != std::string::npos, failed.status().message().c_str());
+    }
+
+    // Without a GPU (or without the CUDA backend built) a CUDA session decodes on the CPU and says
+    // why; without the fallback it fails at begin() with the reason.
     void cudaWithoutADeviceIsAClearError() {
         if (!gpuDevices().empty()) QSKIP("a GPU is present: cudaSessionMatchesTheCpuSession covers it");
-        auto model = std::make_shared<const ModelWeights>(randomModel(tinyDecoderConfig(), 3));
+        const ModelConfig cfg = tinyDecoderConfig();
+        auto model = std::make_shared<const ModelWeights>(randomModel(cfg, 3));
         AttentionParams p = params("srswa");
         p.device = StepDevice::Cuda;
+        p.deviceFallback = false;
         DecodeSession s(model, p);
         const Status st = s.begin({1});
         QVERIFY(!st);
         QVERIFY2(QString::fromStdString(st.message()).contains("CUDA"), st.message().c_str());
         QVERIFY(!s.step(1));  // and stays refused
+
+        p.deviceFallback = true;
+        AttentionParams cpu = params("srswa");
+        DecodeSession a(model, cpu), b(model, p);
+        QVERIFY(a.begin({1, 5}) && b.begin({1, 5}));
+        QVERIFY2(QString::fromStdString(b.deviceNotice()).contains("CUDA"), b.deviceNotice().c_str());
+        const Compared r = compare(a, b, cfg, 200, true);
+        QCOMPARE(r.steps, 200);
+        QCOMPARE(r.worst, 0.0);  // the CPU's own steps
     }
 
     // ctest label gpu: the CUDA session against the CPU session, fp32 weights (logits within 1e-3,
@@ -239,12 +282,14 @@ private slots:
         AttentionParams cpu = params(mode), dev = cpu;
         dev.device = StepDevice::Cuda;
         dev.deviceBf16 = bf16;
+        dev.deviceFallback = false;  // a device failure fails the test, not hands over to the CPU
         DecodeSession a(model, cpu), b(model, dev);
         QVERIFY(a.begin({1, 5}));
         const Status st = b.begin({1, 5});
         QVERIFY2(st, st.message().c_str());
         const Compared r = compare(a, b, cfg, 2000, true);
         QCOMPARE(r.steps, 2000);
+        QVERIFY2(b.deviceNotice().empty(), b.deviceNotice().c_str());
         qInfo("%s %s: worst relative difference %.2e at step %d, same token at %d of %d steps, %zu device bytes",
               qPrintable(mode), bf16 ? "bf16" : "fp32", r.worst, r.worstStep, r.sameTokens, r.steps, b.stats().deviceBytes);
         QVERIFY2(r.worst <= (bf16 ? 5e-2 : 1e-3), qPrintable(QString("logits differ by %1 at step %2").arg(r.worst).arg(r.worstStep)));

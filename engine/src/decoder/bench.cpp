@@ -60,6 +60,7 @@ Result<DecodeBenchResult> runDecodeBench(const DecodeBenchParams& p) {
     AttentionParams ap = p.attention;
     ap.maxPageTokens = p.pageTokens;  // the fixed pool is sized for the pages this run feeds
     ap.device = *device;
+    ap.deviceFallback = false;  // a benchmark of the device measures the device or fails
     // The recall probe needs every key on the host: measured with the CPU's steps only.
     ap.measureRecall = p.recall && ap.mode == AttentionMode::SrSwa && *device == StepDevice::Cpu;
     std::vector<std::unique_ptr<DecodeSession>> sessions;

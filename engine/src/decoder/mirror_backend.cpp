@@ -13,7 +13,7 @@ namespace {
 
 class MirrorBackend final : public StepBackend {
 public:
-    explicit MirrorBackend(std::shared_ptr<const ModelWeights> m) : model(std::move(m)), c(model->config) {
+    MirrorBackend(std::shared_ptr<const ModelWeights> m, int64_t fault) : model(std::move(m)), c(model->config), faultAt(fault) {
         halfFloats = size_t(c.numLayers) * c.numKvHeads * kBlockTokens * c.headDim;
         blockFloats = 2 * halfFloats;
         for (int i = 0; i < c.headDim / 2; ++i) invFreq.push_back(std::pow(c.ropeTheta, -2.0 * i / c.headDim));
@@ -42,6 +42,7 @@ public:
     Status step(const DeviceStepIO& io, const SpansFor& spansFor, bool perLayer) override {
         const int H = c.hiddenSize, D = c.headDim, Q = c.numHeads * D, KV = c.numKvHeads * D, F = c.intermediateSize;
         if (io.slot < 0 || io.slot >= numSlots || io.t < 0 || io.t >= kBlockTokens) return bad("step", io.slot);
+        if (steps++ == faultAt) return Status(ErrorCode::Engine, "device mirror: out of memory (injected fault)");
         std::vector<std::vector<DeviceSpan>> spans(static_cast<size_t>(c.numLayers));
         if (!perLayer)
             for (int l = 0; l < c.numLayers; ++l)
@@ -88,6 +89,7 @@ private:
     const ModelConfig& c;
     size_t halfFloats = 0, blockFloats = 0;
     int numSlots = 0;
+    int64_t faultAt = -1, steps = 0;
     std::vector<float> pool;
     std::vector<double> invFreq;
 
@@ -158,8 +160,8 @@ private:
 
 }  // namespace
 
-std::unique_ptr<StepBackend> makeMirrorBackend(std::shared_ptr<const ModelWeights> model) {
-    return std::make_unique<MirrorBackend>(std::move(model));
+std::unique_ptr<StepBackend> makeMirrorBackend(std::shared_ptr<const ModelWeights> model, int64_t faultAtStep) {
+    return std::make_unique<MirrorBackend>(std::move(model), faultAtStep);
 }
 
 }  // namespace quire::decoder

@@ -254,7 +254,8 @@ struct DecodeSession::Impl {
     // staging slots, that layer's slice only, kept while the selection keeps them (SR-SWA's budget
     // k_p × k_b staging slots, so device memory is fixed when the session starts).
     std::unique_ptr<StepBackend> device;
-    Status deviceStatus;  // why the asked-for device is not there
+    Status deviceStatus;  // why the asked-for device is not there (begin() returns it)
+    std::string deviceNotice;  // why the steps run on the CPU instead (deviceFallback)
     int stagingSlots = 0;
     std::vector<uint8_t> slotDirty;
     struct Staged {
@@ -1568,11 +1569,12 @@ struct DecodeSession::Impl {
             return;
         }
         if (p.device == StepDevice::Mirror) {
-            device = makeMirrorBackend(model);
+            device = makeMirrorBackend(model, p.deviceFaultAtStep);
         } else {
             auto made = makeCudaBackend(model, p.deviceBf16);
             if (!made) {
-                deviceStatus = made.status();
+                if (p.deviceFallback) deviceNotice = "decoding on the CPU: " + made.status().message();
+                else deviceStatus = made.status();
                 return;
             }
             device = std::move(*made);
@@ -1679,6 +1681,8 @@ DecodeSession::~DecodeSession() = default;
 
 std::vector<int> DecodeSession::gatedPages() const { return d->gated; }
 
+const std::string& DecodeSession::deviceNotice() const { return d->deviceNotice; }
+
 int DecodeSession::pagesAdded() const { return int(d->pagePos0.size()); }
 
 std::vector<float> DecodeSession::pageSummary(int page) const {
@@ -1784,9 +1788,19 @@ Result<StepResult> DecodeSession::step(int inputToken) {
         d->attendedMass.assign(size_t(tokensOfPage->second), 0.f);
         d->trackedPagePos0 = d->pagePos0[d->currentPage];
     }
+    bool onDevice = false;
     if (d->device) {
-        if (Status s = d->deviceForward(*id, t, inputToken, refresh, gq); !s) return s;
-    } else {
+        Status s = d->deviceForward(*id, t, inputToken, refresh, gq);
+        if (s) {
+            onDevice = true;
+        } else {
+            if (!m_params.deviceFallback) return s;
+            // The host holds every key and value the device had: the CPU takes over from this step.
+            d->deviceNotice = "decoding on the CPU from generated step " + std::to_string(d->generated - 1) + " (counted from 0): " + s.message();
+            d->device.reset();
+        }
+    }
+    if (!onDevice) {
         d->forward(*id, t,
                    [&](int l) {
                        return d->generatedSet(l, d->generated, d->q.data(), d->position, d->selection[size_t(l)], refresh);
@@ -1797,7 +1811,7 @@ Result<StepResult> DecodeSession::step(int inputToken) {
     ++d->position;
     d->frontier = std::max(d->frontier, d->position);
     d->evictOldGenerated();
-    if (!d->device) d->computeLogits();
+    if (!onDevice) d->computeLogits();
     StepResult result{&d->logits, d->currentPage, -1};
     if (d->trackingStep) {
         d->trackingStep = false;

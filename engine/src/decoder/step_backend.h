@@ -59,7 +59,8 @@ public:
     virtual size_t deviceBytes() const = 0;
 };
 
-std::unique_ptr<StepBackend> makeMirrorBackend(std::shared_ptr<const ModelWeights> model);
+// faultAtStep >= 0: its step() of that number (0 = the first) fails as an out-of-memory GPU would.
+std::unique_ptr<StepBackend> makeMirrorBackend(std::shared_ptr<const ModelWeights> model, int64_t faultAtStep = -1);
 // Fails with the reason where the build has no CUDA backend or no device can take the weights.
 Result<std::unique_ptr<StepBackend>> makeCudaBackend(std::shared_ptr<const ModelWeights> model, bool bf16Weights);
 

@@ -84,6 +84,13 @@ struct AttentionParams {
     StepDevice device = StepDevice::Cpu;
     // Cuda: the weights stored as bf16 (products accumulate in fp32); false keeps them fp32.
     bool deviceBf16 = true;
+    // When the device cannot be had (no GPU, no memory for the weights) or fails a step (out of
+    // memory as the pool grows, a launch error), the session goes on with the CPU's steps — the
+    // host holds every key and value, so nothing is lost and the text is the CPU's — and says so
+    // in deviceNotice(). Off: begin() or step() fails with the device's message (benchmarks).
+    bool deviceFallback = true;
+    // Tests only: the device fails at this generated step (as a GPU out of memory would); -1 never.
+    int64_t deviceFaultAtStep = -1;
 };
 
 // Attention-mass recall against full attention, per (layer, head) sample.
@@ -154,6 +161,10 @@ public:
     void clearRecall();
     // With measureRecall set: compute recall on the steps while the probe is on.
     void setRecallProbe(bool on);
+
+    // Why the session is not (or no longer) computing on the device it was asked for; empty while
+    // it is, or when it was asked for the CPU.
+    const std::string& deviceNotice() const;
 
     // The pages the gate picked at its last refresh, in page order (SR-SWA; empty otherwise).
     std::vector<int> gatedPages() const;
