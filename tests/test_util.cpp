@@ -7,10 +7,43 @@
 #include <opencv2/imgproc.hpp>
 #include <tiffio.h>
 
+#include <algorithm>
+#include <cmath>
 #include <fstream>
+#include <random>
 #include <sstream>
 
 namespace quire::test {
+
+std::vector<float> pageFeatures(int page, int count, int dim) {
+    std::mt19937 rng(uint32_t(1000 + page));
+    std::normal_distribution<float> n(0.f, 1.f);
+    std::vector<float> v(size_t(count) * dim);
+    for (auto& x : v) x = n(rng);
+    return v;
+}
+
+void makeLineAligned(decoder::ModelConfig& c) {
+    c.visualTokenIds = c.pageAlignedPositions = true;
+    c.lineEndTokenIds = {4, 6};
+    c.visualLineEndTokenId = 5;
+}
+
+std::vector<float> pageWithIds(int page, int count, int dim, int lineEnd) {
+    const auto f = pageFeatures(page, count, dim);
+    std::vector<float> v;
+    for (int t = 0; t < count; ++t) {
+        v.insert(v.end(), f.begin() + size_t(t) * dim, f.begin() + size_t(t + 1) * dim);
+        v.push_back(float(lineEnd >= 0 && (t % 6 == 5 || t == count - 1) ? lineEnd : 10 + (t + page) % 7));
+    }
+    return v;
+}
+
+double relDiff(const std::vector<float>& a, const std::vector<float>& b) {
+    double num = 0, den = 0;
+    for (size_t i = 0; i < a.size(); ++i) num = std::max(num, double(std::abs(a[i] - b[i]))), den = std::max(den, double(std::abs(b[i])));
+    return num / std::max(den, 1e-12);
+}
 
 QString sourceDir() { return QStringLiteral(QUIRE_SOURCE_DIR); }
 QString samplePdf() { return sourceDir() + "/resources/samples/sample_volume.pdf"; }

@@ -27,6 +27,16 @@ inline decoder::ModelConfig tinyDecoderConfig(int vocabSize = 48, int visualDim 
     return c;
 }
 
+// Random visual tokens of a page (normal, seeded by the page number): [count, dim].
+std::vector<float> pageFeatures(int page, int count, int dim);
+// Line-aligned positions (config.h): token 5 ends a visual line, tokens 4 and 6 end written lines.
+void makeLineAligned(decoder::ModelConfig& c);
+// A page's visual tokens with vocabulary ids after each one's features (visual_token_ids): every
+// sixth token (and the last) is `lineEnd` when lineEnd >= 0.
+std::vector<float> pageWithIds(int page, int count, int dim, int lineEnd);
+// Largest absolute difference relative to the largest magnitude of b.
+double relDiff(const std::vector<float>& a, const std::vector<float>& b);
+
 QString sourceDir();
 QString samplePdf();
 // ../shared beside the checkout; empty when absent.

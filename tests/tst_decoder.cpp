@@ -37,43 +37,10 @@ AttentionParams smallSrSwa() {
     return p;
 }
 
-std::vector<float> pageFeatures(int page, int count, int dim) {
-    std::mt19937 rng(uint32_t(1000 + page));
-    std::normal_distribution<float> n(0.f, 1.f);
-    std::vector<float> v(size_t(count) * dim);
-    for (auto& x : v) x = n(rng);
-    return v;
-}
-
-// Line-aligned positions (config.h): token 5 ends a visual line, tokens 4 and 6 end written lines.
-void makeLineAligned(ModelConfig& c) {
-    c.visualTokenIds = c.pageAlignedPositions = true;
-    c.lineEndTokenIds = {4, 6};
-    c.visualLineEndTokenId = 5;
-}
-
-// A page's visual tokens with vocabulary ids after each one's features (visual_token_ids): every
-// sixth token (and the last) a line end when lineEnd >= 0.
-std::vector<float> pageWithIds(int page, int count, int dim, int lineEnd) {
-    const auto f = pageFeatures(page, count, dim);
-    std::vector<float> v;
-    for (int t = 0; t < count; ++t) {
-        v.insert(v.end(), f.begin() + size_t(t) * dim, f.begin() + size_t(t + 1) * dim);
-        v.push_back(float(lineEnd >= 0 && (t % 6 == 5 || t == count - 1) ? lineEnd : 10 + (t + page) % 7));
-    }
-    return v;
-}
-
 // Per layer, the attended positions in ascending order (the set, whatever order spans came in).
 std::vector<std::vector<int64_t>> sorted(std::vector<std::vector<int64_t>> v) {
     for (auto& l : v) std::sort(l.begin(), l.end());
     return v;
-}
-
-double relDiff(const std::vector<float>& a, const std::vector<float>& b) {
-    double num = 0, den = 0;
-    for (size_t i = 0; i < a.size(); ++i) num = std::max(num, double(std::abs(a[i] - b[i]))), den = std::max(den, double(std::abs(b[i])));
-    return num / std::max(den, 1e-12);
 }
 
 // An independent reference: every token's keys and values recomputed from the full token list with

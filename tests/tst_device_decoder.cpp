@@ -14,40 +14,9 @@
 
 using namespace quire;
 using namespace quire::decoder;
-using quire::test::tinyDecoderConfig;
+using namespace quire::test;
 
 namespace {
-
-std::vector<float> pageFeatures(int page, int count, int dim) {
-    std::mt19937 rng(uint32_t(2000 + page));
-    std::normal_distribution<float> n(0.f, 1.f);
-    std::vector<float> v(size_t(count) * dim);
-    for (auto& x : v) x = n(rng);
-    return v;
-}
-
-// Line-aligned positions: token 5 ends a visual line, tokens 4 and 6 end written lines.
-void makeLineAligned(ModelConfig& c) {
-    c.visualTokenIds = c.pageAlignedPositions = true;
-    c.lineEndTokenIds = {4, 6};
-    c.visualLineEndTokenId = 5;
-}
-
-std::vector<float> pageWithIds(int page, int count, int dim) {
-    const auto f = pageFeatures(page, count, dim);
-    std::vector<float> v;
-    for (int t = 0; t < count; ++t) {
-        v.insert(v.end(), f.begin() + size_t(t) * dim, f.begin() + size_t(t + 1) * dim);
-        v.push_back(float(t % 6 == 5 || t == count - 1 ? 5 : 10 + (t + page) % 7));
-    }
-    return v;
-}
-
-double relDiff(const std::vector<float>& a, const std::vector<float>& b) {
-    double num = 0, den = 0;
-    for (size_t i = 0; i < a.size(); ++i) num = std::max(num, double(std::abs(a[i] - b[i]))), den = std::max(den, double(std::abs(b[i])));
-    return num / std::max(den, 1e-12);
-}
 
 AttentionParams params(const QString& mode) {
     AttentionParams p;
@@ -77,7 +46,7 @@ Compared compare(DecodeSession& a, DecodeSession& b, const ModelConfig& cfg, int
         while (fed < page + a.params().windowAfter) {
             ++fed;
             const int n = 20 + fed % 3 * 10;
-            const auto f = cfg.visualTokenIds ? pageWithIds(fed, n, cfg.visualDim) : pageFeatures(fed, n, cfg.visualDim);
+            const auto f = cfg.visualTokenIds ? pageWithIds(fed, n, cfg.visualDim, 5) : pageFeatures(fed, n, cfg.visualDim);
             if (!a.addPage(fed, f.data(), n) || !b.addPage(fed, f.data(), n)) return r;
         }
         auto ra = a.step(token);
