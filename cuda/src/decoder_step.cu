@@ -318,6 +318,9 @@ struct DecoderStep::Impl {
 
     std::string uploadSpans(int l, const std::vector<AttentionSpan>& s) {
         if (int(s.size()) > maxSpans) return "more spans than the device's slots";
+        for (const AttentionSpan& sp : s)  // the kernels trust them: checked here, not read out of bounds there
+            if (sp.block < 0 || sp.block >= numSlots || sp.first < 0 || sp.count < 0 || sp.first + sp.count > kBlockTokens)
+                return "a span outside the pool (slot " + std::to_string(sp.block) + ")";
         std::copy(s.begin(), s.end(), hostSpans + size_t(l) * maxSpans);
         hostCounts[l] = int(s.size());
         std::string e;

@@ -235,11 +235,18 @@ void runShape(const std::string& label, const DecoderShape& c, bool bf16) {
         check(what, el <= tol && eq <= tol && ek <= tol && ev <= tol && eSeen <= tol, buf);
         (void)KV;
     }
-    // A span outside the pool is refused, not read.
+    // A token or a span outside the pool is refused, not read.
     std::vector<float> l(size_t(c.vocab)), q(size_t(c.layers) * Q), k(size_t(c.layers) * KV), v(k.size());
     e = dev->step(c.vocab, 0, 0, 0, [](int, const float*, std::vector<AttentionSpan>&) { return std::string(); }, false,
                   l.data(), q.data(), k.data(), v.data());
     check(label + " refuses a token out of range", !e.empty(), "accepted");
+    e = dev->step(1, 0, 0, 0,
+                  [&](int, const float*, std::vector<AttentionSpan>& out) {
+                      out = {{slots, 0, 4, 0}};
+                      return std::string();
+                  },
+                  false, l.data(), q.data(), k.data(), v.data());
+    check(label + " refuses a span outside the pool", !e.empty(), "accepted");
 }
 
 }  // namespace
