@@ -1,0 +1,167 @@
+// The engine's CUDA decode session on the GPU machine, which cannot build Quire (no Qt, OpenCV or
+// OpenBLAS there): built here, carried with the shared libraries it needs by tools/gpu-carry.sh,
+// run by tools/gpu-check.sh. Plain C++ over the engine's API (no Qt Test):
+//   1. the CUDA session against the CPU session, step by step (what tst_device_decoder_gpu does
+//      where Quire builds with a GPU): SR-SWA and R-SWA, fp32 and bf16 weights, 2,000 steps on the
+//      tiny test model with framed positions, 300 on the reader's shape;
+//   2. `bench decode` on the GPU and on the CPU in the same run, per shape and mode, as JSON lines.
+// Prints PASS/FAIL lines and "N passed, M failed"; exits 0 with a note where no GPU is present.
+//
+//   decoder_device_check [--reader-pages N] [--unlimited-pages N] [--no-bench]
+// (pages of the SR-SWA runs, 1,000 and 100 by default; R-SWA and full go to 100 at most, batch 16
+// to 20. Pages are prefilled on the CPU, which bounds how far a run gets in the GPU machine's
+// ten minutes: about 0.2 s a page for the Unlimited-OCR shape.)
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "quire/backend.h"
+#include "quire/decoder/bench.h"
+#include "quire/decoder/session.h"
+
+using namespace quire;
+using namespace quire::decoder;
+
+namespace {
+
+int g_passed = 0, g_failed = 0;
+
+void report(const std::string& name, bool ok, const std::string& detail) {
+    if (ok) ++g_passed;
+    else ++g_failed;
+    std::printf("%s %s: %s\n", ok ? "PASS" : "FAIL", name.c_str(), detail.c_str());
+    std::fflush(stdout);
+}
+
+std::vector<float> pageFeatures(int page, int count, int dim) {
+    std::mt19937 rng(uint32_t(1000 + page));
+    std::normal_distribution<float> n(0.f, 1.f);
+    std::vector<float> v(size_t(count) * dim);
+    for (auto& x : v) x = n(rng);
+    return v;
+}
+
+double relDiff(const std::vector<float>& a, const std::vector<float>& b) {
+    double num = 0, den = 0;
+    for (size_t i = 0; i < a.size(); ++i) {
+        if (!std::isfinite(a[i])) return INFINITY;
+        num = std::max(num, double(std::abs(a[i] - b[i]))), den = std::max(den, double(std::abs(b[i])));
+    }
+    return num / std::max(den, 1e-12);
+}
+
+// The CUDA session and the CPU session fed the same tokens (the CPU's greedy choices, a page break
+// every 30): worst relative logits difference, and the share of steps whose best token agrees.
+void compare(const std::string& name, const ModelConfig& cfg, AttentionMode mode, bool bf16, int steps, int pageTokens) {
+    auto model = std::make_shared<const ModelWeights>(randomModel(cfg, 41));
+    AttentionParams cpu;
+    cpu.mode = mode, cpu.recentTokens = 24, cpu.maxPageTokens = pageTokens + 16, cpu.gatedPages = 2, cpu.blocksPerGatedPage = 2;
+    cpu.gatedCachePages = 1;
+    AttentionParams dev = cpu;
+    dev.device = StepDevice::Cuda, dev.deviceBf16 = bf16, dev.deviceFallback = false;
+    DecodeSession a(model, cpu), b(model, dev);
+    if (Status s = a.begin({1, 5}); !s) return report(name, false, s.message());
+    if (Status s = b.begin({1, 5}); !s) return report(name, false, s.message());
+    int fed = -1, token = cfg.bosTokenId, same = 0, worstStep = 0;
+    double worst = 0, deviceMs = 0, cpuMs = 0;
+    for (int step = 0; step < steps; ++step) {
+        while (fed < a.stats().currentPage + cpu.windowAfter) {
+            ++fed;
+            const int n = pageTokens - 8 + fed % 3 * 8;
+            const auto f = pageFeatures(fed, n, cfg.visualDim);
+            if (Status s = a.addPage(fed, f.data(), n); !s) return report(name, false, s.message());
+            if (Status s = b.addPage(fed, f.data(), n); !s) return report(name, false, s.message());
+        }
+        const auto t0 = std::chrono::steady_clock::now();
+        auto ra = a.step(token);
+        const auto t1 = std::chrono::steady_clock::now();
+        auto rb = b.step(token);
+        const auto t2 = std::chrono::steady_clock::now();
+        cpuMs += std::chrono::duration<double, std::milli>(t1 - t0).count();
+        deviceMs += std::chrono::duration<double, std::milli>(t2 - t1).count();
+        if (!ra) return report(name, false, "CPU step " + std::to_string(step) + ": " + ra.status().message());
+        if (!rb) return report(name, false, "CUDA step " + std::to_string(step) + ": " + rb.status().message());
+        const double d = relDiff(*rb->logits, *ra->logits);
+        if (d > worst) worst = d, worstStep = step;
+        auto best = [](const std::vector<float>& l) { return int(std::max_element(l.begin() + 7, l.end()) - l.begin()); };
+        const int next = best(*ra->logits);
+        same += next == best(*rb->logits);
+        if (a.lastAttendedPositions() != b.lastAttendedPositions())
+            return report(name, false, "attended positions differ at step " + std::to_string(step));
+        token = step % 30 == 29 ? cfg.pageBreakTokenId : next;
+    }
+    char buf[300];
+    std::snprintf(buf, sizeof buf,
+                  "%d steps, %d pages: worst relative logits difference %.2e (step %d), same token %d/%d, "
+                  "%.3f ms/step on the GPU (with the session's bookkeeping) vs %.3f on the CPU, %zu device bytes",
+                  steps, a.stats().currentPage, worst, worstStep, same, steps, deviceMs / steps, cpuMs / steps,
+                  b.stats().deviceBytes);
+    const bool ok = bf16 ? worst <= 5e-2 : worst <= 1e-3 && same == steps;
+    report(name, ok && b.deviceNotice().empty(), buf);
+}
+
+void bench(const std::string& shape, const char* mode, const char* device, int pages, int batch) {
+    DecodeBenchParams p;
+    auto cfg = benchShape(shape);
+    if (!cfg) return report("bench " + shape, false, cfg.status().message());
+    p.config = *cfg;
+    p.attention.mode = *parseAttentionMode(mode);
+    p.pages = pages, p.device = device, p.batch = batch;
+    p.checkpoints = {10, 100, 1000};
+    p.maxKvBytes = 60e9;
+    const auto t0 = std::chrono::steady_clock::now();
+    auto r = runDecodeBench(p);
+    const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    if (!r) return report(std::string("bench ") + shape + " " + mode + " " + device, false, r.status().message());
+    r->shape = shape;
+    std::printf("BENCH %s\n", r->toJson().c_str());
+    std::printf("  (%.1f s wall)\n", secs);
+    std::fflush(stdout);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    int readerPages = 1000, unlimitedPages = 100;
+    bool runBench = true;
+    for (int i = 1; i < argc; ++i) {
+        if (!std::strcmp(argv[i], "--reader-pages") && i + 1 < argc) readerPages = std::atoi(argv[++i]);
+        else if (!std::strcmp(argv[i], "--unlimited-pages") && i + 1 < argc) unlimitedPages = std::atoi(argv[++i]);
+        else if (!std::strcmp(argv[i], "--no-bench")) runBench = false;
+    }
+    std::string why;
+    const auto devices = gpuDevices(&why);
+    if (devices.empty()) {
+        std::printf("no GPU (%s): the CUDA session checks are skipped\n0 passed, 0 failed\n", why.c_str());
+        return 0;
+    }
+    std::printf("GPU: %s, %.1f GiB\n", devices[0].name.c_str(), double(devices[0].totalBytes) / (1 << 30));
+    ModelConfig tiny;
+    tiny.vocabSize = 48, tiny.hiddenSize = 32, tiny.numLayers = 2, tiny.numHeads = 4, tiny.numKvHeads = 2, tiny.headDim = 8;
+    tiny.intermediateSize = 48, tiny.visualDim = 12, tiny.maxPositions = 256;  // framed positions too
+    compare("tiny srswa fp32", tiny, AttentionMode::SrSwa, false, 2000, 28);
+    compare("tiny rswa fp32", tiny, AttentionMode::RSwa, false, 2000, 28);
+    compare("tiny srswa bf16", tiny, AttentionMode::SrSwa, true, 2000, 28);
+    if (auto reader = benchShape("reader")) {
+        compare("reader-shaped srswa fp32", *reader, AttentionMode::SrSwa, false, 300, 273);
+        compare("reader-shaped srswa bf16", *reader, AttentionMode::SrSwa, true, 300, 273);
+    }
+    if (runBench) {
+        // Side by side in one run: the GPU's modes, then the CPU's SR-SWA for the ratio.
+        for (const char* shape : {"reader", "unlimited-ocr"}) {
+            const int pages = std::string(shape) == "reader" ? readerPages : unlimitedPages;
+            bench(shape, "srswa", "cuda", pages, 1);
+            bench(shape, "rswa", "cuda", std::min(pages, 100), 1);
+            bench(shape, "full", "cuda", std::min(pages, 100), 1);
+            bench(shape, "srswa", "cuda", std::min(pages, 20), 16);
+            bench(shape, "srswa", "cpu", std::min(pages, 20), 1);
+        }
+    }
+    std::printf("%d passed, %d failed\n", g_passed, g_failed);
+    return g_failed ? 1 : 0;
+}
