@@ -73,9 +73,11 @@ __global__ void StoreKvKernel(const float* k, const float* v, float* pool, const
 // equal ranges; in each, warps take tokens in turn (a lane holds every 32nd dimension), keep an
 // online softmax, and the block's warps are merged into (max, sum, acc[D]) in the workspace.
 // The query is rotated to each span's frame position in shared memory.
-__global__ void AttentionSplitKernel(const float* q, const float* pool, const AttentionSpan* spans, const int* count,
-                                     int layer, int layers, int kvHeads, int headDim, int group, const double* invFreq,
-                                     float scale, float* workspace) {
+// Prefill: grid z is the query (token) and `offsets` gives each its own spans; a step: one query
+// and `count` spans.
+__global__ void AttentionSplitKernel(const float* q, size_t qStride, const float* pool, const AttentionSpan* spans,
+                                     const int* count, const int* offsets, int layer, int layers, int kvHeads, int headDim,
+                                     int group, const double* invFreq, float scale, float* workspace) {
     __shared__ float qr[kMaxHeadDim];
     __shared__ float wm[kAttnThreads / 32], wl[kAttnThreads / 32];
     __shared__ float wacc[kAttnThreads / 32][kMaxHeadDim];
@@ -83,7 +85,16 @@ __global__ void AttentionSplitKernel(const float* q, const float* pool, const At
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, warps = blockDim.x / 32;
     const int g = h / group, half = headDim / 2;
     const size_t halfFloats = size_t(layers) * kvHeads * kBlockTokens * headDim;
-    const int n = *count;
+    const int z = blockIdx.z;
+    int n;
+    if (offsets) {
+        spans += offsets[z];
+        n = offsets[z + 1] - offsets[z];
+    } else {
+        n = *count;
+    }
+    q += size_t(z) * qStride;
+    workspace += size_t(z) * gridDim.x * splits * (headDim + 2);
     int total = 0;
     for (int s = 0; s < n; ++s) total += spans[s].count;
     const int per = (total + splits - 1) / splits;
@@ -148,7 +159,9 @@ __global__ void AttentionSplitKernel(const float* q, const float* pool, const At
 }
 
 __global__ void AttentionCombineKernel(const float* workspace, int splits, int headDim, float* out) {
-    const int h = blockIdx.x;
+    const int h = blockIdx.x, z = blockIdx.y;  // y: the query (prefill)
+    workspace += size_t(z) * gridDim.x * splits * (headDim + 2);
+    out += size_t(z) * gridDim.x * headDim;
     float M = -INFINITY;
     for (int s = 0; s < splits; ++s) {
         const float* ws = workspace + (size_t(h) * splits + s) * (headDim + 2);
@@ -164,6 +177,45 @@ __global__ void AttentionCombineKernel(const float* workspace, int splits, int h
             A += ws[2 + d] * w;
         }
         out[size_t(h) * headDim + d] = L > 0.f ? A / L : 0.f;
+    }
+}
+
+// x[rows, n] += b[n]
+__global__ void AddRowsKernel(float* x, const float* b, int rows, int n) {
+    const long i = long(blockIdx.x) * blockDim.x + threadIdx.x;
+    if (i < long(rows) * n) x[i] += b[i % n];
+}
+
+// x[t] += embed[id of visual token t] (the id stored after its features).
+__global__ void AddVisualIdsKernel(float* x, const float* visual, int stride, int visualDim, const float* embed, int hidden) {
+    const int t = blockIdx.x;
+    const int id = int(visual[size_t(t) * stride + visualDim]);
+    for (int i = threadIdx.x; i < hidden; i += blockDim.x) x[size_t(t) * hidden + i] += embed[size_t(id) * hidden + i];
+}
+
+// rows of `cols` floats, `ld` apart, to contiguous bf16.
+__global__ void ToBf16RowsKernel(const float* in, int ld, int cols, int rows, __nv_bfloat16* out) {
+    const long i = long(blockIdx.x) * blockDim.x + threadIdx.x;
+    if (i < long(rows) * cols) out[i] = __float2bfloat16(in[size_t(i / cols) * ld + i % cols]);
+}
+
+// A page's keys (rotated at pos0 + t) and values into its blocks' slots, layer `layer`.
+__global__ void StoreKvRowsKernel(const float* k, const float* v, float* pool, const int32_t* slots, int64_t pos0, int tokens,
+                                  int layer, int layers, int kvHeads, int headDim, const double* invFreq) {
+    const int half = headDim / 2, KV = kvHeads * headDim;
+    const size_t halfFloats = size_t(layers) * kvHeads * kBlockTokens * headDim;
+    const long idx = long(blockIdx.x) * blockDim.x + threadIdx.x;
+    if (idx >= long(tokens) * KV) return;
+    const int t = int(idx / KV), r = int(idx % KV), g = r / headDim, i = r % headDim;
+    float* block = pool + size_t(slots[t / kBlockTokens]) * 2 * halfFloats;
+    const size_t at = ((size_t(layer) * kvHeads + g) * kBlockTokens + t % kBlockTokens) * headDim;
+    block[halfFloats + at + i] = v[idx];
+    if (i < half) {
+        const double a = double(pos0 + t) * invFreq[i];
+        const float c = float(cos(a)), s = float(sin(a));
+        const float x0 = k[size_t(t) * KV + g * headDim + i], x1 = k[size_t(t) * KV + g * headDim + i + half];
+        block[at + i] = x0 * c - x1 * s;
+        block[at + i + half] = x0 * s + x1 * c;
     }
 }
 
@@ -205,6 +257,12 @@ struct DecoderStep::Impl {
     size_t hostOutFloats = 0;
     cudaGraphExec_t graph = nullptr;
     size_t bytes = 0;
+    // The prefill's: the projector's weights, and scratch for up to prefillMax rows.
+    DeviceMatrix visualW;
+    DeviceBuffer visualB;
+    int prefillMax = 0;
+    size_t prefillSpanCap = 0;
+    DeviceBuffer pVisual, pX, pXn, pQ, pK, pV, pA, pO, pG, pU, pAct16, pWork, pSpans, pOffsets, pSlots;
 
     ~Impl() {
         if (graph) cudaGraphExecDestroy(graph);
@@ -253,6 +311,41 @@ struct DecoderStep::Impl {
         return {};
     }
 
+    // Y[T, W.rows] = X[T, W.cols] Wᵀ, X's rows `ldx` floats apart.
+    std::string gemmRows(const DeviceMatrix& W, const float* X, int ldx, int T, float* Y) {
+        const float alpha = 1.f, beta = 0.f;
+        cublasStatus_t st;
+        if (!W.bf16) {
+            st = cublasSgemm(blas, CUBLAS_OP_T, CUBLAS_OP_N, W.rows, T, W.cols, &alpha, W.data.as<float>(), W.cols, X, ldx, &beta, Y,
+                             W.rows);
+        } else {
+            ToBf16RowsKernel<<<blocksFor(long(T) * W.cols), 256, 0, stream>>>(X, ldx, W.cols, T, pAct16.as<__nv_bfloat16>());
+            if (auto e = launched("bf16 rows"); !e.empty()) return e;
+            st = cublasGemmEx(blas, CUBLAS_OP_T, CUBLAS_OP_N, W.rows, T, W.cols, &alpha, W.data.get(), CUDA_R_16BF, W.cols,
+                              pAct16.get(), CUDA_R_16BF, W.cols, &beta, Y, CUDA_R_32F, W.rows, CUBLAS_COMPUTE_32F,
+                              CUBLAS_GEMM_DEFAULT);
+        }
+        if (st != CUBLAS_STATUS_SUCCESS) return "cuBLAS product failed (status " + std::to_string(int(st)) + ")";
+        return {};
+    }
+
+    std::string reservePrefill(int maxTokens) {
+        if (maxTokens <= prefillMax) return {};
+        const size_t T = size_t(maxTokens), H = size_t(c.hidden), Q = size_t(c.heads) * c.headDim,
+                     KV = size_t(c.kvHeads) * c.headDim, F = size_t(c.intermediate), f = sizeof(float);
+        const size_t stride = size_t(c.visualDim) + (c.visualTokenIds ? 1 : 0);
+        for (DeviceBuffer* b : {&pVisual, &pX, &pXn, &pQ, &pK, &pV, &pA, &pO, &pG, &pU, &pAct16, &pWork, &pOffsets, &pSlots})
+            bytes -= b->bytes();
+        for (auto [buf, n] : {std::pair{&pVisual, T * stride * f}, {&pX, T * H * f}, {&pXn, T * H * f}, {&pQ, T * Q * f},
+                              {&pK, T * KV * f}, {&pV, T * KV * f}, {&pA, T * Q * f}, {&pO, T * H * f}, {&pG, T * F * f},
+                              {&pU, T * F * f}, {&pAct16, T * std::max({H, Q, F, stride}) * sizeof(__nv_bfloat16)},
+                              {&pWork, T * size_t(c.heads) * (size_t(c.headDim) + 2) * f}, {&pOffsets, (T + 1) * sizeof(int32_t)},
+                              {&pSlots, (T / kBlockTokens + 1) * sizeof(int32_t)}})
+            if (auto e = alloc(*buf, n); !e.empty()) return "prefill scratch: " + e;
+        prefillMax = maxTokens;
+        return {};
+    }
+
     std::string add(float* xio, const float* y, int n) {
         AddKernel<<<blocksFor(n), 256, 0, stream>>>(xio, y, n);
         return launched("residual");
@@ -281,9 +374,9 @@ struct DecoderStep::Impl {
         Layer& L = layers[size_t(l)];
         const dim3 grid(c.heads, splits);
         AttentionSplitKernel<<<grid, kAttnThreads, 0, stream>>>(
-            q.as<float>(), pool.as<float>(), spans.as<AttentionSpan>() + size_t(l) * maxSpans, counts.as<int>() + l, l,
-            c.layers, c.kvHeads, c.headDim, c.heads / c.kvHeads, invFreq.as<double>(), float(1.0 / std::sqrt(double(c.headDim))),
-            attWork.as<float>());
+            q.as<float>(), 0, pool.as<float>(), spans.as<AttentionSpan>() + size_t(l) * maxSpans, counts.as<int>() + l, nullptr,
+            l, c.layers, c.kvHeads, c.headDim, c.heads / c.kvHeads, invFreq.as<double>(),
+            float(1.0 / std::sqrt(double(c.headDim))), attWork.as<float>());
         std::string e;
         if (!(e = launched("attention")).empty()) return e;
         AttentionCombineKernel<<<c.heads, 128, 0, stream>>>(attWork.as<float>(), splits, c.headDim, att.as<float>());
@@ -372,6 +465,10 @@ std::unique_ptr<DecoderStep> DecoderStep::create(const DecoderShape& shape, cons
     if (!(e = d->upload(d->embed, w.embed, size_t(shape.vocab) * H)).empty() ||
         !(e = d->upload(d->finalNorm, w.finalNorm, size_t(H))).empty() ||
         !(e = d->uploadMatrix(d->head, w.head, shape.vocab, H)).empty())
+        return fail(e);
+    if (shape.visualDim > 0 && w.visualW && w.visualB &&
+        (!(e = d->uploadMatrix(d->visualW, w.visualW, H, shape.visualDim)).empty() ||
+         !(e = d->upload(d->visualB, w.visualB, size_t(H))).empty()))
         return fail(e);
     std::vector<double> inv(size_t(shape.headDim / 2));
     for (int i = 0; i < shape.headDim / 2; ++i) inv[size_t(i)] = std::pow(shape.ropeTheta, -2.0 * i / shape.headDim);
@@ -518,6 +615,95 @@ std::string DecoderStep::step(int token, int slot, int t, int64_t pos, const Spa
         out += n;
     }
     return {};
+}
+
+std::string DecoderStep::prefill(const PrefillSpec& spec, int maxTokens) {
+    Impl& m = *d;
+    const DecoderShape& c = m.c;
+    const int T = spec.tokens;
+    if (!m.visualW.rows) return "prefill: no projector weights were given";
+    if (T < 1 || T > maxTokens || T > 65535) return "prefill: " + std::to_string(T) + " tokens";
+    std::string e = m.reservePrefill(maxTokens);
+    if (!e.empty()) return e;
+    const int blocks = (T + kBlockTokens - 1) / kBlockTokens;
+    for (int b = 0; b < blocks; ++b)
+        if (spec.blockSlots[b] < 0 || spec.blockSlots[b] >= m.numSlots) return "prefill: a block slot outside the pool";
+    const int numSpans = spec.offsets[T];
+    for (int t = 0; t < T; ++t)
+        if (spec.offsets[t] < 0 || spec.offsets[t] > spec.offsets[t + 1]) return "prefill: span offsets out of order";
+    for (int i = 0; i < numSpans; ++i) {
+        const AttentionSpan& sp = spec.spans[i];
+        if (sp.block < 0 || sp.block >= m.numSlots || sp.first < 0 || sp.count < 0 || sp.first + sp.count > kBlockTokens)
+            return "prefill: a span outside the pool (slot " + std::to_string(sp.block) + ")";
+    }
+    if (size_t(numSpans) > m.prefillSpanCap) {  // grows with the page's length (about T² / 32 spans)
+        m.bytes -= m.pSpans.bytes();
+        const size_t cap = std::max(size_t(numSpans), m.prefillSpanCap * 3 / 2);
+        if (!(e = m.alloc(m.pSpans, cap * sizeof(AttentionSpan))).empty()) return "prefill spans: " + e;
+        m.prefillSpanCap = cap;
+    }
+    const int stride = c.visualDim + (c.visualTokenIds ? 1 : 0);
+    const int H = c.hidden, Q = c.heads * c.headDim, KV = c.kvHeads * c.headDim, F = c.intermediate;
+    cudaStream_t st = m.stream;
+    auto copyIn = [&](DeviceBuffer& dst, const void* src, size_t n) {
+        return check(cudaMemcpyAsync(dst.get(), src, n, cudaMemcpyHostToDevice, st), "prefill inputs");
+    };
+    if ((e = copyIn(m.pVisual, spec.visual, size_t(T) * stride * sizeof(float))).empty() &&
+        (e = copyIn(m.pSlots, spec.blockSlots, size_t(blocks) * sizeof(int32_t))).empty() &&
+        (e = copyIn(m.pOffsets, spec.offsets, size_t(T + 1) * sizeof(int32_t))).empty())
+        e = copyIn(m.pSpans, spec.spans, size_t(numSpans) * sizeof(AttentionSpan));
+    float *X = m.pX.as<float>(), *Xn = m.pXn.as<float>(), *O = m.pO.as<float>();
+    if (e.empty()) e = m.gemmRows(m.visualW, m.pVisual.as<float>(), stride, T, X);
+    if (e.empty()) {
+        AddRowsKernel<<<blocksFor(long(T) * H), 256, 0, st>>>(X, m.visualB.as<float>(), T, H);
+        e = launched("projector bias");
+    }
+    if (e.empty() && c.visualTokenIds) {
+        AddVisualIdsKernel<<<T, 128, 0, st>>>(X, m.pVisual.as<float>(), stride, c.visualDim, m.embed.as<float>(), H);
+        e = launched("visual token ids");
+    }
+    const float scale = float(1.0 / std::sqrt(double(c.headDim)));
+    for (int l = 0; l < c.layers && e.empty(); ++l) {
+        Impl::Layer& L = m.layers[size_t(l)];
+        e = rmsNorm(X, L.attnNorm.as<float>(), Xn, T, H, c.rmsEps, st);
+        if (e.empty()) e = m.gemmRows(L.wq, Xn, H, T, m.pQ.as<float>());
+        if (e.empty()) e = m.gemmRows(L.wk, Xn, H, T, m.pK.as<float>());
+        if (e.empty()) e = m.gemmRows(L.wv, Xn, H, T, m.pV.as<float>());
+        if (e.empty()) {
+            StoreKvRowsKernel<<<blocksFor(long(T) * KV), 256, 0, st>>>(m.pK.as<float>(), m.pV.as<float>(), m.pool.as<float>(),
+                                                                       m.pSlots.as<int32_t>(), spec.pos0, T, l, c.layers,
+                                                                       c.kvHeads, c.headDim, m.invFreq.as<double>());
+            e = launched("store the page's keys and values");
+        }
+        if (e.empty())
+            e = check(cudaMemcpyAsync(spec.keys + size_t(l) * T * KV, m.pK.get(), size_t(T) * KV * sizeof(float),
+                                      cudaMemcpyDeviceToHost, st),
+                      "prefill keys");
+        if (e.empty())
+            e = check(cudaMemcpyAsync(spec.values + size_t(l) * T * KV, m.pV.get(), size_t(T) * KV * sizeof(float),
+                                      cudaMemcpyDeviceToHost, st),
+                      "prefill values");
+        if (e.empty()) {
+            AttentionSplitKernel<<<dim3(c.heads, 1, T), kAttnThreads, 0, st>>>(
+                m.pQ.as<float>(), size_t(Q), m.pool.as<float>(), m.pSpans.as<AttentionSpan>(), nullptr, m.pOffsets.as<int32_t>(), l,
+                c.layers, c.kvHeads, c.headDim, c.heads / c.kvHeads, m.invFreq.as<double>(), scale, m.pWork.as<float>());
+            e = launched("page attention");
+        }
+        if (e.empty()) {
+            AttentionCombineKernel<<<dim3(c.heads, T), 128, 0, st>>>(m.pWork.as<float>(), 1, c.headDim, m.pA.as<float>());
+            e = launched("page attention combine");
+        }
+        if (e.empty()) e = m.gemmRows(L.wo, m.pA.as<float>(), Q, T, O);
+        if (e.empty()) e = m.add(X, O, T * H);
+        if (e.empty()) e = rmsNorm(X, L.mlpNorm.as<float>(), Xn, T, H, c.rmsEps, st);
+        if (e.empty()) e = m.gemmRows(L.wGate, Xn, H, T, m.pG.as<float>());
+        if (e.empty()) e = m.gemmRows(L.wUp, Xn, H, T, m.pU.as<float>());
+        if (e.empty()) e = swiglu(m.pG.as<float>(), m.pU.as<float>(), m.pG.as<float>(), T * F, st);
+        if (e.empty()) e = m.gemmRows(L.wDown, m.pG.as<float>(), F, T, O);
+        if (e.empty()) e = m.add(X, O, T * H);
+    }
+    const std::string synced = check(cudaStreamSynchronize(st), "prefill");
+    return e.empty() ? synced : e;
 }
 
 size_t DecoderStep::deviceBytes() const { return d->bytes; }

@@ -26,7 +26,7 @@ int g_passed = 0, g_failed = 0;
 
 struct Model {
     DecoderShape c;
-    std::vector<float> embed, finalNorm, head;
+    std::vector<float> embed, finalNorm, head, visualW, visualB;
     struct Layer {
         std::vector<float> attnNorm, wq, wk, wv, wo, mlpNorm, wGate, wUp, wDown;
     };
@@ -34,6 +34,7 @@ struct Model {
     DecoderHostWeights host() const {
         DecoderHostWeights w;
         w.embed = embed.data(), w.finalNorm = finalNorm.data(), w.head = head.data();
+        w.visualW = visualW.data(), w.visualB = visualB.data();
         for (const Layer& L : layers)
             w.layers.push_back({L.attnNorm.data(), L.wq.data(), L.wk.data(), L.wv.data(), L.wo.data(), L.mlpNorm.data(),
                                 L.wGate.data(), L.wUp.data(), L.wDown.data()});
@@ -57,6 +58,8 @@ Model makeModel(const DecoderShape& c) {
     m.finalNorm = scaled(size_t(H), seed++, 0.1f);
     for (auto& x : m.finalNorm) x += 1.f;
     m.head = scaled(size_t(c.vocab) * H, seed++, sh);
+    m.visualW = scaled(size_t(H) * c.visualDim, seed++, 1.f / std::sqrt(float(c.visualDim)));
+    m.visualB = scaled(size_t(H), seed++, 0.1f);
     for (int l = 0; l < c.layers; ++l) {
         Model::Layer L;
         L.attnNorm = std::vector<float>(size_t(H), 1.f), L.mlpNorm = std::vector<float>(size_t(H), 1.f);
@@ -154,6 +157,76 @@ struct Reference {
     }
 };
 
+// The reference's prefill: the projector, then per layer every token's key and value into the
+// page's slots before any token attends (causally, through its spans).
+void referencePrefill(Reference& ref, const PrefillSpec& spec, std::vector<float>& keys, std::vector<float>& values) {
+    const Model& m = ref.m;
+    const DecoderShape& c = m.c;
+    const int T = spec.tokens, H = c.hidden, D = c.headDim, Q = c.heads * D, KV = c.kvHeads * D, F = c.intermediate,
+              G = c.heads / c.kvHeads, stride = c.visualDim + (c.visualTokenIds ? 1 : 0);
+    keys.assign(size_t(c.layers) * T * KV, 0.f), values.assign(keys.size(), 0.f);
+    std::vector<float> X(size_t(T) * H), h(static_cast<size_t>(H)), q(size_t(T) * Q), k(static_cast<size_t>(KV)),
+        v(static_cast<size_t>(KV)), att(static_cast<size_t>(Q)), o(static_cast<size_t>(H)), g(static_cast<size_t>(F)),
+        u(static_cast<size_t>(F)), qr(static_cast<size_t>(D));
+    for (int t = 0; t < T; ++t) {
+        Reference::matvec(m.visualW, H, c.visualDim, spec.visual + size_t(t) * stride, &X[size_t(t) * H]);
+        for (int i = 0; i < H; ++i) X[size_t(t) * H + i] += m.visualB[size_t(i)];
+    }
+    for (int l = 0; l < c.layers; ++l) {
+        const Model::Layer& L = m.layers[size_t(l)];
+        for (int t = 0; t < T; ++t) {
+            ref.norm(&X[size_t(t) * H], L.attnNorm.data(), h.data());
+            Reference::matvec(L.wq, Q, H, h.data(), &q[size_t(t) * Q]);
+            Reference::matvec(L.wk, KV, H, h.data(), k.data()), Reference::matvec(L.wv, KV, H, h.data(), v.data());
+            std::copy(k.begin(), k.end(), keys.begin() + long((size_t(l) * T + t) * KV));
+            std::copy(v.begin(), v.end(), values.begin() + long((size_t(l) * T + t) * KV));
+            const size_t base = size_t(spec.blockSlots[t / kBlockTokens]) * ref.blockFloats;
+            for (int gi = 0; gi < c.kvHeads; ++gi) {
+                ref.rotate(&k[size_t(gi) * D], spec.pos0 + t);
+                std::copy_n(&k[size_t(gi) * D], D, &ref.pool[base + ref.kIndex(l, gi, t % kBlockTokens)]);
+                std::copy_n(&v[size_t(gi) * D], D, &ref.pool[base + ref.halfFloats + ref.kIndex(l, gi, t % kBlockTokens)]);
+            }
+        }
+        for (int t = 0; t < T; ++t) {
+            for (int hh = 0; hh < c.heads; ++hh) {
+                std::vector<double> w;
+                for (int si = spec.offsets[t]; si < spec.offsets[t + 1]; ++si) {
+                    const AttentionSpan& s = spec.spans[si];
+                    std::copy_n(&q[size_t(t) * Q + size_t(hh) * D], D, qr.begin());
+                    ref.rotate(qr.data(), s.queryPos);
+                    for (int tt = s.first; tt < s.first + s.count; ++tt) {
+                        double dot = 0;
+                        for (int i = 0; i < D; ++i)
+                            dot += double(qr[size_t(i)]) * ref.pool[size_t(s.block) * ref.blockFloats + ref.kIndex(l, hh / G, tt) + i];
+                        w.push_back(dot / std::sqrt(double(D)));
+                    }
+                }
+                double mx = -INFINITY, sum = 0;
+                for (double x : w) mx = std::max(mx, x);
+                for (double& x : w) sum += (x = std::exp(x - mx));
+                std::vector<double> acc(static_cast<size_t>(D), 0.0);
+                size_t n = 0;
+                for (int si = spec.offsets[t]; si < spec.offsets[t + 1]; ++si) {
+                    const AttentionSpan& s = spec.spans[si];
+                    for (int tt = s.first; tt < s.first + s.count; ++tt, ++n)
+                        for (int i = 0; i < D; ++i)
+                            acc[size_t(i)] += w[n] / sum *
+                                              ref.pool[size_t(s.block) * ref.blockFloats + ref.halfFloats + ref.kIndex(l, hh / G, tt) + i];
+                }
+                for (int i = 0; i < D; ++i) att[size_t(hh) * D + i] = float(acc[size_t(i)]);
+            }
+            float* x = &X[size_t(t) * H];
+            Reference::matvec(L.wo, H, Q, att.data(), o.data());
+            for (int i = 0; i < H; ++i) x[i] += o[size_t(i)];
+            ref.norm(x, L.mlpNorm.data(), h.data());
+            Reference::matvec(L.wGate, F, H, h.data(), g.data()), Reference::matvec(L.wUp, F, H, h.data(), u.data());
+            for (int i = 0; i < F; ++i) g[size_t(i)] = float(g[size_t(i)] / (1.0 + std::exp(-double(g[size_t(i)]))) * u[size_t(i)]);
+            Reference::matvec(L.wDown, H, F, g.data(), o.data());
+            for (int i = 0; i < H; ++i) x[i] += o[size_t(i)];
+        }
+    }
+}
+
 // Spans for step `s`: per layer, a shuffled set of distinct slots (the step's own block, with
 // tokens up to t, among them), some partial, and query positions from two frames.
 std::vector<std::vector<AttentionSpan>> makeSpans(int layers, int slots, int ownSlot, int t, int64_t pos, int count,
@@ -235,6 +308,49 @@ void runShape(const std::string& label, const DecoderShape& c, bool bf16) {
         check(what, el <= tol && eq <= tol && ek <= tol && ev <= tol && eSeen <= tol, buf);
         (void)KV;
     }
+    // A page's prefill: 37 tokens (three blocks, the last partial) into slots 5, 9 and 13, each
+    // token attending to two sink blocks (one framed elsewhere) and causally to the page; then a
+    // step attending to the page reads what the prefill stored.
+    {
+        const int T = 37;
+        const int64_t pos0 = 1000;
+        const std::vector<int32_t> blockSlots = {5, 9, 13};
+        const auto visual = scaled(size_t(T) * c.visualDim, 13, 1.f);
+        std::vector<AttentionSpan> spans;
+        std::vector<int32_t> offsets{0};
+        for (int t = 0; t < T; ++t) {
+            spans.push_back({0, 0, 16, pos0 + t}), spans.push_back({1, 0, 4, pos0 + t - 200 * (t % 2)});
+            for (int b = 0; b <= t / kBlockTokens; ++b)
+                spans.push_back({blockSlots[size_t(b)], 0, b == t / kBlockTokens ? t % kBlockTokens + 1 : kBlockTokens, pos0 + t});
+            offsets.push_back(int32_t(spans.size()));
+        }
+        PrefillSpec spec;
+        spec.tokens = T, spec.pos0 = pos0, spec.visual = visual.data(), spec.blockSlots = blockSlots.data();
+        spec.spans = spans.data(), spec.offsets = offsets.data();
+        std::vector<float> wk, wv, gk(size_t(c.layers) * T * KV), gv(gk.size());
+        referencePrefill(ref, spec, wk, wv);
+        spec.keys = gk.data(), spec.values = gv.data();
+        e = dev->prefill(spec, 64);
+        if (!e.empty()) return check(label + " prefill", false, e);
+        const double ek = maxRelErr(gk, wk), ev = maxRelErr(gv, wv);
+        char buf[160];
+        std::snprintf(buf, sizeof buf, "keys %.2e values %.2e", ek, ev);
+        check(label + " prefill", ek <= tol && ev <= tol, buf);
+        std::vector<std::vector<AttentionSpan>> after(static_cast<size_t>(c.layers));
+        for (auto& sp : after) sp = {{0, 0, 16, pos0 + T}, {5, 0, 16, pos0 + T}, {9, 0, 16, pos0 + T}, {13, 0, 5, pos0 + T}, {3, 0, 1, pos0 + T}};
+        std::vector<float> wl, wq, wk2, wv2;
+        ref.step(9, 3, 0, pos0 + T, after, wl, wq, wk2, wv2);
+        std::vector<float> gl(wl.size()), gq(wq.size()), gk2(wk2.size()), gv2(wv2.size());
+        e = dev->step(9, 3, 0, pos0 + T,
+                      [&](int l, const float*, std::vector<AttentionSpan>& out) {
+                          out = after[size_t(l)];
+                          return std::string();
+                      },
+                      false, gl.data(), gq.data(), gk2.data(), gv2.data());
+        if (!e.empty()) return check(label + " step after the prefill", false, e);
+        std::snprintf(buf, sizeof buf, "logits %.2e", maxRelErr(gl, wl));
+        check(label + " step after the prefill", maxRelErr(gl, wl) <= tol, buf);
+    }
     // A token or a span outside the pool is refused, not read.
     std::vector<float> l(size_t(c.vocab)), q(size_t(c.layers) * Q), k(size_t(c.layers) * KV), v(k.size());
     e = dev->step(c.vocab, 0, 0, 0, [](int, const float*, std::vector<AttentionSpan>&) { return std::string(); }, false,
@@ -261,12 +377,13 @@ int main() {
     std::printf("GPU: %s\n", devices[0].name.c_str());
     DecoderShape tiny;
     tiny.vocab = 48, tiny.hidden = 32, tiny.layers = 2, tiny.heads = 4, tiny.kvHeads = 2, tiny.headDim = 8, tiny.intermediate = 48;
+    tiny.visualDim = 12;
     DecoderShape reader;
     reader.vocab = 6627, reader.hidden = 384, reader.layers = 4, reader.heads = 6, reader.kvHeads = 2, reader.headDim = 64,
-    reader.intermediate = 1024;
+    reader.intermediate = 1024, reader.visualDim = 120;
     DecoderShape wide;  // Unlimited-OCR's head size, fewer layers
     wide.vocab = 1000, wide.hidden = 1280, wide.layers = 2, wide.heads = 10, wide.kvHeads = 10, wide.headDim = 128,
-    wide.intermediate = 3584;
+    wide.intermediate = 3584, wide.visualDim = 1280;
     runShape("tiny fp32", tiny, false);
     runShape("reader fp32", reader, false);
     runShape("reader bf16", reader, true);

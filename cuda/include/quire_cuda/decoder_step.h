@@ -20,6 +20,8 @@ namespace quire::cuda {
 
 struct DecoderShape {
     int vocab = 0, hidden = 0, layers = 0, heads = 0, kvHeads = 0, headDim = 0, intermediate = 0;
+    int visualDim = 0;            // features of a visual token (the projector's input)
+    bool visualTokenIds = false;  // each visual token also carries a vocabulary id after its features
     float rmsEps = 1e-5f;
     double ropeTheta = 10000.0;
 };
@@ -33,6 +35,20 @@ struct DecoderHostWeights {
     std::vector<DecoderHostLayer> layers;
     const float* finalNorm;
     const float* head;   // [vocab, hidden]
+    const float* visualW = nullptr;  // [hidden, visualDim]
+    const float* visualB = nullptr;  // [hidden]
+};
+
+// A page's prefill (see DecoderStep::prefill).
+struct PrefillSpec {
+    int tokens = 0;
+    int64_t pos0 = 0;
+    const float* visual = nullptr;        // host [tokens, visualDim (+1 with ids)]
+    const int32_t* blockSlots = nullptr;  // host [ceil(tokens / 16)]
+    const AttentionSpan* spans = nullptr; // host, token t's at [offsets[t], offsets[t + 1])
+    const int32_t* offsets = nullptr;     // host [tokens + 1]
+    float* keys = nullptr;                // host [layers][tokens][kvHeads · headDim], pre-rotary
+    float* values = nullptr;              // host [layers][tokens][kvHeads · headDim]
 };
 
 class DecoderStep {
@@ -55,6 +71,11 @@ public:
     using SpansFor = std::function<std::string(int layer, const float* query, std::vector<AttentionSpan>& spans)>;
     std::string step(int token, int slot, int t, int64_t pos, const SpansFor& spansFor, bool perLayer, float* logits,
                      float* queries, float* keys, float* values);
+    // A page's visual tokens through every layer in matrix products (rows = tokens): the
+    // projector, then per layer the keys and values written into the page's slots and every
+    // token's causal attention over its spans in one launch. `maxTokens` sizes the scratch, kept
+    // from the first call.
+    std::string prefill(const PrefillSpec& spec, int maxTokens);
     size_t deviceBytes() const;
 
     struct Impl;

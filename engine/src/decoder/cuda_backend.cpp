@@ -13,7 +13,9 @@ namespace quire::decoder {
 #ifdef QUIRE_HAVE_CUDA
 namespace {
 
-static_assert(sizeof(DeviceSpan) == sizeof(cuda::AttentionSpan) && offsetof(DeviceSpan, queryPos) == offsetof(cuda::AttentionSpan, queryPos),
+static_assert(sizeof(DeviceSpan) == sizeof(cuda::AttentionSpan) && offsetof(DeviceSpan, first) == offsetof(cuda::AttentionSpan, first) &&
+                  offsetof(DeviceSpan, count) == offsetof(cuda::AttentionSpan, count) &&
+                  offsetof(DeviceSpan, queryPos) == offsetof(cuda::AttentionSpan, queryPos),
               "DeviceSpan and cuda::AttentionSpan must share a layout");
 
 Status fromCuda(const std::string& e) { return e.empty() ? Status::ok() : Status(ErrorCode::Engine, "CUDA decoder: " + e); }
@@ -30,6 +32,13 @@ public:
         return fromCuda(dev->writeSlotLayer(slot, layer, block));
     }
     size_t deviceBytes() const override { return dev->deviceBytes(); }
+    Status prefill(const DevicePrefillIO& io, int maxTokens) override {
+        cuda::PrefillSpec spec;
+        spec.tokens = io.tokens, spec.pos0 = io.pos0, spec.visual = io.visual, spec.blockSlots = io.blockSlots;
+        spec.spans = reinterpret_cast<const cuda::AttentionSpan*>(io.spans);  // same layout (static_assert above)
+        spec.offsets = io.offsets, spec.keys = io.keys, spec.values = io.values;
+        return fromCuda(dev->prefill(spec, maxTokens));
+    }
     Status step(const DeviceStepIO& io, const SpansFor& spansFor, bool perLayer) override {
         std::vector<DeviceSpan> spans;
         Status inner;  // the session's own error, passed through as it is
@@ -58,8 +67,10 @@ Result<std::unique_ptr<StepBackend>> makeCudaBackend(std::shared_ptr<const Model
     shape.vocab = c.vocabSize, shape.hidden = c.hiddenSize, shape.layers = c.numLayers, shape.heads = c.numHeads;
     shape.kvHeads = c.numKvHeads, shape.headDim = c.headDim, shape.intermediate = c.intermediateSize;
     shape.rmsEps = c.rmsNormEps, shape.ropeTheta = c.ropeTheta;
+    shape.visualDim = c.visualDim, shape.visualTokenIds = c.visualTokenIds;
     cuda::DecoderHostWeights w;
     w.embed = model->embed.data(), w.finalNorm = model->finalNorm.data(), w.head = model->head();
+    w.visualW = model->visualW.data(), w.visualB = model->visualB.data();
     for (const LayerWeights& L : model->layers)
         w.layers.push_back({L.attnNorm.data(), L.wq.data(), L.wk.data(), L.wv.data(), L.wo.data(), L.mlpNorm.data(),
                             L.wGate.data(), L.wUp.data(), L.wDown.data()});

@@ -84,6 +84,56 @@ public:
         return Status::ok();
     }
 
+    Status prefill(const DevicePrefillIO& io, int maxTokens) override {
+        const int H = c.hiddenSize, D = c.headDim, Q = c.numHeads * D, KV = c.numKvHeads * D, F = c.intermediateSize;
+        const int T = io.tokens, stride = c.visualStride();
+        if (T < 1 || T > maxTokens) return Status(ErrorCode::Internal, "device mirror: prefill of " + std::to_string(T) + " tokens");
+        for (int b = 0; b < (T + kBlockTokens - 1) / kBlockTokens; ++b)
+            if (io.blockSlots[b] < 0 || io.blockSlots[b] >= numSlots) return bad("prefill", io.blockSlots[b]);
+        std::vector<float> X(size_t(T) * H), h(static_cast<size_t>(H)), q(size_t(T) * Q), k(static_cast<size_t>(KV)),
+            v(static_cast<size_t>(KV)), att(static_cast<size_t>(Q)), o(static_cast<size_t>(H)), g(static_cast<size_t>(F)),
+            u(static_cast<size_t>(F));
+        for (int t = 0; t < T; ++t) {
+            const float* in = io.visual + size_t(t) * stride;
+            float* x = &X[size_t(t) * H];
+            matvec(model->visualW.data(), H, c.visualDim, in, x);
+            for (int i = 0; i < H; ++i) x[i] += model->visualB[size_t(i)];
+            if (c.visualTokenIds)
+                for (int i = 0; i < H; ++i) x[i] += model->embed[size_t(in[c.visualDim]) * H + i];
+        }
+        for (int l = 0; l < c.numLayers; ++l) {
+            const LayerWeights& L = model->layers[size_t(l)];
+            for (int t = 0; t < T; ++t) {  // every token's key and value first: a token attends to those before it
+                norm(&X[size_t(t) * H], L.attnNorm.data(), h.data());
+                matvec(L.wq.data(), Q, H, h.data(), &q[size_t(t) * Q]);
+                matvec(L.wk.data(), KV, H, h.data(), k.data());
+                matvec(L.wv.data(), KV, H, h.data(), v.data());
+                std::copy(k.begin(), k.end(), io.keys + (size_t(l) * T + t) * KV);
+                std::copy(v.begin(), v.end(), io.values + (size_t(l) * T + t) * KV);
+                float* block = &pool[size_t(io.blockSlots[t / kBlockTokens]) * blockFloats];
+                for (int gi = 0; gi < c.numKvHeads; ++gi) {
+                    rotate(&k[size_t(gi) * D], io.pos0 + t);
+                    std::copy_n(&k[size_t(gi) * D], D, block + kIndex(l, gi, t % kBlockTokens));
+                    std::copy_n(&v[size_t(gi) * D], D, block + halfFloats + kIndex(l, gi, t % kBlockTokens));
+                }
+            }
+            for (int t = 0; t < T; ++t) {
+                const std::vector<DeviceSpan> spans(io.spans + io.offsets[t], io.spans + io.offsets[t + 1]);
+                if (Status s = attend(l, &q[size_t(t) * Q], spans, att.data()); !s) return s;
+                float* x = &X[size_t(t) * H];
+                matvec(L.wo.data(), H, Q, att.data(), o.data());
+                for (int i = 0; i < H; ++i) x[i] += o[size_t(i)];
+                norm(x, L.mlpNorm.data(), h.data());
+                matvec(L.wGate.data(), F, H, h.data(), g.data());
+                matvec(L.wUp.data(), F, H, h.data(), u.data());
+                for (int i = 0; i < F; ++i) g[size_t(i)] = g[size_t(i)] / (1.f + std::exp(-g[size_t(i)])) * u[size_t(i)];
+                matvec(L.wDown.data(), H, F, g.data(), o.data());
+                for (int i = 0; i < H; ++i) x[i] += o[size_t(i)];
+            }
+        }
+        return Status::ok();
+    }
+
 private:
     std::shared_ptr<const ModelWeights> model;
     const ModelConfig& c;

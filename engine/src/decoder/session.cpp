@@ -246,9 +246,12 @@ struct DecodeSession::Impl {
     int64_t recomputedPages = 0, computedPages = 0;
     uint64_t pageLayout = 0;  // changes whenever pages' blocks are made or given back
 
-    // A device for the generated steps (AttentionParams::device; step_backend.h). Its slots are
-    // [staging | the pool's slots, same numbers shifted by stagingSlots]: a pool slot written on
-    // the host (a page's prefill, the sinks, a restore) is marked and copied before the next
+    // A device for the generated steps and the pages' prefill (AttentionParams::device;
+    // step_backend.h). Its slots are [prefill scratch | staging | the pool's slots, same numbers
+    // shifted by poolBase()]. A page prefilled on the device lands in its pool slots there (a page
+    // computed again for the gate, whose blocks live in host memory, in the scratch slots) and its
+    // keys and values come back to the host; a pool slot written on the host (the sinks, a
+    // restore's generated tokens, a page the CPU computed) is marked and copied before the next
     // step; a generated token's key and value are written by the device and copied back. Gated
     // blocks live in host memory (the cache of gated pages): each layer's selected blocks go to
     // staging slots, that layer's slice only, kept while the selection keeps them (SR-SWA's budget
@@ -256,7 +259,8 @@ struct DecodeSession::Impl {
     std::unique_ptr<StepBackend> device;
     Status deviceStatus;  // why the asked-for device is not there (begin() returns it)
     std::string deviceNotice;  // why the steps run on the CPU instead (deviceFallback)
-    int stagingSlots = 0;
+    int stagingSlots = 0, prefillSlots = 0;
+    int poolBase() const { return prefillSlots + stagingSlots; }
     std::vector<uint8_t> slotDirty;
     struct Staged {
         int page = -1;
@@ -1036,6 +1040,12 @@ struct DecodeSession::Impl {
         const int H = c.hiddenSize, Q = c.numHeads * c.headDim, KV = c.numKvHeads * c.headDim, D = c.headDim,
                   F = c.intermediateSize;
         ++computedPages;
+        if (device) {
+            const Status s = devicePrefill(into, visual, T, pos0, summary);
+            if (s) return s;
+            if (!p.deviceFallback) return s;
+            dropDevice("the prefill of a page at position " + std::to_string(pos0), s);
+        }
         std::vector<float> X(size_t(T) * H), Xn(size_t(T) * H), Qm(size_t(T) * Q), Km(size_t(T) * KV), Vm(size_t(T) * KV),
             A(size_t(T) * Q), O(size_t(T) * H), Gm(size_t(T) * F), Um(size_t(T) * F);
         if (!c.visualTokenIds) {
@@ -1580,6 +1590,7 @@ struct DecodeSession::Impl {
             device = std::move(*made);
         }
         if (p.mode == AttentionMode::SrSwa) stagingSlots = std::max(0, p.gatedPages) * std::max(0, p.blocksPerGatedPage);
+        prefillSlots = (p.maxPageTokens + kBlockTokens - 1) / kBlockTokens;
         staged.assign(size_t(c.numLayers), std::vector<Staged>(size_t(stagingSlots)));
         devQueries.resize(size_t(c.numLayers) * c.numHeads * c.headDim);
         devKeys.resize(size_t(c.numLayers) * c.numKvHeads * c.headDim);
@@ -1594,10 +1605,10 @@ struct DecodeSession::Impl {
 
     // The device's slots cover the pool, and every pool slot written on the host since is copied.
     Status syncDevice() {
-        if (Status s = device->reserveSlots(stagingSlots + capacitySlots); !s) return s;
+        if (Status s = device->reserveSlots(poolBase() + capacitySlots); !s) return s;
         for (size_t slot = 0; slot < slotDirty.size(); ++slot)
             if (slotDirty[slot]) {
-                if (Status s = device->writeSlot(stagingSlots + int(slot), &pool[slot * blockFloats]); !s) return s;
+                if (Status s = device->writeSlot(poolBase() + int(slot), &pool[slot * blockFloats]); !s) return s;
                 slotDirty[slot] = 0;
                 ++deviceUploads;
             }
@@ -1613,7 +1624,7 @@ struct DecodeSession::Impl {
             const Block& b = *s.block;
             int slot;
             if (b.slot >= 0) {
-                slot = stagingSlots + b.slot;
+                slot = poolBase() + b.slot;
             } else {
                 int at = -1;
                 for (int j = 0; j < stagingSlots && at < 0; ++j)
@@ -1623,16 +1634,71 @@ struct DecodeSession::Impl {
                         if (st[size_t(j)].lastUse < deviceSteps && (at < 0 || st[size_t(j)].lastUse < st[size_t(at)].lastUse)) at = j;
                     if (at < 0 || b.host.empty())
                         return Status(ErrorCode::Internal, "decoder: more gated blocks than the device's staging slots");
-                    if (Status e = device->writeSlotLayer(at, layer, b.host.data()); !e) return e;
+                    if (Status e = device->writeSlotLayer(prefillSlots + at, layer, b.host.data()); !e) return e;
                     ++deviceUploads;
                     st[size_t(at)].page = b.page, st[size_t(at)].pos0 = b.pos0;
                 }
                 st[size_t(at)].lastUse = deviceSteps;
-                slot = at;
+                slot = prefillSlots + at;
             }
             out.push_back({int32_t(slot), int32_t(s.first), int32_t(s.last - s.first), s.queryPos});
         }
         return Status::ok();
+    }
+
+    // computePage() on the device: the same spans (the sinks framed, the page causally), the keys
+    // and values into the blocks' device slots and back into the host's blocks with their Quest
+    // bounds and the page's summary.
+    Status devicePrefill(const std::vector<Block*>& into, const float* visual, int T, int64_t pos0, std::vector<float>* summary) {
+        if (Status s = syncDevice(); !s) return s;  // the sinks the page attends to
+        std::vector<int32_t> blockSlots;
+        for (size_t i = 0; i < into.size(); ++i)
+            blockSlots.push_back(into[i]->slot >= 0 ? poolBase() + into[i]->slot : int32_t(i));  // host blocks: the scratch
+        std::vector<DeviceSpan> spans;
+        std::vector<int32_t> offsets{0};
+        for (int t = 0; t < T; ++t) {
+            std::vector<Span> sp = causalPageSpans(into, t);
+            frame(sp, pos0 + t);
+            for (const Span& s : sp) {
+                const auto at = std::find(into.begin(), into.end(), s.block);
+                const int32_t slot = at != into.end() ? blockSlots[size_t(at - into.begin())] : poolBase() + s.block->slot;
+                if (at == into.end() && s.block->slot < 0) return Status(ErrorCode::Internal, "prefill: a sink outside the pool");
+                spans.push_back({slot, int32_t(s.first), int32_t(s.last - s.first), s.queryPos});
+            }
+            offsets.push_back(int32_t(spans.size()));
+        }
+        const int KV = c.numKvHeads * c.headDim, D = c.headDim;
+        std::vector<float> keys(size_t(c.numLayers) * T * KV), values(keys.size());
+        DevicePrefillIO io;
+        io.tokens = T, io.pos0 = pos0, io.visual = visual, io.blockSlots = blockSlots.data(), io.spans = spans.data();
+        io.offsets = offsets.data(), io.keys = keys.data(), io.values = values.data();
+        if (Status s = device->prefill(io, prefillSlots * kBlockTokens); !s) return s;
+        std::vector<uint8_t> wasDirty(into.size(), 0);
+        for (size_t i = 0; i < into.size(); ++i)
+            if (into[i]->slot >= 0 && size_t(into[i]->slot) < slotDirty.size()) wasDirty[i] = slotDirty[size_t(into[i]->slot)];
+        for (int l = 0; l < c.numLayers; ++l)
+            for (int t = 0; t < T; ++t) {
+                Block& b = *into[size_t(t / kBlockTokens)];
+                const int bt = t % kBlockTokens;
+                for (int g = 0; g < c.numKvHeads; ++g) {
+                    const float* kin = &keys[(size_t(l) * T + t) * KV + size_t(g) * D];
+                    if (summary) {
+                        const size_t so = (size_t(l) * c.numKvHeads + g) * D;
+                        for (int i = 0; i < D; ++i) (*summary)[so + i] += kin[i] / float(T);
+                    }
+                    storeKv(b, l, g, bt, kin, &values[(size_t(l) * T + t) * KV + size_t(g) * D], false);
+                }
+                b.count = std::max(b.count, bt + 1);
+            }
+        for (size_t i = 0; i < into.size(); ++i)  // the device has them already
+            if (into[i]->slot >= 0 && size_t(into[i]->slot) < slotDirty.size()) slotDirty[size_t(into[i]->slot)] = wasDirty[i];
+        return Status::ok();
+    }
+
+    // The device failed `what`: the CPU takes over (the host holds every key and value it had).
+    void dropDevice(const std::string& what, const Status& why) {
+        deviceNotice = "decoding on the CPU from " + what + ": " + why.message();
+        device.reset();
     }
 
     // step()'s forward pass on the device: the token in block `blockId` at `t`; the spans as
@@ -1648,7 +1714,7 @@ struct DecodeSession::Impl {
             for (const Selection& sel : selection) perLayer = perLayer || sel.size() != gated.size();
         const int64_t pos = b.pos0 + t;
         DeviceStepIO io;
-        io.token = token, io.slot = stagingSlots + b.slot, io.t = t, io.pos = pos;
+        io.token = token, io.slot = poolBase() + b.slot, io.t = t, io.pos = pos;
         io.logits = logits.data(), io.queries = devQueries.data(), io.keys = devKeys.data(), io.values = devValues.data();
         auto spansFor = [&](int l, const float* query, std::vector<DeviceSpan>& out) -> Status {
             std::vector<Span> spans = generatedSet(l, generated, query ? query : q.data(), position, selection[size_t(l)], refresh);
@@ -1795,9 +1861,7 @@ Result<StepResult> DecodeSession::step(int inputToken) {
             onDevice = true;
         } else {
             if (!m_params.deviceFallback) return s;
-            // The host holds every key and value the device had: the CPU takes over from this step.
-            d->deviceNotice = "decoding on the CPU from generated step " + std::to_string(d->generated - 1) + " (counted from 0): " + s.message();
-            d->device.reset();
+            d->dropDevice("generated step " + std::to_string(d->generated - 1) + " (counted from 0)", s);
         }
     }
     if (!onDevice) {

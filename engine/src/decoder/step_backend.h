@@ -38,6 +38,20 @@ struct DeviceStepIO {
     float* values = nullptr;   // [layers][kvHeads · headDim]
 };
 
+// A page's prefill: its visual tokens through every layer at positions pos0, pos0 + 1, ...; each
+// token attends to spans[offsets[t] .. offsets[t + 1]) (the sinks, framed, and its page causally),
+// its key and value written into the device's slot blockSlots[t / 16] at t % 16.
+struct DevicePrefillIO {
+    int tokens = 0;
+    int64_t pos0 = 0;
+    const float* visual = nullptr;          // [tokens, visualStride]
+    const int32_t* blockSlots = nullptr;    // [ceil(tokens / 16)]
+    const DeviceSpan* spans = nullptr;
+    const int32_t* offsets = nullptr;       // [tokens + 1]
+    float* keys = nullptr;    // [layers][tokens][kvHeads · headDim], pre-rotary
+    float* values = nullptr;  // [layers][tokens][kvHeads · headDim]
+};
+
 class StepBackend {
 public:
     virtual ~StepBackend() = default;
@@ -55,6 +69,8 @@ public:
     // run the step as one captured graph.
     using SpansFor = std::function<Status(int layer, const float* query, std::vector<DeviceSpan>& spans)>;
     virtual Status step(const DeviceStepIO& io, const SpansFor& spansFor, bool perLayer) = 0;
+    // At most `maxTokens` tokens a page (sizes the prefill's scratch, once).
+    virtual Status prefill(const DevicePrefillIO& io, int maxTokens) = 0;
     // Device memory held: weights, pool, scratch.
     virtual size_t deviceBytes() const = 0;
 };

@@ -34,8 +34,8 @@ constexpr int kBlockTokens = 16;
 
 enum class AttentionMode { Full, RSwa, SrSwa };
 
-// Where a session's generated steps are computed. Pages' prefill runs on the CPU either way (its
-// keys and values are then copied to the device); the session's decisions stay on the host.
+// Where a session's pages are prefilled and its generated steps computed; the session's decisions
+// (window, gate, selector, positions) stay on the host, which keeps a copy of every key and value.
 //   Cpu     the engine's own kernels (the reference);
 //   Cuda    a GPU through cuBLAS and the kernels of cuda/ (engine/src/decoder/step_backend.h);
 //   Mirror  tests only: the device path run in plain loops on the host.
