@@ -32,6 +32,7 @@ AttentionParams params(const QString& mode) {
 struct Compared {
     double worst = 0;
     int worstStep = 0, steps = 0, sameTokens = 0, pages = 0;
+    int tracked = 0, sameAttended = 0;  // steps with a most-attended visual token, and agreeing on it
     int64_t uploads = 0;
 };
 
@@ -60,6 +61,7 @@ Compared compare(DecodeSession& a, DecodeSession& b, const ModelConfig& cfg, int
         const auto best = [](const std::vector<float>& l) { return int(std::max_element(l.begin() + 7, l.end()) - l.begin()); };
         const int next = best(*ra->logits);
         r.sameTokens += next == best(*rb->logits);
+        if (ra->attendedVisual >= 0) ++r.tracked, r.sameAttended += ra->attendedVisual == rb->attendedVisual;
         if (checkPositions && a.lastAttendedPositions() != b.lastAttendedPositions()) {
             qWarning("step %d: attended positions differ", step);
             return r;
@@ -81,20 +83,25 @@ private slots:
         QTest::addColumn<QString>("mode");
         QTest::addColumn<int>("maxPositions");
         QTest::addColumn<bool>("lineAligned");
-        QTest::newRow("srswa") << "srswa" << (1 << 20) << false;
-        QTest::newRow("srswa, framed, line-aligned") << "srswa" << 256 << true;
-        QTest::newRow("rswa") << "rswa" << (1 << 20) << false;
-        QTest::newRow("full") << "full" << (1 << 20) << false;
+        QTest::addColumn<bool>("track");
+        QTest::newRow("srswa") << "srswa" << (1 << 20) << false << false;
+        QTest::newRow("srswa, tracking attention") << "srswa" << (1 << 20) << false << true;
+        QTest::newRow("srswa, framed, line-aligned, tracking") << "srswa" << 256 << true << true;
+        QTest::newRow("rswa") << "rswa" << (1 << 20) << false << false;
+        QTest::newRow("full") << "full" << (1 << 20) << false << false;
     }
     void mirrorMatchesTheCpuSession() {
         QFETCH(QString, mode);
         QFETCH(int, maxPositions);
         QFETCH(bool, lineAligned);
+        QFETCH(bool, track);
         ModelConfig cfg = tinyDecoderConfig();
         cfg.maxPositions = maxPositions;
         if (lineAligned) makeLineAligned(cfg);
         auto model = std::make_shared<const ModelWeights>(randomModel(cfg, 41));
-        AttentionParams cpu = params(mode), dev = cpu;
+        AttentionParams cpu = params(mode);
+        cpu.trackAttention = track;
+        AttentionParams dev = cpu;
         dev.device = StepDevice::Mirror;
         DecodeSession a(model, cpu), b(model, dev);
         QVERIFY(a.begin({1, 5}) && b.begin({1, 5}));
@@ -103,6 +110,12 @@ private slots:
         QCOMPARE(r.steps, steps);
         QCOMPARE(r.sameTokens, steps);
         QVERIFY2(r.worst <= 1e-4, qPrintable(QString("logits differ by %1 at step %2").arg(r.worst).arg(r.worstStep)));
+        if (track) {  // the visual token attended to most (a reader places words by it): the same, but for near ties
+            QVERIFY(r.tracked > steps * 9 / 10);
+            QVERIFY2(r.sameAttended >= r.tracked * 99 / 100, qPrintable(QString("%1 of %2").arg(r.sameAttended).arg(r.tracked)));
+        } else {
+            QCOMPARE(r.tracked, 0);
+        }
         const SessionStats sb = b.stats();
         QVERIFY2(b.deviceNotice().empty(), b.deviceNotice().c_str());  // every step ran on the device
         QVERIFY(sb.deviceUploadBlocks > 0);
@@ -110,8 +123,9 @@ private slots:
             QVERIFY(sb.recomputedPages > 0);  // gated pages came back from the spill file (and were staged)
             QCOMPARE(sb.poolCapacityBytes, a.stats().poolCapacityBytes);
         }
-        qInfo("%s: %d steps over %d pages, worst relative difference %.2e, %lld blocks copied to the device",
-              qPrintable(mode), r.steps, r.pages, r.worst, (long long)r.uploads);
+        qInfo("%s: %d steps over %d pages, worst relative difference %.2e, %lld blocks copied to the device, most attended "
+              "visual token the same at %d of %d steps",
+              qPrintable(mode), r.steps, r.pages, r.worst, (long long)r.uploads, r.sameAttended, r.tracked);
     }
 
     // A session restored from a saved state onto a device continues as the CPU session does.
@@ -169,11 +183,11 @@ private slots:
         auto model = std::make_shared<const ModelWeights>(randomModel(tinyDecoderConfig(), 3));
         AttentionParams p = params("srswa");
         p.device = StepDevice::Mirror;
-        p.trackAttention = true;
+        p.measureRecall = true;
         DecodeSession s(model, p);
         const Status st = s.begin({1});
         QVERIFY(!st);
-        QVERIFY2(QString::fromStdString(st.message()).contains("attention tracking"), st.message().c_str());
+        QVERIFY2(QString::fromStdString(st.message()).contains("recall probe"), st.message().c_str());
     }
 
     // A device that fails mid-volume (a GPU out of memory) hands over to the CPU with a notice:
@@ -236,19 +250,24 @@ private slots:
     void cudaSessionMatchesTheCpuSession_data() {
         QTest::addColumn<QString>("mode");
         QTest::addColumn<bool>("bf16");
-        QTest::newRow("srswa fp32") << "srswa" << false;
-        QTest::newRow("rswa fp32") << "rswa" << false;
-        QTest::newRow("srswa bf16") << "srswa" << true;
+        QTest::addColumn<bool>("track");
+        QTest::newRow("srswa fp32") << "srswa" << false << false;
+        QTest::newRow("srswa fp32, tracking attention") << "srswa" << false << true;
+        QTest::newRow("rswa fp32") << "rswa" << false << false;
+        QTest::newRow("srswa bf16") << "srswa" << true << false;
     }
     void cudaSessionMatchesTheCpuSession() {
         QFETCH(QString, mode);
         QFETCH(bool, bf16);
+        QFETCH(bool, track);
         std::string why;
         if (gpuDevices(&why).empty()) QSKIP(qPrintable("no GPU: " + QString::fromStdString(why)));
         ModelConfig cfg = tinyDecoderConfig();
         cfg.maxPositions = 256;  // framed positions too
         auto model = std::make_shared<const ModelWeights>(randomModel(cfg, 41));
-        AttentionParams cpu = params(mode), dev = cpu;
+        AttentionParams cpu = params(mode);
+        cpu.trackAttention = track;
+        AttentionParams dev = cpu;
         dev.device = StepDevice::Cuda;
         dev.deviceBf16 = bf16;
         dev.deviceFallback = false;  // a device failure fails the test, not hands over to the CPU
@@ -263,6 +282,8 @@ private slots:
               qPrintable(mode), bf16 ? "bf16" : "fp32", r.worst, r.worstStep, r.sameTokens, r.steps, b.stats().deviceBytes);
         QVERIFY2(r.worst <= (bf16 ? 5e-2 : 1e-3), qPrintable(QString("logits differ by %1 at step %2").arg(r.worst).arg(r.worstStep)));
         if (!bf16) QCOMPARE(r.sameTokens, r.steps);
+        if (track) QVERIFY2(r.tracked > 1800 && r.sameAttended >= r.tracked * 99 / 100,
+                            qPrintable(QString("most attended the same at %1 of %2").arg(r.sameAttended).arg(r.tracked)));
     }
 };
 

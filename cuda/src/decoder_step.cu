@@ -158,7 +158,8 @@ __global__ void AttentionSplitKernel(const float* q, size_t qStride, const float
     }
 }
 
-__global__ void AttentionCombineKernel(const float* workspace, int splits, int headDim, float* out) {
+// headStats (a step's, may be null): each head's softmax maximum and sum, for attention tracking.
+__global__ void AttentionCombineKernel(const float* workspace, int splits, int headDim, float* out, float* headStats) {
     const int h = blockIdx.x, z = blockIdx.y;  // y: the query (prefill)
     workspace += size_t(z) * gridDim.x * splits * (headDim + 2);
     out += size_t(z) * gridDim.x * headDim;
@@ -177,6 +178,41 @@ __global__ void AttentionCombineKernel(const float* workspace, int splits, int h
             A += ws[2 + d] * w;
         }
         out[size_t(h) * headDim + d] = L > 0.f ? A / L : 0.f;
+        if (headStats && d == 0) headStats[2 * h] = M, headStats[2 * h + 1] = L;
+    }
+}
+
+// Attention tracking: each tracked token's softmax weight (its score again, against the head's
+// final maximum and sum) added to mass[track + t - first]. Grid (heads, blocks walking the spans).
+__global__ void TrackKernel(const float* q, const float* pool, const AttentionSpan* spans, const int* count, int layer,
+                            int layers, int kvHeads, int headDim, int group, const double* invFreq, float scale,
+                            const float* headStats, float* mass, int massCap) {
+    __shared__ float qr[kMaxHeadDim];
+    const int h = blockIdx.x, warp = threadIdx.x / 32, lane = threadIdx.x % 32, warps = blockDim.x / 32;
+    const int g = h / group, half = headDim / 2, n = *count;
+    const size_t halfFloats = size_t(layers) * kvHeads * kBlockTokens * headDim;
+    const float M = headStats[2 * h], L = headStats[2 * h + 1];
+    if (!(L > 0.f)) return;
+    for (int s = blockIdx.y; s < n; s += gridDim.y) {
+        const AttentionSpan sp = spans[s];
+        if (sp.track < 0) continue;  // uniform across the block
+        __syncthreads();
+        for (int d = threadIdx.x; d < headDim; d += blockDim.x) {
+            const int i = d < half ? d : d - half;
+            const double a = double(sp.queryPos) * invFreq[i];
+            const float c = float(cos(a)), sn = float(sin(a));
+            const float x0 = q[size_t(h) * headDim + i], x1 = q[size_t(h) * headDim + i + half];
+            qr[d] = d < half ? x0 * c - x1 * sn : x0 * sn + x1 * c;
+        }
+        __syncthreads();
+        const float* kb = pool + size_t(sp.block) * 2 * halfFloats + (size_t(layer) * kvHeads + g) * kBlockTokens * headDim;
+        for (int t = sp.first + warp; t < sp.first + sp.count; t += warps) {
+            float part = 0.f;
+            for (int d = lane; d < headDim; d += 32) part += qr[d] * kb[size_t(t) * headDim + d];
+            for (int off = 16; off > 0; off >>= 1) part += __shfl_xor_sync(0xffffffffu, part, off);
+            const int at = sp.track + t - sp.first;
+            if (lane == 0 && at < massCap) atomicAdd(&mass[at], expf(part * scale - M) / L);
+        }
     }
 }
 
@@ -255,8 +291,15 @@ struct DecoderStep::Impl {
     int* hostCounts = nullptr;
     float* hostOut = nullptr;  // logits | queries | keys | values
     size_t hostOutFloats = 0;
-    cudaGraphExec_t graph = nullptr;
+    cudaGraphExec_t graphs[2] = {nullptr, nullptr};  // without and with attention tracking
     size_t bytes = 0;
+    // Attention tracking: each head's softmax maximum and sum, and the mass per tracked token.
+    DeviceBuffer headStats, mass;
+    int massCap = 0;
+    void dropGraphs() {
+        for (auto& g : graphs)
+            if (g) cudaGraphExecDestroy(g), g = nullptr;
+    }
     // The prefill's: the projector's weights, and scratch for up to prefillMax rows.
     DeviceMatrix visualW;
     DeviceBuffer visualB;
@@ -265,7 +308,7 @@ struct DecoderStep::Impl {
     DeviceBuffer pVisual, pX, pXn, pQ, pK, pV, pA, pO, pG, pU, pAct16, pWork, pSpans, pOffsets, pSlots;
 
     ~Impl() {
-        if (graph) cudaGraphExecDestroy(graph);
+        dropGraphs();
         if (hostParams) cudaFreeHost(hostParams);
         if (hostSpans) cudaFreeHost(hostSpans);
         if (hostCounts) cudaFreeHost(hostCounts);
@@ -370,7 +413,7 @@ struct DecoderStep::Impl {
     }
 
     // ... and from the attention on: the output projection, the MLP, the residuals.
-    std::string layerRest(int l) {
+    std::string layerRest(int l, bool tracking) {
         Layer& L = layers[size_t(l)];
         const dim3 grid(c.heads, splits);
         AttentionSplitKernel<<<grid, kAttnThreads, 0, stream>>>(
@@ -379,8 +422,16 @@ struct DecoderStep::Impl {
             float(1.0 / std::sqrt(double(c.headDim))), attWork.as<float>());
         std::string e;
         if (!(e = launched("attention")).empty()) return e;
-        AttentionCombineKernel<<<c.heads, 128, 0, stream>>>(attWork.as<float>(), splits, c.headDim, att.as<float>());
+        AttentionCombineKernel<<<c.heads, 128, 0, stream>>>(attWork.as<float>(), splits, c.headDim, att.as<float>(),
+                                                             tracking ? headStats.as<float>() : nullptr);
         if (!(e = launched("attention combine")).empty()) return e;
+        if (tracking) {
+            TrackKernel<<<dim3(c.heads, 32), kAttnThreads, 0, stream>>>(
+                q.as<float>(), pool.as<float>(), spans.as<AttentionSpan>() + size_t(l) * maxSpans, counts.as<int>() + l, l, c.layers,
+                c.kvHeads, c.headDim, c.heads / c.kvHeads, invFreq.as<double>(), float(1.0 / std::sqrt(double(c.headDim))),
+                headStats.as<float>(), mass.as<float>(), massCap);
+            if (!(e = launched("attention tracking")).empty()) return e;
+        }
         if (!(e = matvec(L.wo, att.as<float>(), o.as<float>())).empty()) return e;
         if (!(e = add(x.as<float>(), o.as<float>(), c.hidden)).empty()) return e;
         if (!(e = rmsNorm(x.as<float>(), L.mlpNorm.as<float>(), hbuf.as<float>(), 1, c.hidden, c.rmsEps, stream)).empty()) return e;
@@ -400,11 +451,13 @@ struct DecoderStep::Impl {
         if (!e.empty()) return e;
         return matvec(head, hbuf.as<float>(), logits.as<float>());
     }
-    std::string wholeStep() {
-        std::string e = embedToken();
+    std::string clearMass() { return check(cudaMemsetAsync(mass.get(), 0, size_t(massCap) * sizeof(float), stream), "tracking"); }
+    std::string wholeStep(bool tracking) {
+        std::string e = tracking ? clearMass() : std::string();
+        if (e.empty()) e = embedToken();
         for (int l = 0; l < c.layers && e.empty(); ++l) {
             e = layerQkv(l);
-            if (e.empty()) e = layerRest(l);
+            if (e.empty()) e = layerRest(l, tracking);
         }
         return e.empty() ? finish() : e;
     }
@@ -522,8 +575,7 @@ std::string DecoderStep::reserveSlots(int slots) {
     d->hostSpans = nullptr;
     if (cudaMallocHost(&d->hostSpans, size_t(n) * d->c.layers * sizeof(AttentionSpan)) != cudaSuccess) return "pinned host memory";
     d->numSlots = n, d->maxSpans = n;
-    if (d->graph) cudaGraphExecDestroy(d->graph);  // it holds the old pointers
-    d->graph = nullptr;
+    d->dropGraphs();  // they hold the old pointers
     return {};
 }
 
@@ -549,11 +601,20 @@ std::string DecoderStep::writeSlotLayer(int slot, int layer, const float* block)
 }
 
 std::string DecoderStep::step(int token, int slot, int t, int64_t pos, const SpansFor& spansFor, bool perLayer, float* logits,
-                              float* queries, float* keys, float* values) {
+                              float* queries, float* keys, float* values, int trackTokens, float* attendedMass) {
     Impl& m = *d;
     const DecoderShape& c = m.c;
     if (token < 0 || token >= c.vocab || slot < 0 || slot >= m.numSlots || t < 0 || t >= kBlockTokens)
         return "step: token or slot out of range";
+    const bool tracking = trackTokens > 0 && attendedMass;
+    if (tracking && trackTokens > m.massCap) {  // once per longer page, outside the captured step
+        const int cap = std::max(trackTokens, m.massCap + m.massCap / 2);
+        m.bytes -= m.mass.bytes() + m.headStats.bytes();
+        if (auto e = m.alloc(m.mass, size_t(cap) * sizeof(float)); !e.empty()) return "tracking: " + e;
+        if (auto e = m.alloc(m.headStats, size_t(2) * c.heads * sizeof(float)); !e.empty()) return "tracking: " + e;
+        m.massCap = cap;
+        m.dropGraphs();
+    }
     const int Q = c.heads * c.headDim, KV = c.kvHeads * c.headDim;
     *m.hostParams = StepParams{token, slot, t, 0, pos};
     std::string e = check(cudaMemcpyAsync(m.params.get(), m.hostParams, sizeof(StepParams), cudaMemcpyHostToDevice, m.stream), "step");
@@ -563,20 +624,22 @@ std::string DecoderStep::step(int token, int slot, int t, int64_t pos, const Spa
             e = spansFor(l, nullptr, spans);
             if (e.empty()) e = m.uploadSpans(l, spans);
         }
-        if (e.empty() && !m.graph) {  // captured once; replayed by every step whose spans are known up front
+        cudaGraphExec_t& graph = m.graphs[tracking ? 1 : 0];
+        if (e.empty() && !graph) {  // captured once; replayed by every step whose spans are known up front
             cudaGraph_t g = nullptr;
             e = check(cudaStreamBeginCapture(m.stream, cudaStreamCaptureModeThreadLocal), "graph capture");
             if (e.empty()) {
-                const std::string inside = m.wholeStep();
+                const std::string inside = m.wholeStep(tracking);
                 e = check(cudaStreamEndCapture(m.stream, &g), "graph capture");
                 if (!inside.empty()) e = inside;
             }
-            if (e.empty()) e = check(cudaGraphInstantiate(&m.graph, g, 0), "graph instantiate");
+            if (e.empty()) e = check(cudaGraphInstantiate(&graph, g, 0), "graph instantiate");
             if (g) cudaGraphDestroy(g);
         }
-        if (e.empty()) e = check(cudaGraphLaunch(m.graph, m.stream), "graph launch");
+        if (e.empty()) e = check(cudaGraphLaunch(graph, m.stream), "graph launch");
     } else {
-        e = m.embedToken();
+        e = tracking ? m.clearMass() : std::string();
+        if (e.empty()) e = m.embedToken();
         for (int l = 0; l < c.layers && e.empty(); ++l) {
             e = m.layerQkv(l);
             float* hq = m.hostOut + c.vocab + size_t(l) * Q;
@@ -587,7 +650,7 @@ std::string DecoderStep::step(int token, int slot, int t, int64_t pos, const Spa
             if (e.empty()) e = check(cudaStreamSynchronize(m.stream), "query");
             if (e.empty()) e = spansFor(l, hq, spans);
             if (e.empty()) e = m.uploadSpans(l, spans);
-            if (e.empty()) e = m.layerRest(l);
+            if (e.empty()) e = m.layerRest(l, tracking);
         }
         if (e.empty()) e = m.finish();
     }
@@ -606,6 +669,9 @@ std::string DecoderStep::step(int token, int slot, int t, int64_t pos, const Spa
             e = check(cudaMemcpyAsync(out, buf->get(), n * sizeof(float), cudaMemcpyDeviceToHost, m.stream), "results");
         out += n;
     }
+    if (e.empty() && tracking)
+        e = check(cudaMemcpyAsync(attendedMass, m.mass.get(), size_t(trackTokens) * sizeof(float), cudaMemcpyDeviceToHost, m.stream),
+                  "tracking");
     if (const std::string s = check(cudaStreamSynchronize(m.stream), "step"); e.empty()) e = s;
     if (!e.empty()) return e;
     out = m.hostOut;
@@ -690,7 +756,7 @@ std::string DecoderStep::prefill(const PrefillSpec& spec, int maxTokens) {
             e = launched("page attention");
         }
         if (e.empty()) {
-            AttentionCombineKernel<<<dim3(c.heads, T), 128, 0, st>>>(m.pWork.as<float>(), 1, c.headDim, m.pA.as<float>());
+            AttentionCombineKernel<<<dim3(c.heads, T), 128, 0, st>>>(m.pWork.as<float>(), 1, c.headDim, m.pA.as<float>(), nullptr);
             e = launched("page attention combine");
         }
         if (e.empty()) e = m.gemmRows(L.wo, m.pA.as<float>(), Q, T, O);

@@ -103,7 +103,8 @@ struct Reference {
         }
     }
     void step(int token, int slot, int t, int64_t pos, const std::vector<std::vector<AttentionSpan>>& spans,
-              std::vector<float>& logits, std::vector<float>& queries, std::vector<float>& keys, std::vector<float>& values) {
+              std::vector<float>& logits, std::vector<float>& queries, std::vector<float>& keys, std::vector<float>& values,
+              std::vector<float>* mass = nullptr) {
         const DecoderShape& c = m.c;
         const int H = c.hidden, D = c.headDim, Q = c.heads * D, KV = c.kvHeads * D, F = c.intermediate, G = c.heads / c.kvHeads;
         std::vector<float> x(m.embed.begin() + long(token) * H, m.embed.begin() + long(token + 1) * H), h(static_cast<size_t>(H)),
@@ -143,6 +144,12 @@ struct Reference {
                         for (int i = 0; i < D; ++i)
                             acc[size_t(i)] += w[n] / sum * pool[size_t(s.block) * blockFloats + halfFloats + kIndex(l, hh / G, tt) + i];
                 for (int i = 0; i < D; ++i) att[size_t(hh) * D + i] = float(acc[size_t(i)]);
+                if (mass) {  // tracked tokens' weights, summed over heads and layers
+                    size_t k = 0;
+                    for (const auto& s : spans[size_t(l)])
+                        for (int tt = 0; tt < s.count; ++tt, ++k)
+                            if (s.track >= 0 && size_t(s.track + tt) < mass->size()) (*mass)[size_t(s.track + tt)] += float(w[k] / sum);
+                }
             }
             matvec(L.wo, H, Q, att.data(), o.data());
             for (int i = 0; i < H; ++i) x[size_t(i)] += o[size_t(i)];
@@ -287,9 +294,15 @@ void runShape(const std::string& label, const DecoderShape& c, bool bf16) {
         const bool perLayer = step % 3 == 2;
         const int token = (step * 37 + 5) % c.vocab, own = step % 5, t = step % kBlockTokens;
         const int64_t pos = 100 + step * 3 + (step > 8 ? 40000 : 0);
-        const auto spans = makeSpans(c.layers, slots, own, t, pos, 4 + step % 7, uint32_t(step));
-        std::vector<float> wl, wq, wk, wv;
-        ref.step(token, own, t, pos, spans, wl, wq, wk, wv);
+        auto spans = makeSpans(c.layers, slots, own, t, pos, 4 + step % 7, uint32_t(step));
+        // Odd steps track attention on every other span (as a reader's page), at distinct indices.
+        const bool track = step % 2 == 1;
+        const int trackTokens = track ? 16 * 12 : 0;
+        if (track)
+            for (auto& layer : spans)
+                for (size_t i = 0; i < layer.size(); i += 2) layer[i].track = int32_t(16 * (i / 2));
+        std::vector<float> wl, wq, wk, wv, wMass(size_t(trackTokens), 0.f), gMass(size_t(trackTokens), 0.f);
+        ref.step(token, own, t, pos, spans, wl, wq, wk, wv, track ? &wMass : nullptr);
         std::vector<float> gl(wl.size()), gq(wq.size()), gk(wk.size()), gv(wv.size());
         std::vector<float> seenQuery;
         auto spansFor = [&](int l, const float* query, std::vector<AttentionSpan>& out) -> std::string {
@@ -298,14 +311,18 @@ void runShape(const std::string& label, const DecoderShape& c, bool bf16) {
             out = spans[size_t(l)];
             return {};
         };
-        e = dev->step(token, own, t, pos, spansFor, perLayer, gl.data(), gq.data(), gk.data(), gv.data());
-        const std::string what = label + " step " + std::to_string(step) + (perLayer ? " (layer by layer)" : " (graph)");
+        e = dev->step(token, own, t, pos, spansFor, perLayer, gl.data(), gq.data(), gk.data(), gv.data(), trackTokens,
+                      track ? gMass.data() : nullptr);
+        const std::string what = label + " step " + std::to_string(step) + (perLayer ? " (layer by layer)" : " (graph)") +
+                                 (track ? ", tracking attention" : "");
         if (!e.empty()) return check(what, false, e);
         const double el = maxRelErr(gl, wl), eq = maxRelErr(gq, wq), ek = maxRelErr(gk, wk), ev = maxRelErr(gv, wv);
         const double eSeen = perLayer ? maxRelErr(seenQuery, wq) : 0;
-        char buf[200];
-        std::snprintf(buf, sizeof buf, "logits %.2e queries %.2e keys %.2e values %.2e (layer queries %.2e)", el, eq, ek, ev, eSeen);
-        check(what, el <= tol && eq <= tol && ek <= tol && ev <= tol && eSeen <= tol, buf);
+        const double eMass = track ? maxRelErr(gMass, wMass) : 0;
+        char buf[240];
+        std::snprintf(buf, sizeof buf, "logits %.2e queries %.2e keys %.2e values %.2e (layer queries %.2e, attention mass %.2e)",
+                      el, eq, ek, ev, eSeen, eMass);
+        check(what, el <= tol && eq <= tol && ek <= tol && ev <= tol && eSeen <= tol && eMass <= tol, buf);
         (void)KV;
     }
     // A page's prefill: 37 tokens (three blocks, the last partial) into slots 5, 9 and 13, each

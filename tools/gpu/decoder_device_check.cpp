@@ -56,17 +56,19 @@ double relDiff(const std::vector<float>& a, const std::vector<float>& b) {
 
 // The CUDA session and the CPU session fed the same tokens (the CPU's greedy choices, a page break
 // every 30): worst relative logits difference, and the share of steps whose best token agrees.
-void compare(const std::string& name, const ModelConfig& cfg, AttentionMode mode, bool bf16, int steps, int pageTokens) {
+void compare(const std::string& name, const ModelConfig& cfg, AttentionMode mode, bool bf16, int steps, int pageTokens,
+             bool track = false) {
     auto model = std::make_shared<const ModelWeights>(randomModel(cfg, 41));
     AttentionParams cpu;
     cpu.mode = mode, cpu.recentTokens = 24, cpu.maxPageTokens = pageTokens + 16, cpu.gatedPages = 2, cpu.blocksPerGatedPage = 2;
     cpu.gatedCachePages = 1;
+    cpu.trackAttention = track;
     AttentionParams dev = cpu;
     dev.device = StepDevice::Cuda, dev.deviceBf16 = bf16, dev.deviceFallback = false;
     DecodeSession a(model, cpu), b(model, dev);
     if (Status s = a.begin({1, 5}); !s) return report(name, false, s.message());
     if (Status s = b.begin({1, 5}); !s) return report(name, false, s.message());
-    int fed = -1, token = cfg.bosTokenId, same = 0, worstStep = 0;
+    int fed = -1, token = cfg.bosTokenId, same = 0, worstStep = 0, tracked = 0, sameAttended = 0;
     double worst = 0, deviceMs = 0, cpuMs = 0;
     for (int step = 0; step < steps; ++step) {
         while (fed < a.stats().currentPage + cpu.windowAfter) {
@@ -90,17 +92,20 @@ void compare(const std::string& name, const ModelConfig& cfg, AttentionMode mode
         auto best = [](const std::vector<float>& l) { return int(std::max_element(l.begin() + 7, l.end()) - l.begin()); };
         const int next = best(*ra->logits);
         same += next == best(*rb->logits);
+        if (ra->attendedVisual >= 0) ++tracked, sameAttended += ra->attendedVisual == rb->attendedVisual;
         if (a.lastAttendedPositions() != b.lastAttendedPositions())
             return report(name, false, "attended positions differ at step " + std::to_string(step));
         token = step % 30 == 29 ? cfg.pageBreakTokenId : next;
     }
-    char buf[300];
+    char buf[400];
     std::snprintf(buf, sizeof buf,
-                  "%d steps, %d pages: worst relative logits difference %.2e (step %d), same token %d/%d, "
-                  "%.3f ms/step on the GPU (with the session's bookkeeping) vs %.3f on the CPU, %zu device bytes",
-                  steps, a.stats().currentPage, worst, worstStep, same, steps, deviceMs / steps, cpuMs / steps,
-                  b.stats().deviceBytes);
-    const bool ok = bf16 ? worst <= 5e-2 : worst <= 1e-3 && same == steps;
+                  "%d steps, %d pages: worst relative logits difference %.2e (step %d), same token %d/%d, most attended "
+                  "visual token the same %d/%d, %.3f ms/step on the GPU (with the session's bookkeeping) vs %.3f on the CPU, "
+                  "%zu device bytes",
+                  steps, a.stats().currentPage, worst, worstStep, same, steps, sameAttended, tracked, deviceMs / steps,
+                  cpuMs / steps, b.stats().deviceBytes);
+    bool ok = bf16 ? worst <= 5e-2 : worst <= 1e-3 && same == steps;
+    if (track) ok = ok && tracked > steps * 9 / 10 && sameAttended >= tracked * 99 / 100;
     report(name, ok && b.deviceNotice().empty(), buf);
 }
 
@@ -146,6 +151,7 @@ int main(int argc, char** argv) {
     compare("tiny srswa fp32", tiny, AttentionMode::SrSwa, false, 2000, 28);
     compare("tiny rswa fp32", tiny, AttentionMode::RSwa, false, 2000, 28);
     compare("tiny srswa bf16", tiny, AttentionMode::SrSwa, true, 2000, 28);
+    compare("tiny srswa fp32, tracking attention", tiny, AttentionMode::SrSwa, false, 2000, 28, true);
     if (auto reader = benchShape("reader")) {
         compare("reader-shaped srswa fp32", *reader, AttentionMode::SrSwa, false, 300, 273);
         compare("reader-shaped srswa bf16", *reader, AttentionMode::SrSwa, true, 300, 273);

@@ -67,10 +67,12 @@ public:
 
     // spansFor(layer, preRotaryQuery or null, spans) fills the layer's spans; `perLayer` as in the
     // engine's StepBackend. Outputs are host arrays: logits [vocab], queries [layers][heads·D],
-    // keys (rotated) and values [layers][kvHeads·D].
+    // keys (rotated) and values [layers][kvHeads·D]. With trackTokens > 0, attendedMass[trackTokens]
+    // receives the softmax weight of each tracked token (AttentionSpan::track), summed over heads
+    // and layers.
     using SpansFor = std::function<std::string(int layer, const float* query, std::vector<AttentionSpan>& spans)>;
     std::string step(int token, int slot, int t, int64_t pos, const SpansFor& spansFor, bool perLayer, float* logits,
-                     float* queries, float* keys, float* values);
+                     float* queries, float* keys, float* values, int trackTokens = 0, float* attendedMass = nullptr);
     // A page's visual tokens through every layer in matrix products (rows = tokens): the
     // projector, then per layer the keys and values written into the page's slots and every
     // token's causal attention over its spans in one launch. `maxTokens` sizes the scratch, kept

@@ -53,6 +53,9 @@ std::string embedding(const int32_t* tokens, const float* table, float* out, int
 struct AttentionSpan {
     int32_t block, first, count;
     int64_t queryPos;
+    // Attention tracking (DecoderStep): where the span's first token sits among the tracked page's
+    // visual tokens, -1 for a span not tracked. The op pagedDecodeAttention ignores it.
+    int32_t track = -1;
 };
 
 // Paged decode attention, split over the KV: q[heads, headDim] pre-rotary, pool blocks laid out

@@ -15,7 +15,8 @@ namespace {
 
 static_assert(sizeof(DeviceSpan) == sizeof(cuda::AttentionSpan) && offsetof(DeviceSpan, first) == offsetof(cuda::AttentionSpan, first) &&
                   offsetof(DeviceSpan, count) == offsetof(cuda::AttentionSpan, count) &&
-                  offsetof(DeviceSpan, queryPos) == offsetof(cuda::AttentionSpan, queryPos),
+                  offsetof(DeviceSpan, queryPos) == offsetof(cuda::AttentionSpan, queryPos) &&
+                  offsetof(DeviceSpan, track) == offsetof(cuda::AttentionSpan, track),
               "DeviceSpan and cuda::AttentionSpan must share a layout");
 
 Status fromCuda(const std::string& e) { return e.empty() ? Status::ok() : Status(ErrorCode::Engine, "CUDA decoder: " + e); }
@@ -46,10 +47,12 @@ public:
             inner = spansFor(layer, query, spans);
             if (!inner) return inner.message();
             out.resize(spans.size());
-            for (size_t i = 0; i < spans.size(); ++i) out[i] = {spans[i].slot, spans[i].first, spans[i].count, spans[i].queryPos};
+            for (size_t i = 0; i < spans.size(); ++i)
+                out[i] = {spans[i].slot, spans[i].first, spans[i].count, spans[i].queryPos, spans[i].track};
             return {};
         };
-        const std::string e = dev->step(io.token, io.slot, io.t, io.pos, adapt, perLayer, io.logits, io.queries, io.keys, io.values);
+        const std::string e = dev->step(io.token, io.slot, io.t, io.pos, adapt, perLayer, io.logits, io.queries, io.keys, io.values,
+                                        io.trackTokens, io.attendedMass);
         if (!inner) return inner;
         return fromCuda(e);
     }

@@ -47,6 +47,7 @@ public:
         if (!perLayer)
             for (int l = 0; l < c.numLayers; ++l)
                 if (Status s = spansFor(l, nullptr, spans[size_t(l)]); !s) return s;
+        if (io.trackTokens > 0) std::fill_n(io.attendedMass, io.trackTokens, 0.f);
         std::vector<float> x(model->embed.begin() + long(io.token) * H, model->embed.begin() + long(io.token + 1) * H);
         std::vector<float> h(static_cast<size_t>(H)), q(static_cast<size_t>(Q)), k(static_cast<size_t>(KV)),
             v(static_cast<size_t>(KV)), att(static_cast<size_t>(Q)), o(static_cast<size_t>(H)), g(static_cast<size_t>(F)),
@@ -69,7 +70,7 @@ public:
             std::copy(v.begin(), v.end(), io.values + size_t(l) * KV);
             if (perLayer)
                 if (Status s = spansFor(l, q.data(), spans[size_t(l)]); !s) return s;
-            if (Status s = attend(l, q.data(), spans[size_t(l)], att.data()); !s) return s;
+            if (Status s = attend(l, q.data(), spans[size_t(l)], att.data(), io.trackTokens, io.attendedMass); !s) return s;
             matvec(L.wo.data(), H, Q, att.data(), o.data());
             for (int i = 0; i < H; ++i) x[size_t(i)] += o[size_t(i)];
             norm(x.data(), L.mlpNorm.data(), h.data());
@@ -119,7 +120,7 @@ public:
             }
             for (int t = 0; t < T; ++t) {
                 const std::vector<DeviceSpan> spans(io.spans + io.offsets[t], io.spans + io.offsets[t + 1]);
-                if (Status s = attend(l, &q[size_t(t) * Q], spans, att.data()); !s) return s;
+                if (Status s = attend(l, &q[size_t(t) * Q], spans, att.data()); !s) return s;  // (no tracking in a prefill)
                 float* x = &X[size_t(t) * H];
                 matvec(L.wo.data(), H, Q, att.data(), o.data());
                 for (int i = 0; i < H; ++i) x[i] += o[size_t(i)];
@@ -170,7 +171,9 @@ private:
             vec[i + half] = x0 * sn + x1 * cs;
         }
     }
-    Status attend(int layer, const float* q, const std::vector<DeviceSpan>& spans, float* out) const {
+    // `mass`: with trackTokens > 0, each tracked token's softmax weight is added (every head).
+    Status attend(int layer, const float* q, const std::vector<DeviceSpan>& spans, float* out, int trackTokens = 0,
+                  float* mass = nullptr) const {
         const int D = c.headDim, G = c.groupSize();
         const double scale = 1.0 / std::sqrt(double(D));
         for (const DeviceSpan& s : spans)
@@ -203,6 +206,13 @@ private:
                     for (int i = 0; i < D; ++i) acc[size_t(i)] += w[n] / sum * base[kIndex(layer, g, t) + i];
             }
             for (int i = 0; i < D; ++i) out[size_t(hh) * D + i] = w.empty() ? 0.f : float(acc[size_t(i)]);
+            if (trackTokens > 0) {
+                size_t k = 0;
+                for (const DeviceSpan& s : spans) {
+                    for (int t = 0; t < s.count; ++t, ++k)
+                        if (s.track >= 0 && s.track + t < trackTokens) mass[s.track + t] += float(w[k] / sum);
+                }
+            }
         }
         return Status::ok();
     }

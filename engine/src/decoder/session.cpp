@@ -1572,10 +1572,10 @@ struct DecodeSession::Impl {
     }
 
     void openDevice() {
-        if (p.measureRecall || p.referencePrefill || p.trackAttention) {
+        if (p.measureRecall || p.referencePrefill) {
             deviceStatus = Status(ErrorCode::InvalidArgument,
                                   std::string("decoder: the ") + stepDeviceName(p.device) +
-                                      " device computes plain steps only (no recall probe, reference prefill or attention tracking)");
+                                      " device computes plain steps only (no recall probe or reference prefill)");
             return;
         }
         if (p.device == StepDevice::Mirror) {
@@ -1641,7 +1641,11 @@ struct DecodeSession::Impl {
                 st[size_t(at)].lastUse = deviceSteps;
                 slot = prefillSlots + at;
             }
-            out.push_back({int32_t(slot), int32_t(s.first), int32_t(s.last - s.first), s.queryPos});
+            // Attention tracking: the current page's visual tokens, by their index on the page.
+            const int32_t track = trackingStep && b.kind == BlockKind::Visual && b.page == currentPage
+                                      ? int32_t(b.pos0 - trackedPagePos0 + s.first)
+                                      : -1;
+            out.push_back({int32_t(slot), int32_t(s.first), int32_t(s.last - s.first), s.queryPos, track});
         }
         return Status::ok();
     }
@@ -1716,6 +1720,7 @@ struct DecodeSession::Impl {
         DeviceStepIO io;
         io.token = token, io.slot = poolBase() + b.slot, io.t = t, io.pos = pos;
         io.logits = logits.data(), io.queries = devQueries.data(), io.keys = devKeys.data(), io.values = devValues.data();
+        if (trackingStep) io.trackTokens = int(attendedMass.size()), io.attendedMass = attendedMass.data();
         auto spansFor = [&](int l, const float* query, std::vector<DeviceSpan>& out) -> Status {
             std::vector<Span> spans = generatedSet(l, generated, query ? query : q.data(), position, selection[size_t(l)], refresh);
             frame(spans, pos);

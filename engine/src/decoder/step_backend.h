@@ -25,6 +25,9 @@ namespace quire::decoder {
 struct DeviceSpan {
     int32_t slot, first, count;
     int64_t queryPos;
+    // Attention tracking: the index of the span's first token among the current page's visual
+    // tokens, whose attention weights (summed over heads and layers) the step returns; -1: not tracked.
+    int32_t track = -1;
 };
 
 struct DeviceStepIO {
@@ -36,6 +39,10 @@ struct DeviceStepIO {
     float* queries = nullptr;  // [layers][heads · headDim], pre-rotary
     float* keys = nullptr;     // [layers][kvHeads · headDim], rotated at pos
     float* values = nullptr;   // [layers][kvHeads · headDim]
+    // Attention tracking: trackTokens > 0 asks for the attention mass on each of the current
+    // page's visual tokens, summed over layers and heads, into attendedMass[trackTokens].
+    int trackTokens = 0;
+    float* attendedMass = nullptr;
 };
 
 // A page's prefill: its visual tokens through every layer at positions pos0, pos0 + 1, ...; each
