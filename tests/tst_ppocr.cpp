@@ -19,6 +19,7 @@
 
 #include "nn/cpu_ops.h"
 #include "quire/nn/onnx_graph.h"
+#include "quire/backend.h"
 #include "quire/decoder/model.h"
 #include "quire/ppocr.h"
 #include "quire/project_store.h"
@@ -877,6 +878,64 @@ private slots:
             }
         }
         QVERIFY(words >= 30);
+    }
+
+    // The reader with its decoder on a device (the mirror: the device path in plain loops, so this
+    // runs without a GPU): pages prefilled there, plain steps, the attended visual tokens (word
+    // boxes) tracked there. The same text, tokens and word boxes as the CPU's reader, across pages
+    // that carry the context; no device notice.
+    void readerOnADeviceWritesWhatTheCpuWrites() {
+        auto dir = findReaderModel();
+        if (!dir) QSKIP("no reader model is shipped");
+        ReaderOptions o;
+        o.modelDir = *dir;
+        auto cpu = ReaderEngine::load(o);
+        o.attention.device = decoder::StepDevice::Mirror;
+        auto dev = ReaderEngine::load(o);
+        QVERIFY2(cpu && dev, cpu ? dev.status().message().c_str() : cpu.status().message().c_str());
+        const std::vector<std::vector<std::string>> texts = {
+            {"CHAPTER THE FIRST.", "Of the binding of books, and of"},
+            {"12 THE BINDER'S GUIDE", "The sheets were folded, gathered"}};
+        int words = 0, sameBoxes = 0;
+        for (const auto& lines : texts) {
+            const cv::Mat page = textPage(lines, 1100, 300, 1.3);
+            auto a = (*cpu)->readPage(page, 300);
+            auto b = (*dev)->readPage(page, 300);
+            QVERIFY2(a && b, a ? b.status().message().c_str() : a.status().message().c_str());
+            QCOMPARE(QString::fromStdString(b->failure), QString::fromStdString(a->failure));
+            QCOMPARE(QString::fromStdString(b->text.plainText()), QString::fromStdString(a->text.plainText()));
+            QCOMPARE(b->tokens, a->tokens);
+            QCOMPARE(b->text.lines.size(), a->text.lines.size());
+            for (size_t l = 0; l < a->text.lines.size(); ++l) {
+                const auto &wa = a->text.lines[l].words, &wb = b->text.lines[l].words;
+                QCOMPARE(wb.size(), wa.size());
+                for (size_t w = 0; w < wa.size(); ++w, ++words)
+                    sameBoxes += wb[w].box.x == wa[w].box.x && wb[w].box.y == wa[w].box.y && wb[w].box.w == wa[w].box.w &&
+                                 wb[w].box.h == wa[w].box.h;
+            }
+        }
+        QVERIFY2((*dev)->deviceNotice().empty(), (*dev)->deviceNotice().c_str());
+        QVERIFY(words >= 10);
+        // Boxes come from the most-attended visual token, which a near tie could move: all but a few.
+        QVERIFY2(sameBoxes >= words - 1, qPrintable(QString("%1 of %2 word boxes the same").arg(sameBoxes).arg(words)));
+        qInfo("%d words, %d boxes the same", words, sameBoxes);
+    }
+
+    // Asked for a GPU where there is none, a transcription with the reader goes on with the CPU
+    // and its log says why; other engines refuse --device cuda.
+    void readerWithoutAGpuFallsBackWithANote() {
+        if (!findReaderModel()) QSKIP("no reader model is shipped");
+        if (!gpuDevices().empty()) QSKIP("a GPU is present");
+        QTemporaryDir tmp;
+        const QString img = tmp.filePath("page.png");
+        cv::imwrite(img.toStdString(), textPage({"Of the binding of books, and of"}, 1100, 200, 1.3));
+        const auto r = runCli({"transcribe", img, "--project", tmp.filePath("p.quire"), "--engine", "reader", "--device",
+                               "cuda", "--export", "txt", "--out", tmp.filePath("out")});
+        QVERIFY2(r.exitCode == 0, qPrintable(r.err));
+        QVERIFY2(r.err.contains("decoding on the CPU") && r.err.contains("CUDA"), qPrintable(r.err));
+        const auto t = runCli({"transcribe", img, "--project", tmp.filePath("t.quire"), "--engine", "tesseract", "--device", "cuda"});
+        QCOMPARE(t.exitCode, 2);
+        QVERIFY2(t.err.contains("only the reader"), qPrintable(t.err));
     }
 
     // A reader run stopped part-way (cancelled here; a kill leaves the same committed state, as the

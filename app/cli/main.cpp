@@ -43,7 +43,7 @@ const char* kUsageText =
     "Usage:\n"
     "  quire-cli features INPUT... --out DIR [--dpi 300] [--lang eng] [--json]   (PP-OCR visual tokens per page)\n"
     "  quire-cli transcribe [INPUT...] --project P.quire [--lang eng] [--engine tesseract|ppocr|reader|auto]\n"
-    "            [--reader-model DIR (default: the installed reader, or $QUIRE_READER_MODEL)]\n"
+    "            [--reader-model DIR (default: the installed reader, or $QUIRE_READER_MODEL)] [--device cpu|cuda]\n"
     "            [--threads N] [--dpi 300] [--pdf-text recognize|keep] [--split none|auto]\n"
     "            [--no-deskew] [--no-normalize] [--binarize] [--flag-below 80] [--retry-failed]\n"
     "            [--export md,docx,txt,hocr,alto,page,pdf --out DIR] [--json]\n"
@@ -56,7 +56,7 @@ const char* kUsageText =
     "  quire-cli bench decode --pages N --mode full|rswa|srswa [--device cpu|cuda] [--batch B]\n"
     "            [--shape reader|unlimited-ocr | --config FILE] [--page-tokens T] [--tokens-per-page G]\n"
     "            [--recent N] [--gated-pages K] [--blocks-per-page K] [--recall] [--max-kv-gb G] [--json]\n"
-    "  quire-cli bench reader IMAGE... [--lang eng] [--repeat R] [--dpi 300] [--threads 2]\n"
+    "  quire-cli bench reader IMAGE... [--lang eng] [--repeat R] [--dpi 300] [--threads 2] [--device cpu|cuda]\n"
     "      The reader's decoder against Tesseract, page by page on one core each, side by side.\n"
     "  quire-cli --version\n"
     "\nExit codes: 0 ok, 2 bad usage or unreadable input, 3 finished with failed pages, 1 internal error.\n";
@@ -195,6 +195,8 @@ int cmdTranscribe(const cli::Args& args) {
         return fail(kUsage, "unknown --engine '" + engine + "' (choose tesseract, ppocr, reader or auto)");
     p.recognizer.engine = engine;
     p.recognizer.readerModel = args.value("reader-model", last.value("readerModel").toString().toStdString());
+    // Where the reader decodes belongs to this machine, not to the project: not kept for a resume.
+    p.recognizer.decoderDevice = args.value("device", "cpu");
     p.recognizer.languages = args.value("lang", last.value("languages").toString("eng").toStdString());
     if (engine == "auto") {
         std::string why;
@@ -464,6 +466,7 @@ int cmdBenchReader(const cli::Args& args) {
     if (!tess) return fail(exitFor(tess.status()), tess.status().message());
     ro.engine = "reader";
     ro.decoderThreads = threads;
+    ro.decoderDevice = args.value("device", "cpu");
     using Clock = std::chrono::steady_clock;
     const auto secondsSince = [](Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); };
     const size_t n = pages.size();
@@ -554,7 +557,8 @@ int main(int argc, char** argv) {
     }
     static const std::map<std::string, std::pair<std::set<std::string>, std::set<std::string>>> kOptions = {
         {"transcribe",
-         {{"project", "lang", "engine", "reader-model", "threads", "dpi", "pdf-text", "split", "flag-below", "export", "out", "name"},
+         {{"project", "lang", "engine", "reader-model", "device", "threads", "dpi", "pdf-text", "split", "flag-below", "export",
+           "out", "name"},
           {"json", "no-deskew", "no-normalize", "binarize", "retry-failed"}}},
         {"export", {{"project", "format", "out", "name"}, {"json"}}},
         {"status", {{"project"}, {"json", "pages"}}},

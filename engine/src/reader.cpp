@@ -93,7 +93,9 @@ struct ReaderEngine::Impl {
         }
         return modelIdentity;
     }
+    std::string lastDeviceNotice;  // of sessions already dropped
     void dropSession() {
+        if (session && !session->deviceNotice().empty()) lastDeviceNotice = session->deviceNotice();
         session.reset();
         sampler.reset();
         restartPages = true;
@@ -105,6 +107,9 @@ struct ReaderEngine::Impl {
 ReaderEngine::ReaderEngine() : d(std::make_unique<Impl>()) {}
 ReaderEngine::~ReaderEngine() = default;
 int ReaderEngine::pagesRead() const { return d->pagesRead; }
+std::string ReaderEngine::deviceNotice() const {
+    return d->session && !d->session->deviceNotice().empty() ? d->session->deviceNotice() : d->lastDeviceNotice;
+}
 
 Result<std::unique_ptr<ReaderEngine>> ReaderEngine::load(const ReaderOptions& options) {
     auto dir = findReaderModel(options.modelDir);

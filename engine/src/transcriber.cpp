@@ -424,6 +424,7 @@ Result<RunSummary> runTranscription(ProjectStore& store, const TranscribeParams&
                         }
                     }
                     if (!img.note.empty()) log(pageName(job->page) + ": " + img.note);
+                    if (const std::string n = (*rec)->takeNotice(); !n.empty()) log(pageName(job->page) + ": " + n);
                 }
                 if (d.error.code() == ErrorCode::Cancelled) break;
                 if ((*rec)->carriesContext()) d.checkpoint = (*rec)->checkpoint();

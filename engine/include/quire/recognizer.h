@@ -24,6 +24,9 @@ struct RecognizerOptions {
     // "reader": CPU threads its decoder computes with (1 or 2); 0 picks 2 on a machine with three
     // cores or more (the front-end of the next page has one of the others), else 1.
     int decoderThreads = 0;
+    // "reader": where its decoder runs, "cpu" or "cuda" (a GPU; without one, or if it fails, the
+    // decoder goes on with the CPU and the run's log says why). Other engines take "cpu" only.
+    std::string decoderDevice = "cpu";
 };
 
 // Resolves engine "auto" for the given languages from the accuracies measured in
@@ -70,6 +73,9 @@ public:
     // a resumed run continues from the last one; `pages(i)` gives back the inputs of the context's
     // page i as the checkpoints listed them. Engines without context have no checkpoint.
     virtual bool carriesContext() const { return false; }
+    // A note for the run's log, given once when it is new (the reader's decoder falling back from
+    // the GPU to the CPU, and why); empty otherwise.
+    virtual std::string takeNotice() { return {}; }
     virtual DecoderCheckpoint checkpoint() { return {}; }
     virtual Status restoreContext(const std::string& /*state*/,
                                   const std::function<Result<std::vector<float>>(int)>& /*pages*/) {

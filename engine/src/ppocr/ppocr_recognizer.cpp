@@ -65,6 +65,12 @@ public:
         return finish(m_engine->readEncoded(encoded->page, encoded->dpi, cancel, onText));
     }
     bool carriesContext() const override { return true; }
+    std::string takeNotice() override {
+        const std::string n = m_engine->deviceNotice();
+        if (n.empty() || n == m_reported) return {};
+        m_reported = n;
+        return "reader: " + n;
+    }
     DecoderCheckpoint checkpoint() override { return m_engine->checkpoint(); }
     Status restoreContext(const std::string& state,
                           const std::function<Result<std::vector<float>>(int)>& pages) override {
@@ -87,6 +93,7 @@ private:
 
     std::unique_ptr<ReaderEngine> m_engine;
     std::string m_langs;
+    std::string m_reported;  // the device notice already given
 };
 
 bool hasLanguage(const std::string& languages, const std::string& prefix) {
@@ -132,6 +139,12 @@ std::string chooseEngine(const std::string& engine, const std::string& languages
 
 Result<std::unique_ptr<Recognizer>> createRecognizer(const RecognizerOptions& options) {
     const std::string engine = chooseEngine(options.engine, options.languages);
+    auto device = decoder::parseStepDevice(options.decoderDevice);
+    if (!device || *device == decoder::StepDevice::Mirror)
+        return Status(ErrorCode::InvalidArgument, "unknown device '" + options.decoderDevice + "' (cpu, cuda)");
+    if (*device != decoder::StepDevice::Cpu && engine != "reader")
+        return Status(ErrorCode::InvalidArgument, "only the reader's decoder runs on a GPU (--engine reader); " + engine +
+                                                      " runs on the CPU");
     if (engine == "tesseract") {
         RecognizerOptions o = options;
         o.engine = engine;
@@ -153,6 +166,7 @@ Result<std::unique_ptr<Recognizer>> createRecognizer(const RecognizerOptions& op
         o.closeUpSpacing = !hasLanguage(options.languages, "fra");  // French spaces ; : ? ! by rule
         o.attention.threads = options.decoderThreads > 0 ? std::min(options.decoderThreads, 2)
                                                          : std::thread::hardware_concurrency() >= 3 ? 2 : 1;
+        o.attention.device = *device;
         auto e = ReaderEngine::load(o);
         if (!e) return e.status();
         return std::unique_ptr<Recognizer>(new ReaderRecognizer(std::move(e).value(), options.languages));
