@@ -25,7 +25,8 @@ struct RecognizerOptions {
     // cores or more (the front-end of the next page has one of the others), else 1.
     int decoderThreads = 0;
     // "reader": where its decoder runs, "cpu" or "cuda" (a GPU; without one, or if it fails, the
-    // decoder goes on with the CPU and the run's log says why). Other engines take "cpu" only.
+    // decoder goes on with the CPU and the run's log says why). Other engines take "cpu" only;
+    // "auto" uses the device if it chooses the reader.
     std::string decoderDevice = "cpu";
 };
 

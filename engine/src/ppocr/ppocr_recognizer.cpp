@@ -142,7 +142,8 @@ Result<std::unique_ptr<Recognizer>> createRecognizer(const RecognizerOptions& op
     auto device = decoder::parseStepDevice(options.decoderDevice);
     if (!device || *device == decoder::StepDevice::Mirror)
         return Status(ErrorCode::InvalidArgument, "unknown device '" + options.decoderDevice + "' (cpu, cuda)");
-    if (*device != decoder::StepDevice::Cpu && engine != "reader")
+    // "auto" takes the device for the reader when it chooses the reader, and the CPU otherwise.
+    if (*device != decoder::StepDevice::Cpu && engine != "reader" && options.engine != "auto")
         return Status(ErrorCode::InvalidArgument, "only the reader's decoder runs on a GPU (--engine reader); " + engine +
                                                       " runs on the CPU");
     if (engine == "tesseract") {
