@@ -657,6 +657,49 @@ private slots:
         QVERIFY(characters > 60);
     }
 
+    // The front-end with a device for its graphs' heavy nodes (the mirror: the device path on the
+    // host with the CPU's kernels, so the reading must be the CPU's bit for bit): the nodes split
+    // between device and CPU, values copied each way, and the same lines, characters, frames,
+    // features and probabilities. A CUDA device asked for where there is none leaves a notice.
+    void frontEndOnADeviceReadsWhatTheCpuReads() {
+        PpocrOptions mirror;
+        mirror.device = "mirror";
+        auto cpu = PpocrEngine::load(PpocrOptions{});
+        auto dev = PpocrEngine::load(mirror);
+        QVERIFY2(cpu && dev, cpu ? dev.status().message().c_str() : cpu.status().message().c_str());
+        const std::vector<cv::Mat> pages = {
+            textPage({"The parish register of a small", "town is seldom a handsome object,", "but it keeps 1,847 names."},
+                     1700, 800, 1.4),
+            cv::imread((sourceDir() + "/tests/fixtures/rare_characters_zh.png").toStdString(), cv::IMREAD_GRAYSCALE)};
+        int characters = 0;
+        for (const cv::Mat& page : pages) {
+            QVERIFY(!page.empty());
+            auto a = (*cpu)->read(page, true);
+            auto b = (*dev)->read(page, true);
+            QVERIFY2(a && b, a ? b.status().message().c_str() : a.status().message().c_str());
+            QCOMPARE(b->lines.size(), a->lines.size());
+            for (size_t k = 0; k < a->lines.size(); ++k) {
+                const auto &la = a->lines[k], &lb = b->lines[k];
+                QCOMPARE(lb.text, la.text);
+                QVERIFY(la.charIds == lb.charIds && la.charFrames == lb.charFrames && la.features == lb.features &&
+                        la.charProbs == lb.charProbs);
+                characters += int(la.charIds.size());
+            }
+        }
+        QVERIFY(characters > 60);
+        const auto [onDevice, onCpu] = (*dev)->deviceNodeCounts();
+        QVERIFY2(onDevice > onCpu && onCpu > 0, qPrintable(QString("%1 nodes on the device, %2 on the CPU").arg(onDevice).arg(onCpu)));
+        QVERIFY((*dev)->deviceNotice().empty());
+        qInfo("%d characters; %lld nodes on the device, %lld on the CPU", characters, (long long)onDevice, (long long)onCpu);
+        if (gpuDevices().empty()) {
+            PpocrOptions cuda;
+            cuda.device = "cuda";
+            auto fallback = PpocrEngine::load(cuda);
+            QVERIFY(fallback);
+            QVERIFY2(QString::fromStdString((*fallback)->deviceNotice()).contains("CUDA"), (*fallback)->deviceNotice().c_str());
+        }
+    }
+
     // Pieces of a printed line the detector cut at a wide space are read as one line; text across
     // a gutter, in another block or on another row is not joined.
     void piecesOfAPrintedLineAreReadAsOne() {
@@ -880,9 +923,9 @@ private slots:
         QVERIFY(words >= 30);
     }
 
-    // The reader with its decoder on a device (the mirror: the device path in plain loops, so this
-    // runs without a GPU): pages prefilled there, plain steps, the attended visual tokens (word
-    // boxes) tracked there. The same text, tokens and word boxes as the CPU's reader, across pages
+    // The reader with its decoder and its front-end on devices (the mirrors: the device paths on
+    // the host, so this runs without a GPU): pages prefilled there, plain steps, the attended
+    // visual tokens (word boxes) tracked there, the front-end's heavy nodes there. The same text, tokens and word boxes as the CPU's reader, across pages
     // that carry the context; no device notice.
     void readerOnADeviceWritesWhatTheCpuWrites() {
         auto dir = findReaderModel();
@@ -891,6 +934,7 @@ private slots:
         o.modelDir = *dir;
         auto cpu = ReaderEngine::load(o);
         o.attention.device = decoder::StepDevice::Mirror;
+        o.ppocr.device = "mirror";
         auto dev = ReaderEngine::load(o);
         QVERIFY2(cpu && dev, cpu ? dev.status().message().c_str() : cpu.status().message().c_str());
         const std::vector<std::vector<std::string>> texts = {
@@ -922,7 +966,7 @@ private slots:
     }
 
     // Asked for a GPU where there is none, a transcription with the reader goes on with the CPU
-    // and its log says why; other engines refuse --device cuda.
+    // (decoder and front-end) and its log says why; Tesseract refuses --device cuda.
     void readerWithoutAGpuFallsBackWithANote() {
         if (!findReaderModel()) QSKIP("no reader model is shipped");
         if (!gpuDevices().empty()) QSKIP("a GPU is present");
@@ -932,10 +976,11 @@ private slots:
         const auto r = runCli({"transcribe", img, "--project", tmp.filePath("p.quire"), "--engine", "reader", "--device",
                                "cuda", "--export", "txt", "--out", tmp.filePath("out")});
         QVERIFY2(r.exitCode == 0, qPrintable(r.err));
-        QVERIFY2(r.err.contains("decoding on the CPU") && r.err.contains("CUDA"), qPrintable(r.err));
+        QVERIFY2(r.err.contains("decoding on the CPU") && r.err.contains("PP-OCR on the CPU") && r.err.contains("CUDA"),
+                 qPrintable(r.err));
         const auto t = runCli({"transcribe", img, "--project", tmp.filePath("t.quire"), "--engine", "tesseract", "--device", "cuda"});
         QCOMPARE(t.exitCode, 2);
-        QVERIFY2(t.err.contains("only the reader"), qPrintable(t.err));
+        QVERIFY2(t.err.contains("Tesseract runs on the CPU only"), qPrintable(t.err));
     }
 
     // A reader run stopped part-way (cancelled here; a kill leaves the same committed state, as the

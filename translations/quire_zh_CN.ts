@@ -506,8 +506,8 @@
         <translation>GPU：%1</translation>
     </message>
     <message>
-        <source>Device (reader engine):</source>
-        <translation>设备（阅读器引擎）：</translation>
+        <source>Device (PP-OCR and reader engines):</source>
+        <translation>设备（PP-OCR 与阅读器引擎）：</translation>
     </message>
     <message>
         <source>Pages whose mean word confidence is below this are flagged for proofreading</source>

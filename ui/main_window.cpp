@@ -503,10 +503,9 @@ TranscribeParams MainWindow::paramsFromSettings() const {
     TranscribeParams p;
     p.recognizer.engine = m_settings->engine().toStdString();
     p.recognizer.readerModel = m_settings->readerModel().toStdString();
-    // The reader's decoder on the GPU chosen in the settings (the other engines run on the CPU);
-    // without one it goes on with the CPU and the Log panel says why.
-    p.recognizer.decoderDevice =
-        m_settings->device() == "gpu" && (p.recognizer.engine == "reader" || p.recognizer.engine == "auto") ? "cuda" : "cpu";
+    // PP-OCR and the reader on the GPU chosen in the settings (Tesseract runs on the CPU); without
+    // one they go on with the CPU and the Log panel says why.
+    p.recognizer.device = m_settings->device() == "gpu" && p.recognizer.engine != "tesseract" ? "cuda" : "cpu";
     p.recognizer.languages = m_settings->languages().toStdString();
     p.threads = m_settings->threads();
     p.flag.meanBelow = m_settings->flagBelow();

@@ -21,7 +21,7 @@ public:
     void setLanguages(const QString& v);
     int threads() const;  // 0: one per core
     void setThreads(int v);
-    QString device() const;  // "cpu" or "gpu" (used by the reader engine)
+    QString device() const;  // "cpu" or "gpu" (used by the PP-OCR and reader engines)
     void setDevice(const QString& v);
     double flagBelow() const;  // mean word confidence under which a page is flagged
     void setFlagBelow(double v);

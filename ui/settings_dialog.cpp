@@ -73,7 +73,7 @@ SettingsDialog::SettingsDialog(Settings& settings, QWidget* parent) : QDialog(pa
     for (const auto& g : gpus) m_device->addItem(tr("GPU: %1").arg(QString::fromStdString(g.name)), "gpu");
     m_device->setCurrentIndex(std::max(0, m_device->findData(settings.device())));
     m_device->setToolTip(gpus.empty() ? QString::fromStdString(why) : QString());
-    form->addRow(tr("Device (reader engine):"), m_device);
+    form->addRow(tr("Device (PP-OCR and reader engines):"), m_device);
     m_flag = new QDoubleSpinBox;
     m_flag->setRange(0, 100);
     m_flag->setDecimals(0);

@@ -196,7 +196,7 @@ int cmdTranscribe(const cli::Args& args) {
     p.recognizer.engine = engine;
     p.recognizer.readerModel = args.value("reader-model", last.value("readerModel").toString().toStdString());
     // Where the reader decodes belongs to this machine, not to the project: not kept for a resume.
-    p.recognizer.decoderDevice = args.value("device", "cpu");
+    p.recognizer.device = args.value("device", "cpu");
     p.recognizer.languages = args.value("lang", last.value("languages").toString("eng").toStdString());
     if (engine == "auto") {
         std::string why;
@@ -466,7 +466,7 @@ int cmdBenchReader(const cli::Args& args) {
     if (!tess) return fail(exitFor(tess.status()), tess.status().message());
     ro.engine = "reader";
     ro.decoderThreads = threads;
-    ro.decoderDevice = args.value("device", "cpu");
+    ro.device = args.value("device", "cpu");
     using Clock = std::chrono::steady_clock;
     const auto secondsSince = [](Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); };
     const size_t n = pages.size();

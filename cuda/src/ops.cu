@@ -45,6 +45,10 @@ std::string DeviceBuffer::download(void* host, size_t bytes) const {
 
 std::string synchronize() { return check(cudaDeviceSynchronize(), "synchronize"); }
 
+std::string copyDevice(void* dst, const void* src, size_t bytes, void* stream) {
+    return check(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, S(stream)), "device copy");
+}
+
 // ---- RMSNorm: one block per row ----
 __global__ void RmsNormKernel(const float* x, const float* w, float* out, int n, float eps) {
     const float* row = x + size_t(blockIdx.x) * n;

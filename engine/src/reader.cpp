@@ -108,7 +108,9 @@ ReaderEngine::ReaderEngine() : d(std::make_unique<Impl>()) {}
 ReaderEngine::~ReaderEngine() = default;
 int ReaderEngine::pagesRead() const { return d->pagesRead; }
 std::string ReaderEngine::deviceNotice() const {
-    return d->session && !d->session->deviceNotice().empty() ? d->session->deviceNotice() : d->lastDeviceNotice;
+    std::string n = d->session && !d->session->deviceNotice().empty() ? d->session->deviceNotice() : d->lastDeviceNotice;
+    if (const std::string f = d->ppocr ? d->ppocr->deviceNotice() : std::string(); !f.empty()) n += (n.empty() ? "" : "; ") + f;
+    return n;
 }
 
 Result<std::unique_ptr<ReaderEngine>> ReaderEngine::load(const ReaderOptions& options) {

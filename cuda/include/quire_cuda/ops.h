@@ -33,6 +33,8 @@ private:
 };
 
 std::string synchronize();
+// dst[bytes] = src[bytes], both device memory, in stream order.
+std::string copyDevice(void* dst, const void* src, size_t bytes, void* stream = nullptr);
 
 // out[rows, n] = x[rows, n] / rms(x) * w[n]
 std::string rmsNorm(const float* x, const float* w, float* out, int rows, int n, float eps, void* stream = nullptr);

@@ -22,6 +22,10 @@ namespace quire {
 
 struct PpocrOptions {
     std::string modelDir;         // empty: findPpocrModels() search order
+    // Where the detector's and recognizer's heavy nodes run: "cpu", "cuda" (a GPU: convolutions,
+    // fused chains and elementwise nodes there, the rest on the CPU; without one, or when it
+    // fails, the CPU and deviceNotice() says why) or "mirror" (tests: the device path on the host).
+    std::string device = "cpu";
     int detMaxSide = 960;         // the detector sees the page scaled so its longer side is at most this
     float detThreshold = 0.3f;    // DB: probability threshold of the text mask
     float detBoxThreshold = 0.6f; // DB: minimum mean probability inside a box
@@ -89,6 +93,10 @@ public:
     // The character of class `id` (1..6623 from the key file, 6624 = space).
     std::string charOf(int id) const;
     int classCount() const;
+    // Why the front-end is not (or no longer) running on the device it was asked for; empty while
+    // it is, or on the CPU as asked. Nodes run on the device and on the CPU so far (tests, benchmarks).
+    std::string deviceNotice() const;
+    std::pair<int64_t, int64_t> deviceNodeCounts() const;
 
     // Detects text lines in an 8-bit gray or BGR image (probability map → boxes, reading order).
     Result<std::vector<std::vector<cv::Point2f>>> detect(const cv::Mat& image) const;

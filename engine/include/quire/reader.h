@@ -364,8 +364,9 @@ public:
     Result<ReaderPage> readEncoded(const Result<PpocrPage>& encoded, int dpi, const std::atomic<bool>* cancel = nullptr,
                                    const std::function<void(const std::string&)>& onText = {});
     int pagesRead() const;
-    // Why the decoder is not running on the device it was asked for (options.attention.device):
-    // no GPU, or a GPU that failed mid-run (DecodeSession::deviceNotice()); empty while it is.
+    // Why the decoder (options.attention.device) or the front-end (options.ppocr.device) is not
+    // running on the device it was asked for: no GPU, or a GPU that failed mid-run; empty while
+    // they are.
     std::string deviceNotice() const;
 
     // The decoder's context after the pages read so far (its session state, the repetition rules'

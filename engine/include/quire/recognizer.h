@@ -24,10 +24,11 @@ struct RecognizerOptions {
     // "reader": CPU threads its decoder computes with (1 or 2); 0 picks 2 on a machine with three
     // cores or more (the front-end of the next page has one of the others), else 1.
     int decoderThreads = 0;
-    // "reader": where its decoder runs, "cpu" or "cuda" (a GPU; without one, or if it fails, the
-    // decoder goes on with the CPU and the run's log says why). Other engines take "cpu" only;
-    // "auto" uses the device if it chooses the reader.
-    std::string decoderDevice = "cpu";
+    // Where the neural engines run, "cpu" or "cuda" (a GPU): PP-OCR's convolutions and elementwise
+    // nodes, and the reader's decoder too. Without a GPU, or when it fails, they go on with the
+    // CPU and the run's log says why once. Tesseract takes "cpu" only; "auto" uses the device if it
+    // chooses PP-OCR or the reader.
+    std::string device = "cpu";
 };
 
 // Resolves engine "auto" for the given languages from the accuracies measured in

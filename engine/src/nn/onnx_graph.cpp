@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <mutex>
+#include <optional>
 #include <cmath>
 #include <cstring>
 #include <fstream>
@@ -15,6 +16,7 @@
 #include <unordered_map>
 
 #include "nn/cpu_ops.h"
+#include "nn/device.h"
 #include "nn/graph.h"
 
 namespace quire::nn {
@@ -920,8 +922,183 @@ const Tensor* OnnxModel::constant(const std::string& name) const {
 int OnnxModel::foldedBatchNorms() const { return m_graph->folded; }
 int OnnxModel::fusedNodes() const { return m_graph->fused; }
 
+// ---------------------------------------------------------------------------------------------
+// Execution with a device (nn/device.h): the nodes it takes run there and leave their outputs
+// there; any other node gets its inputs copied back and runs on the CPU as in run().
+namespace {
+
+struct DeviceValue {
+    NnDevice::Handle h;
+    Shape shape;
+};
+
+struct DeviceRun {
+    const Graph& g;
+    NnDevice& dev;
+    Values& v;
+    std::vector<std::optional<DeviceValue>>& dv;
+    const std::vector<bool>& keep;
+    const std::vector<int>& lastUse;
+
+    const Shape* shapeOf(int id) const { return v[size_t(id)] ? &v[size_t(id)]->shape : dv[size_t(id)] ? &dv[size_t(id)]->shape : nullptr; }
+    bool isFloat(int id) const { return v[size_t(id)] ? !v[size_t(id)]->isInt : dv[size_t(id)].has_value(); }
+    // The value on the device, copied there (a constant once per device) if it is not yet.
+    Result<NnDevice::Handle> onDevice(int id) {
+        if (dv[size_t(id)]) return dv[size_t(id)]->h;
+        const Tensor* t = v[size_t(id)].get();
+        if (!t || t->isInt) return Status(ErrorCode::Internal, g.label + ": value '" + g.valueNames[size_t(id)] + "' is not a float tensor");
+        auto h = g.constants[size_t(id)] ? dev.constant(t) : dev.upload(t->data(), size_t(t->size()));
+        if (!h) return h.status();
+        dv[size_t(id)] = DeviceValue{*h, t->shape};
+        return *h;
+    }
+    // The value in host memory, copied back from the device if it is only there.
+    Status onHost(int id) {
+        if (v[size_t(id)] || !dv[size_t(id)]) return Status::ok();
+        Tensor t;
+        t.shape = dv[size_t(id)]->shape;
+        t.f.resize(size_t(numel(t.shape)));
+        if (Status s = dev.download(dv[size_t(id)]->h, t.f.data(), t.f.size()); !s) return s;
+        v[size_t(id)] = std::make_shared<Tensor>(std::move(t));
+        return Status::ok();
+    }
+    // Whether node k may overwrite its input `id` on the device: nobody reads it afterwards.
+    bool mayOverwrite(const Node& n, int k, int id) const {
+        return lastUse[size_t(id)] == k && !keep[size_t(id)] && !g.constants[size_t(id)] &&
+               std::count(n.in.begin(), n.in.end(), id) == 1;
+    }
+    void setOut(const Node& n, NnDevice::Handle h, Shape shape) {
+        v[size_t(n.out[0])].reset();
+        dv[size_t(n.out[0])] = DeviceValue{std::move(h), std::move(shape)};
+    }
+
+    // Runs node k on the device when it is one the device takes with inputs it can compute;
+    // false (nothing done) otherwise, and the CPU runs it (and reports any error in it).
+    Result<bool> tryNode(const Node& n, int k) {
+        if (n.out.empty() || n.in.empty() || n.in[0] < 0) return false;
+        switch (n.op) {
+        case Op::Conv: return conv(n);
+        case Op::Chain: return chain(n, k);
+        case Op::Add: case Op::Sub: case Op::Mul: case Op::Div: return binary(n);
+        default: return false;
+        }
+    }
+
+    Result<bool> conv(const Node& n) {
+        if (n.in.size() < 2 || n.in[1] < 0) return false;
+        const int xi = n.in[0], wi = n.in[1], bi = n.in.size() > 2 ? n.in[2] : -1;
+        const Shape* xs = shapeOf(xi);
+        const Tensor* w = g.constants[size_t(wi)].get();
+        const Tensor* b = bi >= 0 ? g.constants[size_t(bi)].get() : nullptr;
+        if (!xs || xs->size() != 4 || !isFloat(xi) || !w || w->isInt || w->rank() != 4) return false;
+        if (bi >= 0 && (!b || b->isInt || b->size() != w->shape[0])) return false;
+        cpu::Conv2dParams p = n.conv;
+        if (!n.kernelGiven) p.kh = int(w->shape[2]), p.kw = int(w->shape[3]);
+        const int64_t C = (*xs)[1];
+        const bool dw = p.group > 1 && p.group == C && w->shape[0] == C && w->shape[1] == 1;
+        if (!(p.group == 1 && w->shape[1] == C) && !dw) return false;
+        if (w->shape[2] != p.kh || w->shape[3] != p.kw) return false;
+        DeviceConv s;
+        s.n = int((*xs)[0]), s.c = int(C), s.h = int((*xs)[2]), s.w = int((*xs)[3]), s.m = int(w->shape[0]);
+        s.kh = p.kh, s.kw = p.kw, s.strideH = p.strideH, s.strideW = p.strideW, s.dilH = p.dilH, s.dilW = p.dilW;
+        s.padT = p.padT, s.padL = p.padL, s.padB = p.padB, s.padR = p.padR, s.group = p.group;
+        const int64_t Ho = s.outH(), Wo = s.outW();
+        const Shape out{s.n, s.m, Ho, Wo};
+        if (Ho <= 0 || Wo <= 0 || numel(out) > kMaxElements || int64_t(s.kh) * s.kw * C * Ho * Wo > kMaxElements) return false;
+        auto x = onDevice(xi);
+        if (!x) return x.status();
+        auto wh = onDevice(wi);
+        if (!wh) return wh.status();
+        NnDevice::Handle bh;
+        if (b) {
+            auto r = onDevice(bi);
+            if (!r) return r.status();
+            bh = *r;
+        }
+        auto y = dev.alloc(size_t(numel(out)));
+        if (!y) return y.status();
+        if (Status st = dev.conv2d(*x, *wh, bh, s, *y); !st) return st;
+        setOut(n, *y, out);
+        return true;
+    }
+
+    Result<bool> chain(const Node& n, int k) {
+        const int xi = n.in[0];
+        const Shape* xs = shapeOf(xi);
+        if (!xs || !isFloat(xi) || !dev.canChain(n.micro)) return false;
+        const Shape shape = *xs;
+        const size_t count = size_t(numel(shape));
+        auto x = onDevice(xi);
+        if (!x) return x.status();
+        NnDevice::Handle y = *x;
+        if (!mayOverwrite(n, k, xi)) {  // a copy to apply the chain to
+            auto fresh = dev.alloc(count);
+            if (!fresh) return fresh.status();
+            if (Status st = dev.copy(*x, *fresh, count); !st) return st;
+            y = *fresh;
+        } else {
+            v[size_t(xi)].reset(), dv[size_t(xi)].reset();  // overwritten: no copy of it stays valid
+        }
+        if (Status st = dev.chain(y, count, n.micro); !st) return st;
+        setOut(n, y, shape);
+        return true;
+    }
+
+    Result<bool> binary(const Node& n) {
+        if (n.in.size() < 2 || n.in[1] < 0) return false;
+        int ai = n.in[0], bi = n.in[1];
+        if (!isFloat(ai) || !isFloat(bi) || !shapeOf(ai) || !shapeOf(bi)) return false;
+        const int op = int(n.op) - int(Op::Add);  // Add, Sub, Mul, Div
+        // b one value per channel of a (or one value in all), a the full tensor; Add and Mul either way round.
+        auto perChannel = [&](const Shape& a, const Shape& b) -> int {
+            if (numel(b) == 1 && a.size() >= 1 && b.size() <= a.size()) return 1;
+            if (a.size() == 4 && numel(b) == a[1] && ((b.size() == 4 && b[0] == 1 && b[2] == 1 && b[3] == 1) ||
+                                                       (b.size() == 3 && b[1] == 1 && b[2] == 1)))
+                return int(a[1]);
+            return 0;
+        };
+        Shape sa = *shapeOf(ai), sb = *shapeOf(bi);
+        int channels = -1;
+        if (sa == sb) {
+            channels = 0;
+        } else if (int ch = perChannel(sa, sb); ch > 0) {
+            channels = ch;
+        } else if ((n.op == Op::Add || n.op == Op::Mul) && perChannel(sb, sa) > 0) {
+            channels = perChannel(sb, sa);
+            std::swap(ai, bi), std::swap(sa, sb);
+        }
+        if (channels < 0 || numel(sa) > kMaxElements) return false;
+        const size_t total = size_t(numel(sa));
+        const size_t outer = channels == 0 ? total : size_t(channels == 1 ? total : sa[0] * sa[1]);
+        const size_t inner = channels == 0 ? 1 : channels == 1 ? 1 : size_t(sa[2] * sa[3]);
+        auto a = onDevice(ai);
+        if (!a) return a.status();
+        auto b = onDevice(bi);
+        if (!b) return b.status();
+        auto y = dev.alloc(total);
+        if (!y) return y.status();
+        if (Status st = dev.binary(*a, *b, *y, outer, inner, channels, op); !st) return st;
+        setOut(n, *y, sa);
+        return true;
+    }
+};
+
+}  // namespace
+
+Result<std::map<std::string, Tensor>> OnnxModel::run(std::map<std::string, Tensor> inputs, const std::vector<std::string>& fetch,
+                                                     NnDevice* device) const {
+    if (!device) return run(std::move(inputs), fetch);
+    std::lock_guard lock(device->runLock());
+    return runOn(std::move(inputs), fetch, device);
+}
+
 Result<std::map<std::string, Tensor>> OnnxModel::run(std::map<std::string, Tensor> inputs,
                                                      const std::vector<std::string>& fetch) const {
+    return runOn(std::move(inputs), fetch, nullptr);
+}
+
+Result<std::map<std::string, Tensor>> OnnxModel::runOn(std::map<std::string, Tensor> inputs, const std::vector<std::string>& fetch,
+                                                       NnDevice* device) const {
     const Graph& g = *m_graph;
     Values v(g.constants.begin(), g.constants.end());
     for (int id : g.inputs) {
@@ -954,22 +1131,51 @@ Result<std::map<std::string, Tensor>> OnnxModel::run(std::map<std::string, Tenso
             for (int id : g.nodes[k].in)
                 if (id >= 0) lastUse[size_t(id)] = int(k);
     static const bool profile = std::getenv("QUIRE_NN_PROFILE") != nullptr;
+    std::vector<std::optional<DeviceValue>> dv(device ? g.valueNames.size() : 0);
+    std::optional<DeviceRun> onDev;
+    if (device) onDev.emplace(DeviceRun{g, *device, v, dv, keep, lastUse});
     for (size_t k = 0; k < g.nodes.size(); ++k) {
         if (!runs[k]) continue;
         const Node& n = g.nodes[k];
-        Exec e{g, v, int(k), &keep, &lastUse};
         const auto t0 = profile ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
-        if (auto st = execNode(e, n); !st) return st;
-        for (int id : n.out)
-            if (v[size_t(id)] && v[size_t(id)]->size() > kMaxElements)
-                return nodeError(g, n, "output " + shapeString(v[size_t(id)]->shape) + " exceeds the runtime's limit");
+        bool done = false;
+        if (onDev) {
+            auto r = onDev->tryNode(n, int(k));
+            if (!r) {
+                device->failed = true;
+                return r.status();
+            }
+            done = *r;
+            ++(done ? device->deviceNodes : device->cpuNodes);
+            if (!done)
+                for (int id : n.in)
+                    if (id >= 0)
+                        if (Status s = onDev->onHost(id); !s) {
+                            device->failed = true;
+                            return s;
+                        }
+        }
+        if (!done) {
+            Exec e{g, v, int(k), &keep, &lastUse};
+            if (auto st = execNode(e, n); !st) return st;
+            for (int id : n.out)
+                if (v[size_t(id)] && v[size_t(id)]->size() > kMaxElements)
+                    return nodeError(g, n, "output " + shapeString(v[size_t(id)]->shape) + " exceeds the runtime's limit");
+        }
         if (profile) profileAdd(g.label, n, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
         for (int id : n.in)
-            if (id >= 0 && lastUse[size_t(id)] == int(k) && !keep[size_t(id)] && !g.constants[size_t(id)])
+            if (id >= 0 && lastUse[size_t(id)] == int(k) && !keep[size_t(id)] && !g.constants[size_t(id)]) {
                 v[size_t(id)].reset();
+                if (device) dv[size_t(id)].reset();
+            }
     }
     std::map<std::string, Tensor> out;
     for (int id : want) {
+        if (onDev)
+            if (Status s = onDev->onHost(id); !s) {
+                device->failed = true;
+                return s;
+            }
         if (out.count(g.valueNames[size_t(id)])) continue;  // asked for twice
         if (!v[size_t(id)]) return Status(ErrorCode::Internal, g.label + ": value '" + g.valueNames[size_t(id)] + "' was not computed");
         // Moved out when nothing else holds it (the recognizer's class probabilities are the

@@ -19,6 +19,7 @@
 
 #include "data_dirs.h"
 #include "nn/cpu_ops.h"
+#include "nn/device.h"
 #include "quire/nn/onnx_graph.h"
 
 namespace fs = std::filesystem;
@@ -185,6 +186,21 @@ Result<std::string> findPpocrModels(const std::string& explicitDir) {
 
 struct PpocrEngine::Impl {
     std::optional<nn::OnnxModel> det, rec;
+    // The device the graphs' heavy nodes run on (PpocrOptions::device), null for the CPU. When it
+    // fails a run, the run is done again on the CPU and the device is not used again.
+    std::unique_ptr<nn::NnDevice> device;
+    mutable std::mutex deviceMutex;
+    mutable std::string deviceNotice;
+    Result<std::map<std::string, nn::Tensor>> run(const nn::OnnxModel& m, std::map<std::string, nn::Tensor> inputs,
+                                                  const std::vector<std::string>& fetch) const {
+        if (device && !device->failed) {
+            auto r = m.run(inputs, fetch, device.get());  // the inputs are kept for a retry on the CPU
+            if (r || !device->failed) return r;
+            std::lock_guard lock(deviceMutex);
+            if (deviceNotice.empty()) deviceNotice = "PP-OCR on the CPU from now on: " + r.status().message();
+        }
+        return m.run(std::move(inputs), fetch);
+    }
     const nn::Tensor* headW = nullptr;  // the recognizer's classifier (constants of `rec`)
     const nn::Tensor* headB = nullptr;
     std::vector<std::string> keys;  // index k-1 for class k
@@ -250,7 +266,7 @@ Result<std::shared_ptr<const PpocrEngine>> PpocrEngine::load(const PpocrOptions&
     const std::string key = *dir + "|" + std::to_string(options.detMaxSide) + "|" + std::to_string(options.recBatch) +
                             "|" + std::to_string(options.detThreshold) + "|" + std::to_string(options.detBoxThreshold) +
                             "|" + std::to_string(options.detUnclipRatio) + "|" + std::to_string(options.recMaxWidth) +
-                            "|" + options.layout + (options.graphClassifier ? "|graph" : "");
+                            "|" + options.layout + (options.graphClassifier ? "|graph" : "") + "|" + options.device;
     if (auto hit = cache[key].lock()) return hit;
 
     if (options.verifyChecksums)
@@ -266,6 +282,15 @@ Result<std::shared_ptr<const PpocrEngine>> PpocrEngine::load(const PpocrOptions&
     if (!rec) return rec.status();
     e->d->det.emplace(std::move(det).value());
     e->d->rec.emplace(std::move(rec).value());
+    if (options.device == "mirror") {
+        e->d->device = nn::makeMirrorNnDevice();
+    } else if (options.device == "cuda") {
+        auto dev = nn::makeCudaNnDevice();
+        if (dev) e->d->device = std::move(*dev);
+        else e->d->deviceNotice = "PP-OCR on the CPU: " + dev.status().message();
+    } else if (options.device != "cpu") {
+        return Status(ErrorCode::InvalidArgument, "unknown device '" + options.device + "' (cpu, cuda)");
+    }
     e->d->headW = e->d->rec->constant(kRecHeadW);
     e->d->headB = e->d->rec->constant(kRecHeadB);
     if (!e->d->headW || !e->d->headB || e->d->headW->rank() != 2 || e->d->headW->shape[0] != kFeatureWidth ||
@@ -323,9 +348,20 @@ nn::Tensor toTensor(const cv::Mat& bgr, const float mean[3], const float stdv[3]
 
 }  // namespace
 
+std::string PpocrEngine::deviceNotice() const {
+    std::lock_guard lock(d->deviceMutex);
+    return d->deviceNotice;
+}
+
+std::pair<int64_t, int64_t> PpocrEngine::deviceNodeCounts() const {
+    if (!d->device) return {0, 0};
+    std::lock_guard lock(d->device->runLock());
+    return {d->device->deviceNodes, d->device->cpuNodes};
+}
+
 Result<cv::Mat> PpocrEngine::probabilityMap(const cv::Mat& bgrResized) const {
     static const float mean[3] = {0.485f, 0.456f, 0.406f}, stdv[3] = {0.229f, 0.224f, 0.225f};
-    auto out = d->det->run({{"x", toTensor(toBgr(bgrResized), mean, stdv)}}, {kDetOutput});
+    auto out = d->run(*d->det, {{"x", toTensor(toBgr(bgrResized), mean, stdv)}}, {kDetOutput});
     if (!out) return out.status();
     const nn::Tensor& p = out->at(kDetOutput);
     if (p.rank() != 4 || p.shape[1] != 1) return Status(ErrorCode::Engine, "detector: unexpected output shape " + nn::shapeString(p.shape));
@@ -690,7 +726,7 @@ Result<PpocrPage> PpocrEngine::read(const cv::Mat& image, bool features, const s
         // (PpocrOptions::graphClassifier): ctcHead() computes the frames' choices otherwise.
         std::vector<std::string> fetch = {kRecFeatures};
         if (m_options.graphClassifier) fetch.push_back(kRecOutput);
-        auto out = d->rec->run({{"x", std::move(x)}}, fetch);
+        auto out = d->run(*d->rec, {{"x", std::move(x)}}, fetch);
         if (!out) return out.status();
         const nn::Tensor& f = out->at(kRecFeatures);
         if (f.rank() != 3 || f.shape[0] != N || f.shape[2] != kFeatureWidth)

@@ -29,10 +29,17 @@ public:
         text.language = m_langs;
         return text;
     }
+    std::string takeNotice() override {
+        const std::string n = m_engine->deviceNotice();
+        if (n.empty() || n == m_reported) return {};
+        m_reported = n;
+        return "ppocr: " + n;
+    }
 
 private:
     std::shared_ptr<const PpocrEngine> m_engine;
     std::string m_langs;
+    std::string m_reported;  // the device notice already given
 };
 
 // The reader as a Recognizer: one decoder session across the pages it is given, which must come
@@ -139,13 +146,13 @@ std::string chooseEngine(const std::string& engine, const std::string& languages
 
 Result<std::unique_ptr<Recognizer>> createRecognizer(const RecognizerOptions& options) {
     const std::string engine = chooseEngine(options.engine, options.languages);
-    auto device = decoder::parseStepDevice(options.decoderDevice);
+    auto device = decoder::parseStepDevice(options.device);
     if (!device || *device == decoder::StepDevice::Mirror)
-        return Status(ErrorCode::InvalidArgument, "unknown device '" + options.decoderDevice + "' (cpu, cuda)");
-    // "auto" takes the device for the reader when it chooses the reader, and the CPU otherwise.
-    if (*device != decoder::StepDevice::Cpu && engine != "reader" && options.engine != "auto")
-        return Status(ErrorCode::InvalidArgument, "only the reader's decoder runs on a GPU (--engine reader); " + engine +
-                                                      " runs on the CPU");
+        return Status(ErrorCode::InvalidArgument, "unknown device '" + options.device + "' (cpu, cuda)");
+    // "auto" takes the device when it chooses a neural engine, and the CPU otherwise.
+    if (*device != decoder::StepDevice::Cpu && engine == "tesseract" && options.engine != "auto")
+        return Status(ErrorCode::InvalidArgument, "Tesseract runs on the CPU only; PP-OCR and the reader run on a GPU "
+                                                  "(--engine ppocr or reader)");
     if (engine == "tesseract") {
         RecognizerOptions o = options;
         o.engine = engine;
@@ -155,6 +162,7 @@ Result<std::unique_ptr<Recognizer>> createRecognizer(const RecognizerOptions& op
         PpocrOptions o;
         o.modelDir = options.ppocrDir;
         o.layout = ppocrLayoutFor(options.languages);
+        o.device = options.device;
         auto e = PpocrEngine::load(o);
         if (!e) return e.status();
         return std::unique_ptr<Recognizer>(new PpocrRecognizer(std::move(e).value(), options.languages));
@@ -164,6 +172,7 @@ Result<std::unique_ptr<Recognizer>> createRecognizer(const RecognizerOptions& op
         o.modelDir = options.readerModel;
         o.ppocr.modelDir = options.ppocrDir;
         o.ppocr.layout = ppocrLayoutFor(options.languages);
+        o.ppocr.device = options.device;
         o.closeUpSpacing = !hasLanguage(options.languages, "fra");  // French spaces ; : ? ! by rule
         o.attention.threads = options.decoderThreads > 0 ? std::min(options.decoderThreads, 2)
                                                          : std::thread::hardware_concurrency() >= 3 ? 2 : 1;

@@ -22,7 +22,8 @@
 
 namespace quire::nn {
 
-struct Graph;  // the loaded, validated, folded graph (internal)
+struct Graph;      // the loaded, validated, folded graph (internal)
+class NnDevice;    // a device the graph's heavy nodes can run on (internal: engine/src/nn/device.h)
 
 class OnnxModel {
 public:
@@ -49,9 +50,16 @@ public:
     // not the whole graph's.
     Result<std::map<std::string, Tensor>> run(std::map<std::string, Tensor> inputs,
                                               const std::vector<std::string>& fetch = {}) const;
+    // The same with convolutions, fused elementwise chains and Add/Sub/Mul/Div of same-shaped or
+    // per-channel operands on `device` (null: the CPU alone), the other nodes on the CPU with their
+    // inputs copied back. One run at a time per device.
+    Result<std::map<std::string, Tensor>> run(std::map<std::string, Tensor> inputs, const std::vector<std::string>& fetch,
+                                              NnDevice* device) const;
 
 private:
     OnnxModel();
+    Result<std::map<std::string, Tensor>> runOn(std::map<std::string, Tensor> inputs, const std::vector<std::string>& fetch,
+                                                NnDevice* device) const;
     std::unique_ptr<Graph> m_graph;
 };
 

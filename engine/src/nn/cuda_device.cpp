@@ -1,0 +1,108 @@
+// The CUDA NnDevice: the front-end's heavy nodes on a GPU through cuda/'s nn ops (im2col +
+// cuBLAS or depthwise convolutions, fused chains, elementwise and per-channel arithmetic), each
+// of which cuda/tests/nn_ops_check compares with the CPU kernels on a GPU.
+#include "nn/device.h"
+
+#ifdef QUIRE_HAVE_CUDA
+#include "quire_cuda/device.h"
+#include "quire_cuda/nn_ops.h"
+#include "quire_cuda/ops.h"
+#endif
+
+namespace quire::nn {
+
+#ifdef QUIRE_HAVE_CUDA
+namespace {
+
+Status fromCuda(const std::string& e) { return e.empty() ? Status::ok() : Status(ErrorCode::Engine, "CUDA front-end: " + e); }
+
+// A chain as the kernel's flat program: a SelfGate step followed by its gate's steps (no nesting).
+bool flatten(const std::vector<Micro>& micro, std::vector<cuda::nn::ChainStep>& out) {
+    for (const Micro& m : micro) {
+        cuda::nn::ChainStep s;
+        s.kind = int(m.kind), s.a = m.a, s.b = m.b;
+        if (m.kind == Micro::SelfGate) {
+            s.gateSteps = int(m.gate.size());
+            out.push_back(s);
+            for (const Micro& g : m.gate) {
+                if (g.kind == Micro::SelfGate) return false;
+                out.push_back({int(g.kind), g.a, g.b, 0});
+            }
+        } else {
+            out.push_back(s);
+        }
+    }
+    return int(out.size()) <= cuda::nn::kMaxChainSteps;
+}
+
+class CudaNnDevice final : public NnDevice {
+public:
+    struct Buf final : Buffer {
+        cuda::DeviceBuffer b;
+    };
+    const char* name() const override { return "cuda"; }
+    static float* of(const Handle& h) { return static_cast<Buf&>(*h).b.as<float>(); }
+
+    Result<Handle> alloc(size_t n) override {
+        auto b = std::make_shared<Buf>();
+        b->b = cuda::DeviceBuffer(n * sizeof(float));
+        if (!b->b.ok()) return Status(ErrorCode::Engine, "CUDA front-end: out of GPU memory (" + std::to_string(n >> 18) + " MiB more)");
+        return Handle(b);
+    }
+    Result<Handle> upload(const float* data, size_t n) override {
+        auto h = alloc(n);
+        if (!h) return h;
+        if (Status s = fromCuda(static_cast<Buf&>(**h).b.upload(data, n * sizeof(float))); !s) return s;
+        return h;
+    }
+    Status download(const Handle& h, float* out, size_t n) override {
+        return fromCuda(static_cast<Buf&>(*h).b.download(out, n * sizeof(float)));
+    }
+    Status copy(const Handle& from, const Handle& to, size_t n) override {
+        return fromCuda(cuda::copyDevice(of(to), of(from), n * sizeof(float)));
+    }
+    Status conv2d(const Handle& x, const Handle& w, const Handle& bias, const DeviceConv& d, const Handle& y) override {
+        cuda::nn::ConvShape s;
+        s.n = d.n, s.c = d.c, s.h = d.h, s.w = d.w, s.m = d.m, s.kh = d.kh, s.kw = d.kw, s.strideH = d.strideH;
+        s.strideW = d.strideW, s.dilH = d.dilH, s.dilW = d.dilW, s.padT = d.padT, s.padL = d.padL, s.padB = d.padB;
+        s.padR = d.padR, s.group = d.group;
+        const size_t need = cuda::nn::conv2dWorkspaceBytes(s);
+        if (need > m_workspace.bytes()) {
+            m_workspace = cuda::DeviceBuffer(need);
+            if (!m_workspace.ok()) return Status(ErrorCode::Engine, "CUDA front-end: out of GPU memory for a convolution");
+        }
+        return fromCuda(cuda::nn::conv2d(of(x), of(w), bias ? of(bias) : nullptr, s, m_workspace.get(), of(y)));
+    }
+    bool canChain(const std::vector<Micro>& micro) const override {
+        std::vector<cuda::nn::ChainStep> steps;
+        return flatten(micro, steps);
+    }
+    Status chain(const Handle& x, size_t n, const std::vector<Micro>& micro) override {
+        std::vector<cuda::nn::ChainStep> steps;
+        if (!flatten(micro, steps)) return Status(ErrorCode::Internal, "CUDA front-end: a chain beyond the device");
+        return fromCuda(cuda::nn::chain(of(x), n, steps.data(), int(steps.size())));
+    }
+    Status binary(const Handle& a, const Handle& b, const Handle& y, size_t outer, size_t inner, int channels, int op) override {
+        if (channels == 0) return fromCuda(cuda::nn::elementwise(of(a), of(b), of(y), outer * inner, op));
+        if (Status s = copy(a, y, outer * inner); !s) return s;
+        return fromCuda(cuda::nn::channelBinary(of(y), of(b), outer, inner, channels, op));
+    }
+
+private:
+    cuda::DeviceBuffer m_workspace;
+};
+
+}  // namespace
+
+Result<std::unique_ptr<NnDevice>> makeCudaNnDevice() {
+    std::string why;
+    if (cuda::listDevices(&why).empty()) return Status(ErrorCode::Engine, "CUDA front-end: " + (why.empty() ? std::string("no CUDA device") : why));
+    return std::unique_ptr<NnDevice>(std::make_unique<CudaNnDevice>());
+}
+#else
+Result<std::unique_ptr<NnDevice>> makeCudaNnDevice() {
+    return Status(ErrorCode::InvalidArgument, "this build has no CUDA backend (configure with -DQUIRE_CUDA=ON where nvcc exists)");
+}
+#endif
+
+}  // namespace quire::nn
