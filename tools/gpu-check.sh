@@ -4,11 +4,12 @@
 # CUDA op against its CPU reference, the decoder's and the PP-OCR front-end's; the decoder's whole
 # step, graph-captured and layer by layer, against plain loops); then, when carried, the engine's
 # own CUDA decode session against its CPU session and `bench decode` on both
-# (tools/gpu/decoder_device_check, packed by tools/gpu-carry.sh); then the step's benchmark. The
+# (tools/gpu/decoder_device_check, packed by tools/gpu-carry.sh), or the PP-OCR front-end against
+# its CPU path (tools/gpu/ppocr_device_check, gpu-carry.sh ppocr); then the step's benchmark. The
 # report goes under $OUT (./gpu-report elsewhere); docs/BENCHMARKS.md says how to read it.
 #
 #   here first:  bash tools/gpu-carry.sh   (packs the engine's CUDA session check, ~45 s)
-#   device run:  bash tools/gpu-check.sh   (carry [".gpu-carry"])
+#   device run:  bash tools/gpu-check.sh   (carry [".gpu-carry"]; a second run may carry [".gpu-carry-ppocr"])
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-$(pwd)/gpu-report}
@@ -36,10 +37,18 @@ if [ -f .gpu-carry/decoder.tar.xz ]; then
     LD_LIBRARY_PATH=/tmp/quire-carry/lib:/usr/local/cuda/lib64:${cublas:-/usr/local/cuda/lib64} \
         timeout 300 /tmp/quire-carry/decoder_device_check ${QUIRE_GPU_CHECK_ARGS:-} > "$OUT/decoder-session.txt" 2>&1 || status=1
 fi
+# The engine's PP-OCR front-end on the GPU against the CPU (bash tools/gpu-carry.sh ppocr, then
+# carry .gpu-carry-ppocr: too large to travel with the decoder's pack in one run).
+if [ -f .gpu-carry-ppocr/ppocr.tar.xz ]; then
+    rm -rf /tmp/quire-carry && tar -C /tmp -xJf .gpu-carry-ppocr/ppocr.tar.xz
+    cublas=$(dirname "$(find /usr /opt -name 'libcublas.so.13' 2>/dev/null | head -1)" 2>/dev/null)
+    LD_LIBRARY_PATH=/tmp/quire-carry/lib:/usr/local/cuda/lib64:${cublas:-/usr/local/cuda/lib64} \
+        timeout 240 /tmp/quire-carry/ppocr_device_check /tmp/quire-carry/ppocr > "$OUT/ppocr-session.txt" 2>&1 || status=1
+fi
 # Speed of the step alone: JSON lines per shape, mode and page (docs/BENCHMARKS.md says how to read them).
 if [ -x ./build-cuda/decoder_step_bench ]; then
     timeout 120 ./build-cuda/decoder_step_bench > "$OUT/decoder-bench.jsonl" 2>&1 || status=1
 fi
 echo "exit $status" >> "$OUT/machine.txt"
-cat "$OUT/machine.txt" "$OUT/cuda-ops.txt" "$OUT/nn-ops.txt" "$OUT/decoder-step.txt" "$OUT/decoder-session.txt" "$OUT/decoder-bench.jsonl" 2>/dev/null
+cat "$OUT/machine.txt" "$OUT/cuda-ops.txt" "$OUT/nn-ops.txt" "$OUT/decoder-step.txt" "$OUT/decoder-session.txt" "$OUT/ppocr-session.txt" "$OUT/decoder-bench.jsonl" 2>/dev/null
 exit $status
