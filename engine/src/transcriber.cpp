@@ -364,15 +364,21 @@ Result<RunSummary> runTranscription(ProjectStore& store, const TranscribeParams&
     for (int t = 0; t < threads; ++t) {
         workers.emplace_back([&] {
             if (params.backgroundPriority) lowerThisThreadsPriority();
-            auto rec = reader ? Result<std::unique_ptr<Recognizer>>(std::move(reader)) : createRecognizer(params.recognizer);
-            if (!rec) {
+            // The reader is borrowed: it stays owned by this function until every thread has been
+            // joined, since the prepare threads call into it (splitter) and may still be inside a
+            // page when a cancelled worker ends (moved into the worker, it was freed under them).
+            // Other engines get one recognizer per worker.
+            Result<std::unique_ptr<Recognizer>> own = reader ? Result<std::unique_ptr<Recognizer>>(nullptr)
+                                                             : createRecognizer(params.recognizer);
+            Recognizer* const rec = reader ? reader.get() : own ? own->get() : nullptr;
+            if (!own) {
                 std::lock_guard lock(initMutex);
-                workerInitError = rec.status();
+                workerInitError = own.status();
                 stop = true;
                 jobs.close();
                 preparedJobs.close();
             }
-            while (auto job = work.pop()) {
+            while (auto job = rec ? work.pop() : std::optional<Job>()) {
                 Done d;
                 d.page = job->page;
                 if (!job->loadError) {
@@ -399,8 +405,8 @@ Result<RunSummary> runTranscription(ProjectStore& store, const TranscribeParams&
                             if (params.onText)
                                 stream = [&, id = job->page.id](const std::string& piece) { params.onText(id, piece); };
                             auto text = r < job->prepared.size() && job->prepared[r]
-                                            ? (*rec)->recognizePrepared(*job->prepared[r], params.cancel, stream)
-                                            : (*rec)->recognize(region.image, img.dpi, params.cancel, stream);
+                                            ? rec->recognizePrepared(*job->prepared[r], params.cancel, stream)
+                                            : rec->recognize(region.image, img.dpi, params.cancel, stream);
                             if (!text) {
                                 d.error = text.status();
                                 break;
@@ -424,10 +430,10 @@ Result<RunSummary> runTranscription(ProjectStore& store, const TranscribeParams&
                         }
                     }
                     if (!img.note.empty()) log(pageName(job->page) + ": " + img.note);
-                    if (const std::string n = (*rec)->takeNotice(); !n.empty()) log(pageName(job->page) + ": " + n);
+                    if (const std::string n = rec->takeNotice(); !n.empty()) log(pageName(job->page) + ": " + n);
                 }
                 if (d.error.code() == ErrorCode::Cancelled) break;
-                if ((*rec)->carriesContext()) d.checkpoint = (*rec)->checkpoint();
+                if (rec->carriesContext()) d.checkpoint = rec->checkpoint();
                 if (!done.push(std::move(d))) break;
             }
             if (--activeWorkers == 0) done.close();
