@@ -152,6 +152,14 @@ static decoder::ModelConfig tinyReaderConfig() {
     return tinyDecoderConfig(reader_vocab::kVocabSize, reader_vocab::kVisualDim, 1 << 16);
 }
 
+// A rendered English page and the Chinese fixture: the pages two readings of the front-end are
+// compared on.
+std::vector<cv::Mat> englishAndChinesePages() {
+    return {textPage({"The parish register of a small", "town is seldom a handsome object,", "but it keeps 1,847 names."},
+                     1700, 800, 1.4),
+            cv::imread((sourceDir() + "/tests/fixtures/rare_characters_zh.png").toStdString(), cv::IMREAD_GRAYSCALE)};
+}
+
 class TestPpocr : public QObject {
     Q_OBJECT
 
@@ -632,10 +640,7 @@ private slots:
         auto head = PpocrEngine::load(PpocrOptions{});
         auto graph = PpocrEngine::load(reference);
         QVERIFY(head && graph);
-        const std::vector<cv::Mat> pages = {
-            textPage({"The parish register of a small", "town is seldom a handsome object,", "but it keeps 1,847 names."},
-                     1700, 800, 1.4),
-            cv::imread((sourceDir() + "/tests/fixtures/rare_characters_zh.png").toStdString(), cv::IMREAD_GRAYSCALE)};
+        const std::vector<cv::Mat> pages = englishAndChinesePages();
         int characters = 0;
         for (const cv::Mat& page : pages) {
             QVERIFY(!page.empty());
@@ -667,10 +672,7 @@ private slots:
         auto cpu = PpocrEngine::load(PpocrOptions{});
         auto dev = PpocrEngine::load(mirror);
         QVERIFY2(cpu && dev, cpu ? dev.status().message().c_str() : cpu.status().message().c_str());
-        const std::vector<cv::Mat> pages = {
-            textPage({"The parish register of a small", "town is seldom a handsome object,", "but it keeps 1,847 names."},
-                     1700, 800, 1.4),
-            cv::imread((sourceDir() + "/tests/fixtures/rare_characters_zh.png").toStdString(), cv::IMREAD_GRAYSCALE)};
+        const std::vector<cv::Mat> pages = englishAndChinesePages();
         int characters = 0;
         for (const cv::Mat& page : pages) {
             QVERIFY(!page.empty());

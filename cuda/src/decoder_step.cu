@@ -68,6 +68,19 @@ __global__ void StoreKvKernel(const float* k, const float* v, float* pool, const
     }
 }
 
+// Head h's query rotated to position `pos` ("rotate half" pairs, angles in double as on the host)
+// into qr[headDim] (shared memory); every thread of the block takes part.
+__device__ void RotateQueryInto(const float* q, int h, int headDim, const double* invFreq, int64_t pos, float* qr) {
+    const int half = headDim / 2;
+    for (int d = threadIdx.x; d < headDim; d += blockDim.x) {
+        const int i = d < half ? d : d - half;
+        const double a = double(pos) * invFreq[i];
+        const float c = float(cos(a)), sn = float(sin(a));
+        const float x0 = q[size_t(h) * headDim + i], x1 = q[size_t(h) * headDim + i + half];
+        qr[d] = d < half ? x0 * c - x1 * sn : x0 * sn + x1 * c;
+    }
+}
+
 // Paged decode attention of one query (all heads) over the layer's spans, split over the KV:
 // grid (heads, splits), four warps a block. The spans' tokens, in order, are cut into `splits`
 // equal ranges; in each, warps take tokens in turn (a lane holds every 32nd dimension), keep an
@@ -83,7 +96,7 @@ __global__ void AttentionSplitKernel(const float* q, size_t qStride, const float
     __shared__ float wacc[kAttnThreads / 32][kMaxHeadDim];
     const int h = blockIdx.x, split = blockIdx.y, splits = gridDim.y;
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, warps = blockDim.x / 32;
-    const int g = h / group, half = headDim / 2;
+    const int g = h / group;
     const size_t halfFloats = size_t(layers) * kvHeads * kBlockTokens * headDim;
     const int z = blockIdx.z;
     int n;
@@ -112,13 +125,7 @@ __global__ void AttentionSplitKernel(const float* q, size_t qStride, const float
         if (s1 <= lo) continue;
         if (!rotated || sp.queryPos != rotatedFor) {  // uniform across the block
             __syncthreads();
-            for (int d = threadIdx.x; d < headDim; d += blockDim.x) {
-                const int i = d < half ? d : d - half;
-                const double a = double(sp.queryPos) * invFreq[i];
-                const float c = float(cos(a)), sn = float(sin(a));
-                const float x0 = q[size_t(h) * headDim + i], x1 = q[size_t(h) * headDim + i + half];
-                qr[d] = d < half ? x0 * c - x1 * sn : x0 * sn + x1 * c;
-            }
+            RotateQueryInto(q, h, headDim, invFreq, sp.queryPos, qr);
             __syncthreads();
             rotated = true, rotatedFor = sp.queryPos;
         }
@@ -189,7 +196,7 @@ __global__ void TrackKernel(const float* q, const float* pool, const AttentionSp
                             const float* headStats, float* mass, int massCap) {
     __shared__ float qr[kMaxHeadDim];
     const int h = blockIdx.x, warp = threadIdx.x / 32, lane = threadIdx.x % 32, warps = blockDim.x / 32;
-    const int g = h / group, half = headDim / 2, n = *count;
+    const int g = h / group, n = *count;
     const size_t halfFloats = size_t(layers) * kvHeads * kBlockTokens * headDim;
     const float M = headStats[2 * h], L = headStats[2 * h + 1];
     if (!(L > 0.f)) return;
@@ -197,13 +204,7 @@ __global__ void TrackKernel(const float* q, const float* pool, const AttentionSp
         const AttentionSpan sp = spans[s];
         if (sp.track < 0) continue;  // uniform across the block
         __syncthreads();
-        for (int d = threadIdx.x; d < headDim; d += blockDim.x) {
-            const int i = d < half ? d : d - half;
-            const double a = double(sp.queryPos) * invFreq[i];
-            const float c = float(cos(a)), sn = float(sin(a));
-            const float x0 = q[size_t(h) * headDim + i], x1 = q[size_t(h) * headDim + i + half];
-            qr[d] = d < half ? x0 * c - x1 * sn : x0 * sn + x1 * c;
-        }
+        RotateQueryInto(q, h, headDim, invFreq, sp.queryPos, qr);
         __syncthreads();
         const float* kb = pool + size_t(sp.block) * 2 * halfFloats + (size_t(layer) * kvHeads + g) * kBlockTokens * headDim;
         for (int t = sp.first + warp; t < sp.first + sp.count; t += warps) {
