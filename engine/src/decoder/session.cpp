@@ -366,9 +366,11 @@ struct DecodeSession::Impl {
     }
 
     // Writes one token's key and value for (layer, KV head g) at slot t of block b, the key rotated
-    // at the token's position unless it already is, and widens the block's Quest bounds.
-    void storeKv(Block& b, int layer, int g, int t, const float* key, const float* value, bool rotated) {
-        markDirty(b);
+    // at the token's position unless it already is, and widens the block's Quest bounds. The pool
+    // slot is marked for copying to the device, unless the device computed the values itself.
+    void storeKv(Block& b, int layer, int g, int t, const float* key, const float* value, bool rotated,
+                 bool deviceHasIt = false) {
+        if (!deviceHasIt) markDirty(b);
         float* base = data(b);
         float* kk = base + kIndex(layer, g, t);
         std::copy_n(key, c.headDim, kk);
@@ -1011,6 +1013,24 @@ struct DecodeSession::Impl {
         });
     }
 
+    // A page's token t at `layer`: its keys (pre-rotary, all KV heads) and values into the page's
+    // blocks `into`, and its share of the page's mean key into `summary` (when given).
+    void storePageToken(const std::vector<Block*>& into, int layer, int t, int T, const float* keys, const float* values,
+                        std::vector<float>* summary, bool deviceHasIt) {
+        const int D = c.headDim;
+        Block& b = *into[size_t(t / kBlockTokens)];
+        const int bt = t % kBlockTokens;
+        for (int g = 0; g < c.numKvHeads; ++g) {
+            const float* kin = keys + size_t(g) * D;
+            if (summary) {
+                const size_t so = (size_t(layer) * c.numKvHeads + g) * D;
+                for (int i = 0; i < D; ++i) (*summary)[so + i] += kin[i] / float(T);
+            }
+            storeKv(b, layer, g, bt, kin, values + size_t(g) * D, false, deviceHasIt);
+        }
+        b.count = std::max(b.count, bt + 1);
+    }
+
     // Prefill of a page's visual tokens into the pool at the current position (pageBlocks[page]).
     Status prefillPage(int page, const float* visual, int T, std::vector<float>& summary) {
         std::vector<int>& ids = pageBlocks[page];
@@ -1037,8 +1057,7 @@ struct DecodeSession::Impl {
     // given, receives the page's mean pre-rotary key (the page gate's summary).
     Status computePage(const std::vector<Block*>& into, const float* visual, int T, int64_t pos0,
                        std::vector<float>* summary) {
-        const int H = c.hiddenSize, Q = c.numHeads * c.headDim, KV = c.numKvHeads * c.headDim, D = c.headDim,
-                  F = c.intermediateSize;
+        const int H = c.hiddenSize, Q = c.numHeads * c.headDim, KV = c.numKvHeads * c.headDim, F = c.intermediateSize;
         ++computedPages;
         if (device) {
             const Status s = devicePrefill(into, visual, T, pos0, summary);
@@ -1078,19 +1097,7 @@ struct DecodeSession::Impl {
         }
         for (int l = 0; l < c.numLayers; ++l) {
             projectRows(l, T, X, Xn, Qm, Km, Vm);
-            for (int t = 0; t < T; ++t) {
-                Block& b = *into[size_t(t / kBlockTokens)];
-                const int bt = t % kBlockTokens;
-                for (int g = 0; g < c.numKvHeads; ++g) {
-                    const float* kin = &Km[size_t(t) * KV + size_t(g) * D];
-                    if (summary) {
-                        const size_t so = (size_t(l) * c.numKvHeads + g) * D;
-                        for (int i = 0; i < D; ++i) (*summary)[so + i] += kin[i] / float(T);
-                    }
-                    storeKv(b, l, g, bt, kin, &Vm[size_t(t) * KV + size_t(g) * D], false);
-                }
-                b.count = std::max(b.count, bt + 1);
-            }
+            for (int t = 0; t < T; ++t) storePageToken(into, l, t, T, &Km[size_t(t) * KV], &Vm[size_t(t) * KV], summary, false);
             if (!p.referencePrefill) {
                 pageAttention(l, into, pos0, Qm, sinkQueryPos, T, A);
             } else {
@@ -1599,7 +1606,7 @@ struct DecodeSession::Impl {
 
     void markDirty(const Block& b) {
         if (!device || b.slot < 0) return;
-        if (slotDirty.size() <= size_t(b.slot)) slotDirty.resize(size_t(capacitySlots) + 1, 0);
+        if (slotDirty.size() <= size_t(b.slot)) slotDirty.resize(size_t(capacitySlots), 0);
         slotDirty[size_t(b.slot)] = 1;
     }
 
@@ -1671,31 +1678,15 @@ struct DecodeSession::Impl {
             }
             offsets.push_back(int32_t(spans.size()));
         }
-        const int KV = c.numKvHeads * c.headDim, D = c.headDim;
+        const int KV = c.numKvHeads * c.headDim;
         std::vector<float> keys(size_t(c.numLayers) * T * KV), values(keys.size());
         DevicePrefillIO io;
         io.tokens = T, io.pos0 = pos0, io.visual = visual, io.blockSlots = blockSlots.data(), io.spans = spans.data();
         io.offsets = offsets.data(), io.keys = keys.data(), io.values = values.data();
         if (Status s = device->prefill(io, prefillSlots * kBlockTokens); !s) return s;
-        std::vector<uint8_t> wasDirty(into.size(), 0);
-        for (size_t i = 0; i < into.size(); ++i)
-            if (into[i]->slot >= 0 && size_t(into[i]->slot) < slotDirty.size()) wasDirty[i] = slotDirty[size_t(into[i]->slot)];
         for (int l = 0; l < c.numLayers; ++l)
-            for (int t = 0; t < T; ++t) {
-                Block& b = *into[size_t(t / kBlockTokens)];
-                const int bt = t % kBlockTokens;
-                for (int g = 0; g < c.numKvHeads; ++g) {
-                    const float* kin = &keys[(size_t(l) * T + t) * KV + size_t(g) * D];
-                    if (summary) {
-                        const size_t so = (size_t(l) * c.numKvHeads + g) * D;
-                        for (int i = 0; i < D; ++i) (*summary)[so + i] += kin[i] / float(T);
-                    }
-                    storeKv(b, l, g, bt, kin, &values[(size_t(l) * T + t) * KV + size_t(g) * D], false);
-                }
-                b.count = std::max(b.count, bt + 1);
-            }
-        for (size_t i = 0; i < into.size(); ++i)  // the device has them already
-            if (into[i]->slot >= 0 && size_t(into[i]->slot) < slotDirty.size()) slotDirty[size_t(into[i]->slot)] = wasDirty[i];
+            for (int t = 0; t < T; ++t)
+                storePageToken(into, l, t, T, &keys[(size_t(l) * T + t) * KV], &values[(size_t(l) * T + t) * KV], summary, true);
         return Status::ok();
     }
 
@@ -1729,13 +1720,12 @@ struct DecodeSession::Impl {
         };
         if (Status s = device->step(io, spansFor, perLayer); !s) return s;
         const int Q = c.numHeads * c.headDim, KV = c.numKvHeads * c.headDim, D = c.headDim;
-        const bool wasDirty = size_t(b.slot) < slotDirty.size() && slotDirty[size_t(b.slot)];
         for (int l = 0; l < c.numLayers; ++l) {
             addGateQuery(gq, l, &devQueries[size_t(l) * Q]);
             for (int g = 0; g < c.numKvHeads; ++g)
-                storeKv(b, l, g, t, &devKeys[size_t(l) * KV + size_t(g) * D], &devValues[size_t(l) * KV + size_t(g) * D], true);
+                storeKv(b, l, g, t, &devKeys[size_t(l) * KV + size_t(g) * D], &devValues[size_t(l) * KV + size_t(g) * D], true,
+                        true);
         }
-        if (size_t(b.slot) < slotDirty.size()) slotDirty[size_t(b.slot)] = wasDirty;  // the device has them already
         return Status::ok();
     }
 
