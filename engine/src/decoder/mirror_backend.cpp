@@ -40,7 +40,7 @@ public:
     size_t deviceBytes() const override { return pool.size() * sizeof(float) + model->parameterCount() * sizeof(float); }
 
     Status step(const DeviceStepIO& io, const SpansFor& spansFor, bool perLayer) override {
-        const int H = c.hiddenSize, D = c.headDim, Q = c.numHeads * D, KV = c.numKvHeads * D, F = c.intermediateSize;
+        const int H = c.hiddenSize, Q = c.numHeads * c.headDim, KV = c.numKvHeads * c.headDim;
         if (io.slot < 0 || io.slot >= numSlots || io.t < 0 || io.t >= kBlockTokens) return bad("step", io.slot);
         if (steps++ == faultAt) return Status(ErrorCode::Engine, "device mirror: out of memory (injected fault)");
         std::vector<std::vector<DeviceSpan>> spans(static_cast<size_t>(c.numLayers));
@@ -49,36 +49,19 @@ public:
                 if (Status s = spansFor(l, nullptr, spans[size_t(l)]); !s) return s;
         if (io.trackTokens > 0) std::fill_n(io.attendedMass, io.trackTokens, 0.f);
         std::vector<float> x(model->embed.begin() + long(io.token) * H, model->embed.begin() + long(io.token + 1) * H);
-        std::vector<float> h(static_cast<size_t>(H)), q(static_cast<size_t>(Q)), k(static_cast<size_t>(KV)),
-            v(static_cast<size_t>(KV)), att(static_cast<size_t>(Q)), o(static_cast<size_t>(H)), g(static_cast<size_t>(F)),
-            u(static_cast<size_t>(F));
-        float* block = &pool[size_t(io.slot) * blockFloats];
+        std::vector<float> q(static_cast<size_t>(Q)), k(static_cast<size_t>(KV)), v(static_cast<size_t>(KV)),
+            att(static_cast<size_t>(Q)), h(static_cast<size_t>(H));
         for (int l = 0; l < c.numLayers; ++l) {
             const LayerWeights& L = model->layers[size_t(l)];
-            norm(x.data(), L.attnNorm.data(), h.data());
-            matvec(L.wq.data(), Q, H, h.data(), q.data());
-            matvec(L.wk.data(), KV, H, h.data(), k.data());
-            matvec(L.wv.data(), KV, H, h.data(), v.data());
+            project(L, x.data(), q.data(), k.data(), v.data());
             std::copy(q.begin(), q.end(), io.queries + size_t(l) * Q);
-            for (int gi = 0; gi < c.numKvHeads; ++gi) {
-                rotate(&k[size_t(gi) * D], io.pos);
-                const size_t at = kIndex(l, gi, io.t);
-                std::copy_n(&k[size_t(gi) * D], D, block + at);
-                std::copy_n(&v[size_t(gi) * D], D, block + halfFloats + at);
-            }
-            std::copy(k.begin(), k.end(), io.keys + size_t(l) * KV);
+            store(io.slot, l, io.t, io.pos, k.data(), v.data());
+            std::copy(k.begin(), k.end(), io.keys + size_t(l) * KV);  // rotated by store()
             std::copy(v.begin(), v.end(), io.values + size_t(l) * KV);
             if (perLayer)
                 if (Status s = spansFor(l, q.data(), spans[size_t(l)]); !s) return s;
             if (Status s = attend(l, q.data(), spans[size_t(l)], att.data(), io.trackTokens, io.attendedMass); !s) return s;
-            matvec(L.wo.data(), H, Q, att.data(), o.data());
-            for (int i = 0; i < H; ++i) x[size_t(i)] += o[size_t(i)];
-            norm(x.data(), L.mlpNorm.data(), h.data());
-            matvec(L.wGate.data(), F, H, h.data(), g.data());
-            matvec(L.wUp.data(), F, H, h.data(), u.data());
-            for (int i = 0; i < F; ++i) g[size_t(i)] = g[size_t(i)] / (1.f + std::exp(-g[size_t(i)])) * u[size_t(i)];
-            matvec(L.wDown.data(), H, F, g.data(), o.data());
-            for (int i = 0; i < H; ++i) x[size_t(i)] += o[size_t(i)];
+            finishLayer(L, att.data(), x.data());
         }
         norm(x.data(), model->finalNorm.data(), h.data());
         matvec(model->head(), c.vocabSize, H, h.data(), io.logits);
@@ -86,14 +69,13 @@ public:
     }
 
     Status prefill(const DevicePrefillIO& io, int maxTokens) override {
-        const int H = c.hiddenSize, D = c.headDim, Q = c.numHeads * D, KV = c.numKvHeads * D, F = c.intermediateSize;
+        const int H = c.hiddenSize, Q = c.numHeads * c.headDim, KV = c.numKvHeads * c.headDim;
         const int T = io.tokens, stride = c.visualStride();
         if (T < 1 || T > maxTokens) return Status(ErrorCode::Internal, "device mirror: prefill of " + std::to_string(T) + " tokens");
         for (int b = 0; b < (T + kBlockTokens - 1) / kBlockTokens; ++b)
             if (io.blockSlots[b] < 0 || io.blockSlots[b] >= numSlots) return bad("prefill", io.blockSlots[b]);
-        std::vector<float> X(size_t(T) * H), h(static_cast<size_t>(H)), q(size_t(T) * Q), k(static_cast<size_t>(KV)),
-            v(static_cast<size_t>(KV)), att(static_cast<size_t>(Q)), o(static_cast<size_t>(H)), g(static_cast<size_t>(F)),
-            u(static_cast<size_t>(F));
+        std::vector<float> X(size_t(T) * H), q(size_t(T) * Q), k(static_cast<size_t>(KV)), v(static_cast<size_t>(KV)),
+            att(static_cast<size_t>(Q));
         for (int t = 0; t < T; ++t) {
             const float* in = io.visual + size_t(t) * stride;
             float* x = &X[size_t(t) * H];
@@ -105,31 +87,15 @@ public:
         for (int l = 0; l < c.numLayers; ++l) {
             const LayerWeights& L = model->layers[size_t(l)];
             for (int t = 0; t < T; ++t) {  // every token's key and value first: a token attends to those before it
-                norm(&X[size_t(t) * H], L.attnNorm.data(), h.data());
-                matvec(L.wq.data(), Q, H, h.data(), &q[size_t(t) * Q]);
-                matvec(L.wk.data(), KV, H, h.data(), k.data());
-                matvec(L.wv.data(), KV, H, h.data(), v.data());
-                std::copy(k.begin(), k.end(), io.keys + (size_t(l) * T + t) * KV);
+                project(L, &X[size_t(t) * H], &q[size_t(t) * Q], k.data(), v.data());
+                std::copy(k.begin(), k.end(), io.keys + (size_t(l) * T + t) * KV);  // pre-rotary
                 std::copy(v.begin(), v.end(), io.values + (size_t(l) * T + t) * KV);
-                float* block = &pool[size_t(io.blockSlots[t / kBlockTokens]) * blockFloats];
-                for (int gi = 0; gi < c.numKvHeads; ++gi) {
-                    rotate(&k[size_t(gi) * D], io.pos0 + t);
-                    std::copy_n(&k[size_t(gi) * D], D, block + kIndex(l, gi, t % kBlockTokens));
-                    std::copy_n(&v[size_t(gi) * D], D, block + halfFloats + kIndex(l, gi, t % kBlockTokens));
-                }
+                store(io.blockSlots[t / kBlockTokens], l, t % kBlockTokens, io.pos0 + t, k.data(), v.data());
             }
             for (int t = 0; t < T; ++t) {
                 const std::vector<DeviceSpan> spans(io.spans + io.offsets[t], io.spans + io.offsets[t + 1]);
                 if (Status s = attend(l, &q[size_t(t) * Q], spans, att.data()); !s) return s;  // (no tracking in a prefill)
-                float* x = &X[size_t(t) * H];
-                matvec(L.wo.data(), H, Q, att.data(), o.data());
-                for (int i = 0; i < H; ++i) x[i] += o[size_t(i)];
-                norm(x, L.mlpNorm.data(), h.data());
-                matvec(L.wGate.data(), F, H, h.data(), g.data());
-                matvec(L.wUp.data(), F, H, h.data(), u.data());
-                for (int i = 0; i < F; ++i) g[size_t(i)] = g[size_t(i)] / (1.f + std::exp(-g[size_t(i)])) * u[size_t(i)];
-                matvec(L.wDown.data(), H, F, g.data(), o.data());
-                for (int i = 0; i < H; ++i) x[i] += o[size_t(i)];
+                finishLayer(L, att.data(), &X[size_t(t) * H]);
             }
         }
         return Status::ok();
@@ -148,6 +114,40 @@ private:
         return Status(ErrorCode::Internal, std::string("device mirror: ") + what + ": slot " + std::to_string(slot) + " out of range");
     }
     size_t kIndex(int layer, int g, int t) const { return ((size_t(layer) * c.numKvHeads + g) * kBlockTokens + t) * c.headDim; }
+
+    // A layer's query, key and value (pre-rotary) of a token whose residual stream is x.
+    void project(const LayerWeights& L, const float* x, float* q, float* k, float* v) const {
+        const int H = c.hiddenSize, KV = c.numKvHeads * c.headDim;
+        std::vector<float> h(static_cast<size_t>(H));
+        norm(x, L.attnNorm.data(), h.data());
+        matvec(L.wq.data(), c.numHeads * c.headDim, H, h.data(), q);
+        matvec(L.wk.data(), KV, H, h.data(), k);
+        matvec(L.wv.data(), KV, H, h.data(), v);
+    }
+    // The key (rotated in place at `pos`) and value of every KV head into slot `slot`, token t.
+    void store(int slot, int layer, int t, int64_t pos, float* k, const float* v) {
+        const int D = c.headDim;
+        float* block = &pool[size_t(slot) * blockFloats];
+        for (int g = 0; g < c.numKvHeads; ++g) {
+            rotate(k + size_t(g) * D, pos);
+            std::copy_n(k + size_t(g) * D, D, block + kIndex(layer, g, t));
+            std::copy_n(v + size_t(g) * D, D, block + halfFloats + kIndex(layer, g, t));
+        }
+    }
+    // The rest of a layer after its attention `att`: the output projection and the SwiGLU MLP,
+    // each added to x.
+    void finishLayer(const LayerWeights& L, const float* att, float* x) const {
+        const int H = c.hiddenSize, F = c.intermediateSize;
+        std::vector<float> h(static_cast<size_t>(H)), o(static_cast<size_t>(H)), g(static_cast<size_t>(F)), u(static_cast<size_t>(F));
+        matvec(L.wo.data(), H, c.numHeads * c.headDim, att, o.data());
+        for (int i = 0; i < H; ++i) x[i] += o[size_t(i)];
+        norm(x, L.mlpNorm.data(), h.data());
+        matvec(L.wGate.data(), F, H, h.data(), g.data());
+        matvec(L.wUp.data(), F, H, h.data(), u.data());
+        for (int i = 0; i < F; ++i) g[size_t(i)] = g[size_t(i)] / (1.f + std::exp(-g[size_t(i)])) * u[size_t(i)];
+        matvec(L.wDown.data(), H, F, g.data(), o.data());
+        for (int i = 0; i < H; ++i) x[i] += o[size_t(i)];
+    }
     void norm(const float* x, const float* w, float* out) const {
         double ss = 0;
         for (int i = 0; i < c.hiddenSize; ++i) ss += double(x[i]) * x[i];
