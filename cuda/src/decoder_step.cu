@@ -35,11 +35,6 @@ __global__ void AddKernel(float* x, const float* y, int n) {
     if (i < n) x[i] += y[i];
 }
 
-__global__ void ToBf16Kernel(const float* in, __nv_bfloat16* out, int n) {
-    const int i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i < n) out[i] = __float2bfloat16(in[i]);
-}
-
 // The token's keys (rotated at its position, "rotate half" pairs i, i + D/2, angles in double as
 // on the host) and values into the pool at (slot, t) of `layer`, and into the step's outputs.
 __global__ void StoreKvKernel(const float* k, const float* v, float* pool, const StepParams* params, int layer,
@@ -338,40 +333,28 @@ struct DecoderStep::Impl {
         return m.data.upload(h.data(), n * sizeof(__nv_bfloat16));
     }
 
-    // y[rows] = W x through cuBLAS (fp32 GEMV, or bf16 inputs with fp32 accumulation and output).
-    std::string matvec(const DeviceMatrix& W, const float* xIn, float* y) {
+    // Y[T, W.rows] = X[T, W.cols] Wᵀ through cuBLAS, X's rows `ldx` floats apart: fp32 (a GEMV
+    // for one row), or bf16 inputs (X converted into `act`) with fp32 accumulation and output.
+    std::string gemmRows(const DeviceMatrix& W, const float* X, int ldx, int T, float* Y, DeviceBuffer& act) {
         const float alpha = 1.f, beta = 0.f;
         cublasStatus_t st;
-        if (!W.bf16) {
-            st = cublasSgemv(blas, CUBLAS_OP_T, W.cols, W.rows, &alpha, W.data.as<float>(), W.cols, xIn, 1, &beta, y, 1);
-        } else {
-            ToBf16Kernel<<<blocksFor(W.cols), 256, 0, stream>>>(xIn, act16.as<__nv_bfloat16>(), W.cols);
-            if (auto e = launched("bf16 input"); !e.empty()) return e;
-            st = cublasGemmEx(blas, CUBLAS_OP_T, CUBLAS_OP_N, W.rows, 1, W.cols, &alpha, W.data.get(), CUDA_R_16BF, W.cols,
-                              act16.get(), CUDA_R_16BF, W.cols, &beta, y, CUDA_R_32F, W.rows, CUBLAS_COMPUTE_32F,
-                              CUBLAS_GEMM_DEFAULT);
-        }
-        if (st != CUBLAS_STATUS_SUCCESS) return "cuBLAS product failed (status " + std::to_string(int(st)) + ")";
-        return {};
-    }
-
-    // Y[T, W.rows] = X[T, W.cols] Wᵀ, X's rows `ldx` floats apart.
-    std::string gemmRows(const DeviceMatrix& W, const float* X, int ldx, int T, float* Y) {
-        const float alpha = 1.f, beta = 0.f;
-        cublasStatus_t st;
-        if (!W.bf16) {
+        if (!W.bf16 && T == 1) {
+            st = cublasSgemv(blas, CUBLAS_OP_T, W.cols, W.rows, &alpha, W.data.as<float>(), W.cols, X, 1, &beta, Y, 1);
+        } else if (!W.bf16) {
             st = cublasSgemm(blas, CUBLAS_OP_T, CUBLAS_OP_N, W.rows, T, W.cols, &alpha, W.data.as<float>(), W.cols, X, ldx, &beta, Y,
                              W.rows);
         } else {
-            ToBf16RowsKernel<<<blocksFor(long(T) * W.cols), 256, 0, stream>>>(X, ldx, W.cols, T, pAct16.as<__nv_bfloat16>());
+            ToBf16RowsKernel<<<blocksFor(long(T) * W.cols), 256, 0, stream>>>(X, ldx, W.cols, T, act.as<__nv_bfloat16>());
             if (auto e = launched("bf16 rows"); !e.empty()) return e;
             st = cublasGemmEx(blas, CUBLAS_OP_T, CUBLAS_OP_N, W.rows, T, W.cols, &alpha, W.data.get(), CUDA_R_16BF, W.cols,
-                              pAct16.get(), CUDA_R_16BF, W.cols, &beta, Y, CUDA_R_32F, W.rows, CUBLAS_COMPUTE_32F,
+                              act.get(), CUDA_R_16BF, W.cols, &beta, Y, CUDA_R_32F, W.rows, CUBLAS_COMPUTE_32F,
                               CUBLAS_GEMM_DEFAULT);
         }
         if (st != CUBLAS_STATUS_SUCCESS) return "cuBLAS product failed (status " + std::to_string(int(st)) + ")";
         return {};
     }
+    // y[rows] = W x: a step's one row.
+    std::string matvec(const DeviceMatrix& W, const float* x, float* y) { return gemmRows(W, x, W.cols, 1, y, act16); }
 
     std::string reservePrefill(int maxTokens) {
         if (maxTokens <= prefillMax) return {};
@@ -720,7 +703,7 @@ std::string DecoderStep::prefill(const PrefillSpec& spec, int maxTokens) {
         (e = copyIn(m.pOffsets, spec.offsets, size_t(T + 1) * sizeof(int32_t))).empty())
         e = copyIn(m.pSpans, spec.spans, size_t(numSpans) * sizeof(AttentionSpan));
     float *X = m.pX.as<float>(), *Xn = m.pXn.as<float>(), *O = m.pO.as<float>();
-    if (e.empty()) e = m.gemmRows(m.visualW, m.pVisual.as<float>(), stride, T, X);
+    if (e.empty()) e = m.gemmRows(m.visualW, m.pVisual.as<float>(), stride, T, X, m.pAct16);
     if (e.empty()) {
         AddRowsKernel<<<blocksFor(long(T) * H), 256, 0, st>>>(X, m.visualB.as<float>(), T, H);
         e = launched("projector bias");
@@ -733,9 +716,9 @@ std::string DecoderStep::prefill(const PrefillSpec& spec, int maxTokens) {
     for (int l = 0; l < c.layers && e.empty(); ++l) {
         Impl::Layer& L = m.layers[size_t(l)];
         e = rmsNorm(X, L.attnNorm.as<float>(), Xn, T, H, c.rmsEps, st);
-        if (e.empty()) e = m.gemmRows(L.wq, Xn, H, T, m.pQ.as<float>());
-        if (e.empty()) e = m.gemmRows(L.wk, Xn, H, T, m.pK.as<float>());
-        if (e.empty()) e = m.gemmRows(L.wv, Xn, H, T, m.pV.as<float>());
+        if (e.empty()) e = m.gemmRows(L.wq, Xn, H, T, m.pQ.as<float>(), m.pAct16);
+        if (e.empty()) e = m.gemmRows(L.wk, Xn, H, T, m.pK.as<float>(), m.pAct16);
+        if (e.empty()) e = m.gemmRows(L.wv, Xn, H, T, m.pV.as<float>(), m.pAct16);
         if (e.empty()) {
             StoreKvRowsKernel<<<blocksFor(long(T) * KV), 256, 0, st>>>(m.pK.as<float>(), m.pV.as<float>(), m.pool.as<float>(),
                                                                        m.pSlots.as<int32_t>(), spec.pos0, T, l, c.layers,
@@ -760,13 +743,13 @@ std::string DecoderStep::prefill(const PrefillSpec& spec, int maxTokens) {
             AttentionCombineKernel<<<dim3(c.heads, T), 128, 0, st>>>(m.pWork.as<float>(), 1, c.headDim, m.pA.as<float>(), nullptr);
             e = launched("page attention combine");
         }
-        if (e.empty()) e = m.gemmRows(L.wo, m.pA.as<float>(), Q, T, O);
+        if (e.empty()) e = m.gemmRows(L.wo, m.pA.as<float>(), Q, T, O, m.pAct16);
         if (e.empty()) e = m.add(X, O, T * H);
         if (e.empty()) e = rmsNorm(X, L.mlpNorm.as<float>(), Xn, T, H, c.rmsEps, st);
-        if (e.empty()) e = m.gemmRows(L.wGate, Xn, H, T, m.pG.as<float>());
-        if (e.empty()) e = m.gemmRows(L.wUp, Xn, H, T, m.pU.as<float>());
+        if (e.empty()) e = m.gemmRows(L.wGate, Xn, H, T, m.pG.as<float>(), m.pAct16);
+        if (e.empty()) e = m.gemmRows(L.wUp, Xn, H, T, m.pU.as<float>(), m.pAct16);
         if (e.empty()) e = swiglu(m.pG.as<float>(), m.pU.as<float>(), m.pG.as<float>(), T * F, st);
-        if (e.empty()) e = m.gemmRows(L.wDown, m.pG.as<float>(), F, T, O);
+        if (e.empty()) e = m.gemmRows(L.wDown, m.pG.as<float>(), F, T, O, m.pAct16);
         if (e.empty()) e = m.add(X, O, T * H);
     }
     const std::string synced = check(cudaStreamSynchronize(st), "prefill");

@@ -23,8 +23,7 @@ Status fromCuda(const std::string& e) { return e.empty() ? Status::ok() : Status
 
 class CudaBackend final : public StepBackend {
 public:
-    CudaBackend(std::shared_ptr<const ModelWeights> m, std::unique_ptr<cuda::DecoderStep> s)
-        : model(std::move(m)), dev(std::move(s)) {}
+    explicit CudaBackend(std::unique_ptr<cuda::DecoderStep> s) : dev(std::move(s)) {}
     const char* name() const override { return "cuda"; }
     Status reserveSlots(int n) override { return fromCuda(dev->reserveSlots(n)); }
     int slots() const override { return dev->slots(); }
@@ -58,7 +57,6 @@ public:
     }
 
 private:
-    std::shared_ptr<const ModelWeights> model;  // the host weights outlive nothing here, but the shape does
     std::unique_ptr<cuda::DecoderStep> dev;
 };
 
@@ -80,7 +78,7 @@ Result<std::unique_ptr<StepBackend>> makeCudaBackend(std::shared_ptr<const Model
     std::string why;
     auto step = cuda::DecoderStep::create(shape, w, bf16Weights, &why);
     if (!step) return Status(ErrorCode::Engine, why);
-    return std::unique_ptr<StepBackend>(std::make_unique<CudaBackend>(std::move(model), std::move(step)));
+    return std::unique_ptr<StepBackend>(std::make_unique<CudaBackend>(std::move(step)));
 }
 #else
 Result<std::unique_ptr<StepBackend>> makeCudaBackend(std::shared_ptr<const ModelWeights>, bool) {
