@@ -14,6 +14,19 @@ Result<std::unique_ptr<Recognizer>> createTesseractRecognizer(const RecognizerOp
 
 namespace {
 
+// A device notice for the run's log (Recognizer::takeNotice): given once, when it changes.
+class NoticeOnce {
+public:
+    std::string take(const std::string& notice, const char* engine) {
+        if (notice.empty() || notice == m_reported) return {};
+        m_reported = notice;
+        return std::string(engine) + ": " + notice;
+    }
+
+private:
+    std::string m_reported;
+};
+
 class PpocrRecognizer : public Recognizer {
 public:
     explicit PpocrRecognizer(std::shared_ptr<const PpocrEngine> engine, std::string langs)
@@ -29,17 +42,12 @@ public:
         text.language = m_langs;
         return text;
     }
-    std::string takeNotice() override {
-        const std::string n = m_engine->deviceNotice();
-        if (n.empty() || n == m_reported) return {};
-        m_reported = n;
-        return "ppocr: " + n;
-    }
+    std::string takeNotice() override { return m_notice.take(m_engine->deviceNotice(), "ppocr"); }
 
 private:
     std::shared_ptr<const PpocrEngine> m_engine;
     std::string m_langs;
-    std::string m_reported;  // the device notice already given
+    NoticeOnce m_notice;
 };
 
 // The reader as a Recognizer: one decoder session across the pages it is given, which must come
@@ -72,12 +80,7 @@ public:
         return finish(m_engine->readEncoded(encoded->page, encoded->dpi, cancel, onText));
     }
     bool carriesContext() const override { return true; }
-    std::string takeNotice() override {
-        const std::string n = m_engine->deviceNotice();
-        if (n.empty() || n == m_reported) return {};
-        m_reported = n;
-        return "reader: " + n;
-    }
+    std::string takeNotice() override { return m_notice.take(m_engine->deviceNotice(), "reader"); }
     DecoderCheckpoint checkpoint() override { return m_engine->checkpoint(); }
     Status restoreContext(const std::string& state,
                           const std::function<Result<std::vector<float>>(int)>& pages) override {
@@ -100,7 +103,7 @@ private:
 
     std::unique_ptr<ReaderEngine> m_engine;
     std::string m_langs;
-    std::string m_reported;  // the device notice already given
+    NoticeOnce m_notice;
 };
 
 bool hasLanguage(const std::string& languages, const std::string& prefix) {
