@@ -1,9 +1,10 @@
 // The engine's CUDA decode session on the GPU machine, which cannot build Quire (no Qt, OpenCV or
 // OpenBLAS there): built here, carried with the shared libraries it needs by tools/gpu-carry.sh,
 // run by tools/gpu-check.sh. Plain C++ over the engine's API (no Qt Test):
-//   1. the CUDA session against the CPU session, step by step (what tst_device_decoder_gpu does
-//      where Quire builds with a GPU): SR-SWA and R-SWA, fp32 and bf16 weights, 2,000 steps on the
-//      tiny test model with framed positions, 300 on the reader's shape;
+//   1. the CUDA session against the CPU session, step by step: SR-SWA and R-SWA, fp32 and bf16
+//      weights, attention tracking, 2,000 steps on the tiny test model with framed positions, 300
+//      on the reader's shape (with --no-bench, the ctest `decoder_device_check`, label gpu, where
+//      Quire builds on a GPU machine);
 //   2. `bench decode` on the GPU and on the CPU in the same run, per shape and mode, as JSON lines.
 // Prints PASS/FAIL lines and "N passed, M failed"; exits 0 with a note where no GPU is present.
 //
@@ -22,20 +23,14 @@
 #include "quire/backend.h"
 #include "quire/decoder/bench.h"
 #include "quire/decoder/session.h"
+#include "check_report.h"
 
 using namespace quire;
 using namespace quire::decoder;
 
 namespace {
 
-int g_passed = 0, g_failed = 0;
-
-void report(const std::string& name, bool ok, const std::string& detail) {
-    if (ok) ++g_passed;
-    else ++g_failed;
-    std::printf("%s %s: %s\n", ok ? "PASS" : "FAIL", name.c_str(), detail.c_str());
-    std::fflush(stdout);
-}
+using gpucheck::report;
 
 std::vector<float> pageFeatures(int page, int count, int dim) {
     std::mt19937 rng(uint32_t(1000 + page));
@@ -167,6 +162,5 @@ int main(int argc, char** argv) {
             bench(shape, "srswa", "cpu", std::min(pages, 20), 1);
         }
     }
-    std::printf("%d passed, %d failed\n", g_passed, g_failed);
-    return g_failed ? 1 : 0;
+    return gpucheck::summary();
 }

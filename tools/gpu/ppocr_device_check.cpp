@@ -5,8 +5,9 @@
 // of each, side by side in one run. Prints PASS/FAIL lines and "N passed, M failed"; exits 0
 // with a note where no GPU is present.
 //
-//   ppocr_device_check MODEL_DIR [--pages N] [--device mirror]   (mirror: this program's own check,
-//                                                                 on a machine without a GPU)
+//   ppocr_device_check [MODEL_DIR] [--pages N] [--device mirror]
+// (MODEL_DIR: the installed models' search order without it, as the ctest ppocr_device_check,
+// label gpu, uses; mirror: this program's own check on a machine without a GPU)
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -20,19 +21,13 @@
 
 #include "quire/backend.h"
 #include "quire/ppocr.h"
+#include "check_report.h"
 
 using namespace quire;
 
 namespace {
 
-int g_passed = 0, g_failed = 0;
-
-void report(const std::string& name, bool ok, const std::string& detail) {
-    if (ok) ++g_passed;
-    else ++g_failed;
-    std::printf("%s %s: %s\n", ok ? "PASS" : "FAIL", name.c_str(), detail.c_str());
-    std::fflush(stdout);
-}
+using gpucheck::report;
 
 // A page of printed lines (Hershey glyphs; Latin), `lines` of them on a 300 dpi A4-sized sheet.
 cv::Mat renderedPage(int lines, uint32_t seed) {
@@ -76,7 +71,8 @@ void frontEnd(const std::string& dir, int pages, const std::string& device) {
         }
         if (a->lines.size() != b->lines.size())
             return report("PP-OCR page " + std::to_string(p), false,
-                          std::to_string(a->lines.size()) + " lines on the CPU, " + std::to_string(b->lines.size()) + " on the GPU");
+                          std::to_string(a->lines.size()) + " lines on the CPU, " + std::to_string(b->lines.size()) +
+                              " on the device");
     }
     const auto [onGpu, onCpu] = (*gpu)->deviceNodeCounts();
     char buf[400];
@@ -85,35 +81,29 @@ void frontEnd(const std::string& dir, int pages, const std::string& device) {
                   "CPU, %.2f with the %s device (front-end only, same run); %lld nodes on the device, %lld on the CPU",
                   pages, lines, sameLines, worst, pages * 60.0 / cpuS, pages * 60.0 / gpuS, device.c_str(), (long long)onGpu,
                   (long long)onCpu);
-    report("PP-OCR on the " + device + " device against the CPU", lines > 0 && sameLines == lines && worst <= 1e-3 && (*gpu)->deviceNotice().empty(), buf);
+    const bool same = lines > 0 && sameLines == lines && worst <= 1e-3 && (*gpu)->deviceNotice().empty();
+    report("PP-OCR on the " + device + " device against the CPU", same, buf);
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-    if (argc < 2) {
-        std::fprintf(stderr, "usage: ppocr_device_check MODEL_DIR [--pages N]\n");
-        return 2;
-    }
     int pages = 6;
-    std::string device = "cuda";
-    for (int i = 2; i < argc; ++i) {
+    std::string device = "cuda", dir;
+    for (int i = 1; i < argc; ++i) {
         if (!std::strcmp(argv[i], "--pages") && i + 1 < argc) pages = std::max(1, std::atoi(argv[++i]));
         else if (!std::strcmp(argv[i], "--device") && i + 1 < argc) device = argv[++i];
+        else dir = argv[i];
     }
-    std::string why;
-    const auto devices = gpuDevices(&why);
-    if (device == "mirror") {
-        frontEnd(argv[1], pages, device);
-        std::printf("%d passed, %d failed\n", g_passed, g_failed);
-        return g_failed ? 1 : 0;
+    if (device != "mirror") {
+        std::string why;
+        const auto devices = gpuDevices(&why);
+        if (devices.empty()) {
+            std::printf("no GPU (%s): the front-end's CUDA check is skipped\n0 passed, 0 failed\n", why.c_str());
+            return 0;
+        }
+        std::printf("GPU: %s\n", devices[0].name.c_str());
     }
-    if (devices.empty()) {
-        std::printf("no GPU (%s): the front-end's CUDA check is skipped\n0 passed, 0 failed\n", why.c_str());
-        return 0;
-    }
-    std::printf("GPU: %s\n", devices[0].name.c_str());
-    frontEnd(argv[1], pages, device);
-    std::printf("%d passed, %d failed\n", g_passed, g_failed);
-    return g_failed ? 1 : 0;
+    frontEnd(dir, pages, device);
+    return gpucheck::summary();
 }
