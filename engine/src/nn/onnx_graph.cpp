@@ -272,6 +272,13 @@ std::shared_ptr<Tensor> copyOf(const Tensor& t) { return std::make_shared<Tensor
 // Execution of one node. `values` holds the live tensors; outputs are written into it.
 namespace {
 
+// Whether node k is the last reader of value `id` in this run (lastUse), which is neither a
+// constant nor fetched (keep, may be null) nor read twice by the node: it may overwrite it.
+bool lastReader(const Graph& g, const Node& n, int k, int id, const std::vector<int>& lastUse, const std::vector<bool>* keep) {
+    return k >= 0 && !g.constants[size_t(id)] && lastUse[size_t(id)] == k && std::count(n.in.begin(), n.in.end(), id) == 1 &&
+           (keep == nullptr || !(*keep)[size_t(id)]);
+}
+
 struct Exec {
     const Graph& g;
     Values& v;
@@ -286,10 +293,7 @@ struct Exec {
     // Whether input k may be modified: nobody reads it after this node.
     bool canTake(const Node& n, size_t k) const {
         const int id = n.in[k];
-        const auto& slot = v[size_t(id)];
-        return nodeIndex >= 0 && lastUse && !g.constants[size_t(id)] && (*lastUse)[size_t(id)] == nodeIndex &&
-               slot.use_count() == 1 && std::count(n.in.begin(), n.in.end(), id) == 1 &&
-               (keep == nullptr || !(*keep)[size_t(id)]);
+        return lastUse && lastReader(g, n, nodeIndex, id, *lastUse, keep) && v[size_t(id)].use_count() == 1;
     }
     // A tensor that may be modified: the input itself when nobody else needs it afterwards.
     std::shared_ptr<Tensor> takeInput(const Node& n, size_t k) const {
@@ -955,18 +959,13 @@ struct DeviceRun {
     // The value in host memory, copied back from the device if it is only there.
     Status onHost(int id) {
         if (v[size_t(id)] || !dv[size_t(id)]) return Status::ok();
-        Tensor t;
-        t.shape = dv[size_t(id)]->shape;
-        t.f.resize(size_t(numel(t.shape)));
-        if (Status s = dev.download(dv[size_t(id)]->h, t.f.data(), t.f.size()); !s) return s;
+        Tensor t = Tensor::uninit(dv[size_t(id)]->shape);  // written in full by the download
+        if (Status s = dev.download(dv[size_t(id)]->h, t.data(), size_t(t.size())); !s) return s;
         v[size_t(id)] = std::make_shared<Tensor>(std::move(t));
         return Status::ok();
     }
     // Whether node k may overwrite its input `id` on the device: nobody reads it afterwards.
-    bool mayOverwrite(const Node& n, int k, int id) const {
-        return lastUse[size_t(id)] == k && !keep[size_t(id)] && !g.constants[size_t(id)] &&
-               std::count(n.in.begin(), n.in.end(), id) == 1;
-    }
+    bool mayOverwrite(const Node& n, int k, int id) const { return lastReader(g, n, k, id, lastUse, &keep); }
     void setOut(const Node& n, NnDevice::Handle h, Shape shape) {
         v[size_t(n.out[0])].reset();
         dv[size_t(n.out[0])] = DeviceValue{std::move(h), std::move(shape)};
