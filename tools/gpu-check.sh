@@ -28,23 +28,24 @@ if [ $status -eq 0 ]; then
     timeout 120 ./build-cuda/nn_ops_check > "$OUT/nn-ops.txt" 2>&1 || status=1
     timeout 120 ./build-cuda/decoder_step_check > "$OUT/decoder-step.txt" 2>&1 || status=1
 fi
-# The engine's own CUDA session (built on the development machine: bash tools/gpu-carry.sh, then
-# carry .gpu-carry): against the CPU session step by step, and bench decode on both. Its output
-# is flushed line by line, so a run cut by the timeout still reports what it did.
-if [ -f .gpu-carry/decoder.tar.xz ]; then
-    rm -rf /tmp/quire-carry && tar -C /tmp -xJf .gpu-carry/decoder.tar.xz
+# A program packed on the development machine (tools/gpu-carry.sh), unpacked and run with its own
+# libraries first and this machine's cuBLAS: runCarried PACK SECONDS OUTFILE PROGRAM [ARGS...].
+# Its output is flushed line by line, so a run cut by the timeout still reports what it did.
+runCarried() {
+    local pack=$1 seconds=$2 out=$3 cublas
+    shift 3
+    [ -f "$pack" ] || return 0
+    rm -rf /tmp/quire-carry && tar -C /tmp -xJf "$pack"
     cublas=$(dirname "$(find /usr /opt -name 'libcublas.so.13' 2>/dev/null | head -1)" 2>/dev/null)
     LD_LIBRARY_PATH=/tmp/quire-carry/lib:/usr/local/cuda/lib64:${cublas:-/usr/local/cuda/lib64} \
-        timeout 300 /tmp/quire-carry/decoder_device_check ${QUIRE_GPU_CHECK_ARGS:-} > "$OUT/decoder-session.txt" 2>&1 || status=1
-fi
+        timeout "$seconds" "$@" > "$out" 2>&1 || status=1
+}
+# The engine's own CUDA session against the CPU session step by step, and bench decode on both
+# (bash tools/gpu-carry.sh, then carry .gpu-carry).
+runCarried .gpu-carry/decoder.tar.xz 300 "$OUT/decoder-session.txt" /tmp/quire-carry/decoder_device_check ${QUIRE_GPU_CHECK_ARGS:-}
 # The engine's PP-OCR front-end on the GPU against the CPU (bash tools/gpu-carry.sh ppocr, then
 # carry .gpu-carry-ppocr: too large to travel with the decoder's pack in one run).
-if [ -f .gpu-carry-ppocr/ppocr.tar.xz ]; then
-    rm -rf /tmp/quire-carry && tar -C /tmp -xJf .gpu-carry-ppocr/ppocr.tar.xz
-    cublas=$(dirname "$(find /usr /opt -name 'libcublas.so.13' 2>/dev/null | head -1)" 2>/dev/null)
-    LD_LIBRARY_PATH=/tmp/quire-carry/lib:/usr/local/cuda/lib64:${cublas:-/usr/local/cuda/lib64} \
-        timeout 240 /tmp/quire-carry/ppocr_device_check /tmp/quire-carry/ppocr > "$OUT/ppocr-session.txt" 2>&1 || status=1
-fi
+runCarried .gpu-carry-ppocr/ppocr.tar.xz 240 "$OUT/ppocr-session.txt" /tmp/quire-carry/ppocr_device_check /tmp/quire-carry/ppocr
 # Speed of the step alone: JSON lines per shape, mode and page (docs/BENCHMARKS.md says how to read them).
 if [ -x ./build-cuda/decoder_step_bench ]; then
     timeout 120 ./build-cuda/decoder_step_bench > "$OUT/decoder-bench.jsonl" 2>&1 || status=1
