@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstddef>
 #include <cstring>
+#include <tuple>
 
 #include "cuda_status.cuh"
 #include "quire_cuda/decoder_step.h"
@@ -36,14 +37,17 @@ __global__ void AddKernel(float* x, const float* y, int n) {
 }
 
 // The token's keys (rotated at its position, "rotate half" pairs i, i + D/2, angles in double as
-// on the host) and values into the pool at (slot, t) of `layer`, and into the step's outputs.
+// on the host) and values into the pool at (slot, t) of `layer`, and into the step's outputs
+// ([layer][row][kvHeads · headDim]). Grid y: the row (a batch's sequence), with params[row].
 __global__ void StoreKvKernel(const float* k, const float* v, float* pool, const StepParams* params, int layer,
                               int layers, int kvHeads, int headDim, const double* invFreq, float* keysOut,
                               float* valuesOut) {
-    const int half = headDim / 2;
+    const int half = headDim / 2, KV = kvHeads * headDim, row = blockIdx.y, rows = gridDim.y;
     const size_t halfFloats = size_t(layers) * kvHeads * kBlockTokens * headDim;
     const int idx = blockIdx.x * blockDim.x + threadIdx.x;
-    const StepParams p = *params;
+    const StepParams p = params[row];
+    k += size_t(row) * KV, v += size_t(row) * KV;
+    keysOut += (size_t(layer) * rows + row) * KV, valuesOut += (size_t(layer) * rows + row) * KV;
     float* block = pool + size_t(p.slot) * 2 * halfFloats;
     if (idx < kvHeads * half) {
         const int g = idx / half, i = idx % half;
@@ -53,13 +57,13 @@ __global__ void StoreKvKernel(const float* k, const float* v, float* pool, const
         const float r0 = x0 * c - x1 * s, r1 = x0 * s + x1 * c;
         float* dst = block + ((size_t(layer) * kvHeads + g) * kBlockTokens + p.t) * headDim;
         dst[i] = r0, dst[i + half] = r1;
-        keysOut[size_t(layer) * kvHeads * headDim + g * headDim + i] = r0;
-        keysOut[size_t(layer) * kvHeads * headDim + g * headDim + i + half] = r1;
+        keysOut[g * headDim + i] = r0;
+        keysOut[g * headDim + i + half] = r1;
     }
-    if (idx < kvHeads * headDim) {
+    if (idx < KV) {
         const int g = idx / headDim, i = idx % headDim;
         block[halfFloats + ((size_t(layer) * kvHeads + g) * kBlockTokens + p.t) * headDim + i] = v[idx];
-        valuesOut[size_t(layer) * kvHeads * headDim + idx] = v[idx];
+        valuesOut[idx] = v[idx];
     }
 }
 
@@ -303,6 +307,13 @@ struct DecoderStep::Impl {
     size_t prefillSpanCap = 0;
     DeviceBuffer pVisual, pX, pXn, pQ, pK, pV, pA, pO, pG, pU, pAct16, pWork, pSpans, pOffsets, pSlots;
 
+    // A batched step's scratch (stepBatch), for up to batchMax sequences; the spans of its layers.
+    int batchMax = 0, sms = 1;
+    size_t batchSpanCap = 0;
+    DeviceBuffer bX, bH, bQ, bK, bV, bA, bO, bG, bU, bLogits, bAct16, bWork, bQueries, bKeys, bValues, bParams, bTokens,
+        bOffsets, bSpans;
+    static constexpr int kMaxSplits = 64;
+
     ~Impl() {
         dropGraphs();
         if (hostParams) cudaFreeHost(hostParams);
@@ -370,6 +381,26 @@ struct DecoderStep::Impl {
                               {&pSlots, (T / kBlockTokens + 1) * sizeof(int32_t)}})
             if (auto e = alloc(*buf, n); !e.empty()) return "prefill scratch: " + e;
         prefillMax = maxTokens;
+        return {};
+    }
+
+    std::string reserveBatch(int n) {
+        if (n <= batchMax) return {};
+        if (auto e = check(cudaStreamSynchronize(stream), "batch scratch"); !e.empty()) return e;
+        const size_t N = size_t(n), H = size_t(c.hidden), Q = size_t(c.heads) * c.headDim, KV = size_t(c.kvHeads) * c.headDim,
+                     F = size_t(c.intermediate), L = size_t(c.layers), f = sizeof(float);
+        for (DeviceBuffer* b : {&bX, &bH, &bQ, &bK, &bV, &bA, &bO, &bG, &bU, &bLogits, &bAct16, &bWork, &bQueries, &bKeys, &bValues,
+                                &bParams, &bTokens, &bOffsets})
+            bytes -= b->bytes();
+        for (auto [buf, count] :
+             {std::pair{&bX, N * H * f}, {&bH, N * H * f}, {&bQ, N * Q * f}, {&bK, N * KV * f}, {&bV, N * KV * f},
+              {&bA, N * Q * f}, {&bO, N * H * f}, {&bG, N * F * f}, {&bU, N * F * f}, {&bLogits, N * size_t(c.vocab) * f},
+              {&bAct16, N * std::max({H, Q, F}) * sizeof(__nv_bfloat16)},
+              {&bWork, N * size_t(c.heads) * kMaxSplits * (size_t(c.headDim) + 2) * f}, {&bQueries, L * N * Q * f},
+              {&bKeys, L * N * KV * f}, {&bValues, L * N * KV * f}, {&bParams, N * sizeof(StepParams)},
+              {&bTokens, N * sizeof(int32_t)}, {&bOffsets, L * (N + 1) * sizeof(int32_t)}})
+            if (auto e = alloc(*buf, count); !e.empty()) return "batch scratch: " + e;
+        batchMax = n;
         return {};
     }
 
@@ -516,7 +547,8 @@ std::unique_ptr<DecoderStep> DecoderStep::create(const DecoderShape& shape, cons
     d->blockFloats = 2 * d->halfFloats;
     cudaDeviceProp prop{};
     cudaGetDeviceProperties(&prop, 0);
-    d->splits = std::clamp((2 * prop.multiProcessorCount + shape.heads - 1) / shape.heads, 1, 64);
+    d->sms = std::max(1, prop.multiProcessorCount);
+    d->splits = std::clamp((2 * d->sms + shape.heads - 1) / shape.heads, 1, Impl::kMaxSplits);
     const size_t f = sizeof(float);
     for (auto [buf, n] : {std::pair{&d->x, size_t(H)}, {&d->hbuf, size_t(H)}, {&d->q, size_t(Q)}, {&d->k, size_t(KV)},
                           {&d->v, size_t(KV)}, {&d->att, size_t(Q)}, {&d->o, size_t(H)}, {&d->gate, size_t(F)},
@@ -663,6 +695,146 @@ std::string DecoderStep::step(int token, int slot, int t, int64_t pos, const Spa
                           {values, size_t(c.layers) * KV}}) {
         std::memcpy(dst, out, n * sizeof(float));
         out += n;
+    }
+    return {};
+}
+
+std::string DecoderStep::stepBatch(const std::vector<BatchItem>& items, const BatchSpansFor& spansFor, bool perLayer) {
+    Impl& m = *d;
+    const DecoderShape& c = m.c;
+    const int B = int(items.size());
+    if (B < 1 || B > 65535) return "stepBatch: " + std::to_string(B) + " sequences";
+    std::vector<StepParams> params(static_cast<size_t>(B));
+    std::vector<int32_t> tokens(static_cast<size_t>(B));
+    for (int i = 0; i < B; ++i) {
+        const BatchItem& it = items[size_t(i)];
+        if (it.token < 0 || it.token >= c.vocab || it.slot < 0 || it.slot >= m.numSlots || it.t < 0 || it.t >= kBlockTokens)
+            return "stepBatch: token or slot out of range";
+        params[size_t(i)] = StepParams{it.token, it.slot, it.t, 0, it.pos};
+        tokens[size_t(i)] = it.token;
+    }
+    std::string e = m.reserveBatch(B);
+    if (!e.empty()) return e;
+    const int H = c.hidden, Q = c.heads * c.headDim, KV = c.kvHeads * c.headDim, F = c.intermediate;
+    // Enough (head, split) blocks for every multiprocessor twice over, the sequences counted.
+    const int splits = std::clamp((2 * m.sms + c.heads * B - 1) / (c.heads * B), 1, Impl::kMaxSplits);
+    cudaStream_t st = m.stream;
+    // The spans: every layer's before the step (perLayer off), else each layer's when its queries
+    // are back, then at the start of bSpans (stream order: the layer before has read its own by then).
+    // offsets[l][i] is where item i's spans of layer l start in bSpans; offsets[l][B] their end.
+    std::vector<AttentionSpan> hostSpans, sp;
+    std::vector<int32_t> offsets(size_t(c.layers) * (B + 1));
+    auto collect = [&](int l, const float* queries) -> std::string {
+        int32_t* off = &offsets[size_t(l) * (B + 1)];
+        for (int i = 0; i < B; ++i) {
+            off[i] = int32_t(hostSpans.size());
+            sp.clear();
+            if (std::string err = spansFor(i, l, queries ? queries + size_t(i) * Q : nullptr, sp); !err.empty()) return err;
+            for (const AttentionSpan& a : sp)  // the kernels trust them
+                if (a.block < 0 || a.block >= m.numSlots || a.first < 0 || a.count < 0 || a.first + a.count > kBlockTokens)
+                    return "a span outside the pool (slot " + std::to_string(a.block) + ")";
+            hostSpans.insert(hostSpans.end(), sp.begin(), sp.end());
+        }
+        off[B] = int32_t(hostSpans.size());
+        return {};
+    };
+    auto upload = [&](int l0, int n) -> std::string {
+        if (hostSpans.size() > m.batchSpanCap) {
+            std::string err = check(cudaStreamSynchronize(st), "batch spans");
+            if (!err.empty()) return err;
+            m.bytes -= m.bSpans.bytes();
+            const size_t cap = std::max(hostSpans.size(), m.batchSpanCap * 3 / 2);
+            if (!(err = m.alloc(m.bSpans, cap * sizeof(AttentionSpan))).empty()) return "batch spans: " + err;
+            m.batchSpanCap = cap;
+        }
+        std::string err;
+        if (!hostSpans.empty())
+            err = check(cudaMemcpyAsync(m.bSpans.get(), hostSpans.data(), hostSpans.size() * sizeof(AttentionSpan),
+                                        cudaMemcpyHostToDevice, st),
+                        "batch spans");
+        if (err.empty())
+            err = check(cudaMemcpyAsync(m.bOffsets.as<int32_t>() + size_t(l0) * (B + 1), &offsets[size_t(l0) * (B + 1)],
+                                        size_t(n) * (B + 1) * sizeof(int32_t), cudaMemcpyHostToDevice, st),
+                        "batch spans");
+        return err;
+    };
+    e = check(cudaMemcpyAsync(m.bParams.get(), params.data(), params.size() * sizeof(StepParams), cudaMemcpyHostToDevice, st),
+              "batch");
+    if (e.empty())
+        e = check(cudaMemcpyAsync(m.bTokens.get(), tokens.data(), tokens.size() * sizeof(int32_t), cudaMemcpyHostToDevice, st),
+                  "batch");
+    if (!perLayer) {
+        for (int l = 0; l < c.layers && e.empty(); ++l) e = collect(l, nullptr);
+        if (e.empty()) e = upload(0, c.layers);
+    }
+    float *X = m.bX.as<float>(), *Xn = m.bH.as<float>(), *O = m.bO.as<float>();
+    if (e.empty()) e = embedding(m.bTokens.as<int32_t>(), m.embed.as<float>(), X, B, H, st);
+    const float scale = float(1.0 / std::sqrt(double(c.headDim)));
+    std::vector<float> layerQueries;
+    for (int l = 0; l < c.layers && e.empty(); ++l) {
+        Impl::Layer& L = m.layers[size_t(l)];
+        e = rmsNorm(X, L.attnNorm.as<float>(), Xn, B, H, c.rmsEps, st);
+        if (e.empty()) e = m.gemmRows(L.wq, Xn, H, B, m.bQ.as<float>(), m.bAct16);
+        if (e.empty()) e = m.gemmRows(L.wk, Xn, H, B, m.bK.as<float>(), m.bAct16);
+        if (e.empty()) e = m.gemmRows(L.wv, Xn, H, B, m.bV.as<float>(), m.bAct16);
+        if (e.empty())
+            e = check(cudaMemcpyAsync(m.bQueries.as<float>() + size_t(l) * B * Q, m.bQ.get(), size_t(B) * Q * sizeof(float),
+                                      cudaMemcpyDeviceToDevice, st),
+                      "batch queries");
+        if (e.empty()) {
+            StoreKvKernel<<<dim3(blocksFor(KV), B), 256, 0, st>>>(m.bK.as<float>(), m.bV.as<float>(), m.pool.as<float>(),
+                                                                   m.bParams.as<StepParams>(), l, c.layers, c.kvHeads, c.headDim,
+                                                                   m.invFreq.as<double>(), m.bKeys.as<float>(),
+                                                                   m.bValues.as<float>());
+            e = launched("store the batch's keys and values");
+        }
+        if (e.empty() && perLayer) {
+            layerQueries.resize(size_t(B) * Q);
+            hostSpans.clear();
+            e = check(cudaMemcpyAsync(layerQueries.data(), m.bQ.get(), layerQueries.size() * sizeof(float), cudaMemcpyDeviceToHost, st),
+                      "batch queries");
+            if (e.empty()) e = check(cudaStreamSynchronize(st), "batch queries");
+            if (e.empty()) e = collect(l, layerQueries.data());
+            if (e.empty()) e = upload(l, 1);
+        }
+        if (e.empty()) {
+            AttentionSplitKernel<<<dim3(c.heads, splits, B), kAttnThreads, 0, st>>>(
+                m.bQ.as<float>(), size_t(Q), m.pool.as<float>(), m.bSpans.as<AttentionSpan>(), nullptr,
+                m.bOffsets.as<int32_t>() + size_t(l) * (B + 1), l, c.layers, c.kvHeads, c.headDim, c.heads / c.kvHeads,
+                m.invFreq.as<double>(), scale, m.bWork.as<float>());
+            e = launched("batch attention");
+        }
+        if (e.empty()) {
+            AttentionCombineKernel<<<dim3(c.heads, B), 128, 0, st>>>(m.bWork.as<float>(), splits, c.headDim, m.bA.as<float>(), nullptr);
+            e = launched("batch attention combine");
+        }
+        if (e.empty()) e = m.gemmRows(L.wo, m.bA.as<float>(), Q, B, O, m.bAct16);
+        if (e.empty()) e = m.add(X, O, B * H);
+        if (e.empty()) e = rmsNorm(X, L.mlpNorm.as<float>(), Xn, B, H, c.rmsEps, st);
+        if (e.empty()) e = m.gemmRows(L.wGate, Xn, H, B, m.bG.as<float>(), m.bAct16);
+        if (e.empty()) e = m.gemmRows(L.wUp, Xn, H, B, m.bU.as<float>(), m.bAct16);
+        if (e.empty()) e = swiglu(m.bG.as<float>(), m.bU.as<float>(), m.bG.as<float>(), B * F, st);
+        if (e.empty()) e = m.gemmRows(L.wDown, m.bG.as<float>(), F, B, O, m.bAct16);
+        if (e.empty()) e = m.add(X, O, B * H);
+    }
+    if (e.empty()) e = rmsNorm(X, m.finalNorm.as<float>(), Xn, B, H, c.rmsEps, st);
+    if (e.empty()) e = m.gemmRows(m.head, Xn, H, B, m.bLogits.as<float>(), m.bAct16);
+    std::vector<float> logits, queries, keys, values;
+    for (auto [dst, src, n] : {std::tuple{&logits, &m.bLogits, size_t(B) * c.vocab}, {&queries, &m.bQueries, size_t(c.layers) * B * Q},
+                               {&keys, &m.bKeys, size_t(c.layers) * B * KV}, {&values, &m.bValues, size_t(c.layers) * B * KV}}) {
+        dst->resize(n);
+        if (e.empty()) e = check(cudaMemcpyAsync(dst->data(), src->get(), n * sizeof(float), cudaMemcpyDeviceToHost, st), "batch results");
+    }
+    if (const std::string synced = check(cudaStreamSynchronize(st), "batch"); e.empty()) e = synced;
+    if (!e.empty()) return e;
+    for (int i = 0; i < B; ++i) {  // [item][...] from [layer][item][...]
+        const BatchItem& it = items[size_t(i)];
+        std::memcpy(it.logits, &logits[size_t(i) * c.vocab], size_t(c.vocab) * sizeof(float));
+        for (int l = 0; l < c.layers; ++l) {
+            std::memcpy(it.queries + size_t(l) * Q, &queries[(size_t(l) * B + i) * Q], size_t(Q) * sizeof(float));
+            std::memcpy(it.keys + size_t(l) * KV, &keys[(size_t(l) * B + i) * KV], size_t(KV) * sizeof(float));
+            std::memcpy(it.values + size_t(l) * KV, &values[(size_t(l) * B + i) * KV], size_t(KV) * sizeof(float));
+        }
     }
     return {};
 }

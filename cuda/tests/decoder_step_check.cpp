@@ -2,7 +2,7 @@
 // keys and values, spans over it with several query positions (the position frame) and partial
 // blocks; steps run as one captured graph (spans known up front, replayed with other tokens,
 // positions and span counts) and layer by layer (spans asked for with each layer's query); the
-// pool grown in between (content kept, graph captured again). Logits, queries, keys and values
+// pool grown in between (content kept, graph captured again); a batch of sequences in one step. Logits, queries, keys and values
 // within 1e-3 relative (fp32 weights) or 3e-2 (bf16); any NaN fails. Skips without a GPU. Plain
 // C++ (no Qt), so it builds on the GPU machine beside the op checks (tools/gpu-check.sh).
 #include <cmath>
@@ -324,6 +324,47 @@ void runShape(const std::string& label, const DecoderShape& c, bool bf16) {
                       el, eq, ek, ev, eSeen, eMass);
         check(what, el <= tol && eq <= tol && ek <= tol && ev <= tol && eSeen <= tol && eMass <= tol, buf);
         (void)KV;
+    }
+    // A batch of five sequences in one stepBatch (each its own slot, place in its block, position,
+    // token and spans; none reads another's slot), against the reference's steps one by one:
+    // spans asked for up front, then layer by layer with each sequence's query.
+    for (int round = 0; round < 2; ++round) {
+        const bool perLayer = round == 1;
+        constexpr int B = 5, kFirstOwn = 10;
+        std::vector<BatchItem> items(B);
+        std::vector<std::vector<std::vector<AttentionSpan>>> spans(B);
+        std::vector<std::vector<float>> wl(B), wq(B), wk(B), wv(B), gl(B), gq(B), gk(B), gv(B), seen(B);
+        for (int i = 0; i < B; ++i) {
+            const int own = kFirstOwn + i, t = (3 * i + round) % kBlockTokens, token = (i * 11 + 3 + round) % c.vocab;
+            const int64_t pos = 2000 + 100 * i + round + (i == 4 ? 50000 : 0);
+            spans[size_t(i)] = makeSpans(c.layers, slots, own, t, pos, 3 + i, uint32_t(100 + i + 10 * round));
+            for (auto& layer : spans[size_t(i)])
+                std::erase_if(layer, [&](const AttentionSpan& sp) {
+                    return sp.block >= kFirstOwn && sp.block < kFirstOwn + B && sp.block != own;
+                });
+            ref.step(token, own, t, pos, spans[size_t(i)], wl[size_t(i)], wq[size_t(i)], wk[size_t(i)], wv[size_t(i)]);
+            gl[size_t(i)].resize(wl[size_t(i)].size()), gq[size_t(i)].resize(wq[size_t(i)].size());
+            gk[size_t(i)].resize(wk[size_t(i)].size()), gv[size_t(i)].resize(wv[size_t(i)].size());
+            items[size_t(i)] = {token, own, t, pos, gl[size_t(i)].data(), gq[size_t(i)].data(), gk[size_t(i)].data(), gv[size_t(i)].data()};
+        }
+        auto spansFor = [&](int item, int l, const float* query, std::vector<AttentionSpan>& out) -> std::string {
+            if (perLayer != (query != nullptr)) return "query given " + std::string(query ? "" : "not ") + "as asked";
+            if (query) seen[size_t(item)].insert(seen[size_t(item)].end(), query, query + Q);
+            out = spans[size_t(item)][size_t(l)];
+            return {};
+        };
+        e = dev->stepBatch(items, spansFor, perLayer);
+        const std::string what = label + " batch of 5" + (perLayer ? " (layer by layer)" : " (spans up front)");
+        if (!e.empty()) return check(what, false, e);
+        double el = 0, eq = 0, ek = 0, ev = 0, eSeen = 0;
+        for (int i = 0; i < B; ++i) {
+            el = std::max(el, maxRelErr(gl[size_t(i)], wl[size_t(i)])), eq = std::max(eq, maxRelErr(gq[size_t(i)], wq[size_t(i)]));
+            ek = std::max(ek, maxRelErr(gk[size_t(i)], wk[size_t(i)])), ev = std::max(ev, maxRelErr(gv[size_t(i)], wv[size_t(i)]));
+            if (perLayer) eSeen = std::max(eSeen, maxRelErr(seen[size_t(i)], wq[size_t(i)]));
+        }
+        char buf[200];
+        std::snprintf(buf, sizeof buf, "logits %.2e queries %.2e keys %.2e values %.2e (layer queries %.2e)", el, eq, ek, ev, eSeen);
+        check(what, el <= tol && eq <= tol && ek <= tol && ev <= tol && eSeen <= tol, buf);
     }
     // A page's prefill: 37 tokens (three blocks, the last partial) into slots 5, 9 and 13, each
     // token attending to two sink blocks (one framed elsewhere) and causally to the page; then a

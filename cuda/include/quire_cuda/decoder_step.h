@@ -51,6 +51,14 @@ struct PrefillSpec {
     float* values = nullptr;              // host [layers][tokens][kvHeads · headDim]
 };
 
+// One sequence's part of a batched step (DecoderStep::stepBatch): its token, the slot and place
+// of its key and value, its position, and where its outputs go (host arrays as step()'s).
+struct BatchItem {
+    int token = 0, slot = 0, t = 0;
+    int64_t pos = 0;
+    float *logits = nullptr, *queries = nullptr, *keys = nullptr, *values = nullptr;
+};
+
 class DecoderStep {
 public:
     // Uploads the weights; fails (null, with `why`) without a device or the memory for them.
@@ -73,6 +81,14 @@ public:
     using SpansFor = std::function<std::string(int layer, const float* query, std::vector<AttentionSpan>& spans)>;
     std::string step(int token, int slot, int t, int64_t pos, const SpansFor& spansFor, bool perLayer, float* logits,
                      float* queries, float* keys, float* values, int trackTokens = 0, float* attendedMass = nullptr);
+    // The steps of several sequences whose blocks lie in this pool (each its own slots), together:
+    // each weight matrix applied to all their rows in one product (read once for the batch), the
+    // attention one launch over every sequence's spans (grid z: the sequence). spansFor(item,
+    // layer, query or null, spans) gives item's spans; `perLayer` as step()'s. No attention
+    // tracking. Launched op by op, not captured; its scratch grows to the largest batch seen.
+    using BatchSpansFor =
+        std::function<std::string(int item, int layer, const float* query, std::vector<AttentionSpan>& spans)>;
+    std::string stepBatch(const std::vector<BatchItem>& items, const BatchSpansFor& spansFor, bool perLayer);
     // A page's visual tokens through every layer in matrix products (rows = tokens): the
     // projector, then per layer the keys and values written into the page's slots and every
     // token's causal attention over its spans in one launch. `maxTokens` sizes the scratch, kept
