@@ -13,6 +13,7 @@
 #include <random>
 
 #include "decoder/kernels.h"
+#include "quire/decoder/bench.h"
 #include "quire/decoder/model.h"
 #include "quire/decoder/session.h"
 #include "test_util.h"
@@ -952,6 +953,188 @@ private slots:
         QCOMPARE(b.stats().currentPage, a.stats().currentPage);
         QCOMPARE(b.stats().poolUsedBytes, a.stats().poolUsedBytes);
         QVERIFY(a.stats().currentPage >= 10);
+    }
+
+    // A batch of sessions stepped together computes what each computes alone, bit for bit: six
+    // volumes on one model, in SR-SWA (framed positions and tracking among them), R-SWA and full
+    // attention, each turning its pages at its own pace; one on the mirror device (which takes its
+    // own steps inside the batch); the first with two threads (the sessions' attention split
+    // between them). Then the batch's refusals.
+    void batchedStepsMatchSessionsAlone() {
+        ModelConfig cfg = tinyConfig();
+        cfg.maxPositions = 160;
+        cfg.pageAlignedPositions = true;
+        makeLineAligned(cfg);
+        auto model = std::make_shared<const ModelWeights>(randomModel(cfg, 31));
+        auto params = [&](int i) {
+            AttentionParams p;
+            p.mode = i == 3 ? AttentionMode::RSwa : i == 4 ? AttentionMode::Full : AttentionMode::SrSwa;
+            p.recentTokens = 20;
+            p.windowBefore = 1, p.windowAfter = 1;
+            p.gatedPages = 2, p.blocksPerGatedPage = 1;
+            p.maxPageTokens = 40;
+            p.trackAttention = i != 5;
+            p.threads = i == 0 ? 2 : 1;
+            if (i == 5) p.device = StepDevice::Mirror;
+            return p;
+        };
+        constexpr int kSessions = 6, kSteps = 300, kPageTokens = 40;
+        const int breakEvery[kSessions] = {45, 31, 52, 40, 27, 38};
+        struct Run {
+            std::unique_ptr<DecodeSession> s;
+            int fed = -1, token = 0;
+        };
+        auto start = [&](std::vector<Run>& runs) {
+            for (int i = 0; i < kSessions; ++i) {
+                runs.push_back({std::make_unique<DecodeSession>(model, params(i)), -1, cfg.bosTokenId});
+                QVERIFY(runs.back().s->begin({1, 5, 6 + i}));
+            }
+        };
+        auto feed = [&](Run& r, int i) {
+            const int target = r.s->stats().currentPage + (r.token == cfg.pageBreakTokenId ? 1 : 0) + 1;
+            while (r.fed < target) {
+                ++r.fed;
+                const auto f = pageWithIds(r.fed + 100 * i, kPageTokens, cfg.visualDim, 5);
+                if (!r.s->addPage(r.fed, f.data(), kPageTokens)) return false;
+            }
+            return true;
+        };
+        auto next = [&](const StepResult& r, int i, int step) {
+            const int best = int(std::max_element(r.logits->begin(), r.logits->end()) - r.logits->begin());
+            return step % breakEvery[i] == breakEvery[i] - 1 ? cfg.pageBreakTokenId : step % 7 == 6 ? 4 + 2 * (step % 2) : best;
+        };
+        // Alone: each session's logits, attended positions and visual tokens, step by step.
+        std::vector<Run> alone, batch;
+        start(alone);
+        std::vector<std::vector<std::vector<float>>> logits(kSessions);
+        std::vector<std::vector<std::vector<std::vector<int64_t>>>> positions(kSessions);
+        std::vector<std::vector<int>> attended(kSessions);
+        for (int i = 0; i < kSessions; ++i)
+            for (int step = 0; step < kSteps; ++step) {
+                Run& r = alone[size_t(i)];
+                QVERIFY(feed(r, i));
+                auto res = r.s->step(r.token);
+                QVERIFY(res);
+                logits[size_t(i)].push_back(*res->logits);
+                positions[size_t(i)].push_back(r.s->lastAttendedPositions());
+                attended[size_t(i)].push_back(res->attendedVisual);
+                r.token = next(*res, i, step);
+            }
+        // Together.
+        start(batch);
+        int differ = 0;
+        for (int step = 0; step < kSteps; ++step) {
+            std::vector<DecodeSession*> sessions;
+            std::vector<int> inputs;
+            for (int i = 0; i < kSessions; ++i) {
+                QVERIFY(feed(batch[size_t(i)], i));
+                sessions.push_back(batch[size_t(i)].s.get());
+                inputs.push_back(batch[size_t(i)].token);
+            }
+            auto res = DecodeSession::stepBatch(sessions, inputs);
+            QVERIFY2(res, res ? "" : res.status().message().c_str());
+            QCOMPARE(int(res->size()), kSessions);
+            for (int i = 0; i < kSessions; ++i) {
+                const StepResult& r = (*res)[size_t(i)];
+                const auto& want = logits[size_t(i)][size_t(step)];
+                const bool same = r.logits->size() == want.size() &&
+                                  std::memcmp(r.logits->data(), want.data(), want.size() * sizeof(float)) == 0 &&
+                                  r.attendedVisual == attended[size_t(i)][size_t(step)] &&
+                                  batch[size_t(i)].s->lastAttendedPositions() == positions[size_t(i)][size_t(step)];
+                if (!same && differ++ < 5) qWarning("session %d, step %d: the batch computed otherwise", i, step);
+                batch[size_t(i)].token = next(r, i, step);
+            }
+        }
+        QCOMPARE(differ, 0);
+        for (int i = 0; i < kSessions; ++i) {
+            const SessionStats a = alone[size_t(i)].s->stats(), b = batch[size_t(i)].s->stats();
+            QCOMPARE(b.position, a.position);
+            QCOMPARE(b.currentPage, a.currentPage);
+            QCOMPARE(b.poolUsedBytes, a.poolUsedBytes);
+            QCOMPARE(batch[size_t(i)].s->gatedPages(), alone[size_t(i)].s->gatedPages());
+            QVERIFY(a.currentPage >= 5);
+        }
+        QVERIFY(batch[5].s->deviceNotice().empty());  // the mirror device kept its session
+        QVERIFY(!batch[0].s->gatedPages().empty());
+
+        // Refusals: sessions on different models, a session twice, inputs not matching, a bad token.
+        auto other = std::make_shared<const ModelWeights>(randomModel(cfg, 32));
+        DecodeSession foreign(other, params(1));
+        QVERIFY(foreign.begin({1, 5}));
+        auto mixed = DecodeSession::stepBatch({batch[1].s.get(), &foreign}, {7, 7});
+        QVERIFY(!mixed);
+        QVERIFY(QString::fromStdString(mixed.status().message()).contains("different models"));
+        QVERIFY(!DecodeSession::stepBatch({batch[1].s.get(), batch[1].s.get()}, {7, 7}));
+        QVERIFY(!DecodeSession::stepBatch({batch[1].s.get()}, {7, 7}));
+        QVERIFY(!DecodeSession::stepBatch({}, {}));
+        const int64_t before = batch[1].s->stats().position;
+        QVERIFY(!DecodeSession::stepBatch({batch[1].s.get(), batch[2].s.get()}, {7, cfg.vocabSize}));
+        QCOMPARE(batch[1].s->stats().position, before);  // refused before any session moved
+    }
+
+    // More sessions than one batched pass takes (64): the batch runs in passes, each session's
+    // logits still its own steps'.
+    void batchLargerThanOnePass() {
+        const ModelConfig cfg = tinyConfig();
+        auto model = std::make_shared<const ModelWeights>(randomModel(cfg, 33));
+        AttentionParams p;
+        p.mode = AttentionMode::RSwa;
+        p.maxPageTokens = 16;
+        constexpr int kSessions = 70, kSteps = 6;
+        std::vector<std::unique_ptr<DecodeSession>> alone, together;
+        std::vector<DecodeSession*> batch;
+        for (int i = 0; i < kSessions; ++i) {
+            for (auto* list : {&alone, &together}) {
+                list->push_back(std::make_unique<DecodeSession>(model, p));
+                QVERIFY(list->back()->begin({1, 5}));
+                const auto f = pageFeatures(i, 16, cfg.visualDim);
+                QVERIFY(list->back()->addPage(0, f.data(), 16));
+            }
+            batch.push_back(together.back().get());
+        }
+        std::vector<int> inputs(kSessions, cfg.bosTokenId);
+        int differ = 0;
+        for (int step = 0; step < kSteps; ++step) {
+            auto res = DecodeSession::stepBatch(batch, inputs);
+            QVERIFY(res);
+            for (int i = 0; i < kSessions; ++i) {
+                auto want = alone[size_t(i)]->step(inputs[size_t(i)]);
+                QVERIFY(want);
+                differ += *want->logits != *(*res)[size_t(i)].logits;
+                const auto& l = *(*res)[size_t(i)].logits;
+                inputs[size_t(i)] = 4 + int(std::max_element(l.begin() + 4, l.end()) - l.begin() - 4);
+            }
+        }
+        QCOMPARE(differ, 0);
+    }
+
+    // `bench decode --batch`: three volumes stepped together on the CPU, and on a shared (mirror)
+    // device; their KV memory is three sessions', and the run reports the batch.
+    void decodeBenchRunsABatch_data() {
+        QTest::addColumn<QString>("device");
+        QTest::newRow("cpu") << "cpu";
+        QTest::newRow("shared mirror device") << "mirror";
+    }
+    void decodeBenchRunsABatch() {
+        QFETCH(QString, device);
+        DecodeBenchParams p;
+        p.config = tinyConfig();
+        p.pages = 12, p.pageTokens = 30, p.tokensPerPage = 6, p.checkpoints = {10};
+        p.attention.maxPageTokens = 30;
+        p.device = device.toStdString();
+        DecodeBenchParams one = p;
+        p.batch = 3;
+        auto single = runDecodeBench(one);
+        auto r = runDecodeBench(p);
+        QVERIFY2(r, r ? "" : r.status().message().c_str());
+        QVERIFY(single);
+        QCOMPARE(r->batch, 3);
+        QCOMPARE(r->pagesDone, 12);
+        QVERIFY2(r->note.empty(), r->note.c_str());
+        QCOMPARE(int(r->checkpoints.size()), 1);
+        QCOMPARE(r->peakKvBytes, 3 * single->peakKvBytes);
+        QVERIFY(r->checkpoints[0].bytesPerStep > single->checkpoints[0].bytesPerStep);
+        QVERIFY(r->tokensPerSecond > 0);
     }
 
     // The spill file's directory cannot be used: feeding a page fails with a message naming it,

@@ -129,6 +129,138 @@ private slots:
               qPrintable(mode), r.steps, r.pages, r.worst, (long long)r.uploads, r.sameAttended, r.tracked);
     }
 
+    // Sessions on one shared device, stepped together (DecodeSession::stepBatch): each computes
+    // what it computes alone on a device of its own, bit for bit (the shared device holds each
+    // session's blocks in its own range of slots), and what the CPU session computes within 1e-4;
+    // the same greedy tokens. Four volumes turning their pages at their own pace, gated pages
+    // computed again and restaged. Then a fault of the shared device in the middle of a batch:
+    // every session goes on with the CPU, with a notice, and the same tokens. A session's slots
+    // are taken again by the next session. Misuse is refused at begin().
+    void sharedDeviceBatchComputesWhatEachComputesAlone() {
+        ModelConfig cfg = tinyDecoderConfig();
+        cfg.maxPositions = 256;
+        makeLineAligned(cfg);
+        auto model = std::make_shared<const ModelWeights>(randomModel(cfg, 47));
+        constexpr int kSessions = 4, kSteps = 500, kFaultAt = 4 * 350 + 2;
+        const int breakEvery[kSessions] = {30, 23, 41, 35};
+        auto shared = SharedDevice::open(model, StepDevice::Mirror, true, kFaultAt);
+        QVERIFY(shared);
+        auto sharedFine = SharedDevice::open(model, StepDevice::Mirror);
+        QVERIFY(sharedFine);
+        struct Run {
+            std::unique_ptr<DecodeSession> s;
+            int fed = -1, token = 0;
+            std::vector<std::vector<float>> logits;
+        };
+        // 0: on the CPU alone; 1: on a mirror of its own; 2: on the shared device, in a batch (which
+        // fails at kFaultAt); 3: on the other shared device, in a batch.
+        std::vector<std::vector<Run>> runs(4);
+        for (int kind = 0; kind < 4; ++kind)
+            for (int i = 0; i < kSessions; ++i) {
+                AttentionParams p = params("srswa");
+                if (kind > 0) p.device = StepDevice::Mirror;
+                if (kind == 2) p.sharedDevice = *shared;
+                if (kind == 3) p.sharedDevice = *sharedFine;
+                runs[size_t(kind)].push_back({std::make_unique<DecodeSession>(model, p), -1, cfg.bosTokenId, {}});
+                QVERIFY(runs[size_t(kind)].back().s->begin({1, 5, 6 + i}));
+            }
+        auto feed = [&](Run& r, int i) {
+            while (r.fed < r.s->stats().currentPage + (r.token == cfg.pageBreakTokenId ? 1 : 0) + r.s->params().windowAfter) {
+                ++r.fed;
+                const int n = 20 + (r.fed + i) % 3 * 10;
+                const auto f = pageWithIds(r.fed + 50 * i, n, cfg.visualDim, 5);
+                if (!r.s->addPage(r.fed, f.data(), n)) return false;
+            }
+            return true;
+        };
+        auto next = [&](const std::vector<float>& l, int i, int step) {
+            const int best = int(std::max_element(l.begin() + 7, l.end()) - l.begin());
+            return step % breakEvery[i] == breakEvery[i] - 1 ? cfg.pageBreakTokenId : step % 7 == 6 ? 4 + 2 * (step % 2) : best;
+        };
+        for (int kind : {0, 1})
+            for (int i = 0; i < kSessions; ++i) {
+                Run& r = runs[size_t(kind)][size_t(i)];
+                for (int step = 0; step < kSteps; ++step) {
+                    QVERIFY(feed(r, i));
+                    auto res = r.s->step(r.token);
+                    QVERIFY(res);
+                    r.logits.push_back(*res->logits);
+                    r.token = next(runs[0][size_t(i)].logits[size_t(step)], i, step);  // the CPU's choices for all
+                }
+            }
+        for (int kind : {2, 3}) {
+            for (int step = 0; step < kSteps; ++step) {
+                std::vector<DecodeSession*> batch;
+                std::vector<int> inputs;
+                for (int i = 0; i < kSessions; ++i) {
+                    Run& r = runs[size_t(kind)][size_t(i)];
+                    QVERIFY(feed(r, i));
+                    batch.push_back(r.s.get());
+                    inputs.push_back(r.token);
+                }
+                auto res = DecodeSession::stepBatch(batch, inputs);
+                QVERIFY2(res, res ? "" : res.status().message().c_str());
+                for (int i = 0; i < kSessions; ++i) {
+                    Run& r = runs[size_t(kind)][size_t(i)];
+                    r.logits.push_back(*(*res)[size_t(i)].logits);
+                    r.token = next(runs[0][size_t(i)].logits[size_t(step)], i, step);
+                }
+            }
+        }
+        double worst = 0;
+        int sameTokens = 0, bitsOwn = 0, beforeFault = 0;
+        const auto best = [](const std::vector<float>& l) { return int(std::max_element(l.begin() + 7, l.end()) - l.begin()); };
+        for (int i = 0; i < kSessions; ++i)
+            for (int step = 0; step < kSteps; ++step) {
+                const auto& cpu = runs[0][size_t(i)].logits[size_t(step)];
+                const auto& own = runs[1][size_t(i)].logits[size_t(step)];
+                const auto& faulty = runs[2][size_t(i)].logits[size_t(step)];
+                const auto& fine = runs[3][size_t(i)].logits[size_t(step)];
+                bitsOwn += fine == own;
+                if (step < 350) beforeFault += faulty == own;
+                for (const auto* l : {&own, &faulty, &fine}) {
+                    worst = std::max(worst, relDiff(*l, cpu));
+                    sameTokens += best(*l) == best(cpu);
+                }
+            }
+        const int total = kSessions * kSteps;
+        QCOMPARE(bitsOwn, total);  // the batch on a shared device is each session's own device, bit for bit
+        QVERIFY2(worst <= 1e-4, qPrintable(QString("logits differ by %1").arg(worst)));
+        QCOMPARE(sameTokens, 3 * total);
+        // The fault struck inside the batch of step 350 (its third session): the steps before it
+        // are the device's, and from it on every session of the batch runs on the CPU.
+        QCOMPARE(beforeFault, 350 * kSessions);
+        for (int i = 0; i < kSessions; ++i) {
+            const std::string& notice = runs[2][size_t(i)].s->deviceNotice();
+            QVERIFY2(QString::fromStdString(notice).contains("generated step 350"), notice.c_str());
+            QVERIFY(runs[3][size_t(i)].s->deviceNotice().empty());
+            QVERIFY(runs[3][size_t(i)].s->stats().recomputedPages > 0);
+            QVERIFY(runs[3][size_t(i)].s->stats().currentPage >= 10);
+        }
+        // A session's slots go back to the shared device when it ends, and the next one takes them.
+        const size_t bytes = runs[3][0].s->stats().deviceBytes;
+        runs[3][1].s.reset();
+        AttentionParams p = params("srswa");
+        p.device = StepDevice::Mirror, p.sharedDevice = *sharedFine;
+        DecodeSession again(model, p);
+        QVERIFY(again.begin({1, 5}));
+        const auto f = pageWithIds(0, 20, cfg.visualDim, 5);
+        QVERIFY(again.addPage(0, f.data(), 20));
+        QVERIFY(again.step(cfg.bosTokenId));
+        QCOMPARE(again.stats().deviceBytes, bytes);
+        // Refused: R-SWA on a shared device (its memory grows), another model's shared device.
+        AttentionParams rswa = params("rswa");
+        rswa.device = StepDevice::Mirror, rswa.sharedDevice = *sharedFine;
+        DecodeSession growing(model, rswa);
+        const Status refused = growing.begin({1, 5});
+        QVERIFY(!refused);
+        QVERIFY(QString::fromStdString(refused.message()).contains("SR-SWA"));
+        auto other = std::make_shared<const ModelWeights>(randomModel(cfg, 48));
+        DecodeSession foreign(other, p);
+        QVERIFY(!foreign.begin({1, 5}));
+        QVERIFY(!SharedDevice::open(model, StepDevice::Cpu));
+    }
+
     // A session restored from a saved state onto a device continues as the CPU session does.
     void mirrorContinuesARestoredSession() {
         ModelConfig cfg = tinyDecoderConfig();

@@ -55,7 +55,8 @@ const char* kUsageText =
     "  quire-cli devices\n"
     "  quire-cli bench decode --pages N --mode full|rswa|srswa [--device cpu|cuda] [--batch B]\n"
     "            [--shape reader|unlimited-ocr | --config FILE] [--page-tokens T] [--tokens-per-page G]\n"
-    "            [--recent N] [--gated-pages K] [--blocks-per-page K] [--recall] [--max-kv-gb G] [--json]\n"
+    "            [--recent N] [--gated-pages K] [--blocks-per-page K] [--recall] [--max-kv-gb G] [--threads 1|2] [--json]\n"
+    "      A batch (--batch B) is B volumes stepped together: each weight read once a step for all.\n"
     "  quire-cli bench reader IMAGE... [--lang eng] [--repeat R] [--dpi 300] [--threads 2] [--device cpu|cuda]\n"
     "      The reader's decoder against Tesseract, page by page on one core each, side by side.\n"
     "  quire-cli --version\n"
@@ -394,11 +395,13 @@ int cmdBenchDecode(const cli::Args& args) {
         p.attention.gatedPages = std::stoi(args.value("gated-pages", "4"));
         p.attention.blocksPerGatedPage = std::stoi(args.value("blocks-per-page", "8"));
         p.maxKvBytes = std::stod(args.value("max-kv-gb", "8")) * 1e9;
+        p.attention.threads = std::stoi(args.value("threads", "1"));
     } catch (const std::exception&) {
         return fail(kUsage, "bench decode: numeric options take numbers");
     }
     if (p.pages < 1 || p.batch < 1 || p.pageTokens < 1 || p.tokensPerPage < 2)
         return fail(kUsage, "bench decode: --pages, --batch, --page-tokens >= 1 and --tokens-per-page >= 2");
+    if (p.attention.threads < 1 || p.attention.threads > 2) return fail(kUsage, "bench decode: --threads is 1 or 2");
     p.device = args.value("device", "cpu");
     p.recall = args.has("recall");
     auto r = runDecodeBench(p);

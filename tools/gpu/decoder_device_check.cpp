@@ -3,14 +3,16 @@
 // run by tools/gpu-check.sh. Plain C++ over the engine's API (no Qt Test):
 //   1. the CUDA session against the CPU session, step by step: SR-SWA and R-SWA, fp32 and bf16
 //      weights, attention tracking, 2,000 steps on the tiny test model with framed positions, 300
-//      on the reader's shape (with --no-bench, the ctest `decoder_device_check`, label gpu, where
-//      Quire builds on a GPU machine);
+//      on the reader's shape; four sessions on one shared device stepped together against four
+//      CPU sessions (with --no-bench, the ctest `decoder_device_check`, label gpu, where Quire
+//      builds on a GPU machine);
 //   2. `bench decode` on the GPU and on the CPU in the same run, per shape and mode, as JSON lines.
 // Prints PASS/FAIL lines and "N passed, M failed"; exits 0 with a note where no GPU is present.
 //
 //   decoder_device_check [--reader-pages N] [--unlimited-pages N] [--no-bench]
 // (pages of the SR-SWA runs, 1,000 and 300 by default; R-SWA and full go to 100 at most, batch 16
-// and the CPU's run to 20, so that the whole run fits the GPU machine's ten minutes.)
+// (sessions sharing the device, stepped together) and the CPU's run to 20, so that the whole run
+// fits the GPU machine's ten minutes.)
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -104,6 +106,68 @@ void compare(const std::string& name, const ModelConfig& cfg, AttentionMode mode
     report(name, ok && b.deviceNotice().empty(), buf);
 }
 
+// Four SR-SWA sessions on one shared CUDA device stepped together (DecodeSession::stepBatch: one
+// product per weight for the four) against four CPU sessions alone, each volume turning its pages
+// at its own pace, fed the CPU's greedy choices: worst relative logits difference, same tokens.
+void compareBatch(const std::string& name, const ModelConfig& cfg, bool bf16, int steps, int pageTokens) {
+    constexpr int kSessions = 4;
+    auto model = std::make_shared<const ModelWeights>(randomModel(cfg, 43));
+    AttentionParams cpu;
+    cpu.mode = AttentionMode::SrSwa, cpu.recentTokens = 24, cpu.maxPageTokens = pageTokens + 16, cpu.gatedPages = 2;
+    cpu.blocksPerGatedPage = 2, cpu.gatedCachePages = 1;
+    auto shared = SharedDevice::open(model, StepDevice::Cuda, bf16);
+    if (!shared) return report(name, false, shared.status().message());
+    AttentionParams dev = cpu;
+    dev.device = StepDevice::Cuda, dev.deviceBf16 = bf16, dev.deviceFallback = false, dev.sharedDevice = *shared;
+    std::vector<std::unique_ptr<DecodeSession>> alone, batch;
+    std::vector<DecodeSession*> together;
+    std::vector<int> fed(kSessions, -1), tokens(kSessions, cfg.bosTokenId);
+    for (int i = 0; i < kSessions; ++i) {
+        alone.push_back(std::make_unique<DecodeSession>(model, cpu));
+        batch.push_back(std::make_unique<DecodeSession>(model, dev));
+        together.push_back(batch.back().get());
+        if (Status s = alone.back()->begin({1, 5, 6 + i}); !s) return report(name, false, s.message());
+        if (Status s = batch.back()->begin({1, 5, 6 + i}); !s) return report(name, false, s.message());
+    }
+    double worst = 0, cpuMs = 0, batchMs = 0;
+    int same = 0;
+    for (int step = 0; step < steps; ++step) {
+        for (int i = 0; i < kSessions; ++i)
+            while (fed[size_t(i)] < alone[size_t(i)]->stats().currentPage + cpu.windowAfter) {
+                const int page = ++fed[size_t(i)];
+                const int n = pageTokens - 8 + (page + i) % 3 * 8;
+                const auto f = pageFeatures(page + 100 * i, n, cfg.visualDim);
+                if (Status s = alone[size_t(i)]->addPage(page, f.data(), n); !s) return report(name, false, s.message());
+                if (Status s = batch[size_t(i)]->addPage(page, f.data(), n); !s) return report(name, false, s.message());
+            }
+        const auto t0 = std::chrono::steady_clock::now();
+        auto rb = DecodeSession::stepBatch(together, tokens);
+        const auto t1 = std::chrono::steady_clock::now();
+        batchMs += std::chrono::duration<double, std::milli>(t1 - t0).count();
+        if (!rb) return report(name, false, "batched step " + std::to_string(step) + ": " + rb.status().message());
+        for (int i = 0; i < kSessions; ++i) {
+            const auto t2 = std::chrono::steady_clock::now();
+            auto ra = alone[size_t(i)]->step(tokens[size_t(i)]);
+            cpuMs += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t2).count();
+            if (!ra) return report(name, false, "CPU step " + std::to_string(step) + ": " + ra.status().message());
+            const std::vector<float>& lb = *(*rb)[size_t(i)].logits;
+            worst = std::max(worst, relDiff(lb, *ra->logits));
+            auto best = [](const std::vector<float>& l) { return int(std::max_element(l.begin() + 7, l.end()) - l.begin()); };
+            const int next = best(*ra->logits);
+            same += next == best(lb);
+            tokens[size_t(i)] = step % (25 + 4 * i) == 24 + 4 * i ? cfg.pageBreakTokenId : next;
+        }
+    }
+    char buf[300];
+    std::snprintf(buf, sizeof buf,
+                  "%d sessions x %d steps: worst relative logits difference %.2e, same token %d/%d, %.3f ms per batched step "
+                  "vs %.3f ms for the CPU's four steps",
+                  kSessions, steps, worst, same, kSessions * steps, batchMs / steps, cpuMs / steps);
+    bool notices = true;
+    for (const auto& b : batch) notices = notices && b->deviceNotice().empty();
+    report(name, notices && (bf16 ? worst <= 5e-2 : worst <= 1e-3 && same == kSessions * steps), buf);
+}
+
 void bench(const std::string& shape, const char* mode, const char* device, int pages, int batch) {
     DecodeBenchParams p;
     auto cfg = benchShape(shape);
@@ -147,6 +211,8 @@ int main(int argc, char** argv) {
     compare("tiny rswa fp32", tiny, AttentionMode::RSwa, false, 2000, 28);
     compare("tiny srswa bf16", tiny, AttentionMode::SrSwa, true, 2000, 28);
     compare("tiny srswa fp32, tracking attention", tiny, AttentionMode::SrSwa, false, 2000, 28, true);
+    compareBatch("tiny srswa fp32, 4 sessions on a shared device", tiny, false, 600, 28);
+    compareBatch("tiny srswa bf16, 4 sessions on a shared device", tiny, true, 600, 28);
     if (auto reader = benchShape("reader")) {
         compare("reader-shaped srswa fp32", *reader, AttentionMode::SrSwa, false, 300, 273);
         compare("reader-shaped srswa bf16", *reader, AttentionMode::SrSwa, true, 300, 273);

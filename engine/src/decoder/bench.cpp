@@ -33,10 +33,10 @@ std::string DecodeBenchResult::toJson() const {
         QJsonObject o{{"page", c.page}, {"msPerToken", c.msPerToken}, {"kvBytes", qint64(c.kvBytes)},
                       {"kvCapacityBytes", qint64(c.kvCapacityBytes)}, {"hostBytes", qint64(c.hostBytes)},
                       {"attendedTokens", c.attendedTokens}, {"bytesPerStep", qint64(c.bytesPerStep)}};
-        // The H200's memory bandwidth (4.8 TB/s) over the bytes a step reads: the fastest a
-        // step could be there, and this run's share of it.
+        // The H200's memory bandwidth (4.8 TB/s) over the bytes a step of the batch reads, shared
+        // by its tokens: the fastest a token could be there, and this run's share of it.
         if (device == "cuda" && c.bytesPerStep > 0 && c.msPerToken > 0) {
-            const double floorMs = double(c.bytesPerStep) / 4.8e12 * 1e3;
+            const double floorMs = double(c.bytesPerStep) / 4.8e12 * 1e3 / std::max(1, batch);
             o["h200FloorMsPerToken"] = floorMs;
             o["fractionOfFloor"] = floorMs / c.msPerToken;
             o["deviceBytes"] = qint64(c.deviceBytes);
@@ -63,9 +63,19 @@ Result<DecodeBenchResult> runDecodeBench(const DecodeBenchParams& p) {
     ap.deviceFallback = false;  // a benchmark of the device measures the device or fails
     // The recall probe needs every key on the host: measured with the CPU's steps only.
     ap.measureRecall = p.recall && ap.mode == AttentionMode::SrSwa && *device == StepDevice::Cpu;
+    // The batch: sessions on one model stepped together (DecodeSession::stepBatch); on a device,
+    // SR-SWA sessions share one (the weights once, each session's blocks in its own slots).
+    const bool shared = *device != StepDevice::Cpu && p.batch > 1 && ap.mode == AttentionMode::SrSwa;
+    if (shared) {
+        auto dev = SharedDevice::open(model, *device, ap.deviceBf16);
+        if (!dev) return dev.status();
+        ap.sharedDevice = *dev;
+    }
     std::vector<std::unique_ptr<DecodeSession>> sessions;
+    std::vector<DecodeSession*> batch;
     for (int b = 0; b < std::max(1, p.batch); ++b) {
         sessions.push_back(std::make_unique<DecodeSession>(model, ap));
+        batch.push_back(sessions.back().get());
         if (Status s = sessions.back()->begin({p.config.bosTokenId, 5, 6, 7}); !s) return s;
     }
     DecodeBenchResult r;
@@ -74,8 +84,12 @@ Result<DecodeBenchResult> runDecodeBench(const DecodeBenchParams& p) {
     r.parameters = model->parameterCount();
     r.batch = int(sessions.size());
     if (p.recall && !ap.measureRecall) r.note = "attention-mass recall is measured with --device cpu only";
-    // Bytes a generated step must read at least: every weight matrix once (bf16 on a GPU unless
-    // the run keeps fp32) and the keys and values it attends (fp32), at the checkpoints.
+    if (r.batch > 1 && *device != StepDevice::Cpu && !shared)
+        r.note += std::string(r.note.empty() ? "" : "; ") +
+                  "on a device only SR-SWA sessions share one: these took their steps one after another";
+    // Bytes a generated step of the batch must read at least: every weight matrix once (bf16 on
+    // a GPU unless the run keeps fp32) and the keys and values each session attends (fp32), at
+    // the checkpoints.
     const ModelConfig& mc = p.config;
     const size_t matrixParams = size_t(mc.numLayers) * (size_t(mc.hiddenSize) * (mc.numHeads + 2 * mc.numKvHeads) * mc.headDim +
                                                         size_t(mc.numHeads) * mc.headDim * mc.hiddenSize +
@@ -107,10 +121,10 @@ Result<DecodeBenchResult> runDecodeBench(const DecodeBenchParams& p) {
                 sessions[0]->setRecallProbe(true);
             }
             const auto t0 = std::chrono::steady_clock::now();
+            auto res = DecodeSession::stepBatch(batch, tokens);  // (one session: its plain step)
+            if (!res) return res.status();
             for (size_t b = 0; b < sessions.size(); ++b) {
-                auto res = sessions[b]->step(tokens[b]);
-                if (!res) return res.status();
-                const auto& logits = *res->logits;
+                const auto& logits = *(*res)[b].logits;
                 tokens[b] = int(std::max_element(logits.begin() + 4, logits.end()) - logits.begin());
                 if (k == p.tokensPerPage - 2) tokens[b] = p.config.pageBreakTokenId;  // next input turns the page
             }
@@ -132,7 +146,7 @@ Result<DecodeBenchResult> runDecodeBench(const DecodeBenchParams& p) {
             c.kvCapacityBytes = st.poolCapacityBytes;
             c.hostBytes = st.hostBytes;
             c.attendedTokens = st.attendedTokens;
-            c.bytesPerStep = weightBytes + size_t(st.attendedTokens) * mc.kvBytesPerToken();
+            c.bytesPerStep = weightBytes + sessions.size() * size_t(st.attendedTokens) * mc.kvBytesPerToken();
             c.deviceBytes = st.deviceBytes;
             if (ap.measureRecall) {
                 c.recallMean = sessions[0]->recall().mean();

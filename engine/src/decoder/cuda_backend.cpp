@@ -19,6 +19,12 @@ static_assert(sizeof(DeviceSpan) == sizeof(cuda::AttentionSpan) && offsetof(Devi
                   offsetof(DeviceSpan, track) == offsetof(cuda::AttentionSpan, track),
               "DeviceSpan and cuda::AttentionSpan must share a layout");
 
+void toCuda(const std::vector<DeviceSpan>& spans, std::vector<cuda::AttentionSpan>& out) {
+    out.resize(spans.size());
+    for (size_t i = 0; i < spans.size(); ++i)
+        out[i] = {spans[i].slot, spans[i].first, spans[i].count, spans[i].queryPos, spans[i].track};
+}
+
 Status fromCuda(const std::string& e) { return e.empty() ? Status::ok() : Status(ErrorCode::Engine, "CUDA decoder: " + e); }
 
 class CudaBackend final : public StepBackend {
@@ -45,13 +51,30 @@ public:
         auto adapt = [&](int layer, const float* query, std::vector<cuda::AttentionSpan>& out) -> std::string {
             inner = spansFor(layer, query, spans);
             if (!inner) return inner.message();
-            out.resize(spans.size());
-            for (size_t i = 0; i < spans.size(); ++i)
-                out[i] = {spans[i].slot, spans[i].first, spans[i].count, spans[i].queryPos, spans[i].track};
+            toCuda(spans, out);
             return {};
         };
         const std::string e = dev->step(io.token, io.slot, io.t, io.pos, adapt, perLayer, io.logits, io.queries, io.keys, io.values,
                                         io.trackTokens, io.attendedMass);
+        if (!inner) return inner;
+        return fromCuda(e);
+    }
+
+    Status stepBatch(const std::vector<DeviceStepIO>& ios, const BatchSpansFor& spansFor, bool perLayer) override {
+        std::vector<cuda::BatchItem> items;
+        for (const DeviceStepIO& io : ios) {
+            if (io.trackTokens > 0) return Status(ErrorCode::Internal, "CUDA decoder: a batch does not track attention");
+            items.push_back({io.token, io.slot, io.t, io.pos, io.logits, io.queries, io.keys, io.values});
+        }
+        std::vector<DeviceSpan> spans;
+        Status inner;
+        auto adapt = [&](int item, int layer, const float* query, std::vector<cuda::AttentionSpan>& out) -> std::string {
+            inner = spansFor(item, layer, query, spans);
+            if (!inner) return inner.message();
+            toCuda(spans, out);
+            return {};
+        };
+        const std::string e = dev->stepBatch(items, adapt, perLayer);
         if (!inner) return inner;
         return fromCuda(e);
     }

@@ -68,6 +68,20 @@ public:
         return Status::ok();
     }
 
+    // Each item's step in turn: the mirror checks what the sessions hand a shared device (their
+    // slot ranges, spans and outputs); the CUDA batch's rows are checked against its single steps
+    // by cuda/tests/decoder_step_check.
+    Status stepBatch(const std::vector<DeviceStepIO>& ios, const BatchSpansFor& spansFor, bool perLayer) override {
+        for (size_t i = 0; i < ios.size(); ++i) {
+            if (ios[i].trackTokens > 0) return Status(ErrorCode::Internal, "device mirror: a batch does not track attention");
+            auto one = [&](int layer, const float* query, std::vector<DeviceSpan>& spans) {
+                return spansFor(int(i), layer, query, spans);
+            };
+            if (Status s = step(ios[i], one, perLayer); !s) return s;
+        }
+        return Status::ok();
+    }
+
     Status prefill(const DevicePrefillIO& io, int maxTokens) override {
         const int H = c.hiddenSize, Q = c.numHeads * c.headDim, KV = c.numKvHeads * c.headDim;
         const int T = io.tokens, stride = c.visualStride();

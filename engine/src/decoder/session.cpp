@@ -14,6 +14,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <limits>
+#include <mutex>
 #include <numeric>
 
 namespace quire::decoder {
@@ -155,15 +156,92 @@ struct PackedLayer {
     PackedMatrix wq, wk, wv, wo, wGate, wUp, wDown;
 };
 
+// A model's weights packed for the steps. Sessions on one model share them: a batch of sessions
+// (DecodeSession::stepBatch) reads each weight once a step, and sixteen sessions on a large model
+// do not hold sixteen copies. Holds the model, so a cached entry's address cannot be reused.
+struct PackedWeights {
+    std::shared_ptr<const ModelWeights> model;
+    std::vector<PackedLayer> layers;
+    PackedMatrix head;
+};
+
+std::shared_ptr<const PackedWeights> packedWeightsOf(const std::shared_ptr<const ModelWeights>& model) {
+    static std::mutex mutex;
+    static std::map<const ModelWeights*, std::weak_ptr<const PackedWeights>> cache;
+    std::lock_guard lock(mutex);
+    std::erase_if(cache, [](const auto& e) { return e.second.expired(); });
+    if (auto it = cache.find(model.get()); it != cache.end())
+        if (auto packed = it->second.lock()) return packed;
+    const ModelConfig& c = model->config;
+    const int H = c.hiddenSize, Q = c.numHeads * c.headDim, KV = c.numKvHeads * c.headDim, F = c.intermediateSize;
+    auto packed = std::make_shared<PackedWeights>();
+    packed->model = model;
+    for (const LayerWeights& L : model->layers)
+        packed->layers.push_back(
+            {{L.wq, Q, H}, {L.wk, KV, H}, {L.wv, KV, H}, {L.wo, H, Q}, {L.wGate, F, H}, {L.wUp, F, H}, {L.wDown, H, F}});
+    packed->head = PackedMatrix(model->head(), c.vocabSize, H);
+    cache[model.get()] = packed;
+    return packed;
+}
+
 }  // namespace
+
+struct SharedDevice::Impl {
+    std::shared_ptr<const ModelWeights> model;
+    StepDevice kind = StepDevice::Cpu;
+    std::shared_ptr<StepBackend> backend;
+    // Ranges of slots: those given back, to be taken again (sessions of one batch ask for the
+    // same size), and the end of those handed out.
+    std::mutex mutex;
+    std::vector<std::pair<int, int>> freeRanges;  // (first slot, count)
+    int end = 0;
+    int take(int n) {
+        std::lock_guard lock(mutex);
+        for (auto it = freeRanges.begin(); it != freeRanges.end(); ++it)
+            if (it->second >= n) {
+                const int first = it->first;
+                if (it->second == n) freeRanges.erase(it);
+                else it->first += n, it->second -= n;
+                return first;
+            }
+        end += n;
+        return end - n;
+    }
+    void give(int first, int n) {
+        std::lock_guard lock(mutex);
+        freeRanges.push_back({first, n});
+    }
+};
+
+SharedDevice::SharedDevice(std::unique_ptr<Impl> d) : d(std::move(d)) {}
+SharedDevice::~SharedDevice() = default;
+StepDevice SharedDevice::device() const { return d->kind; }
+
+Result<std::shared_ptr<SharedDevice>> SharedDevice::open(std::shared_ptr<const ModelWeights> model, StepDevice device,
+                                                          bool bf16Weights, int64_t faultAtStep) {
+    auto d = std::make_unique<Impl>();
+    d->model = model, d->kind = device;
+    if (device == StepDevice::Mirror) {
+        d->backend = makeMirrorBackend(model, faultAtStep);
+    } else if (device == StepDevice::Cuda) {
+        auto made = makeCudaBackend(model, bf16Weights);
+        if (!made) return made.status();
+        d->backend = std::move(*made);
+    } else {
+        return Status(ErrorCode::InvalidArgument, "a shared device is a GPU's (the CPU's sessions share their weights anyway)");
+    }
+    return std::shared_ptr<SharedDevice>(new SharedDevice(std::move(d)));
+}
 
 struct DecodeSession::Impl {
     std::shared_ptr<const ModelWeights> model;
     const ModelConfig& c;
     AttentionParams p;
-    // The weights packed for steps and drafts (a page's prefill, thousands of rows, uses OpenBLAS).
-    std::vector<PackedLayer> packed;
-    PackedMatrix packedHead;
+    // The weights packed for steps and drafts (a page's prefill, thousands of rows, uses OpenBLAS),
+    // shared by the sessions on the model.
+    std::shared_ptr<const PackedWeights> packedWeights;
+    const std::vector<PackedLayer>& packed;
+    const PackedMatrix& packedHead;
     // A draft pass's two halves (attention by KV group, the LM head by rows): on a helper thread
     // with AttentionParams::threads 2, else in turn.
     std::unique_ptr<PairRunner> pairs;
@@ -256,11 +334,15 @@ struct DecodeSession::Impl {
     // blocks live in host memory (the cache of gated pages): each layer's selected blocks go to
     // staging slots, that layer's slice only, kept while the selection keeps them (SR-SWA's budget
     // k_p × k_b staging slots, so device memory is fixed when the session starts).
-    std::unique_ptr<StepBackend> device;
+    std::shared_ptr<StepBackend> device;  // the session's own, or a SharedDevice's
     Status deviceStatus;  // why the asked-for device is not there (begin() returns it)
     std::string deviceNotice;  // why the steps run on the CPU instead (deviceFallback)
     int stagingSlots = 0, prefillSlots = 0;
-    int poolBase() const { return prefillSlots + stagingSlots; }
+    // On a SharedDevice the session's slots are the range [deviceBase, deviceBase + deviceRange).
+    int deviceBase = 0, deviceRange = 0;
+    int scratchSlot(int i) const { return deviceBase + i; }
+    int stagingSlot(int j) const { return deviceBase + prefillSlots + j; }
+    int poolBase() const { return deviceBase + prefillSlots + stagingSlots; }
     std::vector<uint8_t> slotDirty;
     struct Staged {
         int page = -1;
@@ -273,7 +355,8 @@ struct DecodeSession::Impl {
     std::vector<float> devQueries, devKeys, devValues;
 
     Impl(std::shared_ptr<const ModelWeights> m, AttentionParams params)
-        : model(std::move(m)), c(model->config), p(params), pairs(std::make_unique<PairRunner>(params.threads)) {
+        : model(std::move(m)), c(model->config), p(params), packedWeights(packedWeightsOf(model)),
+          packed(packedWeights->layers), packedHead(packedWeights->head), pairs(std::make_unique<PairRunner>(params.threads)) {
         halfFloats = size_t(c.numLayers) * c.numKvHeads * kBlockTokens * c.headDim;
         blockFloats = 2 * halfFloats;
         invFreq.resize(size_t(c.headDim / 2));
@@ -301,12 +384,10 @@ struct DecodeSession::Impl {
         selection.resize(size_t(c.numLayers));
         setTrigEntries(size_t(1) << 14);
         lastPositions.resize(size_t(c.numLayers));
-        const int F = c.intermediateSize;
-        for (const LayerWeights& L : model->layers)
-            packed.push_back({{L.wq, Q, H}, {L.wk, KV, H}, {L.wv, KV, H}, {L.wo, H, Q}, {L.wGate, F, H}, {L.wUp, F, H}, {L.wDown, H, F}});
-        packedHead = PackedMatrix(model->head(), c.vocabSize, H);
         if (p.device != StepDevice::Cpu) openDevice();
     }
+
+    ~Impl();
 
     float* data(Block& b) { return b.slot >= 0 ? &pool[size_t(b.slot) * blockFloats] : b.host.data(); }
     const float* data(const Block& b) const { return b.slot >= 0 ? &pool[size_t(b.slot) * blockFloats] : b.host.data(); }
@@ -816,11 +897,12 @@ struct DecodeSession::Impl {
         }
     }
 
-    // Runs the layers for the token whose input embedding is in x; its key/value go to block
-    // `blockId` at slot `t`. `setFor(layer)` gives the spans to attend (the token itself included).
-    template <typename SetFor, typename OnQuery>
-    void forward(int blockId, int t, SetFor setFor, OnQuery onQuery) {
-        const int H = c.hiddenSize, D = c.headDim;
+    // Runs the layers for the token whose input embedding is in x: at each layer, with its
+    // projections in q, k and v, attention(layer) leaves the attention's output in att
+    // (attendLayer() or stepAttention()).
+    template <typename Attention>
+    void forward(Attention attention) {
+        const int H = c.hiddenSize;
         for (int l = 0; l < c.numLayers; ++l) {
             const LayerWeights& L = model->layers[size_t(l)];
             const PackedLayer& P = packed[size_t(l)];
@@ -828,15 +910,7 @@ struct DecodeSession::Impl {
             P.wq.apply(h.data(), 1, q.data());
             P.wk.apply(h.data(), 1, k.data());
             P.wv.apply(h.data(), 1, v.data());
-            onQuery(l);
-            Block& b = blocks[size_t(blockId)];
-            for (int g = 0; g < c.numKvHeads; ++g) storeKv(b, l, g, t, &k[size_t(g) * D], &v[size_t(g) * D], false);
-            b.count = std::max(b.count, t + 1);
-            std::vector<Span> spans = setFor(l);
-            frame(spans, b.pos0 + t);
-            lastPositions[size_t(l)] = positionRuns(spans);
-            attend(l, spans);
-            if (p.measureRecall && recallProbe && b.kind == BlockKind::Generated) measureRecall(l, spans, b.pos0 + t);
+            attention(l);
             P.wo.apply(att.data(), 1, tmp.data());
             for (int i = 0; i < H; ++i) x[size_t(i)] += tmp[size_t(i)];
             rmsnorm(x.data(), L.mlpNorm.data(), h.data(), H, c.rmsNormEps);
@@ -846,6 +920,122 @@ struct DecodeSession::Impl {
             P.wDown.apply(gateBuf.data(), 1, tmp.data());
             for (int i = 0; i < H; ++i) x[size_t(i)] += tmp[size_t(i)];
         }
+    }
+
+    // forward()'s attention at layer l, with the token's projections in q, k and v: its key and
+    // value into block `blockId` at slot `t`, then attention over setFor(l) into att.
+    template <typename SetFor>
+    void attendLayer(int l, int blockId, int t, SetFor setFor) {
+        const int D = c.headDim;
+        Block& b = blocks[size_t(blockId)];
+        for (int g = 0; g < c.numKvHeads; ++g) storeKv(b, l, g, t, &k[size_t(g) * D], &v[size_t(g) * D], false);
+        b.count = std::max(b.count, t + 1);
+        std::vector<Span> spans = setFor(l);
+        frame(spans, b.pos0 + t);
+        lastPositions[size_t(l)] = positionRuns(spans);
+        attend(l, spans);
+        if (p.measureRecall && recallProbe && b.kind == BlockKind::Generated) measureRecall(l, spans, b.pos0 + t);
+    }
+
+    // --- A generated step, in three parts: beginStep() (the page turn, the gate, the embedding),
+    // the forward pass (forward() with stepAttention(), deviceForward(), or a batch's
+    // forwardBatch()), then endStep().
+    struct PendingStep {
+        int blockId = 0, t = 0, input = 0;
+        bool refresh = false;
+        std::vector<float> gq;  // the step's gate query, summed over the layers as they run
+    };
+
+    Status checkStep(int inputToken) const {
+        if (sinkBlocks.empty()) return Status(ErrorCode::InvalidArgument, "step: begin() first");
+        if (inputToken < 0 || inputToken >= c.vocabSize) return Status(ErrorCode::InvalidArgument, "step: token out of range");
+        return Status::ok();
+    }
+
+    Result<PendingStep> beginStep(int inputToken) {
+        if (Status s = checkStep(inputToken); !s) return s;
+        const bool pageBreak = inputToken == c.pageBreakTokenId && generated > 0;
+        if (pageBreak) enterNextPage();
+        placeLineEnd(inputToken);
+        offloadLeftPages();
+        auto id = generatedBlock();
+        if (!id) return id.status();
+        PendingStep ps;
+        ps.blockId = *id, ps.t = blocks[size_t(*id)].count, ps.input = inputToken;
+        ++generated;
+        ps.refresh = p.mode == AttentionMode::SrSwa && (pageBreak || stepsSinceGate >= p.gateRefreshSteps || generated == 1);
+        if (ps.refresh) {
+            if (Status s = refreshGate(); !s) return s;
+            stepsSinceGate = 0;
+        }
+        ++stepsSinceGate;
+        embed(inputToken);
+        ps.gq.assign(size_t(c.numLayers) * c.numKvHeads * c.headDim, 0.f);
+        const auto tokensOfPage = pageTokens.find(currentPage);
+        trackingStep = p.trackAttention && tokensOfPage != pageTokens.end();
+        if (trackingStep) {
+            attendedMass.assign(size_t(tokensOfPage->second), 0.f);
+            trackedPagePos0 = pagePos0[currentPage];
+        }
+        return ps;
+    }
+
+    // A generated step's attention at layer l on the CPU (q, k, v hold its projections).
+    void stepAttention(int l, PendingStep& ps) {
+        addGateQuery(ps.gq, l, q.data());
+        attendLayer(l, ps.blockId, ps.t, [&](int layer) {
+            return generatedSet(layer, generated, q.data(), position, selection[size_t(layer)], ps.refresh);
+        });
+    }
+
+    // The rest of step(); the logits are in `logits` already (a device's or a batch's) or computed
+    // here from x.
+    StepResult endStep(PendingStep& ps, bool logitsDone) {
+        pushRecentQuery(std::move(ps.gq));
+        ++position;
+        frontier = std::max(frontier, position);
+        evictOldGenerated();
+        if (!logitsDone) computeLogits();
+        StepResult result{&logits, currentPage, -1};
+        if (trackingStep) {
+            trackingStep = false;
+            result.attendedVisual = mostAttended(attendedMass);
+        }
+        return result;
+    }
+
+    // The forward passes of steps begun in n sessions on one model (at most kPackedRows), as
+    // forward() computes each: every weight matrix applied to the sessions' rows together (the
+    // packed product gives a row the same result whatever rows go with it, so each session's
+    // logits are its own step's, bit for bit), each session attending over its own blocks, the
+    // sessions split between the two threads of the first session's `pairs`.
+    static void forwardBatch(Impl* const* s, PendingStep* ps, int n) {
+        Impl& first = *s[0];
+        const ModelConfig& c = first.c;
+        const int H = c.hiddenSize, Q = c.numHeads * c.headDim, KV = c.numKvHeads * c.headDim,
+                  F = c.intermediateSize;
+        std::vector<float> X(size_t(n) * H), Xn(X.size()), Qm(size_t(n) * Q), Km(size_t(n) * KV), Vm(Km.size()),
+            A(Qm.size()), O(X.size()), Gm(size_t(n) * F), Um(Gm.size());
+        for (int i = 0; i < n; ++i) std::copy_n(s[size_t(i)]->x.data(), H, &X[size_t(i) * H]);
+        for (int l = 0; l < c.numLayers; ++l) {
+            first.projectRows(l, n, X, Xn, Qm, Km, Vm);
+            first.pairs->run([&](int half) {
+                for (int i = half; i < n; i += 2) {
+                    Impl& si = *s[size_t(i)];
+                    std::copy_n(&Qm[size_t(i) * Q], Q, si.q.data());
+                    std::copy_n(&Km[size_t(i) * KV], KV, si.k.data());
+                    std::copy_n(&Vm[size_t(i) * KV], KV, si.v.data());
+                    si.stepAttention(l, ps[i]);
+                    std::copy_n(si.att.data(), Q, &A[size_t(i) * Q]);
+                }
+            });
+            first.finishLayerRows(l, n, A, X, Xn, O, Gm, Um);
+        }
+        for (int i = 0; i < n; ++i) rmsnorm(&X[size_t(i) * H], first.model->finalNorm.data(), &Xn[size_t(i) * H], H, c.rmsNormEps);
+        std::vector<float> all(size_t(n) * c.vocabSize);
+        first.applySplit(first.packedHead, Xn.data(), n, all.data());
+        for (int i = 0; i < n; ++i)
+            std::copy_n(&all[size_t(i) * c.vocabSize], c.vocabSize, s[size_t(i)]->logits.data());
     }
 
     // Row-wise Y[T, rows] = X[T, cols] W[rows, cols]^T.
@@ -1585,7 +1775,15 @@ struct DecodeSession::Impl {
                                       " device computes plain steps only (no recall probe or reference prefill)");
             return;
         }
-        if (p.device == StepDevice::Mirror) {
+        if (p.sharedDevice) {
+            SharedDevice::Impl& sd = p.sharedDevice->impl();
+            if (sd.model != model || sd.kind != p.device || p.mode != AttentionMode::SrSwa) {
+                deviceStatus = Status(ErrorCode::InvalidArgument,
+                                      "decoder: a shared device takes SR-SWA sessions on its own model and of its own kind");
+                return;
+            }
+            device = sd.backend;
+        } else if (p.device == StepDevice::Mirror) {
             device = makeMirrorBackend(model, p.deviceFaultAtStep);
         } else {
             auto made = makeCudaBackend(model, p.deviceBf16);
@@ -1599,6 +1797,10 @@ struct DecodeSession::Impl {
         if (p.mode == AttentionMode::SrSwa) stagingSlots = std::max(0, p.gatedPages) * std::max(0, p.blocksPerGatedPage);
         prefillSlots = (p.maxPageTokens + kBlockTokens - 1) / kBlockTokens;
         staged.assign(size_t(c.numLayers), std::vector<Staged>(size_t(stagingSlots)));
+        if (p.sharedDevice) {
+            deviceRange = prefillSlots + stagingSlots + capacitySlots;
+            deviceBase = p.sharedDevice->impl().take(deviceRange);
+        }
         devQueries.resize(size_t(c.numLayers) * c.numHeads * c.headDim);
         devKeys.resize(size_t(c.numLayers) * c.numKvHeads * c.headDim);
         devValues.resize(devKeys.size());
@@ -1641,12 +1843,12 @@ struct DecodeSession::Impl {
                         if (st[size_t(j)].lastUse < deviceSteps && (at < 0 || st[size_t(j)].lastUse < st[size_t(at)].lastUse)) at = j;
                     if (at < 0 || b.host.empty())
                         return Status(ErrorCode::Internal, "decoder: more gated blocks than the device's staging slots");
-                    if (Status e = device->writeSlotLayer(prefillSlots + at, layer, b.host.data()); !e) return e;
+                    if (Status e = device->writeSlotLayer(stagingSlot(at), layer, b.host.data()); !e) return e;
                     ++deviceUploads;
                     st[size_t(at)].page = b.page, st[size_t(at)].pos0 = b.pos0;
                 }
                 st[size_t(at)].lastUse = deviceSteps;
-                slot = prefillSlots + at;
+                slot = stagingSlot(at);
             }
             // Attention tracking: the current page's visual tokens, by their index on the page.
             const int32_t track = trackingStep && b.kind == BlockKind::Visual && b.page == currentPage
@@ -1664,7 +1866,7 @@ struct DecodeSession::Impl {
         if (Status s = syncDevice(); !s) return s;  // the sinks the page attends to
         std::vector<int32_t> blockSlots;
         for (size_t i = 0; i < into.size(); ++i)
-            blockSlots.push_back(into[i]->slot >= 0 ? poolBase() + into[i]->slot : int32_t(i));  // host blocks: the scratch
+            blockSlots.push_back(into[i]->slot >= 0 ? poolBase() + into[i]->slot : scratchSlot(int(i)));  // host blocks: the scratch
         std::vector<DeviceSpan> spans;
         std::vector<int32_t> offsets{0};
         for (int t = 0; t < T; ++t) {
@@ -1696,36 +1898,48 @@ struct DecodeSession::Impl {
         device.reset();
     }
 
-    // step()'s forward pass on the device: the token in block `blockId` at `t`; the spans as
-    // forward() would give them; the logits into `logits`, the gate query into gq, the token's key
-    // and value back into the host's block (and its Quest bounds).
-    Status deviceForward(int blockId, int t, int token, bool refresh, std::vector<float>& gq) {
-        Block& b = blocks[size_t(blockId)];
-        b.count = std::max(b.count, t + 1);
+    // step()'s forward pass on the device, in three parts (a batch on a shared device runs the
+    // first and the last for each session around one device call): the token's block and the
+    // device's copies made ready, and io filled; the spans of layer l as generatedSet() gives them
+    // (query: the layer's pre-rotary query, or null when the spans are asked for up front); the
+    // gate query, and the token's key and value back into the host's block with its Quest bounds.
+    Status deviceBegin(const PendingStep& ps, DeviceStepIO& io, bool& perLayer) {
+        Block& b = blocks[size_t(ps.blockId)];
+        b.count = std::max(b.count, ps.t + 1);
         ++deviceSteps;
         if (Status s = syncDevice(); !s) return s;
-        bool perLayer = refresh;
+        perLayer = ps.refresh;
         if (p.mode == AttentionMode::SrSwa)
             for (const Selection& sel : selection) perLayer = perLayer || sel.size() != gated.size();
-        const int64_t pos = b.pos0 + t;
-        DeviceStepIO io;
-        io.token = token, io.slot = poolBase() + b.slot, io.t = t, io.pos = pos;
+        io = DeviceStepIO{};
+        io.token = ps.input, io.slot = poolBase() + b.slot, io.t = ps.t, io.pos = b.pos0 + ps.t;
         io.logits = logits.data(), io.queries = devQueries.data(), io.keys = devKeys.data(), io.values = devValues.data();
         if (trackingStep) io.trackTokens = int(attendedMass.size()), io.attendedMass = attendedMass.data();
-        auto spansFor = [&](int l, const float* query, std::vector<DeviceSpan>& out) -> Status {
-            std::vector<Span> spans = generatedSet(l, generated, query ? query : q.data(), position, selection[size_t(l)], refresh);
-            frame(spans, pos);
-            lastPositions[size_t(l)] = positionRuns(spans);
-            return toDevice(l, spans, out);
-        };
-        if (Status s = device->step(io, spansFor, perLayer); !s) return s;
+        return Status::ok();
+    }
+    Status deviceSpans(const PendingStep& ps, int l, const float* query, std::vector<DeviceSpan>& out) {
+        std::vector<Span> spans = generatedSet(l, generated, query ? query : q.data(), position, selection[size_t(l)], ps.refresh);
+        frame(spans, blocks[size_t(ps.blockId)].pos0 + ps.t);
+        lastPositions[size_t(l)] = positionRuns(spans);
+        return toDevice(l, spans, out);
+    }
+    void deviceEnd(PendingStep& ps) {
+        Block& b = blocks[size_t(ps.blockId)];
         const int Q = c.numHeads * c.headDim, KV = c.numKvHeads * c.headDim, D = c.headDim;
         for (int l = 0; l < c.numLayers; ++l) {
-            addGateQuery(gq, l, &devQueries[size_t(l) * Q]);
+            addGateQuery(ps.gq, l, &devQueries[size_t(l) * Q]);
             for (int g = 0; g < c.numKvHeads; ++g)
-                storeKv(b, l, g, t, &devKeys[size_t(l) * KV + size_t(g) * D], &devValues[size_t(l) * KV + size_t(g) * D], true,
+                storeKv(b, l, g, ps.t, &devKeys[size_t(l) * KV + size_t(g) * D], &devValues[size_t(l) * KV + size_t(g) * D], true,
                         true);
         }
+    }
+    Status deviceForward(PendingStep& ps) {
+        DeviceStepIO io;
+        bool perLayer = false;
+        if (Status s = deviceBegin(ps, io, perLayer); !s) return s;
+        auto spansFor = [&](int l, const float* query, std::vector<DeviceSpan>& out) { return deviceSpans(ps, l, query, out); };
+        if (Status s = device->step(io, spansFor, perLayer); !s) return s;
+        deviceEnd(ps);
         return Status::ok();
     }
 
@@ -1734,6 +1948,10 @@ struct DecodeSession::Impl {
         std::copy(e, e + c.hiddenSize, x.begin());
     }
 };
+
+DecodeSession::Impl::~Impl() {
+    if (p.sharedDevice && deviceRange > 0) p.sharedDevice->impl().give(deviceBase, deviceRange);
+}
 
 DecodeSession::DecodeSession(std::shared_ptr<const ModelWeights> model, AttentionParams params)
     : d(std::make_unique<Impl>(std::move(model), params)), m_params(params) {}
@@ -1775,10 +1993,7 @@ Status DecodeSession::begin(const std::vector<int>& sinkTokens) {
         const int id = d->sinkBlocks.back();
         const int t = d->blocks[size_t(id)].count;
         d->embed(tok);
-        d->forward(id, t, [&](int) {
-            auto spans = d->wholeBlocks(d->sinkBlocks);
-            return spans;
-        }, [](int) {});
+        d->forward([&](int l) { d->attendLayer(l, id, t, [&](int) { return d->wholeBlocks(d->sinkBlocks); }); });
         ++d->position;
         d->frontier = std::max(d->frontier, d->position);
     }
@@ -1823,35 +2038,11 @@ Status DecodeSession::addPage(int page, const float* visual, int count) {
 }
 
 Result<StepResult> DecodeSession::step(int inputToken) {
-    auto& c = d->c;
-    if (d->sinkBlocks.empty()) return Status(ErrorCode::InvalidArgument, "step: begin() first");
-    if (inputToken < 0 || inputToken >= c.vocabSize) return Status(ErrorCode::InvalidArgument, "step: token out of range");
-    const bool pageBreak = inputToken == c.pageBreakTokenId && d->generated > 0;
-    if (pageBreak) d->enterNextPage();
-    d->placeLineEnd(inputToken);
-    d->offloadLeftPages();
-    auto id = d->generatedBlock();
-    if (!id) return id.status();
-    const int t = d->blocks[size_t(*id)].count;
-    ++d->generated;
-    const bool refresh = m_params.mode == AttentionMode::SrSwa &&
-                         (pageBreak || d->stepsSinceGate >= m_params.gateRefreshSteps || d->generated == 1);
-    if (refresh) {
-        if (Status s = d->refreshGate(); !s) return s;
-        d->stepsSinceGate = 0;
-    }
-    ++d->stepsSinceGate;
-    d->embed(inputToken);
-    std::vector<float> gq(size_t(c.numLayers) * c.numKvHeads * c.headDim, 0.f);
-    const auto tokensOfPage = d->pageTokens.find(d->currentPage);
-    d->trackingStep = m_params.trackAttention && tokensOfPage != d->pageTokens.end();
-    if (d->trackingStep) {
-        d->attendedMass.assign(size_t(tokensOfPage->second), 0.f);
-        d->trackedPagePos0 = d->pagePos0[d->currentPage];
-    }
+    auto ps = d->beginStep(inputToken);
+    if (!ps) return ps.status();
     bool onDevice = false;
     if (d->device) {
-        Status s = d->deviceForward(*id, t, inputToken, refresh, gq);
+        Status s = d->deviceForward(*ps);
         if (s) {
             onDevice = true;
         } else {
@@ -1860,23 +2051,98 @@ Result<StepResult> DecodeSession::step(int inputToken) {
         }
     }
     if (!onDevice) {
-        d->forward(*id, t,
-                   [&](int l) {
-                       return d->generatedSet(l, d->generated, d->q.data(), d->position, d->selection[size_t(l)], refresh);
-                   },
-                   [&](int l) { d->addGateQuery(gq, l, d->q.data()); });
+        d->forward([&](int l) { d->stepAttention(l, *ps); });
     }
-    d->pushRecentQuery(std::move(gq));
-    ++d->position;
-    d->frontier = std::max(d->frontier, d->position);
-    d->evictOldGenerated();
-    if (!onDevice) d->computeLogits();
-    StepResult result{&d->logits, d->currentPage, -1};
-    if (d->trackingStep) {
-        d->trackingStep = false;
-        result.attendedVisual = Impl::mostAttended(d->attendedMass);
+    return d->endStep(*ps, onDevice);
+}
+
+Result<std::vector<StepResult>> DecodeSession::stepBatch(const std::vector<DecodeSession*>& sessions,
+                                                         const std::vector<int>& inputs) {
+    if (sessions.empty() || sessions.size() != inputs.size())
+        return Status(ErrorCode::InvalidArgument, "stepBatch: one input for each of one or more sessions");
+    for (size_t i = 0; i < sessions.size(); ++i) {
+        if (!sessions[i]) return Status(ErrorCode::InvalidArgument, "stepBatch: no session");
+        if (sessions[i]->d->model != sessions[0]->d->model)
+            return Status(ErrorCode::InvalidArgument, "stepBatch: the sessions run different models");
+        if (std::find(sessions.begin(), sessions.begin() + long(i), sessions[i]) != sessions.begin() + long(i))
+            return Status(ErrorCode::InvalidArgument, "stepBatch: a session appears twice");
+        if (Status s = sessions[i]->d->checkStep(inputs[i]); !s) return s;
     }
-    return result;
+    if (sessions.size() == 1) {
+        auto r = sessions[0]->step(inputs[0]);
+        if (!r) return r.status();
+        return std::vector<StepResult>{*r};
+    }
+    std::vector<StepResult> results(sessions.size());
+    // On the CPU: together. On a shared device: together there, those on one device. Otherwise
+    // (a device of its own, attention tracking): each its own step().
+    std::vector<size_t> onCpu;
+    std::map<StepBackend*, std::vector<size_t>> onShared;
+    for (size_t i = 0; i < sessions.size(); ++i) {
+        const Impl& si = *sessions[i]->d;
+        if (!si.device) onCpu.push_back(i);
+        else if (si.p.sharedDevice && !si.p.trackAttention) onShared[si.device.get()].push_back(i);
+    }
+    for (size_t i = 0; i < sessions.size(); ++i) {
+        const Impl& si = *sessions[i]->d;
+        if (!si.device || (si.p.sharedDevice && !si.p.trackAttention && onShared[si.device.get()].size() > 1)) continue;
+        auto r = sessions[i]->step(inputs[i]);
+        if (!r) return r.status();
+        results[i] = *r;
+    }
+    // Begins the steps of sessions `which`.
+    auto begin = [&](const std::vector<size_t>& which, std::vector<Impl*>& impls,
+                     std::vector<Impl::PendingStep>& pending) -> Status {
+        for (size_t i : which) {
+            Impl& si = *sessions[i]->d;
+            auto ps = si.beginStep(inputs[i]);
+            if (!ps) return ps.status();
+            impls.push_back(&si);
+            pending.push_back(std::move(*ps));
+        }
+        return Status::ok();
+    };
+    // Their forward passes on the CPU, kPackedRows sessions a pass.
+    auto onTheCpu = [](const std::vector<Impl*>& impls, std::vector<Impl::PendingStep>& pending) {
+        for (size_t from = 0; from < impls.size(); from += size_t(Impl::kPackedRows)) {
+            const size_t to = std::min(impls.size(), from + size_t(Impl::kPackedRows));
+            Impl::forwardBatch(impls.data() + from, pending.data() + from, int(to - from));
+        }
+    };
+    for (const auto& [backend, members] : onShared) {
+        if (members.size() < 2) continue;
+        std::vector<Impl*> impls;
+        std::vector<Impl::PendingStep> pending;
+        if (Status s = begin(members, impls, pending); !s) return s;
+        std::vector<DeviceStepIO> ios(members.size());
+        bool perLayer = false;
+        Status s;
+        for (size_t j = 0; j < impls.size() && s; ++j) {
+            bool mine = false;
+            s = impls[j]->deviceBegin(pending[j], ios[j], mine);
+            perLayer = perLayer || mine;
+        }
+        if (s)
+            s = backend->stepBatch(ios, [&](int item, int l, const float* query, std::vector<DeviceSpan>& out) {
+                return impls[size_t(item)]->deviceSpans(pending[size_t(item)], l, query, out);
+            }, perLayer);
+        if (s) {
+            for (size_t j = 0; j < impls.size(); ++j) impls[j]->deviceEnd(pending[j]);
+        } else {  // each session goes on with the CPU (the host holds every key and value)
+            for (Impl* si : impls) {
+                if (!si->p.deviceFallback) return s;
+                si->dropDevice("generated step " + std::to_string(si->generated - 1) + " (counted from 0), in a batch", s);
+            }
+            onTheCpu(impls, pending);
+        }
+        for (size_t j = 0; j < impls.size(); ++j) results[members[j]] = impls[j]->endStep(pending[j], true);
+    }
+    std::vector<Impl*> impls;
+    std::vector<Impl::PendingStep> pending;
+    if (Status s = begin(onCpu, impls, pending); !s) return s;
+    onTheCpu(impls, pending);
+    for (size_t j = 0; j < impls.size(); ++j) results[onCpu[j]] = impls[j]->endStep(pending[j], true);
+    return results;
 }
 
 Result<int> DecodeSession::stepDraft(const std::vector<int>& inputs,

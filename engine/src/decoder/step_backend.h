@@ -76,6 +76,11 @@ public:
     // run the step as one captured graph.
     using SpansFor = std::function<Status(int layer, const float* query, std::vector<DeviceSpan>& spans)>;
     virtual Status step(const DeviceStepIO& io, const SpansFor& spansFor, bool perLayer) = 0;
+    // The steps of several sessions whose slots lie in this device (a SharedDevice's), together:
+    // each weight read once for all of them. spansFor(item, layer, query, spans) is item's
+    // spansFor; `perLayer` as step()'s, for them all. No attention tracking (trackTokens 0).
+    using BatchSpansFor = std::function<Status(int item, int layer, const float* query, std::vector<DeviceSpan>& spans)>;
+    virtual Status stepBatch(const std::vector<DeviceStepIO>& ios, const BatchSpansFor& spansFor, bool perLayer) = 0;
     // At most `maxTokens` tokens a page (sizes the prefill's scratch, once).
     virtual Status prefill(const DevicePrefillIO& io, int maxTokens) = 0;
     // Device memory held: weights, pool, scratch.

@@ -17,7 +17,7 @@ struct DecodeBenchParams {
     int tokensPerPage = 24;     // generated tokens per page (the last one is a page break)
     std::vector<int> checkpoints = {10, 100, 1000};
     std::string device = "cpu";
-    int batch = 1;
+    int batch = 1;              // volumes stepped together (DecodeSession::stepBatch)
     uint64_t seed = 1;
     double maxKvBytes = 8e9;    // stop (full attention) before the KV cache outgrows this
     bool recall = false;        // SR-SWA: attention-mass recall at the checkpoints
@@ -25,13 +25,13 @@ struct DecodeBenchParams {
 
 struct DecodeCheckpoint {
     int page = 0;
-    double msPerToken = 0;      // median over the page's generated tokens
-    size_t kvBytes = 0;         // KV memory in use ("device" pool)
+    double msPerToken = 0;      // median over the page's generated tokens (a batch's step over its size)
+    size_t kvBytes = 0;         // KV memory in use ("device" pool), one session's
     size_t kvCapacityBytes = 0; // reserved
     size_t hostBytes = 0;       // offloaded pages
     int attendedTokens = 0;
-    size_t bytesPerStep = 0;    // weights (as stored on the device) + the attended keys and values
-    size_t deviceBytes = 0;     // GPU memory the session holds (cuda)
+    size_t bytesPerStep = 0;    // weights (as stored on the device) + the keys and values the batch's sessions attend
+    size_t deviceBytes = 0;     // GPU memory the session holds (cuda; with a batch, the shared device's)
     double recallMean = -1, recallP1 = -1;
 };
 

@@ -45,6 +45,8 @@ Result<StepDevice> parseStepDevice(const std::string& s);
 const char* attentionModeName(AttentionMode m);
 Result<AttentionMode> parseAttentionMode(const std::string& s);
 
+class SharedDevice;
+
 struct AttentionParams {
     AttentionMode mode = AttentionMode::SrSwa;
     int recentTokens = 128;        // n: generated tokens kept (self included)
@@ -91,6 +93,31 @@ struct AttentionParams {
     bool deviceFallback = true;
     // Tests only: the device fails at this generated step (as a GPU out of memory would); -1 never.
     int64_t deviceFaultAtStep = -1;
+    // Sessions given the same SharedDevice (of `device`'s kind) hold their blocks in it, and
+    // DecodeSession::stepBatch computes their steps together there. SR-SWA only.
+    std::shared_ptr<SharedDevice> sharedDevice;
+};
+
+// One device for several sessions on one model (a batch of volumes): the weights go to it once,
+// and each session's blocks take a range of its slots (the session's memory, fixed when it
+// starts, given back when it ends), so that DecodeSession::stepBatch computes their steps
+// together there, each weight read once a step for all of them. SR-SWA sessions only: their
+// memory is fixed when they start. Sessions whose device fails go on with the CPU as alone.
+class SharedDevice {
+public:
+    // Fails with the reason where there is no such device or no memory for the weights.
+    // faultAtStep (tests only, the mirror): its step of that number, counted over the sessions'
+    // steps from 0, fails as an out-of-memory GPU would.
+    static Result<std::shared_ptr<SharedDevice>> open(std::shared_ptr<const ModelWeights> model, StepDevice device,
+                                                      bool bf16Weights = true, int64_t faultAtStep = -1);
+    ~SharedDevice();
+    StepDevice device() const;
+    struct Impl;
+    Impl& impl() { return *d; }
+
+private:
+    explicit SharedDevice(std::unique_ptr<Impl> d);
+    std::unique_ptr<Impl> d;
 };
 
 // Attention-mass recall against full attention, per (layer, head) sample.
@@ -135,6 +162,15 @@ public:
     // Feeds the previous output token (the page-break token moves to the next page) and returns
     // the logits of the next one.
     Result<StepResult> step(int inputToken);
+    // One step of each of several sessions at once (a batch of volumes): sessions[i] is fed
+    // inputs[i] as its step() would be, and results[i] is what that step() returns, logits bit for
+    // bit. The sessions must run one model (the same ModelWeights). On the CPU each weight matrix is
+    // read once for the batch (up to 64 sessions a pass) instead of once a session, and with
+    // `threads` 2 in the first session the sessions' attention is split between two threads. A
+    // session computing on a device takes its own step(). An error leaves the sessions as a failed
+    // step() leaves one.
+    static Result<std::vector<StepResult>> stepBatch(const std::vector<DecodeSession*>& sessions,
+                                                      const std::vector<int>& inputs);
     // Draft verification: feeds inputs[0] and then, for as long as onStep(i, result) returns true,
     // inputs[i + 1] — the same tokens, logits and state as calling step() on each in turn (up to
     // float rounding), with the tokens computed together in matrix products. A caller that guesses
