@@ -364,8 +364,6 @@ struct DecoderStep::Impl {
         if (st != CUBLAS_STATUS_SUCCESS) return "cuBLAS product failed (status " + std::to_string(int(st)) + ")";
         return {};
     }
-    // y[rows] = W x: a step's one row.
-    std::string matvec(const DeviceMatrix& W, const float* x, float* y) { return gemmRows(W, x, W.cols, 1, y, act16); }
 
     std::string reservePrefill(int maxTokens) {
         if (maxTokens <= prefillMax) return {};
@@ -404,6 +402,32 @@ struct DecoderStep::Impl {
         return {};
     }
 
+    // T rows (a page's tokens, a batch's sequences) through layer l's products: the attention's
+    // input (norm, then Q, K and V) ...
+    std::string rowsQkv(int l, int T, const float* X, float* Xn, float* Qo, float* Ko, float* Vo, DeviceBuffer& act) {
+        Layer& L = layers[size_t(l)];
+        std::string e = rmsNorm(X, L.attnNorm.as<float>(), Xn, T, c.hidden, c.rmsEps, stream);
+        if (e.empty()) e = gemmRows(L.wq, Xn, c.hidden, T, Qo, act);
+        if (e.empty()) e = gemmRows(L.wk, Xn, c.hidden, T, Ko, act);
+        if (e.empty()) e = gemmRows(L.wv, Xn, c.hidden, T, Vo, act);
+        return e;
+    }
+    // ... and, given the attention's output A, the output projection and the SwiGLU MLP, each added
+    // to the residual X.
+    std::string rowsRest(int l, int T, const float* A, float* X, float* Xn, float* O, float* G, float* U, DeviceBuffer& act) {
+        Layer& L = layers[size_t(l)];
+        const int H = c.hidden, Q = c.heads * c.headDim, F = c.intermediate;
+        std::string e = gemmRows(L.wo, A, Q, T, O, act);
+        if (e.empty()) e = add(X, O, T * H);
+        if (e.empty()) e = rmsNorm(X, L.mlpNorm.as<float>(), Xn, T, H, c.rmsEps, stream);
+        if (e.empty()) e = gemmRows(L.wGate, Xn, H, T, G, act);
+        if (e.empty()) e = gemmRows(L.wUp, Xn, H, T, U, act);
+        if (e.empty()) e = swiglu(G, U, G, T * F, stream);
+        if (e.empty()) e = gemmRows(L.wDown, G, F, T, O, act);
+        if (e.empty()) e = add(X, O, T * H);
+        return e;
+    }
+
     std::string add(float* xio, const float* y, int n) {
         AddKernel<<<blocksFor(n), 256, 0, stream>>>(xio, y, n);
         return launched("residual");
@@ -411,13 +435,10 @@ struct DecoderStep::Impl {
 
     // The step's kernels up to the layer's query, key and value (the key and value stored).
     std::string layerQkv(int l) {
-        Layer& L = layers[size_t(l)];
         const int Q = c.heads * c.headDim, KV = c.kvHeads * c.headDim;
         std::string e;
-        if (!(e = rmsNorm(x.as<float>(), L.attnNorm.as<float>(), hbuf.as<float>(), 1, c.hidden, c.rmsEps, stream)).empty()) return e;
-        if (!(e = matvec(L.wq, hbuf.as<float>(), q.as<float>())).empty()) return e;
-        if (!(e = matvec(L.wk, hbuf.as<float>(), k.as<float>())).empty()) return e;
-        if (!(e = matvec(L.wv, hbuf.as<float>(), v.as<float>())).empty()) return e;
+        if (!(e = rowsQkv(l, 1, x.as<float>(), hbuf.as<float>(), q.as<float>(), k.as<float>(), v.as<float>(), act16)).empty())
+            return e;
         if (!(e = check(cudaMemcpyAsync(queriesOut.as<float>() + size_t(l) * Q, q.get(), size_t(Q) * sizeof(float),
                                          cudaMemcpyDeviceToDevice, stream), "query copy")).empty())
             return e;
@@ -429,7 +450,6 @@ struct DecoderStep::Impl {
 
     // ... and from the attention on: the output projection, the MLP, the residuals.
     std::string layerRest(int l, bool tracking) {
-        Layer& L = layers[size_t(l)];
         const dim3 grid(c.heads, splits);
         AttentionSplitKernel<<<grid, kAttnThreads, 0, stream>>>(
             q.as<float>(), 0, pool.as<float>(), spans.as<AttentionSpan>() + size_t(l) * maxSpans, counts.as<int>() + l, nullptr,
@@ -447,14 +467,8 @@ struct DecoderStep::Impl {
                 headStats.as<float>(), mass.as<float>(), massCap);
             if (!(e = launched("attention tracking")).empty()) return e;
         }
-        if (!(e = matvec(L.wo, att.as<float>(), o.as<float>())).empty()) return e;
-        if (!(e = add(x.as<float>(), o.as<float>(), c.hidden)).empty()) return e;
-        if (!(e = rmsNorm(x.as<float>(), L.mlpNorm.as<float>(), hbuf.as<float>(), 1, c.hidden, c.rmsEps, stream)).empty()) return e;
-        if (!(e = matvec(L.wGate, hbuf.as<float>(), gate.as<float>())).empty()) return e;
-        if (!(e = matvec(L.wUp, hbuf.as<float>(), up.as<float>())).empty()) return e;
-        if (!(e = swiglu(gate.as<float>(), up.as<float>(), gate.as<float>(), c.intermediate, stream)).empty()) return e;
-        if (!(e = matvec(L.wDown, gate.as<float>(), o.as<float>())).empty()) return e;
-        return add(x.as<float>(), o.as<float>(), c.hidden);
+        return rowsRest(l, 1, att.as<float>(), x.as<float>(), hbuf.as<float>(), o.as<float>(), gate.as<float>(), up.as<float>(),
+                        act16);
     }
 
     std::string embedToken() {
@@ -464,7 +478,7 @@ struct DecoderStep::Impl {
     std::string finish() {
         std::string e = rmsNorm(x.as<float>(), finalNorm.as<float>(), hbuf.as<float>(), 1, c.hidden, c.rmsEps, stream);
         if (!e.empty()) return e;
-        return matvec(head, hbuf.as<float>(), logits.as<float>());
+        return gemmRows(head, hbuf.as<float>(), c.hidden, 1, logits.as<float>(), act16);
     }
     std::string clearMass() { return check(cudaMemsetAsync(mass.get(), 0, size_t(massCap) * sizeof(float), stream), "tracking"); }
     std::string wholeStep(bool tracking) {
@@ -715,7 +729,7 @@ std::string DecoderStep::stepBatch(const std::vector<BatchItem>& items, const Ba
     }
     std::string e = m.reserveBatch(B);
     if (!e.empty()) return e;
-    const int H = c.hidden, Q = c.heads * c.headDim, KV = c.kvHeads * c.headDim, F = c.intermediate;
+    const int H = c.hidden, Q = c.heads * c.headDim, KV = c.kvHeads * c.headDim;
     // Enough (head, split) blocks for every multiprocessor twice over, the sequences counted.
     const int splits = std::clamp((2 * m.sms + c.heads * B - 1) / (c.heads * B), 1, Impl::kMaxSplits);
     cudaStream_t st = m.stream;
@@ -772,11 +786,7 @@ std::string DecoderStep::stepBatch(const std::vector<BatchItem>& items, const Ba
     const float scale = float(1.0 / std::sqrt(double(c.headDim)));
     std::vector<float> layerQueries;
     for (int l = 0; l < c.layers && e.empty(); ++l) {
-        Impl::Layer& L = m.layers[size_t(l)];
-        e = rmsNorm(X, L.attnNorm.as<float>(), Xn, B, H, c.rmsEps, st);
-        if (e.empty()) e = m.gemmRows(L.wq, Xn, H, B, m.bQ.as<float>(), m.bAct16);
-        if (e.empty()) e = m.gemmRows(L.wk, Xn, H, B, m.bK.as<float>(), m.bAct16);
-        if (e.empty()) e = m.gemmRows(L.wv, Xn, H, B, m.bV.as<float>(), m.bAct16);
+        e = m.rowsQkv(l, B, X, Xn, m.bQ.as<float>(), m.bK.as<float>(), m.bV.as<float>(), m.bAct16);
         if (e.empty())
             e = check(cudaMemcpyAsync(m.bQueries.as<float>() + size_t(l) * B * Q, m.bQ.get(), size_t(B) * Q * sizeof(float),
                                       cudaMemcpyDeviceToDevice, st),
@@ -808,14 +818,7 @@ std::string DecoderStep::stepBatch(const std::vector<BatchItem>& items, const Ba
             AttentionCombineKernel<<<dim3(c.heads, B), 128, 0, st>>>(m.bWork.as<float>(), splits, c.headDim, m.bA.as<float>(), nullptr);
             e = launched("batch attention combine");
         }
-        if (e.empty()) e = m.gemmRows(L.wo, m.bA.as<float>(), Q, B, O, m.bAct16);
-        if (e.empty()) e = m.add(X, O, B * H);
-        if (e.empty()) e = rmsNorm(X, L.mlpNorm.as<float>(), Xn, B, H, c.rmsEps, st);
-        if (e.empty()) e = m.gemmRows(L.wGate, Xn, H, B, m.bG.as<float>(), m.bAct16);
-        if (e.empty()) e = m.gemmRows(L.wUp, Xn, H, B, m.bU.as<float>(), m.bAct16);
-        if (e.empty()) e = swiglu(m.bG.as<float>(), m.bU.as<float>(), m.bG.as<float>(), B * F, st);
-        if (e.empty()) e = m.gemmRows(L.wDown, m.bG.as<float>(), F, B, O, m.bAct16);
-        if (e.empty()) e = m.add(X, O, B * H);
+        if (e.empty()) e = m.rowsRest(l, B, m.bA.as<float>(), X, Xn, O, m.bG.as<float>(), m.bU.as<float>(), m.bAct16);
     }
     if (e.empty()) e = rmsNorm(X, m.finalNorm.as<float>(), Xn, B, H, c.rmsEps, st);
     if (e.empty()) e = m.gemmRows(m.head, Xn, H, B, m.bLogits.as<float>(), m.bAct16);
@@ -865,7 +868,7 @@ std::string DecoderStep::prefill(const PrefillSpec& spec, int maxTokens) {
         m.prefillSpanCap = cap;
     }
     const int stride = c.visualDim + (c.visualTokenIds ? 1 : 0);
-    const int H = c.hidden, Q = c.heads * c.headDim, KV = c.kvHeads * c.headDim, F = c.intermediate;
+    const int H = c.hidden, Q = c.heads * c.headDim, KV = c.kvHeads * c.headDim;
     cudaStream_t st = m.stream;
     auto copyIn = [&](DeviceBuffer& dst, const void* src, size_t n) {
         return check(cudaMemcpyAsync(dst.get(), src, n, cudaMemcpyHostToDevice, st), "prefill inputs");
@@ -886,11 +889,7 @@ std::string DecoderStep::prefill(const PrefillSpec& spec, int maxTokens) {
     }
     const float scale = float(1.0 / std::sqrt(double(c.headDim)));
     for (int l = 0; l < c.layers && e.empty(); ++l) {
-        Impl::Layer& L = m.layers[size_t(l)];
-        e = rmsNorm(X, L.attnNorm.as<float>(), Xn, T, H, c.rmsEps, st);
-        if (e.empty()) e = m.gemmRows(L.wq, Xn, H, T, m.pQ.as<float>(), m.pAct16);
-        if (e.empty()) e = m.gemmRows(L.wk, Xn, H, T, m.pK.as<float>(), m.pAct16);
-        if (e.empty()) e = m.gemmRows(L.wv, Xn, H, T, m.pV.as<float>(), m.pAct16);
+        e = m.rowsQkv(l, T, X, Xn, m.pQ.as<float>(), m.pK.as<float>(), m.pV.as<float>(), m.pAct16);
         if (e.empty()) {
             StoreKvRowsKernel<<<blocksFor(long(T) * KV), 256, 0, st>>>(m.pK.as<float>(), m.pV.as<float>(), m.pool.as<float>(),
                                                                        m.pSlots.as<int32_t>(), spec.pos0, T, l, c.layers,
@@ -915,14 +914,7 @@ std::string DecoderStep::prefill(const PrefillSpec& spec, int maxTokens) {
             AttentionCombineKernel<<<dim3(c.heads, T), 128, 0, st>>>(m.pWork.as<float>(), 1, c.headDim, m.pA.as<float>(), nullptr);
             e = launched("page attention combine");
         }
-        if (e.empty()) e = m.gemmRows(L.wo, m.pA.as<float>(), Q, T, O, m.pAct16);
-        if (e.empty()) e = m.add(X, O, T * H);
-        if (e.empty()) e = rmsNorm(X, L.mlpNorm.as<float>(), Xn, T, H, c.rmsEps, st);
-        if (e.empty()) e = m.gemmRows(L.wGate, Xn, H, T, m.pG.as<float>(), m.pAct16);
-        if (e.empty()) e = m.gemmRows(L.wUp, Xn, H, T, m.pU.as<float>(), m.pAct16);
-        if (e.empty()) e = swiglu(m.pG.as<float>(), m.pU.as<float>(), m.pG.as<float>(), T * F, st);
-        if (e.empty()) e = m.gemmRows(L.wDown, m.pG.as<float>(), F, T, O, m.pAct16);
-        if (e.empty()) e = m.add(X, O, T * H);
+        if (e.empty()) e = m.rowsRest(l, T, m.pA.as<float>(), X, Xn, O, m.pG.as<float>(), m.pU.as<float>(), m.pAct16);
     }
     const std::string synced = check(cudaStreamSynchronize(st), "prefill");
     return e.empty() ? synced : e;
