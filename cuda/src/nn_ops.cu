@@ -108,14 +108,33 @@ __device__ float binop(float a, float b, int op) {
     case 0: return a + b;
     case 1: return a - b;
     case 2: return a * b;
-    default: return a / b;
+    case 3: return a / b;
+    default: return b == 2.f ? a * a : powf(a, b);
     }
 }
 
 __global__ void ChannelBinaryKernel(float* x, const float* c, size_t outer, size_t inner, int channels, int op) {
     const size_t total = outer * inner;
     for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < total; i += size_t(gridDim.x) * blockDim.x)
-        x[i] = binop(x[i], c[(i / inner) % size_t(channels)], op);
+        x[i] = binop(x[i], c[channels > 0 ? (i / inner) % size_t(channels) : i % inner], op);
+}
+
+struct GatherShape {
+    int rank;
+    long long shape[kMaxGatherRank], strides[kMaxGatherRank];
+};
+
+__global__ void GatherKernel(const float* x, float* y, GatherShape g, long long offset, size_t total) {
+    for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < total; i += size_t(gridDim.x) * blockDim.x) {
+        size_t rem = i;
+        long long at = offset;
+        for (int d = g.rank - 1; d >= 0; --d) {
+            const long long idx = (long long)(rem % size_t(g.shape[d]));
+            rem /= size_t(g.shape[d]);
+            at += idx * g.strides[d];
+        }
+        y[i] = x[at];
+    }
 }
 
 __global__ void ElementwiseKernel(const float* a, const float* b, float* y, size_t n, int op) {
@@ -299,6 +318,41 @@ std::string argmaxRows(const float* p, int rows, int n, int* best, float* prob, 
     if (rows <= 0) return {};
     ArgmaxKernel<<<rows, kThreads, 0, S(stream)>>>(p, n, best, prob);
     return launched("argmaxRows");
+}
+
+std::string gather(const float* x, float* y, int rank, const long long* shape, const long long* strides, long long offset,
+                   void* stream) {
+    if (rank < 1 || rank > kMaxGatherRank) return "gather: rank " + std::to_string(rank);
+    GatherShape g{};
+    g.rank = rank;
+    size_t total = 1;
+    for (int d = 0; d < rank; ++d) g.shape[d] = shape[d], g.strides[d] = strides[d], total *= size_t(shape[d]);
+    if (total == 0) return {};
+    GatherKernel<<<grid(total), kThreads, 0, S(stream)>>>(x, y, g, offset, total);
+    return launched("gather");
+}
+
+std::string copyRows(const float* from, float* to, size_t rows, size_t width, size_t srcPitch, size_t dstPitch,
+                     size_t dstOffset, void* stream) {
+    if (rows == 0 || width == 0) return {};
+    return check(cudaMemcpy2DAsync(to + dstOffset, dstPitch * sizeof(float), from, srcPitch * sizeof(float),
+                                   width * sizeof(float), rows, cudaMemcpyDeviceToDevice, S(stream)),
+                 "copyRows");
+}
+
+std::string matmulBatched(const float* a, const float* bm, float* y, int batch, int m, int n, int k, long long strideA,
+                          long long strideB, void* stream) {
+    if (batch <= 0 || m <= 0 || n <= 0) return {};
+    std::string error;
+    cublasHandle_t h = handle(&error);
+    if (!h) return error;
+    cublasSetStream(h, S(stream));
+    // Row-major Y[m, n] = A[m, k] · B[k, n]  ⇔  column-major Yᵀ = Bᵀ · Aᵀ, per batch.
+    const float alpha = 1.f, beta = 0.f;
+    if (cublasSgemmStridedBatched(h, CUBLAS_OP_N, CUBLAS_OP_N, n, m, k, &alpha, bm, n, strideB, a, k, strideA, &beta, y, n,
+                                  (long long)m * n, batch) != CUBLAS_STATUS_SUCCESS)
+        return "matmul: cublasSgemmStridedBatched failed";
+    return launched("matmul");
 }
 
 std::string resizeNearest(const float* x, float* y, int nc, int h, int w, int oh, int ow, void* stream) {

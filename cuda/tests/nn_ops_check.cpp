@@ -124,13 +124,88 @@ std::string testBinarySoftmaxArgmaxResize() {
     return compare(fromDevice<float>(dr, rw.size()), rw);
 }
 
+// A LayerNorm's pieces and an attention block's data movement: per-row and last-axis-vector
+// arithmetic, x², a transpose and a slice by gather, a concatenation by rows, batched products.
+std::string testAttentionBlockOps() {
+    const int rows = 7, d = 33;
+    auto x = randomVec(size_t(rows) * d, 21);
+    const auto perRow = randomVec(size_t(rows), 22), vec = randomVec(size_t(d), 23);
+    std::vector<float> wantRow = x, wantVec = x, wantSq = x;
+    for (int r = 0; r < rows; ++r)
+        for (int i = 0; i < d; ++i) {
+            const size_t at = size_t(r) * d + i;
+            wantRow[at] = x[at] - perRow[size_t(r)], wantVec[at] = x[at] * vec[size_t(i)], wantSq[at] = x[at] * x[at];
+        }
+    DeviceBuffer dr = toDevice(x), dv = toDevice(x), dsq = toDevice(x), dpr = toDevice(perRow), dvec = toDevice(vec);
+    const std::vector<float> two{2.f};
+    DeviceBuffer dtwo = toDevice(two);
+    if (auto e = qn::channelBinary(dr.as<float>(), dpr.as<float>(), rows, d, rows, 1); !e.empty()) return e;
+    if (auto e = qn::channelBinary(dv.as<float>(), dvec.as<float>(), rows, d, -1, 2); !e.empty()) return e;
+    if (auto e = qn::channelBinary(dsq.as<float>(), dtwo.as<float>(), size_t(rows) * d, 1, 1, 4); !e.empty()) return e;
+    if (auto e = compare(fromDevice<float>(dr, x.size()), wantRow); !e.empty()) return "per-row sub: " + e;
+    if (auto e = compare(fromDevice<float>(dv, x.size()), wantVec); !e.empty()) return "last-axis mul: " + e;
+    if (auto e = compare(fromDevice<float>(dsq, x.size()), wantSq); !e.empty()) return "pow 2: " + e;
+
+    // [2, 3, 4, 5] transposed to [0, 2, 1, 3]; sliced [:, 1:3, :, 2:5].
+    auto t = randomVec(120, 24);
+    std::vector<float> wantT(120), wantS;
+    for (int a = 0; a < 2; ++a)
+        for (int b = 0; b < 3; ++b)
+            for (int c = 0; c < 4; ++c)
+                for (int e = 0; e < 5; ++e) wantT[((size_t(a) * 4 + c) * 3 + b) * 5 + e] = t[((size_t(a) * 3 + b) * 4 + c) * 5 + e];
+    for (int a = 0; a < 2; ++a)
+        for (int b = 1; b < 3; ++b)
+            for (int c = 0; c < 4; ++c)
+                for (int e = 2; e < 5; ++e) wantS.push_back(t[((size_t(a) * 3 + b) * 4 + c) * 5 + e]);
+    DeviceBuffer dt = toDevice(t), dT(120 * sizeof(float)), dS(wantS.size() * sizeof(float));
+    const long long tShape[4] = {2, 4, 3, 5}, tStrides[4] = {60, 5, 20, 1};
+    const long long sShape[4] = {2, 2, 4, 3}, sStrides[4] = {60, 20, 5, 1};
+    if (auto e = qn::gather(dt.as<float>(), dT.as<float>(), 4, tShape, tStrides, 0); !e.empty()) return e;
+    if (auto e = qn::gather(dt.as<float>(), dS.as<float>(), 4, sShape, sStrides, 20 + 2); !e.empty()) return e;
+    if (auto e = compare(fromDevice<float>(dT, 120), wantT); !e.empty()) return "transpose: " + e;
+    if (auto e = compare(fromDevice<float>(dS, wantS.size()), wantS); !e.empty()) return "slice: " + e;
+
+    // Concat on axis 1 of [3, 2, 4] and [3, 5, 4] by rows.
+    const auto c1 = randomVec(24, 25), c2 = randomVec(60, 26);
+    std::vector<float> wantC;
+    for (int o = 0; o < 3; ++o) {
+        wantC.insert(wantC.end(), c1.begin() + o * 8, c1.begin() + o * 8 + 8);
+        wantC.insert(wantC.end(), c2.begin() + o * 20, c2.begin() + o * 20 + 20);
+    }
+    DeviceBuffer d1 = toDevice(c1), d2 = toDevice(c2), dc(84 * sizeof(float));
+    if (auto e = qn::copyRows(d1.as<float>(), dc.as<float>(), 3, 8, 8, 28, 0); !e.empty()) return e;
+    if (auto e = qn::copyRows(d2.as<float>(), dc.as<float>(), 3, 20, 20, 28, 8); !e.empty()) return e;
+    if (auto e = compare(fromDevice<float>(dc, 84), wantC); !e.empty()) return "concat: " + e;
+
+    // Batched [4, 6, 9] x [4, 9, 5], and [4·6, 9] x one [9, 5].
+    const int B = 4, M = 6, K = 9, N = 5;
+    const auto A = randomVec(size_t(B) * M * K, 27), Bm = randomVec(size_t(B) * K * N, 28);
+    std::vector<float> wantB(size_t(B) * M * N), wantOne(size_t(B) * M * N);
+    for (int b = 0; b < B; ++b)
+        for (int m = 0; m < M; ++m)
+            for (int n = 0; n < N; ++n) {
+                double s = 0, s1 = 0;
+                for (int k = 0; k < K; ++k) {
+                    s += double(A[(size_t(b) * M + m) * K + k]) * Bm[(size_t(b) * K + k) * N + n];
+                    s1 += double(A[(size_t(b) * M + m) * K + k]) * Bm[size_t(k) * N + n];
+                }
+                wantB[(size_t(b) * M + m) * N + n] = float(s), wantOne[(size_t(b) * M + m) * N + n] = float(s1);
+            }
+    DeviceBuffer da = toDevice(A), db = toDevice(Bm), dy(wantB.size() * sizeof(float)), dy1(wantB.size() * sizeof(float));
+    if (auto e = qn::matmulBatched(da.as<float>(), db.as<float>(), dy.as<float>(), B, M, N, K, M * K, K * N); !e.empty()) return e;
+    if (auto e = qn::matmulBatched(da.as<float>(), db.as<float>(), dy1.as<float>(), 1, B * M, N, K, 0, 0); !e.empty()) return e;
+    if (auto e = synchronize(); !e.empty()) return e;
+    if (auto e = compare(fromDevice<float>(dy, wantB.size()), wantB); !e.empty()) return "batched matmul: " + e;
+    return compare(fromDevice<float>(dy1, wantOne.size()), wantOne);
+}
+
 }  // namespace
 
 int main() {
     std::string why;
     const auto devices = listDevices(&why);
     if (devices.empty()) {
-        std::printf("no GPU (%s): front-end CUDA op checks skipped\n0 passed, 0 failed, 8 skipped\n", why.c_str());
+        std::printf("no GPU (%s): front-end CUDA op checks skipped\n0 passed, 0 failed, 9 skipped\n", why.c_str());
         return 0;
     }
     std::printf("GPU: %s\n", devices[0].name.c_str());
@@ -152,6 +227,7 @@ int main() {
     run("depthwise 5x5 stride 2", [&] { return testConv(conv(1, 48, 24, 80, 48, 5, 2, 2, 48)); });
     run("fused elementwise chain (affine, hard-swish, swish, hard-sigmoid)", testChain);
     run("channel binary, row mean, softmax over 6625, argmax, nearest resize", testBinarySoftmaxArgmaxResize);
+    run("per-row and last-axis arithmetic, pow, transpose, slice, concat, batched matmul", testAttentionBlockOps);
     std::printf("%d passed, %d failed\n", g_passed, g_failed);
     return g_failed ? 1 : 0;
 }

@@ -37,12 +37,27 @@ constexpr int kMaxChainSteps = 24;
 // x[n] ← chain(x[n]) in place.
 std::string chain(float* x, size_t n, const ChainStep* steps, int count, void* stream = nullptr);
 
-// x[outer, inner] ← x op c[outer % channels] (per-channel scalar; channels 1 = one scalar).
-// op: 0 add, 1 sub, 2 mul, 3 div.
+// x[outer, inner] ← x op c[outer % channels] (per-channel scalar; channels 1 = one scalar), or
+// with channels -1, x op c[inner index] (a vector along the last axis: a LayerNorm's weights).
+// op: 0 add, 1 sub, 2 mul, 3 div, 4 pow (x · x for an exponent of 2, as the CPU does).
 std::string channelBinary(float* x, const float* c, size_t outer, size_t inner, int channels, int op,
                           void* stream = nullptr);
 // y[n] = a[n] op b[n].
 std::string elementwise(const float* a, const float* b, float* y, size_t n, int op, void* stream = nullptr);
+
+// A strided gather (a Transpose, a Slice): y in row-major order over shape[rank] (rank ≤ 6),
+// y[i_0, …] = x[offset + Σ i_d · strides[d]].
+constexpr int kMaxGatherRank = 6;
+std::string gather(const float* x, float* y, int rank, const long long* shape, const long long* strides, long long offset,
+                   void* stream = nullptr);
+// rows of `width` floats: to[dstOffset + r · dstPitch + i] = from[r · srcPitch + i] (a Concat's
+// input into its place).
+std::string copyRows(const float* from, float* to, size_t rows, size_t width, size_t srcPitch, size_t dstPitch,
+                     size_t dstOffset, void* stream = nullptr);
+// y[b, m, n] = a[b, m, k] · bm[b, k, n] for b < batch (row-major), a's and bm's batches
+// strideA and strideB floats apart (0: one matrix for every b); cuBLAS, fp32.
+std::string matmulBatched(const float* a, const float* bm, float* y, int batch, int m, int n, int k, long long strideA,
+                          long long strideB, void* stream = nullptr);
 
 // y[rows] = mean of x[rows, n].
 std::string rowMean(const float* x, float* y, int rows, int n, void* stream = nullptr);

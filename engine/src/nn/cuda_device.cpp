@@ -88,6 +88,32 @@ public:
         return fromCuda(cuda::nn::channelBinary(of(y), of(b), outer, inner, channels, op));
     }
 
+    Status rowMean(const Handle& x, const Handle& y, size_t rows, size_t n) override {
+        return fromCuda(cuda::nn::rowMean(of(x), of(y), int(rows), int(n)));
+    }
+    Status softmaxRows(const Handle& x, size_t rows, size_t n) override {
+        return fromCuda(cuda::nn::softmaxRows(of(x), int(rows), int(n)));
+    }
+    Status resizeNearest(const Handle& x, const Handle& y, int nc, int h, int w, int oh, int ow) override {
+        return fromCuda(cuda::nn::resizeNearest(of(x), of(y), nc, h, w, oh, ow));
+    }
+    Status gather(const Handle& x, const Handle& y, const Shape& shape, const std::vector<int64_t>& strides,
+                  int64_t offset) override {
+        if (shape.size() > size_t(cuda::nn::kMaxGatherRank) || strides.size() != shape.size())
+            return Status(ErrorCode::Internal, "CUDA front-end: a gather beyond the device");
+        const std::vector<long long> s(shape.begin(), shape.end()), st(strides.begin(), strides.end());
+        return fromCuda(cuda::nn::gather(of(x), of(y), int(s.size()), s.data(), st.data(), offset));
+    }
+    Status copyRows(const Handle& from, const Handle& to, size_t rows, size_t width, size_t srcPitch, size_t dstPitch,
+                    size_t dstOffset) override {
+        return fromCuda(cuda::nn::copyRows(of(from), of(to), rows, width, srcPitch, dstPitch, dstOffset));
+    }
+    Status matmul(const Handle& a, const Shape& as, const Handle& b, const Shape& bs, const Handle& y) override {
+        MatmulLayout l;
+        if (!matmulLayout(as, bs, l)) return Status(ErrorCode::Internal, "CUDA front-end: a MatMul beyond the device");
+        return fromCuda(cuda::nn::matmulBatched(of(a), of(b), of(y), l.batch, l.m, l.n, l.k, l.strideA, l.strideB));
+    }
+
 private:
     cuda::DeviceBuffer m_workspace;
 };

@@ -2,6 +2,7 @@
 #include "nn/device.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 
 #include "nn/cpu_ops.h"
@@ -16,6 +17,34 @@ Result<NnDevice::Handle> NnDevice::constant(const Tensor* t) {
     if (!h) return h.status();
     m_constantCache.emplace_back(t, *h);
     return *h;
+}
+
+bool matmulLayout(const Shape& as, const Shape& bs, MatmulLayout& l) {
+    if (as.size() < 2 || bs.size() < 2) return false;
+    const int64_t M = as[as.size() - 2], K = as.back(), K2 = bs[bs.size() - 2], N = bs.back();
+    if (K != K2 || K < 1 || M < 1 || N < 1) return false;
+    const Shape ba(as.begin(), as.end() - 2), bb(bs.begin(), bs.end() - 2);
+    l.k = int(K), l.n = int(N);
+    if (numel(bb) == 1) {  // one matrix b: every row of a against it (cpu::matmul's single product)
+        l.batch = 1, l.m = int(numel(as) / K), l.strideA = 0, l.strideB = 0;
+        l.out = as;
+        l.out.back() = N;
+        if (bs.size() > as.size()) l.out.insert(l.out.begin(), bs.size() - as.size(), 1);
+        return true;
+    }
+    Shape batch;
+    if (!cpu::broadcastShapeOf(ba, bb, batch)) return false;
+    auto strip = [](Shape s) {
+        while (!s.empty() && s.front() == 1) s.erase(s.begin());
+        return s;
+    };
+    const bool aAll = strip(ba) == strip(batch), bAll = strip(bb) == strip(batch);
+    if (!(aAll || numel(ba) == 1) || !bAll) return false;
+    l.batch = int(numel(batch)), l.m = int(M);
+    l.strideA = aAll ? M * K : 0, l.strideB = K * N;
+    l.out = batch;
+    l.out.push_back(M), l.out.push_back(N);
+    return true;
 }
 
 namespace {
@@ -74,9 +103,65 @@ public:
         for (size_t o = 0; o < outer; ++o)
             for (size_t i = 0; i < inner; ++i) {
                 const size_t at = o * inner + i;
-                const float x = pa[at], c = channels == 0 ? pb[at] : pb[o % size_t(channels)];
-                py[at] = op == 0 ? x + c : op == 1 ? x - c : op == 2 ? x * c : x / c;
+                const float x = pa[at], c = channels == 0 ? pb[at] : channels < 0 ? pb[i] : pb[o % size_t(channels)];
+                // As cpu::binary computes each (Pow: x · x for an exponent of 2).
+                py[at] = op == 0 ? x + c : op == 1 ? x - c : op == 2 ? x * c : op == 3 ? x / c : c == 2.f ? x * x : std::pow(x, c);
             }
+        return Status::ok();
+    }
+    Status rowMean(const Handle& x, const Handle& y, size_t rows, size_t n) override {
+        Tensor t;
+        t.shape = {1, int64_t(rows), int64_t(n)};
+        t.f.assign(of(x).begin(), of(x).begin() + long(rows * n));
+        const Tensor m = cpu::reduceMean(t, 2, false);  // (cpu::globalAveragePool computes the same mean)
+        std::copy_n(m.data(), rows, of(y).data());
+        return Status::ok();
+    }
+    Status softmaxRows(const Handle& x, size_t rows, size_t n) override {
+        Tensor t;
+        t.shape = {int64_t(rows), int64_t(n)};
+        t.f.assign(of(x).begin(), of(x).begin() + long(rows * n));
+        cpu::softmaxInPlace(t, 1, false);
+        std::copy_n(t.data(), rows * n, of(x).data());
+        return Status::ok();
+    }
+    Status resizeNearest(const Handle& x, const Handle& y, int nc, int h, int w, int oh, int ow) override {
+        Tensor t;
+        t.shape = {1, nc, h, w};
+        t.f.assign(of(x).begin(), of(x).begin() + long(size_t(nc) * h * w));
+        const Tensor r = cpu::resizeNearest(t, {1, nc, oh, ow});
+        std::copy_n(r.data(), r.size(), of(y).data());
+        return Status::ok();
+    }
+    Status gather(const Handle& x, const Handle& y, const Shape& shape, const std::vector<int64_t>& strides,
+                  int64_t offset) override {
+        const int64_t total = numel(shape);
+        const float* in = of(x).data();
+        float* out = of(y).data();
+        for (int64_t o = 0; o < total; ++o) {
+            int64_t rem = o, at = offset;
+            for (int d = int(shape.size()) - 1; d >= 0; --d) {
+                at += (rem % shape[size_t(d)]) * strides[size_t(d)];
+                rem /= shape[size_t(d)];
+            }
+            out[o] = in[at];
+        }
+        return Status::ok();
+    }
+    Status copyRows(const Handle& from, const Handle& to, size_t rows, size_t width, size_t srcPitch, size_t dstPitch,
+                    size_t dstOffset) override {
+        for (size_t r = 0; r < rows; ++r) std::copy_n(of(from).data() + r * srcPitch, width, of(to).data() + dstOffset + r * dstPitch);
+        return Status::ok();
+    }
+    Status matmul(const Handle& a, const Shape& as, const Handle& b, const Shape& bs, const Handle& y) override {
+        Tensor ta, tb;
+        ta.shape = as, tb.shape = bs;
+        ta.f.assign(of(a).begin(), of(a).begin() + long(numel(as)));
+        tb.f.assign(of(b).begin(), of(b).begin() + long(numel(bs)));
+        std::string error;
+        const Tensor r = cpu::matmul(ta, tb, &error);
+        if (!error.empty()) return Status(ErrorCode::Internal, "mirror device: " + error);
+        std::copy_n(r.data(), r.size(), of(y).data());
         return Status::ok();
     }
 };

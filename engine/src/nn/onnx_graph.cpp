@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <functional>
 #include <mutex>
 #include <optional>
 #include <cmath>
@@ -321,6 +322,134 @@ Result<std::vector<int64_t>> intsOf(const Graph& g, const Node& n, const Tensor*
     return out;
 }
 
+// Shapes and ranges some nodes compute from their attributes and (host) integer inputs, shared by
+// the CPU's execution and a device's. `input(k)` gives input k (null when absent).
+using InputOf = std::function<const Tensor*(size_t)>;
+
+Result<Shape> resizeShape(const Graph& g, const Node& n, const Shape& in, const InputOf& input) {
+    if (in.size() != 4) return nodeError(g, n, "needs a 4-D input");
+    const Tensor* scales = input(g.opset >= 11 ? 2 : 1);
+    const Tensor* sizes = input(3);
+    Shape out = in;
+    if (sizes && sizes->size() == 4 && sizes->isInt) {
+        out = sizes->i;
+    } else if (scales && scales->size() == 4 && !scales->isInt) {
+        for (int k = 0; k < 4; ++k) out[size_t(k)] = toInt64(std::floor(double(in[size_t(k)]) * scales->f[size_t(k)]));
+    } else {
+        return nodeError(g, n, "needs 4 scales or 4 sizes");
+    }
+    if (out[0] != in[0] || out[1] != in[1]) return nodeError(g, n, "resizes batch or channels");
+    if (out[2] <= 0 || out[3] <= 0 || out[2] > 100000 || out[3] > 100000 || numel(out) > kMaxElements)
+        return nodeError(g, n, "bad output size " + shapeString(out));
+    return out;
+}
+
+// Reshape, Squeeze and Unsqueeze: the output's shape (the data is the input's, in order).
+Result<Shape> reshapedShape(const Graph& g, const Node& n, const Shape& in, const InputOf& input) {
+    if (n.op == Op::Reshape) {
+        auto target = intsOf(g, n, input(1), "shape");
+        if (!target) return target.status();
+        Shape s = *target;
+        int infer = -1;
+        int64_t known = 1;
+        for (size_t k = 0; k < s.size(); ++k) {
+            if (s[k] == 0) {
+                if (k >= in.size()) return nodeError(g, n, "0 in shape beyond the input's rank");
+                s[k] = in[k];
+            }
+            if (s[k] == -1) {
+                if (infer >= 0) return nodeError(g, n, "more than one -1 in shape");
+                infer = int(k);
+            } else if (s[k] < 0) {
+                return nodeError(g, n, "negative dimension in shape");
+            } else if (s[k] > kMaxElements || (s[k] && known > kMaxElements / s[k])) {
+                return nodeError(g, n, "target shape too large");
+            } else {
+                known *= s[k];
+            }
+        }
+        if (infer >= 0) s[size_t(infer)] = known ? numel(in) / known : 0;
+        if (numel(s) != numel(in)) return nodeError(g, n, "cannot reshape " + shapeString(in) + " to " + shapeString(s));
+        return s;
+    }
+    std::vector<int64_t> axes = n.axes;
+    if (g.opset >= 13 && input(1)) {
+        auto given = intsOf(g, n, input(1), "axes");
+        if (!given) return given.status();
+        axes = *given;
+    }
+    Shape s = in;
+    if (n.op == Op::Squeeze) {
+        s.clear();
+        const int r = int(in.size());
+        for (int d = 0; d < r; ++d) {
+            const bool listed = std::any_of(axes.begin(), axes.end(), [&](int64_t a) { return normAxis(a, r) == d; });
+            if (listed && in[size_t(d)] != 1) return nodeError(g, n, "squeezes a dimension that is not 1");
+            if (!(listed || (axes.empty() && in[size_t(d)] == 1))) s.push_back(in[size_t(d)]);
+        }
+        return s;
+    }
+    const int r = int(in.size() + axes.size());
+    std::vector<int64_t> sorted;
+    for (auto a : axes) sorted.push_back(normAxis(a, r));
+    std::sort(sorted.begin(), sorted.end());
+    for (auto a : sorted) {
+        if (a < 0 || a > int64_t(s.size())) return nodeError(g, n, "axis out of range");
+        s.insert(s.begin() + a, 1);
+    }
+    return s;
+}
+
+// Slice: the kept range [lo, hi) of every axis.
+Result<std::pair<std::vector<int64_t>, std::vector<int64_t>>> sliceRange(const Graph& g, const Node& n, const Shape& in,
+                                                                         const InputOf& input) {
+    std::vector<int64_t> starts = n.starts, ends = n.ends, axes = n.axes, steps;
+    if (g.opset >= 10) {
+        auto s = intsOf(g, n, input(1), "starts");
+        auto en = intsOf(g, n, input(2), "ends");
+        if (!s) return s.status();
+        if (!en) return en.status();
+        starts = *s, ends = *en;
+        if (input(3)) {
+            auto a = intsOf(g, n, input(3), "axes");
+            if (!a) return a.status();
+            axes = *a;
+        }
+        if (input(4)) {
+            auto st = intsOf(g, n, input(4), "steps");
+            if (!st) return st.status();
+            steps = *st;
+        }
+    }
+    if (axes.empty())
+        for (size_t k = 0; k < starts.size(); ++k) axes.push_back(int64_t(k));
+    if (starts.size() != ends.size() || axes.size() != starts.size()) return nodeError(g, n, "starts/ends/axes differ in length");
+    const int r = int(in.size());
+    std::vector<int64_t> lo(static_cast<size_t>(r), 0), hi(in.begin(), in.end());
+    for (size_t k = 0; k < axes.size(); ++k) {
+        if (!steps.empty() && steps[k] != 1) return nodeError(g, n, "only step 1 is supported");
+        const int a = normAxis(axes[k], r);
+        if (a < 0 || a >= r) return nodeError(g, n, "axis out of range");
+        const int64_t dim = in[size_t(a)];
+        auto clampIdx = [dim](int64_t i) { return std::clamp(i < 0 ? i + dim : i, int64_t(0), dim); };
+        lo[size_t(a)] = clampIdx(starts[k]);
+        hi[size_t(a)] = std::max(lo[size_t(a)], clampIdx(ends[k]));
+    }
+    return std::pair{lo, hi};
+}
+
+// Transpose: the permutation (reversed axes by default), checked.
+Result<std::vector<int64_t>> transposePerm(const Graph& g, const Node& n, int rank) {
+    std::vector<int64_t> perm = n.perm;
+    if (perm.empty())
+        for (int d = rank - 1; d >= 0; --d) perm.push_back(d);
+    std::vector<int64_t> sorted = perm;
+    std::sort(sorted.begin(), sorted.end());
+    for (size_t k = 0; k < sorted.size(); ++k)
+        if (sorted[k] != int64_t(k) || int(perm.size()) != rank) return nodeError(g, n, "bad perm");
+    return perm;
+}
+
 Status execNode(const Exec& e, const Node& n) {
     const Graph& g = e.g;
     for (size_t k = 0; k < n.in.size(); ++k)
@@ -477,22 +606,10 @@ Status execNode(const Exec& e, const Node& n) {
                                 n.sh, n.sw, n.pads, n.countIncludePad));
         return Status::ok();
     case Op::Resize: {
-        if (x->rank() != 4) return nodeError(g, n, "needs a 4-D input");
-        const Tensor* scales = e.in(n, g.opset >= 11 ? 2 : 1);
-        const Tensor* sizes = e.in(n, 3);
-        Shape out = x->shape;
         if (x->isInt) return nodeError(g, n, "expects a float tensor");
-        if (sizes && sizes->size() == 4 && sizes->isInt) {
-            out = sizes->i;
-        } else if (scales && scales->size() == 4 && !scales->isInt) {
-            for (int k = 0; k < 4; ++k) out[size_t(k)] = toInt64(std::floor(double(x->shape[size_t(k)]) * scales->f[size_t(k)]));
-        } else {
-            return nodeError(g, n, "needs 4 scales or 4 sizes");
-        }
-        if (out[0] != x->shape[0] || out[1] != x->shape[1]) return nodeError(g, n, "resizes batch or channels");
-        if (out[2] <= 0 || out[3] <= 0 || out[2] > 100000 || out[3] > 100000 || numel(out) > kMaxElements)
-            return nodeError(g, n, "bad output size " + shapeString(out));
-        e.set(n, 0, cpu::resizeNearest(*x, out));
+        auto out = resizeShape(g, n, x->shape, [&](size_t k) { return e.in(n, k); });
+        if (!out) return out.status();
+        e.set(n, 0, cpu::resizeNearest(*x, *out));
         return Status::ok();
     }
     case Op::Concat: {
@@ -569,72 +686,27 @@ Status execNode(const Exec& e, const Node& n) {
         e.set(n, 0, std::move(t));
         return Status::ok();
     }
-    case Op::Reshape: {
-        auto target = intsOf(g, n, e.in(n, 1), "shape");
-        if (!target) return target.status();
-        Shape s = *target;
-        int infer = -1;
-        int64_t known = 1;
-        for (size_t k = 0; k < s.size(); ++k) {
-            if (s[k] == 0) {
-                if (k >= x->shape.size()) return nodeError(g, n, "0 in shape beyond the input's rank");
-                s[k] = x->shape[k];
-            }
-            if (s[k] == -1) {
-                if (infer >= 0) return nodeError(g, n, "more than one -1 in shape");
-                infer = int(k);
-            } else if (s[k] < 0) {
-                return nodeError(g, n, "negative dimension in shape");
-            } else if (s[k] > kMaxElements || (s[k] && known > kMaxElements / s[k])) {
-                return nodeError(g, n, "target shape too large");
-            } else {
-                known *= s[k];
-            }
-        }
-        if (infer >= 0) s[size_t(infer)] = known ? x->size() / known : 0;
-        if (numel(s) != x->size())
-            return nodeError(g, n, "cannot reshape " + shapeString(x->shape) + " to " + shapeString(s));
+    case Op::Reshape:
+    case Op::Squeeze:
+    case Op::Unsqueeze: {
+        auto s = reshapedShape(g, n, x->shape, [&](size_t k) { return e.in(n, k); });
+        if (!s) return s.status();
         auto t = e.takeInput(n, 0);
-        t->shape = s;
+        t->shape = *s;
         e.set(n, 0, std::move(t));
         return Status::ok();
     }
     case Op::Transpose: {
-        std::vector<int64_t> perm = n.perm;
-        if (perm.empty())
-            for (int d = x->rank() - 1; d >= 0; --d) perm.push_back(d);
-        std::vector<int64_t> sorted = perm;
-        std::sort(sorted.begin(), sorted.end());
-        for (size_t k = 0; k < sorted.size(); ++k)
-            if (sorted[k] != int64_t(k) || int(perm.size()) != x->rank()) return nodeError(g, n, "bad perm");
-        e.set(n, 0, cpu::transpose(*x, perm));
+        auto perm = transposePerm(g, n, x->rank());
+        if (!perm) return perm.status();
+        e.set(n, 0, cpu::transpose(*x, *perm));
         return Status::ok();
     }
     case Op::Slice: {
-        std::vector<int64_t> starts = n.starts, ends = n.ends, axes = n.axes, steps;
-        if (g.opset >= 10) {
-            auto s = intsOf(g, n, e.in(n, 1), "starts");
-            auto en = intsOf(g, n, e.in(n, 2), "ends");
-            if (!s) return s.status();
-            if (!en) return en.status();
-            starts = *s, ends = *en;
-            if (e.in(n, 3)) axes = *intsOf(g, n, e.in(n, 3), "axes");
-            if (e.in(n, 4)) steps = *intsOf(g, n, e.in(n, 4), "steps");
-        }
-        if (axes.empty())
-            for (size_t k = 0; k < starts.size(); ++k) axes.push_back(int64_t(k));
-        if (starts.size() != ends.size() || axes.size() != starts.size()) return nodeError(g, n, "starts/ends/axes differ in length");
+        auto range = sliceRange(g, n, x->shape, [&](size_t k) { return e.in(n, k); });
+        if (!range) return range.status();
+        const auto& [lo, hi] = *range;
         const int r = x->rank();
-        std::vector<int64_t> lo(static_cast<size_t>(r), 0), hi(x->shape.begin(), x->shape.end());
-        for (size_t k = 0; k < axes.size(); ++k) {
-            if (!steps.empty() && steps[k] != 1) return nodeError(g, n, "only step 1 is supported");
-            const int a = normAxis(axes[k], r);
-            if (a < 0 || a >= r) return nodeError(g, n, "axis out of range");
-            const int64_t dim = x->shape[size_t(a)];
-            auto clampIdx = [dim](int64_t i) { return std::clamp(i < 0 ? i + dim : i, int64_t(0), dim); };
-            lo[size_t(a)] = clampIdx(starts[k]);
-            hi[size_t(a)] = std::max(lo[size_t(a)], clampIdx(ends[k]));
-        }
         Shape out(static_cast<size_t>(r));
         for (int d = 0; d < r; ++d) out[size_t(d)] = hi[size_t(d)] - lo[size_t(d)];
         Tensor y;
@@ -656,33 +728,6 @@ Status execNode(const Exec& e, const Node& n) {
             else y.f[size_t(o)] = x->f[size_t(off)];
         }
         e.set(n, 0, std::move(y));
-        return Status::ok();
-    }
-    case Op::Squeeze:
-    case Op::Unsqueeze: {
-        std::vector<int64_t> axes = n.axes;
-        if (g.opset >= 13 && e.in(n, 1)) axes = *intsOf(g, n, e.in(n, 1), "axes");
-        auto t = e.takeInput(n, 0);
-        if (n.op == Op::Squeeze) {
-            Shape s;
-            const int r = t->rank();
-            for (int d = 0; d < r; ++d) {
-                const bool listed = std::any_of(axes.begin(), axes.end(), [&](int64_t a) { return normAxis(a, r) == d; });
-                if (listed && t->shape[size_t(d)] != 1) return nodeError(g, n, "squeezes a dimension that is not 1");
-                if (!(listed || (axes.empty() && t->shape[size_t(d)] == 1))) s.push_back(t->shape[size_t(d)]);
-            }
-            t->shape = s;
-        } else {
-            const int r = t->rank() + int(axes.size());
-            std::vector<int64_t> sorted;
-            for (auto a : axes) sorted.push_back(normAxis(a, r));
-            std::sort(sorted.begin(), sorted.end());
-            for (auto a : sorted) {
-                if (a < 0 || a > int64_t(t->shape.size())) return nodeError(g, n, "axis out of range");
-                t->shape.insert(t->shape.begin() + a, 1);
-            }
-        }
-        e.set(n, 0, std::move(t));
         return Status::ok();
     }
     case Op::Shape:
@@ -856,7 +901,8 @@ Status buildGraph(Graph& g, const onnx::ModelProto& model) {
     return Status::ok();
 }
 
-// QUIRE_NN_PROFILE=1: seconds per operator kind (and per convolution kind), printed at exit.
+// QUIRE_NN_PROFILE=1: seconds per operator kind (and per convolution kind), printed at exit; in a
+// run with a device, each kind split by where its nodes ran ([device] or [cpu]).
 struct Profile {
     std::mutex mutex;
     std::map<std::string, std::pair<double, long>> seconds;
@@ -866,12 +912,13 @@ struct Profile {
         for (const auto& [k, v] : rows) std::fprintf(stderr, "nn-profile %-60s %9.3f s %8ld calls\n", k.c_str(), v.first, v.second);
     }
 };
-void profileAdd(const std::string& label, const Node& n, double s) {
+void profileAdd(const std::string& label, const Node& n, double s, const char* where) {
     static Profile p;
     std::string key = std::filesystem::path(label).filename().string() + " " + n.opType;
     if (n.op == Op::Chain) key = std::filesystem::path(label).filename().string() + " fused elementwise";
     if (n.op == Op::Conv) key += n.conv.group > 1 ? " depthwise " + std::to_string(n.conv.kh) + "x" + std::to_string(n.conv.kw)
                                                   : " " + std::to_string(n.conv.kh) + "x" + std::to_string(n.conv.kw);
+    if (where) key += std::string(" [") + where + "]";
     std::lock_guard lock(p.mutex);
     auto& slot = p.seconds[key];
     slot.first += s;
@@ -978,9 +1025,210 @@ struct DeviceRun {
         switch (n.op) {
         case Op::Conv: return conv(n);
         case Op::Chain: return chain(n, k);
-        case Op::Add: case Op::Sub: case Op::Mul: case Op::Div: return binary(n);
+        case Op::Add: case Op::Sub: case Op::Mul: case Op::Div: case Op::Pow: return binary(n);
+        case Op::GlobalAveragePool: case Op::ReduceMean: return mean(n);
+        case Op::Softmax: return softmax(n, k);
+        case Op::Resize: return resize(n);
+        case Op::MatMul: return matmul(n);
+        case Op::Concat: return concat(n);
+        case Op::Transpose: case Op::Slice: return gather(n);
+        case Op::Reshape: case Op::Squeeze: case Op::Unsqueeze: return reshape(n, k);
         default: return false;
         }
+    }
+
+    // Input k of node n in host memory, or null (a device-only value, an absent input).
+    const Tensor* hostIn(const Node& n, size_t k) const {
+        return k < n.in.size() && n.in[k] >= 0 ? v[size_t(n.in[k])].get() : nullptr;
+    }
+    // A value that lives on the device only (the nodes that move data, not compute it, run on the
+    // device only for those: copying a host tensor up to reshape it gains nothing).
+    bool deviceOnly(int id) const { return id >= 0 && dv[size_t(id)] && !v[size_t(id)]; }
+    static std::vector<int64_t> stridesOf(const Shape& s) {
+        std::vector<int64_t> st(s.size(), 1);
+        for (int d = int(s.size()) - 2; d >= 0; --d) st[size_t(d)] = st[size_t(d + 1)] * s[size_t(d + 1)];
+        return st;
+    }
+
+    // Node n's output as input `xi` in place when n is its last reader, else in a copy.
+    Result<NnDevice::Handle> ownCopy(const Node& n, int k, int xi, size_t count) {
+        auto x = onDevice(xi);
+        if (!x) return x.status();
+        if (mayOverwrite(n, k, xi)) {
+            v[size_t(xi)].reset(), dv[size_t(xi)].reset();  // taken over: no copy of it stays valid
+            return *x;
+        }
+        auto fresh = dev.alloc(count);
+        if (!fresh) return fresh.status();
+        if (Status st = dev.copy(*x, *fresh, count); !st) return st;
+        return *fresh;
+    }
+
+    // GlobalAveragePool over every axis after the channels; ReduceMean over the last axis only.
+    Result<bool> mean(const Node& n) {
+        const int xi = n.in[0];
+        const Shape* xs = shapeOf(xi);
+        if (!xs || !isFloat(xi) || xs->empty()) return false;
+        const int r = int(xs->size());
+        Shape out;
+        size_t rows, len;
+        if (n.op == Op::GlobalAveragePool) {
+            if (r < 3) return false;
+            out = {(*xs)[0], (*xs)[1]};
+            out.resize(size_t(r), 1);
+            rows = size_t((*xs)[0] * (*xs)[1]);
+        } else {
+            if (n.axes.size() != 1 || normAxis(n.axes[0], r) != r - 1) return false;
+            out = *xs;
+            if (n.keepDims) out.back() = 1;
+            else out.pop_back();
+            rows = size_t(numel(*xs) / std::max<int64_t>(1, xs->back()));
+        }
+        len = rows ? size_t(numel(*xs)) / rows : 0;
+        if (rows == 0 || len == 0) return false;
+        auto x = onDevice(xi);
+        if (!x) return x.status();
+        auto y = dev.alloc(rows);
+        if (!y) return y.status();
+        if (Status st = dev.rowMean(*x, *y, rows, len); !st) return st;
+        setOut(n, *y, out);
+        return true;
+    }
+
+    // Softmax over the last axis (or, before opset 13, over every axis from `axis` on).
+    Result<bool> softmax(const Node& n, int k) {
+        const int xi = n.in[0];
+        const Shape* xs = shapeOf(xi);
+        if (!xs || !isFloat(xi) || xs->empty()) return false;
+        const int r = int(xs->size()), axis = normAxis(n.axis, r);
+        if (axis < 0 || axis >= r || (g.opset >= 13 && axis != r - 1)) return false;
+        int64_t rows = 1;
+        for (int d = 0; d < axis; ++d) rows *= (*xs)[size_t(d)];
+        const Shape shape = *xs;
+        const size_t count = size_t(numel(shape));
+        if (rows == 0 || count == 0) return false;
+        auto y = ownCopy(n, k, xi, count);
+        if (!y) return y.status();
+        if (Status st = dev.softmaxRows(*y, size_t(rows), count / size_t(rows)); !st) return st;
+        setOut(n, *y, shape);
+        return true;
+    }
+
+    Result<bool> resize(const Node& n) {
+        const int xi = n.in[0];
+        const Shape* xs = shapeOf(xi);
+        if (!xs || !isFloat(xi)) return false;
+        auto out = resizeShape(g, n, *xs, [&](size_t k) { return hostIn(n, k); });
+        if (!out) return false;  // the CPU says why
+        const Shape in = *xs;
+        auto x = onDevice(xi);
+        if (!x) return x.status();
+        auto y = dev.alloc(size_t(numel(*out)));
+        if (!y) return y.status();
+        if (Status st = dev.resizeNearest(*x, *y, int(in[0] * in[1]), int(in[2]), int(in[3]), int((*out)[2]), int((*out)[3])); !st)
+            return st;
+        setOut(n, *y, *out);
+        return true;
+    }
+
+    Result<bool> matmul(const Node& n) {
+        if (n.in.size() < 2 || n.in[1] < 0) return false;
+        const int ai = n.in[0], bi = n.in[1];
+        if (!isFloat(ai) || !isFloat(bi) || !shapeOf(ai) || !shapeOf(bi)) return false;
+        const Shape as = *shapeOf(ai), bs = *shapeOf(bi);
+        MatmulLayout l;
+        if (!matmulLayout(as, bs, l) || numel(l.out) > kMaxElements) return false;
+        auto a = onDevice(ai);
+        if (!a) return a.status();
+        auto b = onDevice(bi);
+        if (!b) return b.status();
+        auto y = dev.alloc(size_t(numel(l.out)));
+        if (!y) return y.status();
+        if (Status st = dev.matmul(*a, as, *b, bs, *y); !st) return st;
+        setOut(n, *y, l.out);
+        return true;
+    }
+
+    // Concat of float tensors, at least one of them on the device only.
+    Result<bool> concat(const Node& n) {
+        const Shape* xs = shapeOf(n.in[0]);
+        if (!xs) return false;
+        const int r = int(xs->size()), axis = normAxis(n.axis, r);
+        if (axis < 0 || axis >= r) return false;
+        bool anyOnDevice = false;
+        Shape out = *xs;
+        out[size_t(axis)] = 0;
+        for (int id : n.in) {
+            const Shape* s = id >= 0 ? shapeOf(id) : nullptr;
+            if (!s || !isFloat(id) || int(s->size()) != r) return false;
+            for (int d = 0; d < r; ++d)
+                if (d != axis && (*s)[size_t(d)] != (*xs)[size_t(d)]) return false;
+            out[size_t(axis)] += (*s)[size_t(axis)];
+            anyOnDevice = anyOnDevice || deviceOnly(id);
+        }
+        if (!anyOnDevice || numel(out) > kMaxElements || numel(out) == 0) return false;
+        int64_t outer = 1, inner = 1;
+        for (int d = 0; d < axis; ++d) outer *= out[size_t(d)];
+        for (int d = axis + 1; d < r; ++d) inner *= out[size_t(d)];
+        auto y = dev.alloc(size_t(numel(out)));
+        if (!y) return y.status();
+        const int64_t rowOut = out[size_t(axis)] * inner;
+        int64_t offset = 0;
+        for (int id : n.in) {
+            const int64_t row = (*shapeOf(id))[size_t(axis)] * inner;
+            auto x = onDevice(id);
+            if (!x) return x.status();
+            if (Status st = dev.copyRows(*x, *y, size_t(outer), size_t(row), size_t(row), size_t(rowOut), size_t(offset)); !st)
+                return st;
+            offset += row;
+        }
+        setOut(n, *y, out);
+        return true;
+    }
+
+    // Transpose and Slice of a tensor on the device only: a strided gather.
+    Result<bool> gather(const Node& n) {
+        const int xi = n.in[0];
+        const Shape* xs = shapeOf(xi);
+        if (!xs || !isFloat(xi) || !deviceOnly(xi) || xs->empty()) return false;
+        const Shape in = *xs;
+        const std::vector<int64_t> st = stridesOf(in);
+        Shape out(in.size());
+        std::vector<int64_t> strides(in.size());
+        int64_t offset = 0;
+        if (n.op == Op::Transpose) {
+            auto perm = transposePerm(g, n, int(in.size()));
+            if (!perm) return false;
+            for (size_t d = 0; d < in.size(); ++d) out[d] = in[size_t((*perm)[d])], strides[d] = st[size_t((*perm)[d])];
+        } else {
+            auto range = sliceRange(g, n, in, [&](size_t k) { return hostIn(n, k); });
+            if (!range) return false;
+            for (size_t d = 0; d < in.size(); ++d) {
+                out[d] = range->second[d] - range->first[d], strides[d] = st[d];
+                offset += range->first[d] * st[d];
+            }
+        }
+        auto x = onDevice(xi);
+        if (!x) return x.status();
+        auto y = dev.alloc(size_t(std::max<int64_t>(1, numel(out))));
+        if (!y) return y.status();
+        if (numel(out) > 0)
+            if (Status s = dev.gather(*x, *y, out, strides, offset); !s) return s;
+        setOut(n, *y, out);
+        return true;
+    }
+
+    // Reshape, Squeeze and Unsqueeze of a tensor on the device only: the same data, another shape.
+    Result<bool> reshape(const Node& n, int k) {
+        const int xi = n.in[0];
+        const Shape* xs = shapeOf(xi);
+        if (!xs || !isFloat(xi) || !deviceOnly(xi)) return false;
+        auto out = reshapedShape(g, n, *xs, [&](size_t i) { return hostIn(n, i); });
+        if (!out) return false;
+        auto y = ownCopy(n, k, xi, size_t(numel(*xs)));
+        if (!y) return y.status();
+        setOut(n, *y, *out);
+        return true;
     }
 
     Result<bool> conv(const Node& n) {
@@ -1047,7 +1295,7 @@ struct DeviceRun {
         if (n.in.size() < 2 || n.in[1] < 0) return false;
         int ai = n.in[0], bi = n.in[1];
         if (!isFloat(ai) || !isFloat(bi) || !shapeOf(ai) || !shapeOf(bi)) return false;
-        const int op = int(n.op) - int(Op::Add);  // Add, Sub, Mul, Div
+        const int op = int(n.op) - int(Op::Add);  // Add, Sub, Mul, Div, Pow
         // b one value per channel of a (or one value in all), a the full tensor; Add and Mul either way round.
         auto perChannel = [&](const Shape& a, const Shape& b) -> int {
             if (numel(b) == 1 && a.size() >= 1 && b.size() <= a.size()) return 1;
@@ -1056,20 +1304,41 @@ struct DeviceRun {
                 return int(a[1]);
             return 0;
         };
+        // b one value per row of a's last axis (b = a's shape with the last axis 1: a LayerNorm's
+        // mean), or one vector along it (b's only axis above 1 is the last, a's length: its weights).
+        auto perRow = [&](const Shape& a, const Shape& b) {
+            if (a.size() < 2 || b.size() != a.size() || b.back() != 1 || a.back() < 2) return false;
+            return std::equal(a.begin(), a.end() - 1, b.begin());
+        };
+        auto lastAxisVector = [&](const Shape& a, const Shape& b) {
+            if (a.empty() || b.empty() || b.size() > a.size() || b.back() != a.back() || a.back() < 2) return false;
+            return numel(b) == b.back();
+        };
         Shape sa = *shapeOf(ai), sb = *shapeOf(bi);
-        int channels = -1;
+        int channels = -2;
+        size_t outer = 0, inner = 0;
+        const bool commutes = n.op == Op::Add || n.op == Op::Mul;
         if (sa == sb) {
             channels = 0;
         } else if (int ch = perChannel(sa, sb); ch > 0) {
             channels = ch;
-        } else if ((n.op == Op::Add || n.op == Op::Mul) && perChannel(sb, sa) > 0) {
+        } else if (commutes && perChannel(sb, sa) > 0) {
             channels = perChannel(sb, sa);
             std::swap(ai, bi), std::swap(sa, sb);
+        } else if (perRow(sa, sb)) {
+            outer = size_t(numel(sa) / sa.back()), inner = size_t(sa.back());
+            channels = int(outer);
+        } else if (lastAxisVector(sa, sb) || (commutes && lastAxisVector(sb, sa))) {
+            if (!lastAxisVector(sa, sb)) std::swap(ai, bi), std::swap(sa, sb);
+            outer = size_t(numel(sa) / sa.back()), inner = size_t(sa.back());
+            channels = -1;
         }
-        if (channels < 0 || numel(sa) > kMaxElements) return false;
+        if (channels < -1 || numel(sa) > kMaxElements) return false;
         const size_t total = size_t(numel(sa));
-        const size_t outer = channels == 0 ? total : size_t(channels == 1 ? total : sa[0] * sa[1]);
-        const size_t inner = channels == 0 ? 1 : channels == 1 ? 1 : size_t(sa[2] * sa[3]);
+        if (inner == 0) {
+            outer = channels == 0 ? total : size_t(channels == 1 ? total : sa[0] * sa[1]);
+            inner = channels == 0 ? 1 : channels == 1 ? 1 : size_t(sa[2] * sa[3]);
+        }
         auto a = onDevice(ai);
         if (!a) return a.status();
         auto b = onDevice(bi);
@@ -1161,7 +1430,9 @@ Result<std::map<std::string, Tensor>> OnnxModel::runOn(std::map<std::string, Ten
                 if (v[size_t(id)] && v[size_t(id)]->size() > kMaxElements)
                     return nodeError(g, n, "output " + shapeString(v[size_t(id)]->shape) + " exceeds the runtime's limit");
         }
-        if (profile) profileAdd(g.label, n, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+        if (profile)
+            profileAdd(g.label, n, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(),
+                       device ? (done ? "device" : "cpu") : nullptr);
         for (int id : n.in)
             if (id >= 0 && lastUse[size_t(id)] == int(k) && !keep[size_t(id)] && !g.constants[size_t(id)]) {
                 v[size_t(id)].reset();
