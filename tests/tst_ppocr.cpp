@@ -663,10 +663,10 @@ private slots:
     }
 
     // The front-end with a device for its graphs' nodes (the mirror: the device path on the host
-    // with the CPU's kernels, so the reading must be the CPU's bit for bit): convolutions, chains,
-    // broadcasts, means, softmax, MatMul, Transpose, Slice, Concat and reshapes on the device, the
-    // rest on the CPU with values copied each way, and the same lines, characters, frames,
-    // features and probabilities. A CUDA device asked for where there is none leaves a notice.
+    // with the CPU's kernels, so the reading must be the CPU's bit for bit): convolutions and
+    // transposed ones, chains, broadcasts, batch norms, pools, means, softmax, MatMul, Transpose,
+    // Slice, Concat and reshapes on the device, the integer shape arithmetic on the CPU, and the
+    // same lines, characters, frames, features and probabilities. A CUDA device asked for where there is none leaves a notice.
     void frontEndOnADeviceReadsWhatTheCpuReads() {
         PpocrOptions mirror;
         mirror.device = "mirror";
@@ -691,10 +691,9 @@ private slots:
         }
         QVERIFY(characters > 60);
         const auto [onDevice, onCpu] = (*dev)->deviceNodeCounts();
-        // The CPU keeps the detector's transposed convolutions and the batch norm between them, the
-        // recognizer's average pool, a few broadcasts of other shapes, and the integer shape
-        // arithmetic (Shape, Cast, Slice and Concat of shapes): a tenth of the nodes at most.
-        QVERIFY2(onDevice > 9 * onCpu && onCpu > 0, qPrintable(QString("%1 nodes on the device, %2 on the CPU").arg(onDevice).arg(onCpu)));
+        // The CPU keeps the integer shape arithmetic (Cast, Slice and Concat of shapes; 36 of 704
+        // nodes on these pages): a twelfth of the nodes at most.
+        QVERIFY2(onDevice > 11 * onCpu && onCpu > 0, qPrintable(QString("%1 nodes on the device, %2 on the CPU").arg(onDevice).arg(onCpu)));
         QVERIFY((*dev)->deviceNotice().empty());
         qInfo("%d characters; %lld nodes on the device, %lld on the CPU", characters, (long long)onDevice, (long long)onCpu);
         if (gpuDevices().empty()) {

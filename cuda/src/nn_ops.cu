@@ -119,6 +119,51 @@ __global__ void ChannelBinaryKernel(float* x, const float* c, size_t outer, size
         x[i] = binop(x[i], c[channels > 0 ? (i / inner) % size_t(channels) : i % inner], op);
 }
 
+// Each output pixel of a transposed convolution: the bias, plus every (m, ky, kx) column entry
+// whose input pixel lands on it.
+__global__ void Col2imGatherKernel(const float* cols, const float* bias, float* y, int m, int h, int w, int kh, int kw,
+                                   int sh, int sw, int dh, int dw, int pt, int pl, int oh, int ow) {
+    const size_t total = size_t(m) * oh * ow, hw = size_t(h) * w;
+    for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < total; i += size_t(gridDim.x) * blockDim.x) {
+        const int ox = int(i % ow), oy = int((i / ow) % oh), ch = int(i / (size_t(ow) * oh));
+        float acc = bias ? bias[ch] : 0.f;
+        for (int ky = 0; ky < kh; ++ky) {
+            const int ty = oy + pt - ky * dh;
+            if (ty < 0 || ty % sh) continue;
+            const int iy = ty / sh;
+            if (iy >= h) continue;
+            for (int kx = 0; kx < kw; ++kx) {
+                const int tx = ox + pl - kx * dw;
+                if (tx < 0 || tx % sw) continue;
+                const int ix = tx / sw;
+                if (ix >= w) continue;
+                acc += cols[((size_t(ch) * kh + ky) * kw + kx) * hw + size_t(iy) * w + ix];
+            }
+        }
+        y[i] = acc;
+    }
+}
+
+__global__ void Pool2dKernel(const float* x, float* y, int nc, int h, int w, int kh, int kw, int sh, int sw, int pt, int pl,
+                             int oh, int ow, bool isMax, bool countIncludePad) {
+    const size_t total = size_t(nc) * oh * ow;
+    for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < total; i += size_t(gridDim.x) * blockDim.x) {
+        const int ox = int(i % ow), oy = int((i / ow) % oh);
+        const float* in = x + (i / (size_t(ow) * oh)) * size_t(h) * w;
+        const int y0 = oy * sh - pt, x0 = ox * sw - pl;
+        float acc = isMax ? -INFINITY : 0.f;
+        int count = 0;
+        for (int yy = max(y0, 0); yy < min(y0 + kh, h); ++yy)
+            for (int xx = max(x0, 0); xx < min(x0 + kw, w); ++xx) {
+                const float v = in[size_t(yy) * w + xx];
+                acc = isMax ? fmaxf(acc, v) : acc + v;
+                ++count;
+            }
+        if (!isMax) acc /= float(countIncludePad ? kh * kw : max(count, 1));
+        y[i] = acc;
+    }
+}
+
 struct GatherShape {
     int rank;
     long long shape[kMaxGatherRank], strides[kMaxGatherRank];
@@ -318,6 +363,40 @@ std::string argmaxRows(const float* p, int rows, int n, int* best, float* prob, 
     if (rows <= 0) return {};
     ArgmaxKernel<<<rows, kThreads, 0, S(stream)>>>(p, n, best, prob);
     return launched("argmaxRows");
+}
+
+size_t convTranspose2dWorkspaceBytes(const ConvShape& s) { return size_t(s.m) * s.kh * s.kw * s.h * s.w * sizeof(float); }
+
+std::string convTranspose2d(const float* x, const float* w, const float* bias, const ConvShape& s, int oh, int ow,
+                            void* workspace, float* y, void* stream) {
+    if (s.group != 1) return "convTranspose2d: only group 1";
+    if (oh <= 0 || ow <= 0) return {};
+    std::string error;
+    cublasHandle_t h = handle(&error);
+    if (!h) return error;
+    cublasSetStream(h, S(stream));
+    const int HW = s.h * s.w, K = s.m * s.kh * s.kw;
+    float* cols = static_cast<float*>(workspace);
+    for (int img = 0; img < s.n; ++img) {
+        // Row-major cols[K, HW] = w[C, K]ᵀ · x[C, HW]  ⇔  column-major colsᵀ = xᵀ · w.
+        const float alpha = 1.f, beta = 0.f;
+        if (cublasSgemm(h, CUBLAS_OP_N, CUBLAS_OP_T, HW, K, s.c, &alpha, x + size_t(img) * s.c * HW, HW, w, K, &beta, cols, HW) !=
+            CUBLAS_STATUS_SUCCESS)
+            return "convTranspose2d: cublasSgemm failed";
+        Col2imGatherKernel<<<grid(size_t(s.m) * oh * ow), kThreads, 0, S(stream)>>>(
+            cols, bias, y + size_t(img) * s.m * oh * ow, s.m, s.h, s.w, s.kh, s.kw, s.strideH, s.strideW, s.dilH, s.dilW, s.padT,
+            s.padL, oh, ow);
+        if (auto e = launched("convTranspose2d"); !e.empty()) return e;
+    }
+    return {};
+}
+
+std::string pool2d(const float* x, float* y, int nc, int h, int w, int kh, int kw, int sh, int sw, int padT, int padL, int oh,
+                   int ow, bool max, bool countIncludePad, void* stream) {
+    if (nc <= 0 || oh <= 0 || ow <= 0) return {};
+    Pool2dKernel<<<grid(size_t(nc) * oh * ow), kThreads, 0, S(stream)>>>(x, y, nc, h, w, kh, kw, sh, sw, padT, padL, oh, ow, max,
+                                                                         countIncludePad);
+    return launched("pool2d");
 }
 
 std::string gather(const float* x, float* y, int rank, const long long* shape, const long long* strides, long long offset,

@@ -199,13 +199,77 @@ std::string testAttentionBlockOps() {
     return compare(fromDevice<float>(dy1, wantOne.size()), wantOne);
 }
 
+// The detector's head: a 2×2 stride-2 transposed convolution with bias (and a 3×3 stride-2 one
+// with padding and dilation), and average/max pooling with pads, against direct loops.
+std::string testConvTransposePool() {
+    for (int variant = 0; variant < 2; ++variant) {
+        qn::ConvShape s;
+        s.n = 2, s.c = 6, s.h = 5, s.w = 7, s.m = 4, s.group = 1;
+        s.kh = s.kw = variant == 0 ? 2 : 3, s.strideH = s.strideW = 2;
+        if (variant == 1) s.padT = s.padL = s.padB = s.padR = 1, s.dilH = s.dilW = 2;
+        const int oh = (s.h - 1) * s.strideH + s.dilH * (s.kh - 1) + 1 - s.padT - s.padB;
+        const int ow = (s.w - 1) * s.strideW + s.dilW * (s.kw - 1) + 1 - s.padL - s.padR;
+        const auto x = randomVec(size_t(s.n) * s.c * s.h * s.w, 31), w = randomVec(size_t(s.c) * s.m * s.kh * s.kw, 32),
+                   b = randomVec(size_t(s.m), 33);
+        std::vector<double> acc(size_t(s.n) * s.m * oh * ow, 0.0);
+        for (int n = 0; n < s.n; ++n)
+            for (int m = 0; m < s.m; ++m) {
+                for (int i = 0; i < oh * ow; ++i) acc[(size_t(n) * s.m + m) * oh * ow + i] = b[size_t(m)];
+                for (int c = 0; c < s.c; ++c)
+                    for (int iy = 0; iy < s.h; ++iy)
+                        for (int ix = 0; ix < s.w; ++ix)
+                            for (int ky = 0; ky < s.kh; ++ky)
+                                for (int kx = 0; kx < s.kw; ++kx) {
+                                    const int oy = iy * s.strideH - s.padT + ky * s.dilH, ox = ix * s.strideW - s.padL + kx * s.dilW;
+                                    if (oy < 0 || oy >= oh || ox < 0 || ox >= ow) continue;
+                                    acc[((size_t(n) * s.m + m) * oh + oy) * ow + ox] +=
+                                        double(x[((size_t(n) * s.c + c) * s.h + iy) * s.w + ix]) *
+                                        w[((size_t(c) * s.m + m) * s.kh + ky) * s.kw + kx];
+                                }
+            }
+        const std::vector<float> want(acc.begin(), acc.end());
+        DeviceBuffer dx = toDevice(x), dw = toDevice(w), db = toDevice(b), dy(want.size() * sizeof(float)),
+                     ws(qn::convTranspose2dWorkspaceBytes(s));
+        if (auto e = qn::convTranspose2d(dx.as<float>(), dw.as<float>(), db.as<float>(), s, oh, ow, ws.get(), dy.as<float>()); !e.empty())
+            return e;
+        if (auto e = compare(fromDevice<float>(dy, want.size()), want); !e.empty())
+            return "transposed convolution " + std::to_string(variant) + ": " + e;
+    }
+    const int nc = 3, h = 6, w = 9, kh = 3, kw = 2, sh = 2, sw = 2, pt = 1, pl = 1, pb = 1, pr = 0;
+    const int oh = (h + pt + pb - kh) / sh + 1, ow = (w + pl + pr - kw) / sw + 1;
+    const auto x = randomVec(size_t(nc) * h * w, 34);
+    for (int isMax = 0; isMax < 2; ++isMax)
+        for (int include = 0; include < 2; ++include) {
+            std::vector<float> want(size_t(nc) * oh * ow);
+            for (int p = 0; p < nc; ++p)
+                for (int oy = 0; oy < oh; ++oy)
+                    for (int ox = 0; ox < ow; ++ox) {
+                        float a = isMax ? -INFINITY : 0.f;
+                        int count = 0;
+                        for (int yy = std::max(oy * sh - pt, 0); yy < std::min(oy * sh - pt + kh, h); ++yy)
+                            for (int xx = std::max(ox * sw - pl, 0); xx < std::min(ox * sw - pl + kw, w); ++xx) {
+                                const float v = x[(size_t(p) * h + yy) * w + xx];
+                                a = isMax ? std::max(a, v) : a + v, ++count;
+                            }
+                        if (!isMax) a /= float(include ? kh * kw : std::max(count, 1));
+                        want[(size_t(p) * oh + oy) * ow + ox] = a;
+                    }
+            DeviceBuffer dx = toDevice(x), dy(want.size() * sizeof(float));
+            if (auto e = qn::pool2d(dx.as<float>(), dy.as<float>(), nc, h, w, kh, kw, sh, sw, pt, pl, oh, ow, isMax, include); !e.empty())
+                return e;
+            if (auto e = compare(fromDevice<float>(dy, want.size()), want); !e.empty())
+                return std::string(isMax ? "max" : "average") + " pool: " + e;
+        }
+    return {};
+}
+
 }  // namespace
 
 int main() {
     std::string why;
     const auto devices = listDevices(&why);
     if (devices.empty()) {
-        std::printf("no GPU (%s): front-end CUDA op checks skipped\n0 passed, 0 failed, 9 skipped\n", why.c_str());
+        std::printf("no GPU (%s): front-end CUDA op checks skipped\n0 passed, 0 failed, 10 skipped\n", why.c_str());
         return 0;
     }
     std::printf("GPU: %s\n", devices[0].name.c_str());
@@ -228,6 +292,7 @@ int main() {
     run("fused elementwise chain (affine, hard-swish, swish, hard-sigmoid)", testChain);
     run("channel binary, row mean, softmax over 6625, argmax, nearest resize", testBinarySoftmaxArgmaxResize);
     run("per-row and last-axis arithmetic, pow, transpose, slice, concat, batched matmul", testAttentionBlockOps);
+    run("transposed convolutions, average and max pools", testConvTransposePool);
     std::printf("%d passed, %d failed\n", g_passed, g_failed);
     return g_failed ? 1 : 0;
 }

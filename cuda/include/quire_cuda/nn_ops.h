@@ -25,6 +25,19 @@ size_t conv2dWorkspaceBytes(const ConvShape& s);
 std::string conv2d(const float* x, const float* w, const float* bias, const ConvShape& s, void* workspace, float* y,
                    void* stream = nullptr);
 
+// Transposed convolution (group 1): y[n, m, oh, ow] = Σ scatter of w[c, m, kh, kw]ᵀ · x[n, c, h, w],
+// plus bias[m] (may be null); s.c input channels, s.m output channels, s's strides, dilations
+// and pads as ONNX's (oh, ow given: (h - 1)·stride + dil·(k - 1) + 1 - pads). cols = wᵀ · x by
+// cuBLAS, then every output pixel gathers what lands on it.
+size_t convTranspose2dWorkspaceBytes(const ConvShape& s);
+std::string convTranspose2d(const float* x, const float* w, const float* bias, const ConvShape& s, int oh, int ow,
+                            void* workspace, float* y, void* stream = nullptr);
+// Average or max pooling of x[nc, h, w] into y[nc, oh, ow], pads top/left as given (the window
+// clipped to the input; an average divides by the window's size with countIncludePad, else by the
+// pixels inside).
+std::string pool2d(const float* x, float* y, int nc, int h, int w, int kh, int kw, int sh, int sw, int padT, int padL,
+                   int oh, int ow, bool max, bool countIncludePad, void* stream = nullptr);
+
 // One step of a fused elementwise chain, as in engine/src/nn/graph.h (Micro). kind: 0 MulC,
 // 1 AddC, 2 Clip(a, b), 3 Relu, 4 Sigmoid, 5 HardSigmoid(a, b), 6 Sqrt, 7 SelfGate: x ·
 // gate(x), where the gate is the next `gateSteps` steps (no nesting).

@@ -61,17 +61,34 @@ public:
     Status copy(const Handle& from, const Handle& to, size_t n) override {
         return fromCuda(cuda::copyDevice(of(to), of(from), n * sizeof(float)));
     }
-    Status conv2d(const Handle& x, const Handle& w, const Handle& bias, const DeviceConv& d, const Handle& y) override {
+    static cuda::nn::ConvShape shapeOf(const DeviceConv& d) {
         cuda::nn::ConvShape s;
         s.n = d.n, s.c = d.c, s.h = d.h, s.w = d.w, s.m = d.m, s.kh = d.kh, s.kw = d.kw, s.strideH = d.strideH;
         s.strideW = d.strideW, s.dilH = d.dilH, s.dilW = d.dilW, s.padT = d.padT, s.padL = d.padL, s.padB = d.padB;
         s.padR = d.padR, s.group = d.group;
-        const size_t need = cuda::nn::conv2dWorkspaceBytes(s);
+        return s;
+    }
+    Status reserveWorkspace(size_t need) {
         if (need > m_workspace.bytes()) {
             m_workspace = cuda::DeviceBuffer(need);
             if (!m_workspace.ok()) return Status(ErrorCode::Engine, "CUDA front-end: out of GPU memory for a convolution");
         }
+        return Status::ok();
+    }
+    Status conv2d(const Handle& x, const Handle& w, const Handle& bias, const DeviceConv& d, const Handle& y) override {
+        const cuda::nn::ConvShape s = shapeOf(d);
+        if (Status st = reserveWorkspace(cuda::nn::conv2dWorkspaceBytes(s)); !st) return st;
         return fromCuda(cuda::nn::conv2d(of(x), of(w), bias ? of(bias) : nullptr, s, m_workspace.get(), of(y)));
+    }
+    Status convTranspose2d(const Handle& x, const Handle& w, const Handle& bias, const DeviceConv& d, int oh, int ow,
+                           const Handle& y) override {
+        const cuda::nn::ConvShape s = shapeOf(d);
+        if (Status st = reserveWorkspace(cuda::nn::convTranspose2dWorkspaceBytes(s)); !st) return st;
+        return fromCuda(cuda::nn::convTranspose2d(of(x), of(w), bias ? of(bias) : nullptr, s, oh, ow, m_workspace.get(), of(y)));
+    }
+    Status pool2d(const Handle& x, const Handle& y, int nc, int h, int w, int kh, int kw, int sh, int sw, const int pads[4], int oh,
+                  int ow, bool max, bool countIncludePad) override {
+        return fromCuda(cuda::nn::pool2d(of(x), of(y), nc, h, w, kh, kw, sh, sw, pads[0], pads[1], oh, ow, max, countIncludePad));
     }
     bool canChain(const std::vector<Micro>& micro) const override {
         std::vector<cuda::nn::ChainStep> steps;

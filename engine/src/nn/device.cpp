@@ -58,6 +58,12 @@ public:
     };
     const char* name() const override { return "mirror"; }
     static std::vector<float>& of(const Handle& h) { return static_cast<Buf&>(*h).d; }
+    static cpu::Conv2dParams paramsOf(const DeviceConv& s) {
+        cpu::Conv2dParams p;
+        p.kh = s.kh, p.kw = s.kw, p.strideH = s.strideH, p.strideW = s.strideW, p.dilH = s.dilH, p.dilW = s.dilW;
+        p.padT = s.padT, p.padL = s.padL, p.padB = s.padB, p.padR = s.padR, p.group = s.group;
+        return p;
+    }
 
     Result<Handle> upload(const float* data, size_t n) override {
         auto b = std::make_shared<Buf>();
@@ -84,11 +90,30 @@ public:
         xt.f.assign(of(x).begin(), of(x).end());
         wt.shape = {s.m, s.group == 1 ? s.c : 1, s.kh, s.kw};
         wt.f.assign(of(w).begin(), of(w).end());
-        cpu::Conv2dParams p;
-        p.kh = s.kh, p.kw = s.kw, p.strideH = s.strideH, p.strideW = s.strideW, p.dilH = s.dilH, p.dilW = s.dilW;
-        p.padT = s.padT, p.padL = s.padL, p.padB = s.padB, p.padR = s.padR, p.group = s.group;
-        const Tensor out = cpu::conv2d(xt, wt, bias ? of(bias).data() : nullptr, p);
+        const Tensor out = cpu::conv2d(xt, wt, bias ? of(bias).data() : nullptr, paramsOf(s));
         if (of(y).size() != size_t(out.size())) return Status(ErrorCode::Internal, "mirror device: convolution output size");
+        std::copy_n(out.data(), out.size(), of(y).data());
+        return Status::ok();
+    }
+    Status convTranspose2d(const Handle& x, const Handle& w, const Handle& bias, const DeviceConv& s, int oh, int ow,
+                           const Handle& y) override {
+        Tensor xt, wt;
+        xt.shape = {s.n, s.c, s.h, s.w};
+        xt.f.assign(of(x).begin(), of(x).begin() + long(numel(xt.shape)));
+        wt.shape = {s.c, s.m, s.kh, s.kw};
+        wt.f.assign(of(w).begin(), of(w).begin() + long(numel(wt.shape)));
+        const Tensor out = cpu::convTranspose2d(xt, wt, bias ? of(bias).data() : nullptr, paramsOf(s));
+        if (out.size() != int64_t(s.n) * s.m * oh * ow) return Status(ErrorCode::Internal, "mirror device: transposed convolution size");
+        std::copy_n(out.data(), out.size(), of(y).data());
+        return Status::ok();
+    }
+    Status pool2d(const Handle& x, const Handle& y, int nc, int h, int w, int kh, int kw, int sh, int sw, const int pads[4], int oh,
+                  int ow, bool max, bool countIncludePad) override {
+        Tensor t;
+        t.shape = {1, nc, h, w};
+        t.f.assign(of(x).begin(), of(x).begin() + long(size_t(nc) * h * w));
+        const Tensor out = cpu::pool2d(t, max ? cpu::PoolKind::Max : cpu::PoolKind::Average, kh, kw, sh, sw, pads, countIncludePad);
+        if (out.size() != int64_t(nc) * oh * ow) return Status(ErrorCode::Internal, "mirror device: pool size");
         std::copy_n(out.data(), out.size(), of(y).data());
         return Status::ok();
     }

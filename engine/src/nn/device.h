@@ -1,11 +1,12 @@
 // A device for the ONNX runtime (internal to engine/src/nn and the PP-OCR front-end): where the
 // front-end's nodes run — convolutions (group 1 and depthwise), fused elementwise chains,
-// Add/Sub/Mul/Div/Pow of same-shaped, per-channel, per-row or last-axis-vector operands, global
-// average pools and last-axis means, softmax over the last axis, nearest resizes, MatMul (batched
-// or against one matrix), Transpose, Slice, Concat, and the shape-only Reshape, Squeeze and
+// Add/Sub/Mul/Div/Pow of same-shaped, per-channel, per-row or last-axis-vector operands, batch
+// norms (as a per-channel scale and shift), pools, global average pools and last-axis means,
+// softmax over the last axis, nearest resizes, transposed convolutions, MatMul (batched or
+// against one matrix), Transpose, Slice, Concat, and the shape-only Reshape, Squeeze and
 // Unsqueeze — so that a page's tensors stay on the device from the input to the outputs. A node
-// it does not take (a transposed convolution, integer shape arithmetic) runs on the CPU as
-// before, its inputs copied back (OnnxModel::run with a device).
+// it does not take (integer shape arithmetic) runs on the CPU as before, its inputs copied back
+// (OnnxModel::run with a device).
 //
 // Implementations: CUDA (cuda/src/nn_ops.cu through nn/cuda_device.cpp) and the mirror, which
 // keeps its "device" tensors in host memory and computes with the CPU kernels, bit for bit what
@@ -52,6 +53,13 @@ public:
 
     // y = conv(x, w) + bias (bias may be null), shapes as `s`.
     virtual Status conv2d(const Handle& x, const Handle& w, const Handle& bias, const DeviceConv& s, const Handle& y) = 0;
+    // y[n, s.m, oh, ow] = convTranspose(x[n, s.c, h, w], w[s.c, s.m, kh, kw]) + bias (may be null),
+    // as cpu::convTranspose2d (group 1).
+    virtual Status convTranspose2d(const Handle& x, const Handle& w, const Handle& bias, const DeviceConv& s, int oh, int ow,
+                                   const Handle& y) = 0;
+    // y[nc, oh, ow] = an average or max pool of x[nc, h, w], as cpu::pool2d (pads top, left, bottom, right).
+    virtual Status pool2d(const Handle& x, const Handle& y, int nc, int h, int w, int kh, int kw, int sh, int sw,
+                          const int pads[4], int oh, int ow, bool max, bool countIncludePad) = 0;
     // x[n] ← chain(x[n]) in place; false when the chain is beyond the device (nested gates, too long).
     virtual bool canChain(const std::vector<Micro>& micro) const = 0;
     virtual Status chain(const Handle& x, size_t n, const std::vector<Micro>& micro) = 0;

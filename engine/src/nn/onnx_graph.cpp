@@ -1023,7 +1023,9 @@ struct DeviceRun {
     Result<bool> tryNode(const Node& n, int k) {
         if (n.out.empty() || n.in.empty() || n.in[0] < 0) return false;
         switch (n.op) {
-        case Op::Conv: return conv(n);
+        case Op::Conv: case Op::ConvTranspose: return conv(n);
+        case Op::BatchNorm: return batchNorm(n);
+        case Op::AveragePool: case Op::MaxPool: return pool(n);
         case Op::Chain: return chain(n, k);
         case Op::Add: case Op::Sub: case Op::Mul: case Op::Div: case Op::Pow: return binary(n);
         case Op::GlobalAveragePool: case Op::ReduceMean: return mean(n);
@@ -1033,6 +1035,7 @@ struct DeviceRun {
         case Op::Concat: return concat(n);
         case Op::Transpose: case Op::Slice: return gather(n);
         case Op::Reshape: case Op::Squeeze: case Op::Unsqueeze: return reshape(n, k);
+        case Op::Shape: return shape(n);
         default: return false;
         }
     }
@@ -1218,6 +1221,15 @@ struct DeviceRun {
         return true;
     }
 
+    // Shape of a tensor on the device only: its shape, without copying it back to read that.
+    Result<bool> shape(const Node& n) {
+        const int xi = n.in[0];
+        if (!deviceOnly(xi)) return false;
+        const Shape& s = dv[size_t(xi)]->shape;
+        v[size_t(n.out[0])] = std::make_shared<Tensor>(Tensor::ints({int64_t(s.size())}, std::vector<int64_t>(s.begin(), s.end())));
+        return true;
+    }
+
     // Reshape, Squeeze and Unsqueeze of a tensor on the device only: the same data, another shape.
     Result<bool> reshape(const Node& n, int k) {
         const int xi = n.in[0];
@@ -1231,40 +1243,113 @@ struct DeviceRun {
         return true;
     }
 
+    // A (transposed) convolution's input, weights and bias (bi -1: none) on the device, and a
+    // buffer for its output.
+    struct ConvIo {
+        NnDevice::Handle x, w, b, y;
+    };
+    Result<ConvIo> convIo(int xi, int wi, int bi, const Shape& out) {
+        ConvIo io;
+        for (auto [id, h] : {std::pair{xi, &io.x}, std::pair{wi, &io.w}, std::pair{bi, &io.b}}) {
+            if (id < 0) continue;
+            auto r = onDevice(id);
+            if (!r) return r.status();
+            *h = *r;
+        }
+        auto y = dev.alloc(size_t(numel(out)));
+        if (!y) return y.status();
+        io.y = *y;
+        return io;
+    }
+
+    // A convolution (group 1 or depthwise) or a transposed convolution (group 1) with constant
+    // weights, as the CPU's.
     Result<bool> conv(const Node& n) {
         if (n.in.size() < 2 || n.in[1] < 0) return false;
+        const bool transposed = n.op == Op::ConvTranspose;
         const int xi = n.in[0], wi = n.in[1], bi = n.in.size() > 2 ? n.in[2] : -1;
         const Shape* xs = shapeOf(xi);
         const Tensor* w = g.constants[size_t(wi)].get();
         const Tensor* b = bi >= 0 ? g.constants[size_t(bi)].get() : nullptr;
         if (!xs || xs->size() != 4 || !isFloat(xi) || !w || w->isInt || w->rank() != 4) return false;
-        if (bi >= 0 && (!b || b->isInt || b->size() != w->shape[0])) return false;
         cpu::Conv2dParams p = n.conv;
         if (!n.kernelGiven) p.kh = int(w->shape[2]), p.kw = int(w->shape[3]);
-        const int64_t C = (*xs)[1];
-        const bool dw = p.group > 1 && p.group == C && w->shape[0] == C && w->shape[1] == 1;
-        if (!(p.group == 1 && w->shape[1] == C) && !dw) return false;
+        const int64_t C = (*xs)[1], M = w->shape[transposed ? 1 : 0];
+        if (bi >= 0 && (!b || b->isInt || b->size() != M)) return false;
         if (w->shape[2] != p.kh || w->shape[3] != p.kw) return false;
+        if (transposed) {
+            if (p.group != 1 || w->shape[0] != C) return false;
+        } else {
+            const bool dw = p.group > 1 && p.group == C && w->shape[0] == C && w->shape[1] == 1;
+            if (!(p.group == 1 && w->shape[1] == C) && !dw) return false;
+        }
         DeviceConv s;
-        s.n = int((*xs)[0]), s.c = int(C), s.h = int((*xs)[2]), s.w = int((*xs)[3]), s.m = int(w->shape[0]);
+        s.n = int((*xs)[0]), s.c = int(C), s.h = int((*xs)[2]), s.w = int((*xs)[3]), s.m = int(M);
         s.kh = p.kh, s.kw = p.kw, s.strideH = p.strideH, s.strideW = p.strideW, s.dilH = p.dilH, s.dilW = p.dilW;
         s.padT = p.padT, s.padL = p.padL, s.padB = p.padB, s.padR = p.padR, s.group = p.group;
-        const int64_t Ho = s.outH(), Wo = s.outW();
+        const int64_t Ho = transposed ? int64_t(s.h - 1) * s.strideH + int64_t(s.dilH) * (s.kh - 1) + 1 - s.padT - s.padB : s.outH();
+        const int64_t Wo = transposed ? int64_t(s.w - 1) * s.strideW + int64_t(s.dilW) * (s.kw - 1) + 1 - s.padL - s.padR : s.outW();
         const Shape out{s.n, s.m, Ho, Wo};
-        if (Ho <= 0 || Wo <= 0 || numel(out) > kMaxElements || int64_t(s.kh) * s.kw * C * Ho * Wo > kMaxElements) return false;
+        const int64_t scratch = transposed ? M * s.kh * s.kw * int64_t(s.h) * s.w : int64_t(s.kh) * s.kw * C * Ho * Wo;
+        if (Ho <= 0 || Wo <= 0 || numel(out) > kMaxElements || scratch > kMaxElements) return false;
+        auto io = convIo(xi, wi, b ? bi : -1, out);
+        if (!io) return io.status();
+        const Status st = transposed ? dev.convTranspose2d(io->x, io->w, io->b, s, int(Ho), int(Wo), io->y)
+                                     : dev.conv2d(io->x, io->w, io->b, s, io->y);
+        if (!st) return st;
+        setOut(n, io->y, out);
+        return true;
+    }
+
+    // A batch norm left after folding: per channel, x · scale + shift with the CPU's scale and shift.
+    Result<bool> batchNorm(const Node& n) {
+        const int xi = n.in[0];
+        const Shape* xs = shapeOf(xi);
+        if (n.in.size() < 5 || !xs || xs->size() < 2 || !isFloat(xi)) return false;
+        const int64_t N = (*xs)[0], C = (*xs)[1];
+        const Tensor *sc = hostIn(n, 1), *bi = hostIn(n, 2), *me = hostIn(n, 3), *va = hostIn(n, 4);
+        for (const Tensor* t : {sc, bi, me, va})
+            if (!t || t->isInt || t->size() != C) return false;
+        if (N * C == 0) return false;
+        std::vector<float> scale(static_cast<size_t>(C)), shift(static_cast<size_t>(C));
+        for (int64_t c = 0; c < C; ++c) {  // as execNode computes them
+            scale[size_t(c)] = sc->f[size_t(c)] / std::sqrt(va->f[size_t(c)] + n.epsilon);
+            shift[size_t(c)] = bi->f[size_t(c)] - me->f[size_t(c)] * scale[size_t(c)];
+        }
+        const Shape shape = *xs;
+        const size_t total = size_t(numel(shape)), plane = total / size_t(N * C);
         auto x = onDevice(xi);
         if (!x) return x.status();
-        auto wh = onDevice(wi);
-        if (!wh) return wh.status();
-        NnDevice::Handle bh;
-        if (b) {
-            auto r = onDevice(bi);
-            if (!r) return r.status();
-            bh = *r;
-        }
+        auto hs = dev.upload(scale.data(), scale.size());
+        if (!hs) return hs.status();
+        auto hb = dev.upload(shift.data(), shift.size());
+        if (!hb) return hb.status();
+        auto y = dev.alloc(total);
+        if (!y) return y.status();
+        if (Status st = dev.binary(*x, *hs, *y, size_t(N * C), plane, int(C), 2); !st) return st;
+        if (Status st = dev.binary(*y, *hb, *y, size_t(N * C), plane, int(C), 0); !st) return st;
+        setOut(n, *y, shape);
+        return true;
+    }
+
+    Result<bool> pool(const Node& n) {
+        const int xi = n.in[0];
+        const Shape* xs = shapeOf(xi);
+        if (!xs || xs->size() != 4 || !isFloat(xi)) return false;
+        const int64_t NC = (*xs)[0] * (*xs)[1];
+        const int H = int((*xs)[2]), W = int((*xs)[3]);
+        if (n.sh < 1 || n.sw < 1 || n.kh < 1 || n.kw < 1 || NC == 0) return false;
+        const int Ho = (H + n.pads[0] + n.pads[2] - n.kh) / n.sh + 1, Wo = (W + n.pads[1] + n.pads[3] - n.kw) / n.sw + 1;
+        if (Ho <= 0 || Wo <= 0) return false;
+        const Shape out{(*xs)[0], (*xs)[1], Ho, Wo};
+        if (numel(out) > kMaxElements) return false;
+        auto x = onDevice(xi);
+        if (!x) return x.status();
         auto y = dev.alloc(size_t(numel(out)));
         if (!y) return y.status();
-        if (Status st = dev.conv2d(*x, *wh, bh, s, *y); !st) return st;
+        if (Status st = dev.pool2d(*x, *y, int(NC), H, W, n.kh, n.kw, n.sh, n.sw, n.pads, Ho, Wo, n.op == Op::MaxPool, n.countIncludePad);
+            !st)
+            return st;
         setOut(n, *y, out);
         return true;
     }
@@ -1296,12 +1381,14 @@ struct DeviceRun {
         int ai = n.in[0], bi = n.in[1];
         if (!isFloat(ai) || !isFloat(bi) || !shapeOf(ai) || !shapeOf(bi)) return false;
         const int op = int(n.op) - int(Op::Add);  // Add, Sub, Mul, Div, Pow
-        // b one value per channel of a (or one value in all), a the full tensor; Add and Mul either way round.
+        // b one value per channel of a (or one value in all, or one per image and channel: the
+        // squeeze-excite scales of a batch of lines), a the full tensor; Add and Mul either way round.
         auto perChannel = [&](const Shape& a, const Shape& b) -> int {
             if (numel(b) == 1 && a.size() >= 1 && b.size() <= a.size()) return 1;
             if (a.size() == 4 && numel(b) == a[1] && ((b.size() == 4 && b[0] == 1 && b[2] == 1 && b[3] == 1) ||
                                                        (b.size() == 3 && b[1] == 1 && b[2] == 1)))
                 return int(a[1]);
+            if (a.size() == 4 && b.size() == 4 && b[0] == a[0] && b[1] == a[1] && b[2] == 1 && b[3] == 1) return int(a[0] * a[1]);
             return 0;
         };
         // b one value per row of a's last axis (b = a's shape with the last axis 1: a LayerNorm's
