@@ -1,6 +1,6 @@
 // The PP-OCR front-end's CUDA path on the GPU machine, which cannot build Quire: built here and
 // packed with its libraries and the model files by tools/gpu-carry.sh ppocr, run by
-// tools/gpu-check.sh. The front-end with its heavy nodes on the GPU against the CPU on rendered
+// tools/gpu-check.sh. The front-end with its graphs on the GPU against the CPU on rendered
 // pages — the same lines and characters, character probabilities within 1e-3 — and the pages/min
 // of each, side by side in one run. Prints PASS/FAIL lines and "N passed, M failed"; exits 0
 // with a note where no GPU is present.
