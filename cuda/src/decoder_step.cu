@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstddef>
 #include <cstring>
+#include <map>
 #include <tuple>
 
 #include "cuda_status.cuh"
@@ -292,6 +293,7 @@ struct DecoderStep::Impl {
     float* hostOut = nullptr;  // logits | queries | keys | values
     size_t hostOutFloats = 0;
     cudaGraphExec_t graphs[2] = {nullptr, nullptr};  // without and with attention tracking
+    std::map<int, cudaGraphExec_t> batchGraphs;       // stepBatch's, by batch size
     size_t bytes = 0;
     // Attention tracking: each head's softmax maximum and sum, and the mass per tracked token.
     DeviceBuffer headStats, mass;
@@ -299,6 +301,9 @@ struct DecoderStep::Impl {
     void dropGraphs() {
         for (auto& g : graphs)
             if (g) cudaGraphExecDestroy(g), g = nullptr;
+        for (auto& [size, g] : batchGraphs)
+            if (g) cudaGraphExecDestroy(g);
+        batchGraphs.clear();
     }
     // The prefill's: the projector's weights, and scratch for up to prefillMax rows.
     DeviceMatrix visualW;
@@ -385,6 +390,7 @@ struct DecoderStep::Impl {
     std::string reserveBatch(int n) {
         if (n <= batchMax) return {};
         if (auto e = check(cudaStreamSynchronize(stream), "batch scratch"); !e.empty()) return e;
+        dropGraphs();  // the batch's hold the old buffers
         const size_t N = size_t(n), H = size_t(c.hidden), Q = size_t(c.heads) * c.headDim, KV = size_t(c.kvHeads) * c.headDim,
                      F = size_t(c.intermediate), L = size_t(c.layers), f = sizeof(float);
         for (DeviceBuffer* b : {&bX, &bH, &bQ, &bK, &bV, &bA, &bO, &bG, &bU, &bLogits, &bAct16, &bWork, &bQueries, &bKeys, &bValues,
@@ -757,6 +763,7 @@ std::string DecoderStep::stepBatch(const std::vector<BatchItem>& items, const Ba
             std::string err = check(cudaStreamSynchronize(st), "batch spans");
             if (!err.empty()) return err;
             m.bytes -= m.bSpans.bytes();
+            m.dropGraphs();  // the batch's hold the old pointer
             const size_t cap = std::max(hostSpans.size(), m.batchSpanCap * 3 / 2);
             if (!(err = m.alloc(m.bSpans, cap * sizeof(AttentionSpan))).empty()) return "batch spans: " + err;
             m.batchSpanCap = cap;
@@ -782,46 +789,68 @@ std::string DecoderStep::stepBatch(const std::vector<BatchItem>& items, const Ba
         if (e.empty()) e = upload(0, c.layers);
     }
     float *X = m.bX.as<float>(), *Xn = m.bH.as<float>(), *O = m.bO.as<float>();
-    if (e.empty()) e = embedding(m.bTokens.as<int32_t>(), m.embed.as<float>(), X, B, H, st);
     const float scale = float(1.0 / std::sqrt(double(c.headDim)));
     std::vector<float> layerQueries;
-    for (int l = 0; l < c.layers && e.empty(); ++l) {
-        e = m.rowsQkv(l, B, X, Xn, m.bQ.as<float>(), m.bK.as<float>(), m.bV.as<float>(), m.bAct16);
-        if (e.empty())
-            e = check(cudaMemcpyAsync(m.bQueries.as<float>() + size_t(l) * B * Q, m.bQ.get(), size_t(B) * Q * sizeof(float),
-                                      cudaMemcpyDeviceToDevice, st),
-                      "batch queries");
-        if (e.empty()) {
-            StoreKvKernel<<<dim3(blocksFor(KV), B), 256, 0, st>>>(m.bK.as<float>(), m.bV.as<float>(), m.pool.as<float>(),
-                                                                   m.bParams.as<StepParams>(), l, c.layers, c.kvHeads, c.headDim,
-                                                                   m.invFreq.as<double>(), m.bKeys.as<float>(),
-                                                                   m.bValues.as<float>());
-            e = launched("store the batch's keys and values");
+    // Embedding, the layers and the LM head, reading the tokens, slots, positions and spans from
+    // device memory: with the spans known up front, captured once per batch size and replayed.
+    auto forward = [&]() -> std::string {
+        std::string e = embedding(m.bTokens.as<int32_t>(), m.embed.as<float>(), X, B, H, st);
+        for (int l = 0; l < c.layers && e.empty(); ++l) {
+            e = m.rowsQkv(l, B, X, Xn, m.bQ.as<float>(), m.bK.as<float>(), m.bV.as<float>(), m.bAct16);
+            if (e.empty())
+                e = check(cudaMemcpyAsync(m.bQueries.as<float>() + size_t(l) * B * Q, m.bQ.get(), size_t(B) * Q * sizeof(float),
+                                          cudaMemcpyDeviceToDevice, st),
+                          "batch queries");
+            if (e.empty()) {
+                StoreKvKernel<<<dim3(blocksFor(KV), B), 256, 0, st>>>(m.bK.as<float>(), m.bV.as<float>(), m.pool.as<float>(),
+                                                                       m.bParams.as<StepParams>(), l, c.layers, c.kvHeads, c.headDim,
+                                                                       m.invFreq.as<double>(), m.bKeys.as<float>(),
+                                                                       m.bValues.as<float>());
+                e = launched("store the batch's keys and values");
+            }
+            if (e.empty() && perLayer) {
+                layerQueries.resize(size_t(B) * Q);
+                hostSpans.clear();
+                e = check(cudaMemcpyAsync(layerQueries.data(), m.bQ.get(), layerQueries.size() * sizeof(float), cudaMemcpyDeviceToHost, st),
+                          "batch queries");
+                if (e.empty()) e = check(cudaStreamSynchronize(st), "batch queries");
+                if (e.empty()) e = collect(l, layerQueries.data());
+                if (e.empty()) e = upload(l, 1);
+            }
+            if (e.empty()) {
+                AttentionSplitKernel<<<dim3(c.heads, splits, B), kAttnThreads, 0, st>>>(
+                    m.bQ.as<float>(), size_t(Q), m.pool.as<float>(), m.bSpans.as<AttentionSpan>(), nullptr,
+                    m.bOffsets.as<int32_t>() + size_t(l) * (B + 1), l, c.layers, c.kvHeads, c.headDim, c.heads / c.kvHeads,
+                    m.invFreq.as<double>(), scale, m.bWork.as<float>());
+                e = launched("batch attention");
+            }
+            if (e.empty()) {
+                AttentionCombineKernel<<<dim3(c.heads, B), 128, 0, st>>>(m.bWork.as<float>(), splits, c.headDim, m.bA.as<float>(), nullptr);
+                e = launched("batch attention combine");
+            }
+            if (e.empty()) e = m.rowsRest(l, B, m.bA.as<float>(), X, Xn, O, m.bG.as<float>(), m.bU.as<float>(), m.bAct16);
         }
-        if (e.empty() && perLayer) {
-            layerQueries.resize(size_t(B) * Q);
-            hostSpans.clear();
-            e = check(cudaMemcpyAsync(layerQueries.data(), m.bQ.get(), layerQueries.size() * sizeof(float), cudaMemcpyDeviceToHost, st),
-                      "batch queries");
-            if (e.empty()) e = check(cudaStreamSynchronize(st), "batch queries");
-            if (e.empty()) e = collect(l, layerQueries.data());
-            if (e.empty()) e = upload(l, 1);
+        if (e.empty()) e = rmsNorm(X, m.finalNorm.as<float>(), Xn, B, H, c.rmsEps, st);
+        if (e.empty()) e = m.gemmRows(m.head, Xn, H, B, m.bLogits.as<float>(), m.bAct16);
+        return e;
+    };
+    if (e.empty() && !perLayer) {
+        cudaGraphExec_t& graph = m.batchGraphs[B];
+        if (!graph) {
+            cudaGraph_t g = nullptr;
+            e = check(cudaStreamBeginCapture(st, cudaStreamCaptureModeThreadLocal), "batch graph capture");
+            if (e.empty()) {
+                const std::string inside = forward();
+                e = check(cudaStreamEndCapture(st, &g), "batch graph capture");
+                if (!inside.empty()) e = inside;
+            }
+            if (e.empty()) e = check(cudaGraphInstantiate(&graph, g, 0), "batch graph instantiate");
+            if (g) cudaGraphDestroy(g);
         }
-        if (e.empty()) {
-            AttentionSplitKernel<<<dim3(c.heads, splits, B), kAttnThreads, 0, st>>>(
-                m.bQ.as<float>(), size_t(Q), m.pool.as<float>(), m.bSpans.as<AttentionSpan>(), nullptr,
-                m.bOffsets.as<int32_t>() + size_t(l) * (B + 1), l, c.layers, c.kvHeads, c.headDim, c.heads / c.kvHeads,
-                m.invFreq.as<double>(), scale, m.bWork.as<float>());
-            e = launched("batch attention");
-        }
-        if (e.empty()) {
-            AttentionCombineKernel<<<dim3(c.heads, B), 128, 0, st>>>(m.bWork.as<float>(), splits, c.headDim, m.bA.as<float>(), nullptr);
-            e = launched("batch attention combine");
-        }
-        if (e.empty()) e = m.rowsRest(l, B, m.bA.as<float>(), X, Xn, O, m.bG.as<float>(), m.bU.as<float>(), m.bAct16);
+        if (e.empty()) e = check(cudaGraphLaunch(graph, st), "batch graph launch");
+    } else if (e.empty()) {
+        e = forward();
     }
-    if (e.empty()) e = rmsNorm(X, m.finalNorm.as<float>(), Xn, B, H, c.rmsEps, st);
-    if (e.empty()) e = m.gemmRows(m.head, Xn, H, B, m.bLogits.as<float>(), m.bAct16);
     std::vector<float> logits, queries, keys, values;
     for (auto [dst, src, n] : {std::tuple{&logits, &m.bLogits, size_t(B) * c.vocab}, {&queries, &m.bQueries, size_t(c.layers) * B * Q},
                                {&keys, &m.bKeys, size_t(c.layers) * B * KV}, {&values, &m.bValues, size_t(c.layers) * B * KV}}) {

@@ -327,8 +327,9 @@ void runShape(const std::string& label, const DecoderShape& c, bool bf16) {
     }
     // A batch of five sequences in one stepBatch (each its own slot, place in its block, position,
     // token and spans; none reads another's slot), against the reference's steps one by one:
-    // spans asked for up front, then layer by layer with each sequence's query.
-    for (int round = 0; round < 2; ++round) {
+    // spans asked for up front (the batch's graph captured), layer by layer with each sequence's
+    // query, then up front again with other tokens, places and spans (the graph replayed).
+    for (int round = 0; round < 3; ++round) {
         const bool perLayer = round == 1;
         constexpr int B = 5, kFirstOwn = 10;
         std::vector<BatchItem> items(B);
@@ -354,7 +355,8 @@ void runShape(const std::string& label, const DecoderShape& c, bool bf16) {
             return {};
         };
         e = dev->stepBatch(items, spansFor, perLayer);
-        const std::string what = label + " batch of 5" + (perLayer ? " (layer by layer)" : " (spans up front)");
+        const std::string what = label + " batch of 5" +
+                                 (perLayer ? " (layer by layer)" : round == 0 ? " (graph captured)" : " (graph replayed)");
         if (!e.empty()) return check(what, false, e);
         double el = 0, eq = 0, ek = 0, ev = 0, eSeen = 0;
         for (int i = 0; i < B; ++i) {

@@ -85,7 +85,9 @@ public:
     // each weight matrix applied to all their rows in one product (read once for the batch), the
     // attention one launch over every sequence's spans (grid z: the sequence). spansFor(item,
     // layer, query or null, spans) gives item's spans; `perLayer` as step()'s. No attention
-    // tracking. Launched op by op, not captured; its scratch grows to the largest batch seen.
+    // tracking. With the spans up front, one CUDA graph launch (captured once per batch size, the
+    // tokens, slots, positions and spans read from device memory); layer by layer otherwise. Its
+    // scratch grows to the largest batch seen (the graphs captured again then).
     using BatchSpansFor =
         std::function<std::string(int item, int layer, const float* query, std::vector<AttentionSpan>& spans)>;
     std::string stepBatch(const std::vector<BatchItem>& items, const BatchSpansFor& spansFor, bool perLayer);
