@@ -24,7 +24,7 @@ if [ "${QUIRE_SKIP_SANITIZERS:-0}" != 1 ]; then
     BUILD_DIR=build-tsan QUIRE_CUDA=OFF CMAKE_EXTRA_ARGS="-DQUIRE_TSAN=ON -DQUIRE_BUILD_GUI=OFF" \
         bash installer/build.sh --target tst_decoder
     TSAN_OPTIONS=halt_on_error=1 build-tsan/tests/tst_decoder twoThreadsComputeWhatOneDoes twoThreadsPrefillWhatOneDoes draftStepsMatchPlainSteps \
-        batchedStepsMatchSessionsAlone
+        batchedStepsMatchSessionsAlone sharedDeviceTakesSessionsFromTwoThreads
 fi
 
 if [ "${QUIRE_SKIP_FUZZ:-0}" != 1 ]; then

@@ -11,6 +11,7 @@
 #include <bit>
 #include <cmath>
 #include <random>
+#include <thread>
 
 #include "decoder/kernels.h"
 #include "quire/decoder/bench.h"
@@ -1070,6 +1071,48 @@ private slots:
         const int64_t before = batch[1].s->stats().position;
         QVERIFY(!DecodeSession::stepBatch({batch[1].s.get(), batch[2].s.get()}, {7, cfg.vocabSize}));
         QCOMPARE(batch[1].s->stats().position, before);  // refused before any session moved
+    }
+
+    // Sessions of one shared (mirror) device on two threads at once, each its own volume: each
+    // computes what it computes on a device of its own, bit for bit (the shared device takes one
+    // call at a time; run under ThreadSanitizer in CI).
+    void sharedDeviceTakesSessionsFromTwoThreads() {
+        const ModelConfig cfg = tinyConfig();
+        auto model = std::make_shared<const ModelWeights>(randomModel(cfg, 35));
+        auto shared = SharedDevice::open(model, StepDevice::Mirror);
+        QVERIFY(shared);
+        constexpr int kSteps = 200;
+        auto run = [&](bool share, int volume, std::vector<std::vector<float>>& logits) {
+            AttentionParams p = smallSrSwa();
+            p.device = StepDevice::Mirror;
+            if (share) p.sharedDevice = *shared;
+            DecodeSession s(model, p);
+            if (!s.begin({1, 5, 6 + volume})) return;
+            int fed = -1, token = cfg.bosTokenId;
+            for (int step = 0; step < kSteps; ++step) {
+                while (fed < s.stats().currentPage + (token == cfg.pageBreakTokenId ? 1 : 0) + p.windowAfter) {
+                    ++fed;
+                    const auto f = pageFeatures(fed + 100 * volume, 30, cfg.visualDim);
+                    if (!s.addPage(fed, f.data(), 30)) return;
+                }
+                auto r = s.step(token);
+                if (!r || !s.deviceNotice().empty()) return;
+                logits.push_back(*r->logits);
+                const int best = int(std::max_element(r->logits->begin() + 4, r->logits->end()) - r->logits->begin());
+                token = step % (20 + 7 * volume) == 19 + 7 * volume ? cfg.pageBreakTokenId : best;
+            }
+        };
+        std::vector<std::vector<float>> alone[2], together[2];
+        run(false, 0, alone[0]);
+        run(false, 1, alone[1]);
+        std::thread other([&] { run(true, 1, together[1]); });
+        run(true, 0, together[0]);
+        other.join();
+        for (int v = 0; v < 2; ++v) {
+            QCOMPARE(int(alone[v].size()), kSteps);
+            QCOMPARE(int(together[v].size()), kSteps);
+            QVERIFY(alone[v] == together[v]);
+        }
     }
 
     // More sessions than one batched pass takes (64): the batch runs in passes, each session's

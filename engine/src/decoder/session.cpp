@@ -186,6 +186,52 @@ std::shared_ptr<const PackedWeights> packedWeightsOf(const std::shared_ptr<const
 
 }  // namespace
 
+// The backend of a SharedDevice: one call at a time, whichever session's thread makes it. (A
+// step's spansFor calls back into the device, on the same thread, to stage gated blocks: the
+// lock is recursive.) Each call is whole — it leaves nothing half done for the next — so
+// sessions on several threads interleave their calls safely; their slots are their own.
+class LockedBackend final : public StepBackend {
+public:
+    explicit LockedBackend(std::unique_ptr<StepBackend> b) : inner(std::move(b)) {}
+    const char* name() const override { return inner->name(); }
+    Status reserveSlots(int n) override {
+        std::lock_guard lock(mutex);
+        return inner->reserveSlots(n);
+    }
+    int slots() const override {
+        std::lock_guard lock(mutex);
+        return inner->slots();
+    }
+    Status writeSlot(int slot, const float* block) override {
+        std::lock_guard lock(mutex);
+        return inner->writeSlot(slot, block);
+    }
+    Status writeSlotLayer(int slot, int layer, const float* block) override {
+        std::lock_guard lock(mutex);
+        return inner->writeSlotLayer(slot, layer, block);
+    }
+    Status step(const DeviceStepIO& io, const SpansFor& spansFor, bool perLayer) override {
+        std::lock_guard lock(mutex);
+        return inner->step(io, spansFor, perLayer);
+    }
+    Status stepBatch(const std::vector<DeviceStepIO>& ios, const BatchSpansFor& spansFor, bool perLayer) override {
+        std::lock_guard lock(mutex);
+        return inner->stepBatch(ios, spansFor, perLayer);
+    }
+    Status prefill(const DevicePrefillIO& io, int maxTokens) override {
+        std::lock_guard lock(mutex);
+        return inner->prefill(io, maxTokens);
+    }
+    size_t deviceBytes() const override {
+        std::lock_guard lock(mutex);
+        return inner->deviceBytes();
+    }
+
+private:
+    std::unique_ptr<StepBackend> inner;
+    mutable std::recursive_mutex mutex;
+};
+
 struct SharedDevice::Impl {
     std::shared_ptr<const ModelWeights> model;
     StepDevice kind = StepDevice::Cpu;
@@ -222,11 +268,11 @@ Result<std::shared_ptr<SharedDevice>> SharedDevice::open(std::shared_ptr<const M
     auto d = std::make_unique<Impl>();
     d->model = model, d->kind = device;
     if (device == StepDevice::Mirror) {
-        d->backend = makeMirrorBackend(model, faultAtStep);
+        d->backend = std::make_shared<LockedBackend>(makeMirrorBackend(model, faultAtStep));
     } else if (device == StepDevice::Cuda) {
         auto made = makeCudaBackend(model, bf16Weights);
         if (!made) return made.status();
-        d->backend = std::move(*made);
+        d->backend = std::make_shared<LockedBackend>(std::move(*made));
     } else {
         return Status(ErrorCode::InvalidArgument, "a shared device is a GPU's (the CPU's sessions share their weights anyway)");
     }

@@ -103,8 +103,9 @@ struct AttentionParams {
 // starts, given back when it ends), so that DecodeSession::stepBatch computes their steps
 // together there, each weight read once a step for all of them. SR-SWA sessions only: their
 // memory is fixed when they start. Sessions whose device fails go on with the CPU as alone. The
-// device runs one call at a time: its sessions are used from one thread (a server's decode loop).
-// (The packed weights that sessions on one model share on the CPU are read-only: any threads.)
+// device takes one call at a time, so its sessions may be used from several threads (each
+// session from one thread at a time, as always); the packed weights that sessions on one model
+// share on the CPU are read-only.
 class SharedDevice {
 public:
     // Fails with the reason where there is no such device or no memory for the weights.
