@@ -24,11 +24,16 @@ std::string shapeString(const Shape& shape) {
 }
 
 namespace cpu {
-namespace {
 
 int outSize(int in, int k, int stride, int dil, int padA, int padB) {
     return (in + padA + padB - (dil * (k - 1) + 1)) / stride + 1;
 }
+
+int64_t transposedOutSize(int64_t in, int k, int stride, int dil, int padA, int padB) {
+    return (in - 1) * stride + int64_t(dil) * (k - 1) + 1 - padA - padB;
+}
+
+namespace {
 
 // cols [C*kh*kw, Ho*Wo] from one image x [C, H, W].
 QUIRE_CLONES void im2col(const float* x, int C, int H, int W, const Conv2dParams& p, int Ho, int Wo, float* cols) {
@@ -141,8 +146,8 @@ Tensor conv2d(const Tensor& x, const Tensor& w, const float* bias, const Conv2dP
 Tensor convTranspose2d(const Tensor& x, const Tensor& w, const float* bias, const Conv2dParams& p) {
     const int N = int(x.shape[0]), C = int(x.shape[1]), H = int(x.shape[2]), W = int(x.shape[3]);
     const int M = int(w.shape[1]);
-    const int Ho = (H - 1) * p.strideH + p.dilH * (p.kh - 1) + 1 - p.padT - p.padB;
-    const int Wo = (W - 1) * p.strideW + p.dilW * (p.kw - 1) + 1 - p.padL - p.padR;
+    const int Ho = int(transposedOutSize(H, p.kh, p.strideH, p.dilH, p.padT, p.padB));
+    const int Wo = int(transposedOutSize(W, p.kw, p.strideW, p.dilW, p.padL, p.padR));
     Tensor y = Tensor::floats({N, M, std::max(Ho, 0), std::max(Wo, 0)});
     if (Ho <= 0 || Wo <= 0) return y;
     const int K = M * p.kh * p.kw;

@@ -18,6 +18,11 @@ struct Conv2dParams {
     int group = 1;
 };
 
+// Output length along one axis of a convolution or pool (pads before and after the axis) ...
+int outSize(int in, int k, int stride, int dil, int padA, int padB);
+// ... and of a transposed convolution: (in - 1)·stride + dil·(k - 1) + 1 - padA - padB.
+int64_t transposedOutSize(int64_t in, int k, int stride, int dil, int padA, int padB);
+
 // x [N, C, H, W], w [M, C/group, kh, kw], bias [M] or nullptr → y [N, M, Ho, Wo].
 // group must be 1 or C (depthwise, M == C); checked by the caller.
 Tensor conv2d(const Tensor& x, const Tensor& w, const float* bias, const Conv2dParams& p);

@@ -450,6 +450,33 @@ Result<std::vector<int64_t>> transposePerm(const Graph& g, const Node& n, int ra
     return perm;
 }
 
+// Concat of inputs with shapes `in`: the output's shape, and the rows before the axis (outer) and
+// the values per unit of the axis after it (inner), each input a block of rows.
+struct ConcatLayout {
+    Shape out;
+    int axis = 0;
+    int64_t outer = 1, inner = 1;
+};
+Result<ConcatLayout> concatLayout(const Graph& g, const Node& n, const std::vector<const Shape*>& in) {
+    ConcatLayout l;
+    const Shape& first = *in.front();
+    const int r = int(first.size());
+    l.axis = normAxis(n.axis, r);
+    if (l.axis < 0 || l.axis >= r) return nodeError(g, n, "axis out of range");
+    l.out = first;
+    l.out[size_t(l.axis)] = 0;
+    for (const Shape* s : in) {
+        if (int(s->size()) != r) return nodeError(g, n, "inputs differ in rank or type");
+        for (int d = 0; d < r; ++d)
+            if (d != l.axis && (*s)[size_t(d)] != first[size_t(d)])
+                return nodeError(g, n, "input shapes " + shapeString(first) + " and " + shapeString(*s) + " do not concatenate");
+        l.out[size_t(l.axis)] += (*s)[size_t(l.axis)];
+    }
+    for (int d = 0; d < l.axis; ++d) l.outer *= l.out[size_t(d)];
+    for (int d = l.axis + 1; d < r; ++d) l.inner *= l.out[size_t(d)];
+    return l;
+}
+
 Status execNode(const Exec& e, const Node& n) {
     const Graph& g = e.g;
     for (size_t k = 0; k < n.in.size(); ++k)
@@ -613,23 +640,15 @@ Status execNode(const Exec& e, const Node& n) {
         return Status::ok();
     }
     case Op::Concat: {
-        const int r = x->rank();
-        const int axis = normAxis(n.axis, r);
-        if (axis < 0 || axis >= r) return nodeError(g, n, "axis out of range");
-        Shape out = x->shape;
-        out[size_t(axis)] = 0;
+        std::vector<const Shape*> shapes;
         for (size_t k = 0; k < n.in.size(); ++k) {
             const Tensor* t = e.in(n, k);
-            if (!t || t->rank() != r || t->isInt != x->isInt) return nodeError(g, n, "inputs differ in rank or type");
-            for (int d = 0; d < r; ++d)
-                if (d != axis && t->shape[size_t(d)] != x->shape[size_t(d)])
-                    return nodeError(g, n, "input shapes " + shapeString(x->shape) + " and " + shapeString(t->shape) +
-                                               " do not concatenate");
-            out[size_t(axis)] += t->shape[size_t(axis)];
+            if (!t || t->isInt != x->isInt) return nodeError(g, n, "inputs differ in rank or type");
+            shapes.push_back(&t->shape);
         }
-        int64_t outer = 1, inner = 1;
-        for (int d = 0; d < axis; ++d) outer *= out[size_t(d)];
-        for (int d = axis + 1; d < r; ++d) inner *= out[size_t(d)];
+        auto layout = concatLayout(g, n, shapes);
+        if (!layout) return layout.status();
+        const auto& [out, axis, outer, inner] = *layout;
         Tensor y;
         y.shape = out;
         y.isInt = x->isInt;
@@ -1154,25 +1173,19 @@ struct DeviceRun {
 
     // Concat of float tensors, at least one of them on the device only.
     Result<bool> concat(const Node& n) {
-        const Shape* xs = shapeOf(n.in[0]);
-        if (!xs) return false;
-        const int r = int(xs->size()), axis = normAxis(n.axis, r);
-        if (axis < 0 || axis >= r) return false;
         bool anyOnDevice = false;
-        Shape out = *xs;
-        out[size_t(axis)] = 0;
+        std::vector<const Shape*> shapes;
         for (int id : n.in) {
             const Shape* s = id >= 0 ? shapeOf(id) : nullptr;
-            if (!s || !isFloat(id) || int(s->size()) != r) return false;
-            for (int d = 0; d < r; ++d)
-                if (d != axis && (*s)[size_t(d)] != (*xs)[size_t(d)]) return false;
-            out[size_t(axis)] += (*s)[size_t(axis)];
+            if (!s || !isFloat(id)) return false;
+            shapes.push_back(s);
             anyOnDevice = anyOnDevice || deviceOnly(id);
         }
-        if (!anyOnDevice || numel(out) > kMaxElements || numel(out) == 0) return false;
-        int64_t outer = 1, inner = 1;
-        for (int d = 0; d < axis; ++d) outer *= out[size_t(d)];
-        for (int d = axis + 1; d < r; ++d) inner *= out[size_t(d)];
+        if (!anyOnDevice) return false;
+        auto layout = concatLayout(g, n, shapes);
+        if (!layout) return false;  // the CPU says why
+        const auto& [out, axis, outer, inner] = *layout;
+        if (numel(out) > kMaxElements || numel(out) == 0) return false;
         auto y = dev.alloc(size_t(numel(out)));
         if (!y) return y.status();
         const int64_t rowOut = out[size_t(axis)] * inner;
@@ -1287,8 +1300,8 @@ struct DeviceRun {
         s.n = int((*xs)[0]), s.c = int(C), s.h = int((*xs)[2]), s.w = int((*xs)[3]), s.m = int(M);
         s.kh = p.kh, s.kw = p.kw, s.strideH = p.strideH, s.strideW = p.strideW, s.dilH = p.dilH, s.dilW = p.dilW;
         s.padT = p.padT, s.padL = p.padL, s.padB = p.padB, s.padR = p.padR, s.group = p.group;
-        const int64_t Ho = transposed ? int64_t(s.h - 1) * s.strideH + int64_t(s.dilH) * (s.kh - 1) + 1 - s.padT - s.padB : s.outH();
-        const int64_t Wo = transposed ? int64_t(s.w - 1) * s.strideW + int64_t(s.dilW) * (s.kw - 1) + 1 - s.padL - s.padR : s.outW();
+        const int64_t Ho = transposed ? cpu::transposedOutSize(s.h, s.kh, s.strideH, s.dilH, s.padT, s.padB) : s.outH();
+        const int64_t Wo = transposed ? cpu::transposedOutSize(s.w, s.kw, s.strideW, s.dilW, s.padL, s.padR) : s.outW();
         const Shape out{s.n, s.m, Ho, Wo};
         const int64_t scratch = transposed ? M * s.kh * s.kw * int64_t(s.h) * s.w : int64_t(s.kh) * s.kw * C * Ho * Wo;
         if (Ho <= 0 || Wo <= 0 || numel(out) > kMaxElements || scratch > kMaxElements) return false;
@@ -1339,7 +1352,7 @@ struct DeviceRun {
         const int64_t NC = (*xs)[0] * (*xs)[1];
         const int H = int((*xs)[2]), W = int((*xs)[3]);
         if (n.sh < 1 || n.sw < 1 || n.kh < 1 || n.kw < 1 || NC == 0) return false;
-        const int Ho = (H + n.pads[0] + n.pads[2] - n.kh) / n.sh + 1, Wo = (W + n.pads[1] + n.pads[3] - n.kw) / n.sw + 1;
+        const int Ho = cpu::outSize(H, n.kh, n.sh, 1, n.pads[0], n.pads[2]), Wo = cpu::outSize(W, n.kw, n.sw, 1, n.pads[1], n.pads[3]);
         if (Ho <= 0 || Wo <= 0) return false;
         const Shape out{(*xs)[0], (*xs)[1], Ho, Wo};
         if (numel(out) > kMaxElements) return false;
@@ -1360,19 +1373,10 @@ struct DeviceRun {
         if (!xs || !isFloat(xi) || !dev.canChain(n.micro)) return false;
         const Shape shape = *xs;
         const size_t count = size_t(numel(shape));
-        auto x = onDevice(xi);
-        if (!x) return x.status();
-        NnDevice::Handle y = *x;
-        if (!mayOverwrite(n, k, xi)) {  // a copy to apply the chain to
-            auto fresh = dev.alloc(count);
-            if (!fresh) return fresh.status();
-            if (Status st = dev.copy(*x, *fresh, count); !st) return st;
-            y = *fresh;
-        } else {
-            v[size_t(xi)].reset(), dv[size_t(xi)].reset();  // overwritten: no copy of it stays valid
-        }
-        if (Status st = dev.chain(y, count, n.micro); !st) return st;
-        setOut(n, y, shape);
+        auto y = ownCopy(n, k, xi, count);
+        if (!y) return y.status();
+        if (Status st = dev.chain(*y, count, n.micro); !st) return st;
+        setOut(n, *y, shape);
         return true;
     }
 
