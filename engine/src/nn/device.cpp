@@ -58,6 +58,19 @@ public:
     };
     const char* name() const override { return "mirror"; }
     static std::vector<float>& of(const Handle& h) { return static_cast<Buf&>(*h).d; }
+    // The first numel(shape) floats of a buffer as a host tensor, for the CPU kernel ...
+    static Tensor tensorOf(const Handle& h, Shape shape) {
+        Tensor t;
+        t.f.assign(of(h).begin(), of(h).begin() + long(numel(shape)));
+        t.shape = std::move(shape);
+        return t;
+    }
+    // ... and the kernel's result into the output buffer, which must be its size.
+    static Status put(const Tensor& t, const Handle& y, const char* what) {
+        if (of(y).size() != size_t(t.size())) return Status(ErrorCode::Internal, std::string("mirror device: ") + what + " output size");
+        std::copy_n(t.data(), t.size(), of(y).data());
+        return Status::ok();
+    }
     static cpu::Conv2dParams paramsOf(const DeviceConv& s) {
         cpu::Conv2dParams p;
         p.kh = s.kh, p.kw = s.kw, p.strideH = s.strideH, p.strideW = s.strideW, p.dilH = s.dilH, p.dilW = s.dilW;
@@ -85,37 +98,22 @@ public:
         return Status::ok();
     }
     Status conv2d(const Handle& x, const Handle& w, const Handle& bias, const DeviceConv& s, const Handle& y) override {
-        Tensor xt, wt;
-        xt.shape = {s.n, s.c, s.h, s.w};
-        xt.f.assign(of(x).begin(), of(x).end());
-        wt.shape = {s.m, s.group == 1 ? s.c : 1, s.kh, s.kw};
-        wt.f.assign(of(w).begin(), of(w).end());
-        const Tensor out = cpu::conv2d(xt, wt, bias ? of(bias).data() : nullptr, paramsOf(s));
-        if (of(y).size() != size_t(out.size())) return Status(ErrorCode::Internal, "mirror device: convolution output size");
-        std::copy_n(out.data(), out.size(), of(y).data());
-        return Status::ok();
+        const Tensor xt = tensorOf(x, {s.n, s.c, s.h, s.w}), wt = tensorOf(w, {s.m, s.group == 1 ? s.c : 1, s.kh, s.kw});
+        return put(cpu::conv2d(xt, wt, bias ? of(bias).data() : nullptr, paramsOf(s)), y, "convolution");
     }
     Status convTranspose2d(const Handle& x, const Handle& w, const Handle& bias, const DeviceConv& s, int oh, int ow,
                            const Handle& y) override {
-        Tensor xt, wt;
-        xt.shape = {s.n, s.c, s.h, s.w};
-        xt.f.assign(of(x).begin(), of(x).begin() + long(numel(xt.shape)));
-        wt.shape = {s.c, s.m, s.kh, s.kw};
-        wt.f.assign(of(w).begin(), of(w).begin() + long(numel(wt.shape)));
+        const Tensor xt = tensorOf(x, {s.n, s.c, s.h, s.w}), wt = tensorOf(w, {s.c, s.m, s.kh, s.kw});
         const Tensor out = cpu::convTranspose2d(xt, wt, bias ? of(bias).data() : nullptr, paramsOf(s));
         if (out.size() != int64_t(s.n) * s.m * oh * ow) return Status(ErrorCode::Internal, "mirror device: transposed convolution size");
-        std::copy_n(out.data(), out.size(), of(y).data());
-        return Status::ok();
+        return put(out, y, "transposed convolution");
     }
     Status pool2d(const Handle& x, const Handle& y, int nc, int h, int w, int kh, int kw, int sh, int sw, const int pads[4], int oh,
                   int ow, bool max, bool countIncludePad) override {
-        Tensor t;
-        t.shape = {1, nc, h, w};
-        t.f.assign(of(x).begin(), of(x).begin() + long(size_t(nc) * h * w));
-        const Tensor out = cpu::pool2d(t, max ? cpu::PoolKind::Max : cpu::PoolKind::Average, kh, kw, sh, sw, pads, countIncludePad);
+        const Tensor out = cpu::pool2d(tensorOf(x, {1, nc, h, w}), max ? cpu::PoolKind::Max : cpu::PoolKind::Average, kh, kw, sh,
+                                       sw, pads, countIncludePad);
         if (out.size() != int64_t(nc) * oh * ow) return Status(ErrorCode::Internal, "mirror device: pool size");
-        std::copy_n(out.data(), out.size(), of(y).data());
-        return Status::ok();
+        return put(out, y, "pool");
     }
     bool canChain(const std::vector<Micro>&) const override { return true; }
     Status chain(const Handle& x, size_t n, const std::vector<Micro>& micro) override {
@@ -135,28 +133,16 @@ public:
         return Status::ok();
     }
     Status rowMean(const Handle& x, const Handle& y, size_t rows, size_t n) override {
-        Tensor t;
-        t.shape = {1, int64_t(rows), int64_t(n)};
-        t.f.assign(of(x).begin(), of(x).begin() + long(rows * n));
-        const Tensor m = cpu::reduceMean(t, 2, false);  // (cpu::globalAveragePool computes the same mean)
-        std::copy_n(m.data(), rows, of(y).data());
-        return Status::ok();
+        // (cpu::globalAveragePool computes the same mean)
+        return put(cpu::reduceMean(tensorOf(x, {1, int64_t(rows), int64_t(n)}), 2, false), y, "mean");
     }
     Status softmaxRows(const Handle& x, size_t rows, size_t n) override {
-        Tensor t;
-        t.shape = {int64_t(rows), int64_t(n)};
-        t.f.assign(of(x).begin(), of(x).begin() + long(rows * n));
+        Tensor t = tensorOf(x, {int64_t(rows), int64_t(n)});
         cpu::softmaxInPlace(t, 1, false);
-        std::copy_n(t.data(), rows * n, of(x).data());
-        return Status::ok();
+        return put(t, x, "softmax");
     }
     Status resizeNearest(const Handle& x, const Handle& y, int nc, int h, int w, int oh, int ow) override {
-        Tensor t;
-        t.shape = {1, nc, h, w};
-        t.f.assign(of(x).begin(), of(x).begin() + long(size_t(nc) * h * w));
-        const Tensor r = cpu::resizeNearest(t, {1, nc, oh, ow});
-        std::copy_n(r.data(), r.size(), of(y).data());
-        return Status::ok();
+        return put(cpu::resizeNearest(tensorOf(x, {1, nc, h, w}), {1, nc, oh, ow}), y, "resize");
     }
     Status gather(const Handle& x, const Handle& y, const Shape& shape, const std::vector<int64_t>& strides,
                   int64_t offset) override {
@@ -179,15 +165,10 @@ public:
         return Status::ok();
     }
     Status matmul(const Handle& a, const Shape& as, const Handle& b, const Shape& bs, const Handle& y) override {
-        Tensor ta, tb;
-        ta.shape = as, tb.shape = bs;
-        ta.f.assign(of(a).begin(), of(a).begin() + long(numel(as)));
-        tb.f.assign(of(b).begin(), of(b).begin() + long(numel(bs)));
         std::string error;
-        const Tensor r = cpu::matmul(ta, tb, &error);
+        const Tensor r = cpu::matmul(tensorOf(a, as), tensorOf(b, bs), &error);
         if (!error.empty()) return Status(ErrorCode::Internal, "mirror device: " + error);
-        std::copy_n(r.data(), r.size(), of(y).data());
-        return Status::ok();
+        return put(r, y, "matmul");
     }
 };
 
