@@ -186,6 +186,13 @@ std::shared_ptr<const PackedWeights> packedWeightsOf(const std::shared_ptr<const
 
 }  // namespace
 
+// A device of kind `d` (Mirror or Cuda) for `model`'s steps: the mirror's faultAtStep (tests only).
+Result<std::unique_ptr<StepBackend>> makeBackend(const std::shared_ptr<const ModelWeights>& model, StepDevice d,
+                                                 bool bf16Weights, int64_t faultAtStep) {
+    if (d == StepDevice::Mirror) return makeMirrorBackend(model, faultAtStep);
+    return makeCudaBackend(model, bf16Weights);
+}
+
 // The backend of a SharedDevice: one call at a time, whichever session's thread makes it. (A
 // step's spansFor calls back into the device, on the same thread, to stage gated blocks: the
 // lock is recursive.) Each call is whole — it leaves nothing half done for the next — so
@@ -267,15 +274,11 @@ Result<std::shared_ptr<SharedDevice>> SharedDevice::open(std::shared_ptr<const M
                                                           bool bf16Weights, int64_t faultAtStep) {
     auto d = std::make_unique<Impl>();
     d->model = model, d->kind = device;
-    if (device == StepDevice::Mirror) {
-        d->backend = std::make_shared<LockedBackend>(makeMirrorBackend(model, faultAtStep));
-    } else if (device == StepDevice::Cuda) {
-        auto made = makeCudaBackend(model, bf16Weights);
-        if (!made) return made.status();
-        d->backend = std::make_shared<LockedBackend>(std::move(*made));
-    } else {
+    if (device == StepDevice::Cpu)
         return Status(ErrorCode::InvalidArgument, "a shared device is a GPU's (the CPU's sessions share their weights anyway)");
-    }
+    auto made = makeBackend(model, device, bf16Weights, faultAtStep);
+    if (!made) return made.status();
+    d->backend = std::make_shared<LockedBackend>(std::move(*made));
     return std::shared_ptr<SharedDevice>(new SharedDevice(std::move(d)));
 }
 
@@ -1829,10 +1832,8 @@ struct DecodeSession::Impl {
                 return;
             }
             device = sd.backend;
-        } else if (p.device == StepDevice::Mirror) {
-            device = makeMirrorBackend(model, p.deviceFaultAtStep);
         } else {
-            auto made = makeCudaBackend(model, p.deviceBf16);
+            auto made = makeBackend(model, p.device, p.deviceBf16, p.deviceFaultAtStep);
             if (!made) {
                 if (p.deviceFallback) deviceNotice = "decoding on the CPU: " + made.status().message();
                 else deviceStatus = made.status();
@@ -2121,17 +2122,21 @@ Result<std::vector<StepResult>> DecodeSession::stepBatch(const std::vector<Decod
     }
     std::vector<StepResult> results(sessions.size());
     // On the CPU: together. On a shared device: together there, those on one device. Otherwise
-    // (a device of its own, attention tracking): each its own step().
-    std::vector<size_t> onCpu;
+    // (a device of its own, attention tracking, alone on its shared device): each its own step().
+    std::vector<size_t> onCpu, alone;
     std::map<StepBackend*, std::vector<size_t>> onShared;
     for (size_t i = 0; i < sessions.size(); ++i) {
         const Impl& si = *sessions[i]->d;
         if (!si.device) onCpu.push_back(i);
         else if (si.p.sharedDevice && !si.p.trackAttention) onShared[si.device.get()].push_back(i);
+        else alone.push_back(i);
     }
-    for (size_t i = 0; i < sessions.size(); ++i) {
-        const Impl& si = *sessions[i]->d;
-        if (!si.device || (si.p.sharedDevice && !si.p.trackAttention && onShared[si.device.get()].size() > 1)) continue;
+    std::erase_if(onShared, [&](const auto& group) {
+        if (group.second.size() > 1) return false;
+        alone.push_back(group.second.front());
+        return true;
+    });
+    for (size_t i : alone) {
         auto r = sessions[i]->step(inputs[i]);
         if (!r) return r.status();
         results[i] = *r;
@@ -2156,7 +2161,6 @@ Result<std::vector<StepResult>> DecodeSession::stepBatch(const std::vector<Decod
         }
     };
     for (const auto& [backend, members] : onShared) {
-        if (members.size() < 2) continue;
         std::vector<Impl*> impls;
         std::vector<Impl::PendingStep> pending;
         if (Status s = begin(members, impls, pending); !s) return s;
