@@ -497,11 +497,23 @@ struct DecoderStep::Impl {
         return e.empty() ? finish() : e;
     }
 
-    std::string uploadSpans(int l, const std::vector<AttentionSpan>& s) {
-        if (int(s.size()) > maxSpans) return "more spans than the device's slots";
-        for (const AttentionSpan& sp : s)  // the kernels trust them: checked here, not read out of bounds there
+    // A step's token, and the slot and place its key and value go to.
+    bool validToken(int token, int slot, int t) const {
+        return token >= 0 && token < c.vocab && slot >= 0 && slot < numSlots && t >= 0 && t < kBlockTokens;
+    }
+    // The kernels trust the spans: checked here, not read out of bounds there.
+    std::string checkSpans(const AttentionSpan* spans, size_t n) const {
+        for (size_t i = 0; i < n; ++i) {
+            const AttentionSpan& sp = spans[i];
             if (sp.block < 0 || sp.block >= numSlots || sp.first < 0 || sp.count < 0 || sp.first + sp.count > kBlockTokens)
                 return "a span outside the pool (slot " + std::to_string(sp.block) + ")";
+        }
+        return {};
+    }
+
+    std::string uploadSpans(int l, const std::vector<AttentionSpan>& s) {
+        if (int(s.size()) > maxSpans) return "more spans than the device's slots";
+        if (std::string e = checkSpans(s.data(), s.size()); !e.empty()) return e;
         std::copy(s.begin(), s.end(), hostSpans + size_t(l) * maxSpans);
         hostCounts[l] = int(s.size());
         std::string e;
@@ -640,8 +652,7 @@ std::string DecoderStep::step(int token, int slot, int t, int64_t pos, const Spa
                               float* queries, float* keys, float* values, int trackTokens, float* attendedMass) {
     Impl& m = *d;
     const DecoderShape& c = m.c;
-    if (token < 0 || token >= c.vocab || slot < 0 || slot >= m.numSlots || t < 0 || t >= kBlockTokens)
-        return "step: token or slot out of range";
+    if (!m.validToken(token, slot, t)) return "step: token or slot out of range";
     const bool tracking = trackTokens > 0 && attendedMass;
     if (tracking && trackTokens > m.massCap) {  // once per longer page, outside the captured step
         const int cap = std::max(trackTokens, m.massCap + m.massCap / 2);
@@ -728,8 +739,7 @@ std::string DecoderStep::stepBatch(const std::vector<BatchItem>& items, const Ba
     std::vector<int32_t> tokens(static_cast<size_t>(B));
     for (int i = 0; i < B; ++i) {
         const BatchItem& it = items[size_t(i)];
-        if (it.token < 0 || it.token >= c.vocab || it.slot < 0 || it.slot >= m.numSlots || it.t < 0 || it.t >= kBlockTokens)
-            return "stepBatch: token or slot out of range";
+        if (!m.validToken(it.token, it.slot, it.t)) return "stepBatch: token or slot out of range";
         params[size_t(i)] = StepParams{it.token, it.slot, it.t, 0, it.pos};
         tokens[size_t(i)] = it.token;
     }
@@ -750,9 +760,7 @@ std::string DecoderStep::stepBatch(const std::vector<BatchItem>& items, const Ba
             off[i] = int32_t(hostSpans.size());
             sp.clear();
             if (std::string err = spansFor(i, l, queries ? queries + size_t(i) * Q : nullptr, sp); !err.empty()) return err;
-            for (const AttentionSpan& a : sp)  // the kernels trust them
-                if (a.block < 0 || a.block >= m.numSlots || a.first < 0 || a.count < 0 || a.first + a.count > kBlockTokens)
-                    return "a span outside the pool (slot " + std::to_string(a.block) + ")";
+            if (std::string err = m.checkSpans(sp.data(), sp.size()); !err.empty()) return err;
             hostSpans.insert(hostSpans.end(), sp.begin(), sp.end());
         }
         off[B] = int32_t(hostSpans.size());
@@ -851,24 +859,22 @@ std::string DecoderStep::stepBatch(const std::vector<BatchItem>& items, const Ba
     } else if (e.empty()) {
         e = forward();
     }
-    std::vector<float> logits, queries, keys, values;
-    for (auto [dst, src, n] : {std::tuple{&logits, &m.bLogits, size_t(B) * c.vocab}, {&queries, &m.bQueries, size_t(c.layers) * B * Q},
-                               {&keys, &m.bKeys, size_t(c.layers) * B * KV}, {&values, &m.bValues, size_t(c.layers) * B * KV}}) {
-        dst->resize(n);
-        if (e.empty()) e = check(cudaMemcpyAsync(dst->data(), src->get(), n * sizeof(float), cudaMemcpyDeviceToHost, st), "batch results");
+    // Each sequence's outputs straight into its arrays: its logits row, and its rows of the
+    // queries, keys and values ([layer][sequence][...] on the device) as 2-D copies.
+    for (int i = 0; i < B && e.empty(); ++i) {
+        const BatchItem& it = items[size_t(i)];
+        e = check(cudaMemcpyAsync(it.logits, m.bLogits.as<float>() + size_t(i) * c.vocab, size_t(c.vocab) * sizeof(float),
+                                  cudaMemcpyDeviceToHost, st),
+                  "batch results");
+        for (auto [dst, src, w] : {std::tuple{it.queries, &m.bQueries, size_t(Q)}, {it.keys, &m.bKeys, size_t(KV)},
+                                   {it.values, &m.bValues, size_t(KV)}})
+            if (e.empty())
+                e = check(cudaMemcpy2DAsync(dst, w * sizeof(float), src->as<float>() + size_t(i) * w, size_t(B) * w * sizeof(float),
+                                            w * sizeof(float), size_t(c.layers), cudaMemcpyDeviceToHost, st),
+                          "batch results");
     }
     if (const std::string synced = check(cudaStreamSynchronize(st), "batch"); e.empty()) e = synced;
-    if (!e.empty()) return e;
-    for (int i = 0; i < B; ++i) {  // [item][...] from [layer][item][...]
-        const BatchItem& it = items[size_t(i)];
-        std::memcpy(it.logits, &logits[size_t(i) * c.vocab], size_t(c.vocab) * sizeof(float));
-        for (int l = 0; l < c.layers; ++l) {
-            std::memcpy(it.queries + size_t(l) * Q, &queries[(size_t(l) * B + i) * Q], size_t(Q) * sizeof(float));
-            std::memcpy(it.keys + size_t(l) * KV, &keys[(size_t(l) * B + i) * KV], size_t(KV) * sizeof(float));
-            std::memcpy(it.values + size_t(l) * KV, &values[(size_t(l) * B + i) * KV], size_t(KV) * sizeof(float));
-        }
-    }
-    return {};
+    return e;
 }
 
 std::string DecoderStep::prefill(const PrefillSpec& spec, int maxTokens) {
@@ -885,11 +891,7 @@ std::string DecoderStep::prefill(const PrefillSpec& spec, int maxTokens) {
     const int numSpans = spec.offsets[T];
     for (int t = 0; t < T; ++t)
         if (spec.offsets[t] < 0 || spec.offsets[t] > spec.offsets[t + 1]) return "prefill: span offsets out of order";
-    for (int i = 0; i < numSpans; ++i) {
-        const AttentionSpan& sp = spec.spans[i];
-        if (sp.block < 0 || sp.block >= m.numSlots || sp.first < 0 || sp.count < 0 || sp.first + sp.count > kBlockTokens)
-            return "prefill: a span outside the pool (slot " + std::to_string(sp.block) + ")";
-    }
+    if (std::string err = m.checkSpans(spec.spans, size_t(numSpans)); !err.empty()) return "prefill: " + err;
     if (size_t(numSpans) > m.prefillSpanCap) {  // grows with the page's length (about T² / 32 spans)
         m.bytes -= m.pSpans.bytes();
         const size_t cap = std::max(size_t(numSpans), m.prefillSpanCap * 3 / 2);
