@@ -9,7 +9,7 @@
 #include <sstream>
 #include <string>
 
-#include "quire/exporters.h"
+#include "quire/export/exporters.h"
 
 namespace {
 void requireWellFormed(const std::string& xml) {

@@ -6,8 +6,8 @@
 #include <string>
 #include <unistd.h>
 
-#include "quire/book.h"
-#include "quire/project_store.h"
+#include "quire/export/book.h"
+#include "quire/store/project_store.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     static const std::string path = "/tmp/quire-fuzz-" + std::to_string(getpid()) + ".quire";

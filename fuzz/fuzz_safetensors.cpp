@@ -6,7 +6,7 @@
 #include <unistd.h>
 
 #include "quire/decoder/safetensors.h"
-#include "quire/reader.h"
+#include "quire/reader/reader.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     static const std::string path = "/tmp/quire-fuzz-" + std::to_string(getpid()) + ".safetensors";

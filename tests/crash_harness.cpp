@@ -8,7 +8,7 @@
 #include <random>
 #include <thread>
 
-#include "quire/transcriber.h"
+#include "quire/pipeline/transcriber.h"
 
 using namespace quire;
 

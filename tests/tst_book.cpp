@@ -1,6 +1,6 @@
 #include <QTest>
 
-#include "quire/book.h"
+#include "quire/export/book.h"
 
 using namespace quire;
 

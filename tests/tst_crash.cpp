@@ -14,8 +14,8 @@
 #include <map>
 #include <random>
 
-#include "quire/project_store.h"
-#include "quire/reader.h"
+#include "quire/store/project_store.h"
+#include "quire/reader/reader.h"
 #include "test_util.h"
 
 using namespace quire;

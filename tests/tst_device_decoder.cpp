@@ -9,7 +9,7 @@
 
 #include <random>
 
-#include "quire/backend.h"
+#include "quire/core/backend.h"
 #include "quire/decoder/session.h"
 #include "test_util.h"
 

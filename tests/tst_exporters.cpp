@@ -6,7 +6,7 @@
 
 #include <opencv2/imgcodecs.hpp>
 
-#include "quire/exporters.h"
+#include "quire/export/exporters.h"
 #include "test_util.h"
 
 using namespace quire;
@@ -57,25 +57,30 @@ class TestExporters : public QObject {
         {"2 A TALE OF TESTS", "", "Archivists read every page & check", "each <word> \"twice\"."},
     };
 
-private slots:
-    void initTestCase() {
-        m_store = std::move(*ProjectStore::open(m_dir.filePath("e.quire").toStdString()));
+    // Two scanned pages with their engine text, in `store`; the scans are written under `prefix`.
+    void fillProject(ProjectStore& store, const QString& prefix) {
         std::vector<std::pair<std::string, int>> files;
         for (size_t i = 0; i < kPages.size(); ++i) {
             // The scan the text layer goes on: a real image file on disk.
-            const QString img = m_dir.filePath(QString("scan%1.png").arg(i + 1));
+            const QString img = m_dir.filePath(QString("%1scan%2.png").arg(prefix).arg(i + 1));
             QVERIFY(cv::imwrite(img.toStdString(), textPage(kPages[i], 1700, 2200, 1.2)));
             files.emplace_back(img.toStdString(), 0);
             DocumentRecord d{0, img.toStdString(), "image", "h" + std::to_string(i), 1, 0, 0};
-            QVERIFY(m_store->addDocument(d, {files.back()}));
+            QVERIFY(store.addDocument(d, {files.back()}));
         }
-        auto pages = *m_store->pages();
+        auto pages = *store.pages();
         for (size_t i = 0; i < pages.size(); ++i) {
             PageOutcome o;
             o.text = makeLayout(kPages[i], 1700, 2200);
             o.region = {0, 0, 1700, 2200};
-            QVERIFY(m_store->saveResult(pages[i].id, {o}));
+            QVERIFY(store.saveResult(pages[i].id, {o}));
         }
+    }
+
+private slots:
+    void initTestCase() {
+        m_store = std::move(*ProjectStore::open(m_dir.filePath("e.quire").toStdString()));
+        fillProject(*m_store, "");
         m_out = m_dir.filePath("out");
         ExportOptions opt;
         opt.outDir = m_out.toStdString();
@@ -171,6 +176,21 @@ private slots:
         QVERIFY(QString::fromStdString(readFile(m_out + "2/book.md")).contains("every leaf & check"));
         QVERIFY(runProgram("pdftotext", {m_out + "2/book.pdf", "-"}).out.contains("every leaf"));
         QVERIFY(QString::fromStdString(readFile(m_out + "2/book.alto/0002.xml")).contains("CONTENT=\"leaf\""));
+    }
+
+    // Exporting reads the project and writes nothing into it: every row is the same after.
+    void exportingChangesNothingInTheProject() {
+        const QString path = m_dir.filePath("untouched.quire");
+        auto store = ProjectStore::open(path.toStdString());
+        QVERIFY(store);
+        fillProject(**store, "untouched-");
+        const QString before = runProgram("sqlite3", {path, ".dump"}).out;
+        QVERIFY(before.contains("CREATE TABLE"));
+        ExportOptions opt;
+        opt.outDir = m_dir.filePath("untouched-out").toStdString();
+        opt.formats = *parseExportFormats("all");
+        QVERIFY(exportProject(**store, opt));
+        QCOMPARE(runProgram("sqlite3", {path, ".dump"}).out, before);
     }
 
     void unwritableOutputIsAClearError() {

@@ -12,7 +12,7 @@
 #include <quazipfile.h>
 
 #include "main_window.h"
-#include "quire/transcriber.h"
+#include "quire/pipeline/transcriber.h"
 #include "page_editor.h"
 #include "page_list_model.h"
 #include "page_view.h"

@@ -9,7 +9,7 @@
 #include <QTest>
 #include <QTextStream>
 
-#include "quire/ppocr.h"
+#include "quire/ppocr/ppocr.h"
 #include "test_util.h"
 
 using namespace quire::test;

@@ -19,13 +19,13 @@
 
 #include "nn/cpu_ops.h"
 #include "quire/nn/onnx_graph.h"
-#include "quire/backend.h"
+#include "quire/core/backend.h"
 #include "quire/decoder/model.h"
-#include "quire/ppocr.h"
-#include "quire/project_store.h"
-#include "quire/reader.h"
-#include "quire/transcriber.h"
-#include "quire/recognizer.h"
+#include "quire/ppocr/ppocr.h"
+#include "quire/store/project_store.h"
+#include "quire/reader/reader.h"
+#include "quire/pipeline/transcriber.h"
+#include "quire/recognizers/recognizer.h"
 #include "test_util.h"
 
 using namespace quire;
@@ -1018,14 +1018,14 @@ private slots:
             return out;
         };
 
-        // The uninterrupted run reads with one thread ($QUIRE_READER_PIPELINE=0); the parted runs
-        // with the front-end of the next pages on two prepare threads of their own, handing their
-        // pages on in order: the same text either way.
+        // The uninterrupted run reads with one thread (no prepare stage); the parted runs with the
+        // front-end of the next pages on two prepare threads of their own, handing their pages on
+        // in order: the same text either way.
         auto whole = ProjectStore::open(tmp.filePath("whole.quire").toStdString());
         QVERIFY(whole);
-        qputenv("QUIRE_READER_PIPELINE", "0");
-        auto r = runTranscription(**whole, p);
-        qunsetenv("QUIRE_READER_PIPELINE");
+        TranscribeParams oneThread = p;
+        oneThread.preparers = 0;
+        auto r = runTranscription(**whole, oneThread);
         QVERIFY2(r, r.status().message().c_str());
         QCOMPARE(r->done, total);
         QVERIFY(!(*whole)->decoderState()->has_value());  // a finished run drops its context

@@ -2,7 +2,7 @@
 
 #include <opencv2/imgproc.hpp>
 
-#include "quire/preprocess.h"
+#include "quire/preprocess/preprocess.h"
 #include "test_util.h"
 
 using namespace quire;

@@ -3,7 +3,7 @@
 
 #include <sqlite3.h>
 
-#include "quire/project_store.h"
+#include "quire/store/project_store.h"
 #include "test_util.h"
 
 using namespace quire;

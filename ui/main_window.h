@@ -11,7 +11,7 @@
 
 #include <memory>
 
-#include "quire/project_store.h"
+#include "quire/store/project_store.h"
 #include "transcription_worker.h"
 
 class QComboBox;

@@ -7,7 +7,7 @@
 #include <hunspell/hunspell.hxx>
 
 #include "palette_colors.h"
-#include "quire/book.h"
+#include "quire/export/book.h"
 
 namespace quire::ui {
 

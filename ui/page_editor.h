@@ -9,7 +9,7 @@
 
 #include <memory>
 
-#include "quire/geometry.h"
+#include "quire/core/geometry.h"
 
 class Hunspell;
 

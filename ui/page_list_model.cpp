@@ -5,7 +5,7 @@
 
 #include <opencv2/imgproc.hpp>
 
-#include "quire/document_source.h"
+#include "quire/source/document_source.h"
 
 namespace quire::ui {
 

@@ -10,7 +10,7 @@
 
 #include <vector>
 
-#include "quire/project_store.h"
+#include "quire/store/project_store.h"
 
 namespace quire::ui {
 

@@ -5,7 +5,7 @@
 #include <QGraphicsView>
 #include <QImage>
 
-#include "quire/geometry.h"
+#include "quire/core/geometry.h"
 
 class QGraphicsPixmapItem;
 class QGraphicsRectItem;

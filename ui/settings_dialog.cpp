@@ -13,10 +13,10 @@
 #include <QSpinBox>
 #include <QVBoxLayout>
 
-#include "quire/backend.h"
-#include "quire/recognizer.h"
-#include "quire/ppocr.h"
-#include "quire/reader.h"
+#include "quire/core/backend.h"
+#include "quire/recognizers/recognizer.h"
+#include "quire/ppocr/ppocr.h"
+#include "quire/reader/reader.h"
 #include "settings.h"
 
 namespace quire::ui {

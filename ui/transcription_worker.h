@@ -9,8 +9,8 @@
 
 #include <atomic>
 
-#include "quire/project_store.h"
-#include "quire/transcriber.h"
+#include "quire/store/project_store.h"
+#include "quire/pipeline/transcriber.h"
 
 namespace quire::ui {
 

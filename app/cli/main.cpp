@@ -21,14 +21,15 @@
 #include <unistd.h>
 
 #include "cli_args.h"
-#include "quire/process_tuning.h"
-#include "quire/backend.h"
+#include "measurement_env.h"
+#include "quire/core/process_tuning.h"
+#include "quire/core/backend.h"
 #include "quire/decoder/bench.h"
 #include "quire/decoder/safetensors.h"
-#include "quire/exporters.h"
-#include "quire/ppocr.h"
-#include "quire/preprocess.h"
-#include "quire/transcriber.h"
+#include "quire/export/exporters.h"
+#include "quire/ppocr/ppocr.h"
+#include "quire/preprocess/preprocess.h"
+#include "quire/pipeline/transcriber.h"
 
 namespace fs = std::filesystem;
 using namespace quire;
@@ -60,7 +61,12 @@ const char* kUsageText =
     "  quire-cli bench reader IMAGE... [--lang eng] [--repeat R] [--dpi 300] [--threads 2] [--device cpu|cuda]\n"
     "      The reader's decoder against Tesseract, page by page on one core each, side by side.\n"
     "  quire-cli --version\n"
-    "\nExit codes: 0 ok, 2 bad usage or unreadable input, 3 finished with failed pages, 1 internal error.\n";
+    "\nExit codes: 0 ok, 2 bad usage or unreadable input, 3 finished with failed pages, 1 internal error.\n"
+    "\nEnvironment: QUIRE_PPOCR_DIR, QUIRE_READER_MODEL (where the models are); for measurements\n"
+    "(docs/BENCHMARKS.md, docs/ACCURACY.md): QUIRE_PPOCR_DET_MAX_SIDE=320..4096, QUIRE_PPOCR_LAYOUT=tesseract|rows,\n"
+    "QUIRE_READER_DRAFT=0, QUIRE_READER_PRIOR=NATS, QUIRE_READER_WINDOW=B,G, QUIRE_READER_RARE=BELOW,NATS,\n"
+    "QUIRE_READER_PRINTED=S,D, QUIRE_READER_STATS=1, QUIRE_READER_PIPELINE=0, QUIRE_READER_PREPARERS=1|2,\n"
+    "QUIRE_NN_PROFILE=1.\n";
 
 int fail(int code, const std::string& message) {
     spdlog::error("{}", message);
@@ -129,8 +135,12 @@ int cmdFeatures(const cli::Args& args) {
     std::error_code ec;
     fs::create_directories(outDir, ec);
     if (ec) return fail(kUsage, outDir + ": cannot create the output folder (" + ec.message() + ")");
+    RecognizerOptions ro;
+    if (Status st = cli::applyMeasurementEnvironment(ro); !st) return fail(kUsage, st.message());
     PpocrOptions po;
-    po.layout = ppocrLayoutFor(args.value("lang", "eng"));  // the reading order transcribe uses
+    // The reading order and detector size transcribe uses.
+    po.layout = ro.ppocrLayout.empty() ? ppocrLayoutFor(args.value("lang", "eng")) : ro.ppocrLayout;
+    if (ro.ppocrDetMaxSide > 0) po.detMaxSide = ro.ppocrDetMaxSide;
     auto engine = PpocrEngine::load(po);
     if (!engine) return fail(exitFor(engine.status()), engine.status().message());
     int pageNo = 0;
@@ -184,6 +194,7 @@ int cmdFeatures(const cli::Args& args) {
 
 int cmdTranscribe(const cli::Args& args) {
     TranscribeParams p;
+    if (Status st = cli::applyMeasurementEnvironment(p); !st) return fail(kUsage, st.message());
     for (const auto& in : args.positionals()) p.inputs.emplace_back(in);
     auto store = openProject(args, ProjectStore::Mode::OpenOrCreate);
     if (!store) return fail(exitFor(store.status()), store.status().message());
@@ -413,7 +424,7 @@ int cmdBenchDecode(const cli::Args& args) {
     }
     std::cout << "mode " << r->mode << ", " << r->parameters / 1'000'000.0 << " M parameters, batch " << r->batch
               << ", " << r->pagesDone << " pages, " << r->tokensPerSecond << " tokens/s, peak KV "
-              << r->peakKvBytes / 1048576.0 << " MiB\n";
+              << r->peakKvBytes / 1048576.0 << " MiB, checksum " << std::hex << r->checksum << std::dec << "\n";
     for (const auto& c : r->checkpoints) {
         std::cout << "  page " << c.page << ": " << c.msPerToken << " ms/token, KV " << c.kvBytes / 1048576.0
                   << " MiB (reserved " << c.kvCapacityBytes / 1048576.0 << "), host " << c.hostBytes / 1048576.0
@@ -463,6 +474,7 @@ int cmdBenchReader(const cli::Args& args) {
         }
     }
     RecognizerOptions ro;
+    if (Status st = cli::applyMeasurementEnvironment(ro); !st) return fail(kUsage, st.message());
     ro.languages = args.value("lang", "eng");
     ro.engine = "tesseract";
     auto tess = createRecognizer(ro);
@@ -536,6 +548,7 @@ int main(int argc, char** argv) {
         execv("/proc/self/exe", argv);  // returns only on failure; then carry on as we are
     }
     quire::tuneHeapForLargeBuffers();
+    quire::cli::applyProfilingEnvironment();
     QCoreApplication app(argc, argv);
     QCoreApplication::setApplicationName("quire-cli");
     QCoreApplication::setApplicationVersion(QUIRE_VERSION_STRING);

@@ -20,7 +20,7 @@
 
 #include "main_window.h"
 #include "page_editor.h"
-#include "quire/process_tuning.h"
+#include "quire/core/process_tuning.h"
 #include "settings.h"
 
 using quire::ui::MainWindow;

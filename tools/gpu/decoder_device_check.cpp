@@ -22,7 +22,7 @@
 #include <string>
 #include <vector>
 
-#include "quire/backend.h"
+#include "quire/core/backend.h"
 #include "quire/decoder/bench.h"
 #include "quire/decoder/session.h"
 #include "check_report.h"

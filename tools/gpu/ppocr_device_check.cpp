@@ -19,8 +19,8 @@
 
 #include <opencv2/imgproc.hpp>
 
-#include "quire/backend.h"
-#include "quire/ppocr.h"
+#include "quire/core/backend.h"
+#include "quire/ppocr/ppocr.h"
 #include "check_report.h"
 
 using namespace quire;

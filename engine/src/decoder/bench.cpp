@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstring>
 #include <random>
 
 namespace quire::decoder {
@@ -47,7 +48,8 @@ std::string DecodeBenchResult::toJson() const {
     QJsonObject o{{"mode", QString::fromStdString(mode)}, {"device", QString::fromStdString(device)},
                   {"shape", QString::fromStdString(shape)}, {"parameters", qint64(parameters)},
                   {"pagesDone", pagesDone}, {"batch", batch}, {"tokensPerSecond", tokensPerSecond},
-                  {"peakKvBytes", qint64(peakKvBytes)}, {"checkpoints", cps}};
+                  {"peakKvBytes", qint64(peakKvBytes)}, {"checkpoints", cps},
+                  {"checksum", QString::number(qulonglong(checksum), 16)}};
     if (!note.empty()) o["note"] = QString::fromStdString(note);
     return QJsonDocument(o).toJson(QJsonDocument::Compact).toStdString();
 }
@@ -103,6 +105,10 @@ Result<DecodeBenchResult> runDecodeBench(const DecodeBenchParams& p) {
     double decodeSeconds = 0;
     long decodeTokens = 0;
     std::vector<int> tokens(sessions.size(), p.config.bosTokenId);
+    uint64_t checksum = 0xcbf29ce484222325ull;
+    auto mix = [&](uint32_t v) {
+        for (int i = 0; i < 4; ++i) checksum = (checksum ^ ((v >> (8 * i)) & 0xff)) * 0x100000001b3ull;
+    };
     for (int page = 0; page < p.pages; ++page) {
         while (fed < page + ap.windowAfter) {
             ++fed;
@@ -126,6 +132,10 @@ Result<DecodeBenchResult> runDecodeBench(const DecodeBenchParams& p) {
             for (size_t b = 0; b < sessions.size(); ++b) {
                 const auto& logits = *(*res)[b].logits;
                 tokens[b] = int(std::max_element(logits.begin() + 4, logits.end()) - logits.begin());
+                uint32_t bits = 0;
+                std::memcpy(&bits, &logits[size_t(tokens[b])], sizeof bits);
+                mix(uint32_t(tokens[b]));
+                mix(bits);
                 if (k == p.tokensPerPage - 2) tokens[b] = p.config.pageBreakTokenId;  // next input turns the page
             }
             const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -162,6 +172,7 @@ Result<DecodeBenchResult> runDecodeBench(const DecodeBenchParams& p) {
         }
     }
     r.tokensPerSecond = decodeSeconds > 0 ? double(decodeTokens) / decodeSeconds : 0;
+    r.checksum = checksum;
     return r;
 }
 

@@ -1,6 +1,6 @@
 #include "decoder/kernels.h"
 
-#include "simd.h"
+#include "core/simd.h"
 
 #include <algorithm>
 #include <cmath>

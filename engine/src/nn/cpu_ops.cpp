@@ -1,6 +1,6 @@
 #include "nn/cpu_ops.h"
 
-#include "simd.h"
+#include "core/simd.h"
 
 #include <cblas.h>
 

@@ -6,7 +6,7 @@
 #include <functional>
 
 #include "quire/nn/tensor.h"
-#include "quire/status.h"
+#include "quire/core/status.h"
 
 namespace quire::nn::cpu {
 

@@ -21,7 +21,7 @@
 #include <vector>
 
 #include "nn/graph.h"
-#include "quire/status.h"
+#include "quire/core/status.h"
 
 namespace quire::nn {
 

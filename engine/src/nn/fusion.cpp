@@ -6,7 +6,7 @@
 #include <map>
 
 #include "nn/graph.h"
-#include "simd.h"
+#include "core/simd.h"
 
 namespace quire::nn {
 namespace {

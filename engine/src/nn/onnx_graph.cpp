@@ -3,6 +3,7 @@
 #include <onnx/onnx_pb.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -920,8 +921,9 @@ Status buildGraph(Graph& g, const onnx::ModelProto& model) {
     return Status::ok();
 }
 
-// QUIRE_NN_PROFILE=1: seconds per operator kind (and per convolution kind), printed at exit; in a
-// run with a device, each kind split by where its nodes ran ([device] or [cpu]).
+// setOperatorProfiling(true): seconds per operator kind (and per convolution kind), printed at exit;
+// in a run with a device, each kind split by where its nodes ran ([device] or [cpu]).
+std::atomic<bool> profiling{false};
 struct Profile {
     std::mutex mutex;
     std::map<std::string, std::pair<double, long>> seconds;
@@ -945,6 +947,8 @@ void profileAdd(const std::string& label, const Node& n, double s, const char* w
 }
 
 }  // namespace
+
+void setOperatorProfiling(bool on) { profiling = on; }
 
 OnnxModel::OnnxModel() = default;
 OnnxModel::~OnnxModel() = default;
@@ -1489,7 +1493,7 @@ Result<std::map<std::string, Tensor>> OnnxModel::runOn(std::map<std::string, Ten
         if (runs[k])
             for (int id : g.nodes[k].in)
                 if (id >= 0) lastUse[size_t(id)] = int(k);
-    static const bool profile = std::getenv("QUIRE_NN_PROFILE") != nullptr;
+    const bool profile = profiling.load(std::memory_order_relaxed);
     std::vector<std::optional<DeviceValue>> dv(device ? g.valueNames.size() : 0);
     std::optional<DeviceRun> onDev;
     if (device) onDev.emplace(DeviceRun{g, *device, v, dv, keep, lastUse});

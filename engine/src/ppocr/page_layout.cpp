@@ -10,7 +10,7 @@
 #include <map>
 #include <memory>
 
-#include "quire/ppocr.h"
+#include "quire/ppocr/ppocr.h"
 
 namespace quire {
 

@@ -1,4 +1,4 @@
-#include "quire/ppocr.h"
+#include "quire/ppocr/ppocr.h"
 
 #include <QCryptographicHash>
 #include <QFile>
@@ -17,7 +17,7 @@
 #include <numeric>
 #include <optional>
 
-#include "data_dirs.h"
+#include "core/data_dirs.h"
 #include "nn/cpu_ops.h"
 #include "nn/device.h"
 #include "quire/nn/onnx_graph.h"
@@ -251,10 +251,9 @@ PpocrEngine::~PpocrEngine() = default;
 
 Result<std::shared_ptr<const PpocrEngine>> PpocrEngine::load(const PpocrOptions& requested) {
     PpocrOptions options = requested;
-    // Tuning knob for measurements (docs/BENCHMARKS.md): the detector's longest side.
-    if (const char* side = std::getenv("QUIRE_PPOCR_DET_MAX_SIDE"); side && std::atoi(side) >= 320)
-        options.detMaxSide = std::min(4096, std::atoi(side));
-    if (const char* layout = std::getenv("QUIRE_PPOCR_LAYOUT"); layout && *layout) options.layout = layout;
+    if (options.detMaxSide < 320 || options.detMaxSide > 4096)
+        return Status(ErrorCode::InvalidArgument, "PP-OCR's detector size " + std::to_string(options.detMaxSide) +
+                                                      " is outside 320-4096 pixels");
     if (options.layout != "tesseract" && options.layout != "rows")
         return Status(ErrorCode::InvalidArgument, "unknown PP-OCR layout '" + options.layout + "' (tesseract or rows)");
     auto dir = findPpocrModels(options.modelDir);

@@ -42,6 +42,9 @@ struct DecodeBenchResult {
     double tokensPerSecond = 0;
     size_t peakKvBytes = 0;
     std::vector<DecodeCheckpoint> checkpoints;
+    // FNV-1a over every step's chosen token and the bits of its logit, session by session: two
+    // builds that compute the same steps print the same checksum (a check for refactors).
+    uint64_t checksum = 0;
     std::string note;  // why it stopped early, if it did
     std::string toJson() const;
 };

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "quire/status.h"
+#include "quire/core/status.h"
 
 namespace quire::decoder {
 

@@ -18,7 +18,7 @@
 #include <vector>
 
 #include "quire/nn/tensor.h"
-#include "quire/status.h"
+#include "quire/core/status.h"
 
 namespace quire::nn {
 
@@ -64,5 +64,9 @@ private:
 };
 
 std::vector<std::string> supportedOps();
+
+// For measurements (quire-cli maps QUIRE_NN_PROFILE=1 onto it): every graph run from now on adds
+// its seconds per operator kind to a table printed on stderr when the process exits.
+void setOperatorProfiling(bool on);
 
 }  // namespace quire::nn

@@ -1,0 +1,84 @@
+#include "measurement_env.h"
+
+#include <cstdlib>
+#include <string>
+
+#include "quire/nn/onnx_graph.h"
+
+namespace quire::cli {
+namespace {
+
+const char* variable(const char* name) {
+    const char* v = std::getenv(name);
+    return v && *v ? v : nullptr;
+}
+
+Status malformed(const char* name, const std::string& takes, const char* got) {
+    return Status(ErrorCode::InvalidArgument, std::string(name) + ": expected " + takes + ", got \"" + got + "\"");
+}
+
+}  // namespace
+
+Status applyMeasurementEnvironment(RecognizerOptions& o) {
+    if (const char* v = variable("QUIRE_PPOCR_DET_MAX_SIDE")) {
+        char* end = nullptr;
+        const long side = std::strtol(v, &end, 10);
+        if (*end != '\0' || side < 320 || side > 4096) return malformed("QUIRE_PPOCR_DET_MAX_SIDE", "pixels, 320-4096", v);
+        o.ppocrDetMaxSide = int(side);
+    }
+    if (const char* v = variable("QUIRE_PPOCR_LAYOUT")) {
+        if (std::string(v) != "tesseract" && std::string(v) != "rows") return malformed("QUIRE_PPOCR_LAYOUT", "tesseract or rows", v);
+        o.ppocrLayout = v;
+    }
+    ReaderTuning& t = o.readerTuning;
+    if (const char* v = variable("QUIRE_READER_DRAFT")) t.draft = std::string(v) != "0";
+    if (const char* v = variable("QUIRE_READER_PRIOR")) {
+        char* end = nullptr;
+        const float nats = std::strtof(v, &end);
+        if (*end != '\0' || !(nats >= 0.f && nats <= 100.f)) return malformed("QUIRE_READER_PRIOR", "nats, 0-100", v);
+        t.prior = nats;
+    }
+    if (const char* v = variable("QUIRE_READER_WINDOW")) {
+        // "B,G": pages before the current one in the window, gated pages.
+        char* end = nullptr;
+        const long before = std::strtol(v, &end, 10);
+        const long gated = *end == ',' ? std::strtol(end + 1, &end, 10) : -1;
+        if (*end != '\0' || before < 0 || before > 8 || gated < 0 || gated > 16)
+            return malformed("QUIRE_READER_WINDOW", "B,G (pages before the current one, 0-8; gated pages, 0-16)", v);
+        t.windowBefore = int(before), t.gatedPages = int(gated);
+    }
+    if (const char* v = variable("QUIRE_READER_RARE")) {
+        // "BELOW,NATS": the count under which a character is rare, and its prior.
+        char* end = nullptr;
+        const long below = std::strtol(v, &end, 10);
+        const float nats = *end == ',' ? std::strtof(end + 1, &end) : -1.f;
+        if (*end != '\0' || below < 0 || below > 1000000 || !(nats >= 0.f && nats <= 100.f))
+            return malformed("QUIRE_READER_RARE", "BELOW,NATS (a count, 0-1000000; nats, 0-100)", v);
+        t.rareBelow = int(below), t.rarePrior = nats;
+    }
+    if (const char* v = variable("QUIRE_READER_PRINTED")) {
+        // "S,D": the spacing and dash rules on (1) or off (0).
+        const std::string s = v;
+        if (s.size() != 3 || s[1] != ',' || (s[0] != '0' && s[0] != '1') || (s[2] != '0' && s[2] != '1'))
+            return malformed("QUIRE_READER_PRINTED", "S,D (each 0 or 1: the spacing and dash rules)", v);
+        t.spacingRule = s[0] == '1', t.dashRule = s[2] == '1';
+    }
+    if (const char* v = variable("QUIRE_READER_STATS")) t.printStats = std::string(v) == "1";
+    return Status::ok();
+}
+
+Status applyMeasurementEnvironment(TranscribeParams& p) {
+    if (Status s = applyMeasurementEnvironment(p.recognizer); !s) return s;
+    if (const char* v = variable("QUIRE_READER_PREPARERS")) {
+        if (std::string(v) != "1" && std::string(v) != "2") return malformed("QUIRE_READER_PREPARERS", "1 or 2", v);
+        p.preparers = *v - '0';
+    }
+    if (const char* v = variable("QUIRE_READER_PIPELINE"); v && std::string(v) == "0") p.preparers = 0;
+    return Status::ok();
+}
+
+void applyProfilingEnvironment() {
+    if (const char* v = variable("QUIRE_NN_PROFILE"); v && std::string(v) != "0") nn::setOperatorProfiling(true);
+}
+
+}  // namespace quire::cli

@@ -1,0 +1,22 @@
+// The QUIRE_* variables that tune a measurement run (docs/BENCHMARKS.md, docs/ACCURACY.md), mapped
+// onto the engine's options here: the engine itself reads no environment. `quire-cli --help`
+// lists them.
+#pragma once
+
+#include "quire/core/status.h"
+#include "quire/pipeline/transcriber.h"
+#include "quire/recognizers/recognizer.h"
+
+namespace quire::cli {
+
+// QUIRE_PPOCR_DET_MAX_SIDE=N (320-4096), QUIRE_PPOCR_LAYOUT=tesseract|rows and the reader's
+// QUIRE_READER_DRAFT=0, _PRIOR=NATS, _WINDOW=B,G, _RARE=BELOW,NATS, _PRINTED=S,D, _STATS=1.
+// A malformed value is an error naming the variable and what it takes.
+Status applyMeasurementEnvironment(RecognizerOptions& options);
+// The same, and QUIRE_READER_PIPELINE=0 (one thread reads and decodes) or
+// QUIRE_READER_PREPARERS=1|2 (prepare threads of the reader's front-end).
+Status applyMeasurementEnvironment(TranscribeParams& params);
+// QUIRE_NN_PROFILE=1: seconds per ONNX operator kind on stderr at exit.
+void applyProfilingEnvironment();
+
+}  // namespace quire::cli

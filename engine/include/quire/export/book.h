@@ -1,0 +1,49 @@
+// Whole-book assembly: running headers, footers and page numbers are found and kept out of the
+// body, words hyphenated across line and page ends are joined, and paragraphs continue across
+// page breaks. Works on the effective text (corrections win over engine text).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "quire/core/geometry.h"
+#include "quire/store/project_store.h"
+
+namespace quire {
+
+struct BookPageInput {
+    PageRecord page;
+    std::string text;  // effective text: lines by '\n', paragraphs by an empty line
+    PageText layout;   // engine layout (may be empty); used for line heights
+};
+
+struct BookParagraph {
+    std::string text;
+    int headingLevel = 0;  // 0 body, 1 chapter-like, 2 minor heading
+    int firstPage = 0;     // index into the input pages
+    int lastPage = 0;
+};
+
+struct PageFurniture {
+    std::string header, footer, pageNumber;
+};
+
+struct Book {
+    std::vector<BookParagraph> paragraphs;
+    std::vector<PageFurniture> furniture;  // one per input page
+};
+
+// Joins `a` and `b`, removing a line-end hyphen when the next part starts in lower case.
+bool endsWithHyphen(const std::string& s);
+std::string joinLines(const std::vector<std::string>& lines);
+
+Book assembleBook(const std::vector<BookPageInput>& pages);
+
+// Aligns a corrected page text to the engine's words so word boxes survive a correction:
+// unchanged words keep box and confidence, changed words take the aligned box with confidence 100.
+PageText alignCorrection(const PageText& layout, const std::string& corrected);
+
+// Loads every page of the project with its effective text and layout, in book order.
+Result<std::vector<BookPageInput>> loadBookPages(ProjectStore& store);
+
+}  // namespace quire

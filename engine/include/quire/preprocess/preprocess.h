@@ -1,0 +1,54 @@
+// Page preprocessing with OpenCV: grayscale, deskew, background/contrast normalisation, optional
+// binarisation and spread splitting. Parameters are stored per page so a re-run is reproducible.
+#pragma once
+
+#include <opencv2/core.hpp>
+#include <string>
+#include <vector>
+
+#include "quire/core/geometry.h"
+#include "quire/core/status.h"
+
+namespace quire {
+
+enum class SplitMode { None, Auto };
+
+struct PreprocessParams {
+    bool deskew = true;
+    double maxSkewDegrees = 5.0;  // search range of the skew estimate
+    bool normalizeBackground = true;  // flatten uneven lighting, stretch contrast
+    bool binarize = false;  // adaptive (Sauvola-like) binarisation before recognition
+    SplitMode split = SplitMode::None;
+
+    std::string toJson() const;
+    static Result<PreprocessParams> fromJson(const std::string& json);
+};
+
+// A region of the source page (the whole page, or one half of a spread) prepared for recognition.
+struct PreparedRegion {
+    cv::Mat image;       // 8-bit gray, deskewed
+    cv::Rect sourceRect; // where the region lies in the source page
+    double skewDegrees = 0;  // measured skew; the image was rotated by -skew
+    double backgroundUnevenness = 0;  // see kUnevenLight
+    // Maps a box in `image` coordinates back to source page coordinates.
+    Box toSource(const Box& b) const;
+};
+
+struct PreprocessResult {
+    std::vector<PreparedRegion> regions;  // one, or two for a split spread (left, right)
+};
+
+cv::Mat toGray8(const cv::Mat& image);
+double estimateSkewDegrees(const cv::Mat& gray, double maxDegrees);
+cv::Mat normalizeBackground(const cv::Mat& gray);
+// Also reports the paper's brightness spread (5th-95th percentile over the median).
+cv::Mat normalizeBackground(const cv::Mat& gray, double* unevenness);
+// Pages whose paper brightness varies more than this are flattened before recognition.
+constexpr double kUnevenLight = 0.12;
+cv::Mat binarizeAdaptive(const cv::Mat& gray);
+// x of the gutter of a two-page spread, or -1 when the image is not a spread.
+int findSpreadGutter(const cv::Mat& gray);
+
+PreprocessResult preprocessPage(const cv::Mat& image, const PreprocessParams& params);
+
+}  // namespace quire

@@ -1,0 +1,52 @@
+// Scanned documents as streams of pages: a PDF, a (multi-page) TIFF, a single image, or a folder
+// of page images in natural order. Pages are decoded one at a time on demand, so a volume of any
+// length never sits in memory at once.
+#pragma once
+
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "quire/source/page_image.h"
+#include "quire/core/status.h"
+
+namespace quire {
+
+enum class SourceKind { Pdf, Tiff, Image, Folder };
+const char* sourceKindName(SourceKind kind);
+
+struct SourceOptions {
+    int pdfDpi = 300;  // rendering resolution of PDF pages
+    // Images above this are refused (decoded pages above it would cost gigabytes).
+    long long maxPixels = 200'000'000;
+    int maxSide = 32'000;
+};
+
+class DocumentSource {
+public:
+    virtual ~DocumentSource() = default;
+    virtual SourceKind kind() const = 0;
+    virtual const std::filesystem::path& path() const = 0;
+    virtual int pageCount() const = 0;
+    // Decodes page `index` (0-based). Errors name the file and the page.
+    virtual Result<PageImage> loadPage(int index) = 0;
+    // The file a page comes from (the image file for folders, the document otherwise) and the
+    // page's index inside that file.
+    virtual std::filesystem::path pageFile(int index) const { (void)index; return path(); }
+    virtual int pageIndexInFile(int index) const { return index; }
+    // A PDF page's existing text layer, when it has one with visible characters.
+    virtual std::optional<std::string> textLayer(int index) { (void)index; return std::nullopt; }
+};
+
+// Detects the format from the file's content (not its name) and opens it.
+Result<std::unique_ptr<DocumentSource>> openSource(const std::filesystem::path& path,
+                                                   const SourceOptions& options = {});
+
+// Natural order: "p2" < "p10", case-insensitive.
+bool naturalLess(const std::string& a, const std::string& b);
+
+// SHA-256 of a file's bytes, hex; streamed.
+Result<std::string> fileSha256(const std::filesystem::path& path);
+
+}  // namespace quire

@@ -1,0 +1,22 @@
+#pragma once
+
+#include <opencv2/core.hpp>
+#include <string>
+
+#include "quire/core/geometry.h"
+
+namespace quire {
+
+// One decoded page, 8-bit gray or BGR, at a known resolution.
+struct PageImage {
+    cv::Mat image;
+    int dpi = 300;
+    std::string note;  // e.g. "rendered at 150 dpi instead of 300: page box too large"
+};
+
+// The part of a decoded source page that `region` covers. `region` is in pixels of the page as it
+// was recognised at `regionDpi`; the page given was decoded at `decodedDpi`. An empty region
+// returns the page as it is.
+cv::Mat cropToRegion(const cv::Mat& page, const Box& region, int regionDpi, int decodedDpi);
+
+}  // namespace quire

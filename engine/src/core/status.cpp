@@ -1,0 +1,43 @@
+#include "quire/core/status.h"
+
+namespace quire {
+
+bool isInputError(ErrorCode code) {
+    switch (code) {
+        case ErrorCode::InvalidArgument:
+        case ErrorCode::NotFound:
+        case ErrorCode::Unreadable:
+        case ErrorCode::UnsupportedFormat:
+        case ErrorCode::Corrupt:
+        case ErrorCode::TooLarge:
+        case ErrorCode::Encrypted:
+        case ErrorCode::Empty:
+        case ErrorCode::NewerSchema:
+            return true;
+        default:
+            return false;
+    }
+}
+
+const char* errorCodeName(ErrorCode code) {
+    switch (code) {
+        case ErrorCode::Ok: return "ok";
+        case ErrorCode::InvalidArgument: return "invalid-argument";
+        case ErrorCode::NotFound: return "not-found";
+        case ErrorCode::Unreadable: return "unreadable";
+        case ErrorCode::UnsupportedFormat: return "unsupported-format";
+        case ErrorCode::Corrupt: return "corrupt";
+        case ErrorCode::TooLarge: return "too-large";
+        case ErrorCode::Encrypted: return "encrypted";
+        case ErrorCode::Empty: return "empty";
+        case ErrorCode::Io: return "io";
+        case ErrorCode::Database: return "database";
+        case ErrorCode::NewerSchema: return "newer-schema";
+        case ErrorCode::Engine: return "engine";
+        case ErrorCode::Cancelled: return "cancelled";
+        case ErrorCode::Internal: return "internal";
+    }
+    return "unknown";
+}
+
+}  // namespace quire

@@ -1,0 +1,58 @@
+#include "decoder/spill_file.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+
+namespace quire::decoder {
+
+SpillFile::~SpillFile() {
+    if (m_fd >= 0) ::close(m_fd);
+}
+
+Result<int64_t> SpillFile::append(const float* data, size_t count) {
+    if (m_fd < 0)
+        if (Status s = open(); !s) return s;
+    const int64_t at = m_size;
+    const char* p = reinterpret_cast<const char*>(data);
+    size_t left = count * sizeof(float);
+    while (left > 0) {
+        const ssize_t n = ::pwrite(m_fd, p, left, off_t(m_size));
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) return Status(ErrorCode::Io, "decoder: cannot write its page spill file in " + m_dir + ": " + std::strerror(errno));
+        p += n, left -= size_t(n), m_size += n;
+    }
+    return at;
+}
+
+Status SpillFile::read(int64_t at, float* out, size_t count) const {
+    char* p = reinterpret_cast<char*>(out);
+    size_t left = count * sizeof(float);
+    while (left > 0) {
+        const ssize_t n = m_fd < 0 ? -1 : ::pread(m_fd, p, left, off_t(at));
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) return Status(ErrorCode::Io, "decoder: cannot read back its page spill file in " + m_dir);
+        p += n, left -= size_t(n), at += n;
+    }
+    return Status::ok();
+}
+
+Status SpillFile::open() {
+    const char* tmp = std::getenv("TMPDIR");
+    m_dir = tmp && *tmp ? tmp : "/tmp";
+#ifdef O_TMPFILE
+    m_fd = ::open(m_dir.c_str(), O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+#endif
+    if (m_fd < 0) {  // a file system without O_TMPFILE: a named file, unlinked at once
+        std::string name = m_dir + "/quire-decoder-XXXXXX";
+        m_fd = ::mkstemp(name.data());
+        if (m_fd >= 0) ::unlink(name.c_str());
+    }
+    if (m_fd < 0) return Status(ErrorCode::Io, "decoder: cannot make its page spill file in " + m_dir + ": " + std::strerror(errno));
+    return Status::ok();
+}
+
+}  // namespace quire::decoder

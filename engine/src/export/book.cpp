@@ -1,0 +1,378 @@
+#include "quire/export/book.h"
+
+#include <QRegularExpression>
+#include <QString>
+
+#include <algorithm>
+#include <sstream>
+
+namespace quire {
+
+namespace {
+
+QString q(const std::string& s) { return QString::fromStdString(s); }
+
+std::vector<std::vector<std::string>> splitParagraphs(const std::string& text) {
+    std::vector<std::vector<std::string>> paras(1);
+    std::istringstream in(text);
+    std::string line;
+    while (std::getline(in, line)) {
+        while (!line.empty() && (line.back() == '\r' || line.back() == ' ' || line.back() == '\t')) line.pop_back();
+        const size_t first = line.find_first_not_of(" \t");
+        if (first == std::string::npos) {
+            if (!paras.back().empty()) paras.emplace_back();
+            continue;
+        }
+        paras.back().push_back(line.substr(first));
+    }
+    if (paras.back().empty()) paras.pop_back();
+    return paras;
+}
+
+bool startsLower(const std::string& s) {
+    const QString t = q(s).trimmed();
+    for (const QChar c : t) {
+        if (c.isLetter()) return c.isLower();
+        if (c.isDigit()) return false;
+    }
+    return false;
+}
+
+bool endsSentence(const std::string& s) {
+    const QString t = q(s).trimmed();
+    if (t.isEmpty()) return true;
+    static const QString enders = QStringLiteral(".!?:;\"”’')]»。！？」』");
+    return enders.contains(t.back());
+}
+
+int wordCountOf(const std::string& s) {
+    std::istringstream in(s);
+    std::string w;
+    int n = 0;
+    while (in >> w) ++n;
+    return n;
+}
+
+// Letters only, lower case: "CHAPTER II. 23" and "CHAPTER II 24" compare equal.
+QString furnitureKey(const std::string& s) {
+    QString out;
+    for (const QChar c : q(s))
+        if (c.isLetter()) out += c.toLower();
+    return out;
+}
+
+double similarity(const QString& a, const QString& b) {
+    if (a.isEmpty() || b.isEmpty()) return 0;
+    const int n = int(a.size()), m = int(b.size());
+    std::vector<int> prev(size_t(m) + 1), cur(size_t(m) + 1);
+    for (int j = 0; j <= m; ++j) prev[size_t(j)] = j;
+    for (int i = 1; i <= n; ++i) {
+        cur[0] = i;
+        for (int j = 1; j <= m; ++j)
+            cur[size_t(j)] = std::min({prev[size_t(j)] + 1, cur[size_t(j - 1)] + 1,
+                                       prev[size_t(j - 1)] + (a[i - 1] == b[j - 1] ? 0 : 1)});
+        std::swap(prev, cur);
+    }
+    return 1.0 - double(prev[size_t(m)]) / std::max(n, m);
+}
+
+const QRegularExpression& pageNumberRe() {
+    static const QRegularExpression re(
+        QStringLiteral(R"(^[\s\-–—\[\(]*(\d{1,4}|[ivxlcdmIVXLCDM]{1,7})[\s\-–—\]\)\.]*$)"));
+    return re;
+}
+const QRegularExpression& edgeNumberRe() {
+    static const QRegularExpression re(QStringLiteral(R"(^\s*(\d{1,4})\b|\b(\d{1,4})\s*$)"));
+    return re;
+}
+
+// "12 NOTES ON RECORDS" or "CHAPTER TITLE 13": a running head even when it does not repeat.
+bool capsWithNumber(const std::string& s) {
+    if (!edgeNumberRe().match(q(s)).hasMatch()) return false;
+    int letters = 0, upper = 0;
+    for (const QChar c : q(s))
+        if (c.isLetter()) ++letters, upper += c.isUpper();
+    return letters >= 4 && upper >= letters * 0.9;
+}
+
+bool isShortLine(const std::string& s) { return wordCountOf(s) <= 10 && q(s).size() <= 80; }
+
+const QRegularExpression& chapterRe() {
+    static const QRegularExpression re(
+        QStringLiteral(R"(^(chapter|book|part|section|canto|act|letter|kapitel|buch|teil)\b|^第.{1,6}[章节回卷部])"),
+        QRegularExpression::CaseInsensitiveOption);
+    return re;
+}
+
+struct Candidate {
+    std::string line;
+    QString key;
+    bool isNumber = false;
+};
+
+Candidate candidateOf(const std::string& line) {
+    Candidate c;
+    // "CHAPTER II" repeats in form from chapter to chapter but is a heading, not furniture.
+    if (chapterRe().match(q(line).trimmed()).hasMatch()) return c;
+    c.line = line;
+    c.key = furnitureKey(line);
+    c.isNumber = pageNumberRe().match(q(line)).hasMatch();
+    return c;
+}
+
+std::string extractNumber(const std::string& line) {
+    auto m = pageNumberRe().match(q(line));
+    if (m.hasMatch()) return m.captured(1).toStdString();
+    auto e = edgeNumberRe().match(q(line));
+    if (e.hasMatch()) return (e.captured(1).isEmpty() ? e.captured(2) : e.captured(1)).toStdString();
+    return {};
+}
+
+bool looksLikeHeading(const std::vector<std::string>& para, double heightRatio, int* level) {
+    const QRegularExpression& chapter = chapterRe();
+    // "CHAPTER II" with its title on the next line or two is one heading.
+    if (para.size() > 1 && para.size() <= 3 && wordCountOf(para[0]) <= 4 &&
+        chapter.match(q(para[0]).trimmed()).hasMatch()) {
+        bool shortLines = true;
+        for (const auto& l : para) shortLines = shortLines && wordCountOf(l) <= 9 && !endsSentence(l + "x");
+        if (shortLines) {
+            *level = 1;
+            return true;
+        }
+    }
+    if (para.size() != 1) return false;
+    const std::string& s = para[0];
+    if (wordCountOf(s) > 9 || q(s).size() > 70) return false;
+    const QString t = q(s).trimmed();
+    if (t.isEmpty() || QStringLiteral(",;-").contains(t.back())) return false;
+    int letters = 0, upper = 0;
+    for (const QChar c : t)
+        if (c.isLetter()) ++letters, upper += c.isUpper();
+    const bool caps = letters >= 3 && upper == letters;
+    if (chapter.match(t).hasMatch() || heightRatio >= 1.5) {
+        *level = 1;
+        return true;
+    }
+    if (caps && !t.endsWith('.')) {
+        *level = 2;
+        return true;
+    }
+    return false;
+}
+
+}  // namespace
+
+bool endsWithHyphen(const std::string& s) {
+    const QString t = q(s).trimmed();
+    if (t.size() < 2) return false;
+    const QChar last = t.back();
+    const bool hyphen = last == '-' || last == QChar(0x00AD) || last == QChar(0x2010) || last == QChar(0x2011) ||
+                        last == QChar(0x00AC);
+    return hyphen && t[t.size() - 2].isLetter();
+}
+
+std::string joinLines(const std::vector<std::string>& lines) {
+    QString out;
+    for (size_t i = 0; i < lines.size(); ++i) {
+        QString line = q(lines[i]).trimmed();
+        if (i == 0) {
+            out = line;
+            continue;
+        }
+        if (endsWithHyphen(out.toStdString())) {
+            // "hyphen-" + "ated": a broken word, the hyphen goes; "Anglo-" + "Saxon": a compound,
+            // the hyphen stays; either way no space.
+            if (startsLower(lines[i])) out.chop(1);
+            out += line;
+        } else {
+            out += ' ';
+            out += line;
+        }
+    }
+    return out.toStdString();
+}
+
+Book assembleBook(const std::vector<BookPageInput>& pages) {
+    Book book;
+    const size_t n = pages.size();
+    book.furniture.resize(n);
+    std::vector<std::vector<std::vector<std::string>>> paras(n);
+    std::vector<Candidate> heads(n), foots(n);
+    for (size_t i = 0; i < n; ++i) {
+        paras[i] = splitParagraphs(pages[i].text);
+        if (paras[i].empty()) continue;
+        const std::string& first = paras[i].front().front();
+        const std::string& last = paras[i].back().back();
+        if (isShortLine(first)) heads[i] = candidateOf(first);
+        if (isShortLine(last) && !(paras[i].size() == 1 && paras[i][0].size() == 1)) foots[i] = candidateOf(last);
+    }
+    // A candidate is furniture when it is a bare page number, or when a similar line stands at the
+    // same edge within two pages (running heads alternate between verso and recto).
+    // Four pages either side: chapter openings without a running head interrupt the pattern.
+    auto repeated = [&](const std::vector<Candidate>& c, size_t i) {
+        if (c[i].key.size() < 2) return false;
+        for (size_t j = (i >= 4 ? i - 4 : 0); j <= std::min(n - 1, i + 4); ++j)
+            if (j != i && similarity(c[i].key, c[j].key) >= 0.7) return true;
+        return false;
+    };
+    for (size_t i = 0; i < n; ++i) {
+        if (paras[i].empty()) continue;
+        const bool head = !heads[i].line.empty() &&
+                          (heads[i].isNumber || repeated(heads, i) || capsWithNumber(heads[i].line));
+        if (head) {
+            book.furniture[i].header = heads[i].line;
+            book.furniture[i].pageNumber = extractNumber(heads[i].line);
+            paras[i].front().erase(paras[i].front().begin());
+            if (paras[i].front().empty()) paras[i].erase(paras[i].begin());
+        }
+        if (paras[i].empty()) continue;
+        const std::string& last = paras[i].back().back();
+        const bool foot = !foots[i].line.empty() && last == foots[i].line && (foots[i].isNumber || repeated(foots, i));
+        if (foot) {
+            book.furniture[i].footer = foots[i].line;
+            if (book.furniture[i].pageNumber.empty()) book.furniture[i].pageNumber = extractNumber(foots[i].line);
+            paras[i].back().pop_back();
+            if (paras[i].back().empty()) paras[i].pop_back();
+        }
+    }
+    // Median line height per page, for headings set in larger type.
+    auto heightRatio = [&](size_t page, const std::string& line) {
+        std::vector<int> hs;
+        int mine = 0;
+        for (const auto& l : pages[page].layout.lines) {
+            hs.push_back(l.box.h);
+            if (l.text() == line) mine = l.box.h;
+        }
+        if (hs.empty() || mine == 0) return 1.0;
+        std::nth_element(hs.begin(), hs.begin() + long(hs.size() / 2), hs.end());
+        return hs[hs.size() / 2] > 0 ? double(mine) / hs[hs.size() / 2] : 1.0;
+    };
+    std::vector<std::string> pendingLines;  // paragraph under construction (may span pages)
+    int pendingFirst = 0;
+    auto flush = [&](int lastPage) {
+        if (pendingLines.empty()) return;
+        book.paragraphs.push_back({joinLines(pendingLines), 0, pendingFirst, lastPage});
+        pendingLines.clear();
+    };
+    int lastPage = 0;
+    for (size_t i = 0; i < n; ++i) {
+        for (size_t p = 0; p < paras[i].size(); ++p) {
+            const auto& para = paras[i][p];
+            int level = 0;
+            if (looksLikeHeading(para, heightRatio(i, para[0]), &level)) {
+                flush(lastPage);
+                book.paragraphs.push_back({joinLines(para), level, int(i), int(i)});
+                lastPage = int(i);
+                continue;
+            }
+            // Across a page break a paragraph continues unless the last one clearly ended; inside a
+            // page, only an unfinished sentence running into a lower-case start is joined (a
+            // recognizer sometimes splits a paragraph's last line off).
+            const std::string& prev = pendingLines.empty() ? std::string() : pendingLines.back();
+            const bool continues =
+                !pendingLines.empty() &&
+                (p == 0 ? (endsWithHyphen(prev) || !endsSentence(prev) || startsLower(para[0]))
+                        : ((endsWithHyphen(prev) || !endsSentence(prev)) && startsLower(para[0])));
+            if (!continues) {
+                flush(lastPage);
+                pendingFirst = int(i);
+            }
+            pendingLines.insert(pendingLines.end(), para.begin(), para.end());
+            lastPage = int(i);
+        }
+    }
+    flush(lastPage);
+    return book;
+}
+
+PageText alignCorrection(const PageText& layout, const std::string& corrected) {
+    struct Ref {
+        const Word* word;
+    };
+    std::vector<const Word*> ocr;
+    for (const auto& l : layout.lines)
+        for (const auto& w : l.words) ocr.push_back(&w);
+    struct Tok {
+        std::string text;
+        int line, para;
+    };
+    std::vector<Tok> toks;
+    const auto paras = splitParagraphs(corrected);
+    int lineNo = 0;
+    for (size_t p = 0; p < paras.size(); ++p)
+        for (const auto& line : paras[p]) {
+            std::istringstream in(line);
+            std::string w;
+            while (in >> w) toks.push_back({w, lineNo, int(p)});
+            ++lineNo;
+        }
+    // Word-level edit-distance alignment.
+    const size_t n = toks.size(), m = ocr.size();
+    std::vector<std::vector<int>> dp(n + 1, std::vector<int>(m + 1));
+    for (size_t i = 0; i <= n; ++i) dp[i][0] = int(i);
+    for (size_t j = 0; j <= m; ++j) dp[0][j] = int(j);
+    for (size_t i = 1; i <= n; ++i)
+        for (size_t j = 1; j <= m; ++j)
+            dp[i][j] = std::min({dp[i - 1][j] + 1, dp[i][j - 1] + 1,
+                                 dp[i - 1][j - 1] + (toks[i - 1].text == ocr[j - 1]->text ? 0 : 1)});
+    std::vector<const Word*> match(n, nullptr);
+    for (size_t i = n, j = m; i > 0 || j > 0;) {
+        if (i > 0 && j > 0 && dp[i][j] == dp[i - 1][j - 1] + (toks[i - 1].text == ocr[j - 1]->text ? 0 : 1)) {
+            match[i - 1] = ocr[j - 1];
+            --i, --j;
+        } else if (i > 0 && dp[i][j] == dp[i - 1][j] + 1) {
+            --i;
+        } else {
+            --j;
+        }
+    }
+    PageText out;
+    out.width = layout.width, out.height = layout.height, out.dpi = layout.dpi;
+    out.engine = layout.engine, out.engineVersion = layout.engineVersion, out.language = layout.language;
+    for (size_t i = 0; i < n; ++i) {
+        if (out.lines.empty() || i == 0 || toks[i].line != toks[i - 1].line) {
+            Line l;
+            l.paragraph = toks[i].para;
+            out.lines.push_back(l);
+        }
+        Word w;
+        w.text = toks[i].text;
+        if (match[i]) {
+            w.box = match[i]->box;
+            w.confidence = match[i]->text == w.text ? match[i]->confidence : 100.0f;
+        } else {
+            w.confidence = 100.0f;  // typed by the user
+            // An inserted word sits just after its predecessor on the line.
+            if (!out.lines.back().words.empty()) {
+                const Box& prev = out.lines.back().words.back().box;
+                w.box = {prev.right() + 1, prev.y, std::max(1, prev.h / 2 * int(q(w.text).size())), prev.h};
+            }
+        }
+        out.lines.back().words.push_back(std::move(w));
+    }
+    for (auto& l : out.lines)
+        for (const auto& w : l.words) l.box = l.box.united(w.box);
+    return out;
+}
+
+Result<std::vector<BookPageInput>> loadBookPages(ProjectStore& store) {
+    auto pages = store.pages();
+    if (!pages) return pages.status();
+    std::vector<BookPageInput> out;
+    out.reserve(pages->size());
+    for (auto& p : *pages) {
+        BookPageInput in;
+        auto text = store.effectiveText(p.id);
+        if (!text) return text.status();
+        auto layout = store.layout(p.id);
+        if (!layout) return layout.status();
+        in.text = std::move(*text);
+        in.layout = std::move(*layout);
+        if (p.corrected) in.layout = alignCorrection(in.layout, in.text);
+        in.page = std::move(p);
+        out.push_back(std::move(in));
+    }
+    return out;
+}
+
+}  // namespace quire

@@ -1,0 +1,492 @@
+#include "quire/pipeline/transcriber.h"
+
+#include <QCryptographicHash>
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QJsonObject>
+
+#include <opencv2/imgproc.hpp>
+
+#include <cblas.h>
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdlib>
+#include <map>
+#include <mutex>
+#include <thread>
+
+#include "pipeline/bounded_queue.h"
+
+#ifdef __linux__
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#endif
+
+namespace fs = std::filesystem;
+
+namespace quire {
+
+bool FlagPolicy::shouldFlag(const PageText& text, double inkShare) const {
+    if (text.wordCount() == 0) return inkShare > 0.01;  // ink but nothing read
+    return text.meanConfidence() < meanBelow || text.lowConfidenceShare(lowWordConfidence) > lowShareAbove;
+}
+
+std::string TranscribeParams::toJson() const {
+    QJsonObject o;
+    o["engine"] = QString::fromStdString(recognizer.engine);
+    if (!recognizer.readerModel.empty()) o["readerModel"] = QString::fromStdString(recognizer.readerModel);
+    o["languages"] = QString::fromStdString(recognizer.languages);
+    o["preprocess"] = QJsonDocument::fromJson(QByteArray::fromStdString(preprocess.toJson())).object();
+    o["pdfDpi"] = source.pdfDpi;
+    o["pdfText"] = pdfText == PdfTextPolicy::Keep ? "keep" : "recognize";
+    o["threads"] = threads;
+    o["flagMeanBelow"] = flag.meanBelow;
+    o["flagLowShareAbove"] = flag.lowShareAbove;
+    return QJsonDocument(o).toJson(QJsonDocument::Compact).toStdString();
+}
+
+namespace {
+
+std::string absolutePath(const fs::path& p) {
+    std::error_code ec;
+    fs::path a = fs::weakly_canonical(fs::absolute(p), ec);
+    return (ec ? fs::absolute(p) : a).string();
+}
+
+// A folder's identity: the names and hashes of its page files, in order.
+Result<std::string> sourceHash(DocumentSource& src) {
+    if (src.kind() != SourceKind::Folder) return fileSha256(src.path());
+    QCryptographicHash h(QCryptographicHash::Sha256);
+    fs::path last;
+    for (int i = 0; i < src.pageCount(); ++i) {
+        const fs::path f = src.pageFile(i);
+        if (f == last) continue;
+        last = f;
+        auto fh = fileSha256(f);
+        h.addData(QByteArray::fromStdString(f.filename().string() + ":" + (fh ? *fh : fh.status().message()) + "\n"));
+    }
+    return h.result().toHex().toStdString();
+}
+
+int64_t sourceSize(const DocumentSource& src) {
+    std::error_code ec;
+    if (src.kind() != SourceKind::Folder) return int64_t(fs::file_size(src.path(), ec));
+    int64_t total = 0;
+    fs::path last;
+    for (int i = 0; i < src.pageCount(); ++i) {
+        if (src.pageFile(i) == last) continue;
+        last = src.pageFile(i);
+        total += int64_t(fs::file_size(last, ec));
+    }
+    return total;
+}
+
+std::string pixelHash(const cv::Mat& m) {
+    QCryptographicHash h(QCryptographicHash::Sha256);
+    for (int y = 0; y < m.rows; ++y)
+        h.addData(QByteArrayView(reinterpret_cast<const char*>(m.ptr(y)), qsizetype(m.cols * m.elemSize())));
+    return h.result().toHex().toStdString();
+}
+
+double inkShare(const cv::Mat& gray) {
+    cv::Mat small, mask;
+    const double s = std::min(1.0, 800.0 / std::max(gray.cols, gray.rows));
+    cv::resize(gray, small, {}, s, s, cv::INTER_AREA);
+    cv::threshold(small, mask, 128, 255, cv::THRESH_BINARY_INV);
+    return double(cv::countNonZero(mask)) / double(mask.total());
+}
+
+std::string pageName(const PageRecord& p) {
+    return p.sourceFile + " page " + std::to_string(p.filePage + 1);
+}
+
+PageText textFromLayer(const std::string& text, int w, int h, int dpi) {
+    PageText page;
+    page.width = w, page.height = h, page.dpi = dpi;
+    page.engine = "pdf-text-layer";
+    page.engineVersion = "1";
+    int para = 0;
+    std::string line;
+    std::istringstream in(text);
+    while (std::getline(in, line)) {
+        if (line.find_first_not_of(" \t\r") == std::string::npos) {
+            ++para;
+            continue;
+        }
+        Line l;
+        l.paragraph = para;
+        std::istringstream ws(line);
+        std::string word;
+        while (ws >> word) l.words.push_back({word, {}, 100.0f});
+        page.lines.push_back(std::move(l));
+    }
+    return page;
+}
+
+void lowerThisThreadsPriority() {
+#ifdef __linux__
+    // On Linux a nice value belongs to the thread (task) it is set on.
+    setpriority(PRIO_PROCESS, static_cast<id_t>(syscall(SYS_gettid)), 10);
+#endif
+}
+
+struct Job {
+    PageRecord page;
+    PageImage image;
+    Status loadError;
+    std::optional<std::string> textLayer;
+    // With a split recognizer (Recognizer::splitsPages): the page's regions and each region's
+    // prepared work, done by the prepare stage ahead of the worker.
+    std::optional<PreprocessResult> pre;
+    std::vector<std::unique_ptr<PreparedPage>> prepared;
+};
+
+struct Done {
+    PageRecord page;
+    std::vector<PageOutcome> outcomes;
+    Status error;
+    std::optional<DecoderCheckpoint> checkpoint;  // the reader's context after this page
+};
+
+// Takes up the context the last reader run saved with its last committed page, when the pages now
+// queued all come after that page; otherwise the reader starts a fresh context and says why.
+Status resumeContext(ProjectStore& store, Recognizer& engine, const std::vector<PageRecord>& queued,
+                     const std::function<void(const std::string&)>& log) {
+    auto saved = store.decoderState();
+    if (!saved) return saved.status();
+    if (!saved->has_value() || queued.empty()) return Status::ok();
+    auto last = store.page((*saved)->lastPageId);
+    if (!last) {
+        log("the reader starts a fresh context: the page its saved context ended with is gone");
+        return Status::ok();
+    }
+    if (queued.front().sequence <= last->sequence) {
+        log("the reader starts a fresh context: pages at or before " + pageName(*last) +
+            ", where its saved context ends, are queued again");
+        return Status::ok();
+    }
+    if (Status s = engine.restoreContext((*saved)->state, [&](int i) { return store.contextPage(i); }); !s) {
+        log("the reader starts a fresh context: its saved context cannot be used (" + s.message() + ")");
+        return Status::ok();
+    }
+    log("the reader continues with the context it had after " + pageName(*last));
+    return Status::ok();
+}
+
+}  // namespace
+
+Status registerInputs(ProjectStore& store, const TranscribeParams& params) {
+    for (const auto& input : params.inputs) {
+        auto src = openSource(input, params.source);
+        if (!src) return src.status();
+        const std::string abs = absolutePath(input);
+        auto hash = sourceHash(**src);
+        if (!hash) return hash.status();
+        std::vector<std::pair<std::string, int>> files;
+        for (int i = 0; i < (*src)->pageCount(); ++i)
+            files.emplace_back(absolutePath((*src)->pageFile(i)), (*src)->pageIndexInFile(i));
+        auto existing = store.findDocument(abs);
+        if (!existing) return existing.status();
+        if (!existing->has_value()) {
+            DocumentRecord doc;
+            doc.path = abs;
+            doc.kind = sourceKindName((*src)->kind());
+            doc.sha256 = *hash;
+            doc.sizeBytes = sourceSize(**src);
+            if (auto id = store.addDocument(doc, files); !id) return id.status();
+        } else if ((*existing)->sha256 != *hash) {
+            if (params.onLog)
+                params.onLog(abs + ": the file changed on disk since it was added; its pages are queued again "
+                                   "(corrections made so far are kept)");
+            if (Status s = store.requeueDocument((*existing)->id, *hash, sourceSize(**src), files); !s) return s;
+        }
+    }
+    return Status::ok();
+}
+
+Result<RunSummary> runTranscription(ProjectStore& store, const TranscribeParams& params) {
+    auto log = [&](const std::string& m) {
+        if (params.onLog) params.onLog(m);
+    };
+    if (store.readOnly()) return Status(ErrorCode::Io, store.path().string() + ": the project is read-only");
+    // The recognizer is made before any page is touched, so a missing language or model is one
+    // clear message, not a failure per page. An engine that carries context from page to page reads
+    // the whole volume with this one instance, in page order (and takes up the context a killed or
+    // cancelled run left in the project); other engines get one instance per worker, this the first.
+    auto made = createRecognizer(params.recognizer);
+    if (!made) return made.status();
+    std::unique_ptr<Recognizer> first = std::move(made).value();
+    const bool inOrder = first->carriesContext();
+    if (Status s = registerInputs(store, params); !s) return s;
+    if (params.retryFailed)
+        if (Status s = store.requeueFailed(); !s) return s;
+    auto queued = store.queuedPages();
+    if (!queued) return queued.status();
+    auto docs = store.documents();
+    if (!docs) return docs.status();
+    std::map<int64_t, std::string> docPath;
+    for (const auto& d : *docs) docPath[d.id] = d.path;
+
+    auto runId = store.beginRun(params.toJson());
+    if (!runId) return runId.status();
+
+    // A context-carrying engine reads the volume as one sequence: one worker, pages in order. When its
+    // work on a page splits (the reader: the front-end, then the decoder), a prepare stage runs the
+    // first part for the next pages on threads of their own while the worker finishes this one.
+    const int threads = inOrder ? 1
+                                : std::max(1, params.threads > 0 ? params.threads
+                                                                 : int(std::thread::hardware_concurrency()));
+    const Recognizer* splitter = inOrder && first->splitsPages() && params.preparers != 0 ? first.get() : nullptr;
+    // Two prepare threads where the machine has two cores or more: the front-end takes two to three
+    // times the decoder's time a page, so with one the decoder waited for it most of the time.
+    const int preparers = !splitter ? 0
+                          : params.preparers > 0 ? std::min(params.preparers, 2)
+                          : std::thread::hardware_concurrency() >= 2 ? 2 : 1;
+    // Page-level parallelism: each worker's (and the prepare stage's) GEMMs get their share of the
+    // cores, so they do not fight over OpenBLAS's thread pool.
+    openblas_set_num_threads(std::max(1, int(std::thread::hardware_concurrency()) / (threads + preparers)));
+    if (inOrder)  // after the thread count is set: the context is rebuilt as it was first computed
+        if (Status s = resumeContext(store, *first, *queued, log); !s) {
+            (void)store.finishRun(*runId, "failed");
+            return s;
+        }
+    BoundedQueue<Job> jobs(size_t(threads) + 1);
+    BoundedQueue<Done> done(size_t(threads) + 1);
+    std::atomic<bool> stop{false};
+    auto cancelled = [&] { return stop.load() || (params.cancel && params.cancel->load()); };
+
+    // Loader: decodes queued pages in book order, one source open at a time.
+    std::thread loader([&] {
+        if (params.backgroundPriority) lowerThisThreadsPriority();
+        std::unique_ptr<DocumentSource> src;
+        Status openError;
+        int64_t srcDoc = -1;
+        std::map<int64_t, int> textLayerPages;
+        for (const auto& page : *queued) {
+            while (params.pause && params.pause->load() && !cancelled())
+                std::this_thread::sleep_for(std::chrono::milliseconds(50));
+            if (cancelled()) break;
+            Job job;
+            job.page = page;
+            if (srcDoc != page.documentId) {
+                src.reset();
+                srcDoc = page.documentId;
+                auto s = openSource(docPath[page.documentId], params.source);
+                openError = s ? Status::ok() : s.status();
+                if (s) src = std::move(*s);
+            }
+            if (!src) job.loadError = openError;
+            if (src && job.loadError) {
+                auto img = src->loadPage(page.sourceIndex);
+                if (img) job.image = std::move(*img);
+                else job.loadError = img.status();
+                if (img && src->kind() == SourceKind::Pdf) {
+                    job.textLayer = src->textLayer(page.sourceIndex);
+                    if (job.textLayer) ++textLayerPages[page.documentId];
+                }
+            }
+            if (!jobs.push(std::move(job))) break;
+        }
+        for (const auto& [doc, n] : textLayerPages)
+            log(docPath[doc] + ": " + std::to_string(n) + " page(s) already carry a text layer; " +
+                (params.pdfText == PdfTextPolicy::Keep ? "kept their text (--pdf-text keep)"
+                                                       : "recognised the scans anyway (--pdf-text keep keeps the text)"));
+        jobs.close();
+    });
+
+    // The prepare stage (split recognizers): preprocessing and the recognizer's first part, ahead
+    // of the worker, on `preparers` threads. Each takes the next page with a sequence number and
+    // hands its page on in that order, so the worker sees the pages in the volume's order.
+    BoundedQueue<Job> preparedJobs(1);
+    std::vector<std::thread> preparerThreads;
+    std::mutex takeMutex, orderMutex;
+    std::condition_variable orderTurn;
+    int64_t taken = 0, handedOn = 0;
+    std::atomic<int> preparersLeft{preparers};
+    for (int t = 0; t < preparers; ++t)
+        preparerThreads.emplace_back([&] {
+            if (params.backgroundPriority) lowerThisThreadsPriority();
+            for (;;) {
+                std::optional<Job> job;
+                int64_t seq = 0;
+                {
+                    std::lock_guard lock(takeMutex);
+                    job = jobs.pop();
+                    if (job) seq = taken++;
+                }
+                if (!job) break;
+                if (!cancelled() && job->loadError && !(job->textLayer && params.pdfText == PdfTextPolicy::Keep)) {
+                    job->pre = preprocessPage(job->image.image, params.preprocess);
+                    for (const auto& region : job->pre->regions)
+                        job->prepared.push_back(splitter->prepare(region.image, job->image.dpi, params.cancel));
+                }
+                {
+                    std::unique_lock lock(orderMutex);
+                    orderTurn.wait(lock, [&] { return handedOn == seq; });
+                }
+                // Cancelled: the page is not handed on, but its turn passes (the other thread waits on it).
+                const bool pushed = !cancelled() && preparedJobs.push(std::move(*job));
+                {
+                    std::lock_guard lock(orderMutex);
+                    ++handedOn;
+                }
+                orderTurn.notify_all();
+                if (!pushed) break;
+            }
+            if (--preparersLeft == 0) preparedJobs.close();
+        });
+    BoundedQueue<Job>& work = splitter ? preparedJobs : jobs;
+
+    std::atomic<int> activeWorkers{threads};
+    std::vector<std::thread> workers;
+    Status workerInitError;
+    std::mutex initMutex;
+    bool firstTaken = false;
+    for (int t = 0; t < threads; ++t) {
+        workers.emplace_back([&] {
+            if (params.backgroundPriority) lowerThisThreadsPriority();
+            // The first recognizer is borrowed: it stays owned by this function until every thread
+            // has been joined, since the prepare threads call into it (splitter) and may still be
+            // inside a page when a cancelled worker ends (moved into the worker, it was freed under
+            // them). Other workers of an engine without context make their own.
+            Recognizer* borrowed = nullptr;
+            {
+                std::lock_guard lock(initMutex);
+                if (!firstTaken) borrowed = first.get(), firstTaken = true;
+            }
+            Result<std::unique_ptr<Recognizer>> own = borrowed ? Result<std::unique_ptr<Recognizer>>(nullptr)
+                                                               : createRecognizer(params.recognizer);
+            Recognizer* const rec = borrowed ? borrowed : own ? own->get() : nullptr;
+            if (!own) {
+                std::lock_guard lock(initMutex);
+                workerInitError = own.status();
+                stop = true;
+                jobs.close();
+                preparedJobs.close();
+            }
+            while (auto job = rec ? work.pop() : std::optional<Job>()) {
+                Done d;
+                d.page = job->page;
+                if (!job->loadError) {
+                    d.error = job->loadError;
+                } else if (cancelled()) {
+                    break;
+                } else {
+                    const PageImage& img = job->image;
+                    const std::string contentHash = pixelHash(img.image);
+                    if (job->textLayer && params.pdfText == PdfTextPolicy::Keep) {
+                        PageOutcome o;
+                        o.text = textFromLayer(*job->textLayer, img.image.cols, img.image.rows, img.dpi);
+                        o.region = {0, 0, img.image.cols, img.image.rows};
+                        o.contentSha256 = contentHash;
+                        o.textLayer = job->textLayer;
+                        o.keptTextLayer = true;
+                        d.outcomes.push_back(std::move(o));
+                    } else {
+                        const PreprocessResult pre =
+                            job->pre ? std::move(*job->pre) : preprocessPage(img.image, params.preprocess);
+                        for (size_t r = 0; r < pre.regions.size(); ++r) {
+                            const auto& region = pre.regions[r];
+                            std::function<void(const std::string&)> stream;
+                            if (params.onText)
+                                stream = [&, id = job->page.id](const std::string& piece) { params.onText(id, piece); };
+                            auto text = r < job->prepared.size() && job->prepared[r]
+                                            ? rec->recognizePrepared(*job->prepared[r], params.cancel, stream)
+                                            : rec->recognize(region.image, img.dpi, params.cancel, stream);
+                            if (!text) {
+                                d.error = text.status();
+                                break;
+                            }
+                            PageOutcome o;
+                            o.text = std::move(*text);
+                            for (auto& line : o.text.lines) {
+                                line.box = region.toSource(line.box);
+                                for (auto& w : line.words) w.box = region.toSource(w.box);
+                            }
+                            o.text.width = img.image.cols;
+                            o.text.height = img.image.rows;
+                            o.region = {region.sourceRect.x, region.sourceRect.y, region.sourceRect.width,
+                                        region.sourceRect.height};
+                            o.skewDegrees = region.skewDegrees;
+                            o.preprocess = params.preprocess.toJson();
+                            o.contentSha256 = contentHash;
+                            o.textLayer = job->textLayer;
+                            o.flagged = params.flag.shouldFlag(o.text, inkShare(region.image));
+                            d.outcomes.push_back(std::move(o));
+                        }
+                    }
+                    if (!img.note.empty()) log(pageName(job->page) + ": " + img.note);
+                    if (const std::string n = rec->takeNotice(); !n.empty()) log(pageName(job->page) + ": " + n);
+                }
+                if (d.error.code() == ErrorCode::Cancelled) break;
+                if (rec->carriesContext()) d.checkpoint = rec->checkpoint();
+                if (!done.push(std::move(d))) break;
+            }
+            if (--activeWorkers == 0) done.close();
+        });
+    }
+
+    // Writer (this thread): commits each finished page in its own transaction.
+    RunSummary summary;
+    auto counts = store.counts();
+    RunProgress progress;
+    if (counts) progress.total = counts->pages, progress.done = counts->done, progress.failed = counts->failed,
+                progress.flagged = counts->flagged;
+    if (params.onProgress) params.onProgress(progress);
+    const auto start = std::chrono::steady_clock::now();
+    Status writeError;
+    while (auto d = done.pop()) {
+        PageEvent ev;
+        const DecoderCheckpoint* checkpoint = d->checkpoint ? &*d->checkpoint : nullptr;
+        if (d->error.isOk()) {
+            writeError = store.saveResult(d->page.id, d->outcomes, checkpoint);
+        } else {
+            const bool input = isInputError(d->error.code());
+            (input ? summary.inputFailures : summary.engineFailures)++;
+            ev.failure = d->error.message();
+            writeError = store.saveFailure(d->page.id, input ? "input" : "engine", d->error.message(), checkpoint);
+            log("failed: " + pageName(d->page) + ": " + d->error.message());
+        }
+        if (!writeError) {
+            stop = true;  // e.g. the disk is full: stop cleanly, every committed page stays
+            break;
+        }
+        ++summary.processed;
+        if (auto c = store.counts()) {
+            progress.total = c->pages, progress.done = c->done, progress.failed = c->failed, progress.flagged = c->flagged;
+        }
+        progress.processedThisRun = summary.processed;
+        const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+        progress.pagesPerMinute = secs > 0 ? summary.processed * 60.0 / secs : 0;
+        const int remaining = progress.total - progress.done - progress.failed;
+        progress.etaSeconds = progress.pagesPerMinute > 0 ? remaining * 60.0 / progress.pagesPerMinute : -1;
+        if (params.onPage) {
+            if (auto rec = store.page(d->page.id)) ev.page = *rec;
+            for (const auto& o : d->outcomes) ev.text += (ev.text.empty() ? "" : "\n\n") + o.text.plainText();
+            params.onPage(ev);
+        }
+        if (params.onProgress) params.onProgress(progress);
+    }
+    stop = stop || cancelled();
+    jobs.close();
+    preparedJobs.close();
+    done.close();
+    loader.join();
+    for (auto& p : preparerThreads) p.join();
+    for (auto& w : workers) w.join();
+    summary.cancelled = params.cancel && params.cancel->load();
+    (void)store.finishRun(*runId, !writeError.isOk() ? "failed" : summary.cancelled ? "cancelled" : "finished");
+    if (!workerInitError.isOk()) return workerInitError;
+    if (!writeError) return writeError;
+    if (auto c = store.counts()) {
+        summary.total = c->pages, summary.done = c->done, summary.failed = c->failed, summary.flagged = c->flagged;
+        // Nothing left to read: the context is no longer needed, and its pages take room.
+        if (inOrder && c->queued == 0 && !summary.cancelled)
+            if (Status s = store.clearDecoderState(); !s) log("could not drop the reader's saved context: " + s.message());
+    }
+    return summary;
+}
+
+}  // namespace quire

@@ -1,0 +1,50 @@
+// The PP-OCR front-end as a Recognizer: detection, reading order and CTC recognition of a page.
+#include "quire/ppocr/ppocr.h"
+#include "quire/recognizers/recognizer.h"
+#include "recognizers/engines.h"
+#include "recognizers/notice_once.h"
+
+namespace quire {
+namespace {
+
+class PpocrRecognizer : public Recognizer {
+public:
+    explicit PpocrRecognizer(std::shared_ptr<const PpocrEngine> engine, std::string langs)
+        : m_engine(std::move(engine)), m_langs(std::move(langs)) {}
+    std::string name() const override { return "ppocr"; }
+    std::string version() const override { return "PP-OCRv4"; }
+
+    Result<PageText> recognize(const cv::Mat& gray, int dpi, const std::atomic<bool>* cancel,
+                               const std::function<void(const std::string&)>& /*onText: not streamed*/) override {
+        auto page = m_engine->read(gray, false, cancel);
+        if (!page) return page.status();
+        PageText text = m_engine->toPageText(*page, dpi);
+        text.language = m_langs;
+        return text;
+    }
+    std::string takeNotice() override { return m_notice.take(m_engine->deviceNotice(), "ppocr"); }
+
+private:
+    std::shared_ptr<const PpocrEngine> m_engine;
+    std::string m_langs;
+    NoticeOnce m_notice;
+};
+
+}  // namespace
+
+PpocrOptions ppocrOptionsFor(const RecognizerOptions& options) {
+    PpocrOptions o;
+    o.modelDir = options.ppocrDir;
+    o.layout = options.ppocrLayout.empty() ? ppocrLayoutFor(options.languages) : options.ppocrLayout;
+    o.device = options.device;
+    if (options.ppocrDetMaxSide > 0) o.detMaxSide = options.ppocrDetMaxSide;
+    return o;
+}
+
+Result<std::unique_ptr<Recognizer>> createPpocrRecognizer(const RecognizerOptions& options) {
+    auto e = PpocrEngine::load(ppocrOptionsFor(options));
+    if (!e) return e.status();
+    return std::unique_ptr<Recognizer>(new PpocrRecognizer(std::move(e).value(), options.languages));
+}
+
+}  // namespace quire

@@ -1,0 +1,764 @@
+#include "quire/store/project_store.h"
+
+#include <array>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <mutex>
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include "store/sqlite_util.h"
+
+namespace fs = std::filesystem;
+
+namespace quire {
+
+using sql::Stmt;
+using sql::Transaction;
+
+const char* pageStatusName(PageStatus s) {
+    switch (s) {
+        case PageStatus::Queued: return "queued";
+        case PageStatus::Done: return "done";
+        case PageStatus::Failed: return "failed";
+    }
+    return "queued";
+}
+
+namespace {
+
+constexpr int kApplicationId = 0x51554952;  // "QUIR"
+
+PageStatus parseStatus(const std::string& s) {
+    if (s == "done") return PageStatus::Done;
+    if (s == "failed") return PageStatus::Failed;
+    return PageStatus::Queued;
+}
+
+// Numbered migrations; migration i brings user_version from i to i + 1, in one transaction.
+const std::array<const char*, 3> kMigrations = {R"SQL(
+CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE documents(
+  id INTEGER PRIMARY KEY,
+  path TEXT NOT NULL UNIQUE,
+  kind TEXT NOT NULL,
+  sha256 TEXT NOT NULL,
+  size_bytes INTEGER NOT NULL,
+  page_count INTEGER NOT NULL,
+  position INTEGER NOT NULL,
+  added_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ','now')));
+CREATE TABLE pages(
+  id INTEGER PRIMARY KEY,
+  document_id INTEGER NOT NULL REFERENCES documents(id),
+  source_index INTEGER NOT NULL,
+  part INTEGER NOT NULL DEFAULT 0,
+  source_file TEXT NOT NULL,
+  file_page INTEGER NOT NULL,
+  status TEXT NOT NULL DEFAULT 'queued' CHECK(status IN ('queued','done','failed')),
+  flagged INTEGER NOT NULL DEFAULT 0,
+  proofread INTEGER NOT NULL DEFAULT 0,
+  failure TEXT, failure_kind TEXT,
+  width INTEGER, height INTEGER, dpi INTEGER,
+  region_x INTEGER, region_y INTEGER, region_w INTEGER, region_h INTEGER,
+  skew_degrees REAL, preprocess TEXT, content_sha256 TEXT, text_layer TEXT,
+  header TEXT, footer TEXT, page_number TEXT,
+  updated_at TEXT,
+  UNIQUE(document_id, source_index, part));
+CREATE TABLE results(
+  page_id INTEGER PRIMARY KEY REFERENCES pages(id) ON DELETE CASCADE,
+  engine TEXT NOT NULL, engine_version TEXT NOT NULL, language TEXT NOT NULL,
+  text TEXT NOT NULL, mean_confidence REAL NOT NULL, low_confidence_share REAL NOT NULL,
+  created_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ','now')));
+CREATE TABLE lines(
+  id INTEGER PRIMARY KEY,
+  page_id INTEGER NOT NULL REFERENCES pages(id) ON DELETE CASCADE,
+  line_index INTEGER NOT NULL, block INTEGER NOT NULL, paragraph INTEGER NOT NULL,
+  x INTEGER, y INTEGER, w INTEGER, h INTEGER);
+CREATE INDEX lines_page ON lines(page_id, line_index);
+CREATE TABLE words(
+  id INTEGER PRIMARY KEY,
+  line_id INTEGER NOT NULL REFERENCES lines(id) ON DELETE CASCADE,
+  word_index INTEGER NOT NULL, text TEXT NOT NULL,
+  x INTEGER, y INTEGER, w INTEGER, h INTEGER, confidence REAL NOT NULL);
+CREATE INDEX words_line ON words(line_id, word_index);
+-- A user's edits: never deleted by the engine; the newest row wins.
+CREATE TABLE corrections(
+  id INTEGER PRIMARY KEY,
+  page_id INTEGER NOT NULL REFERENCES pages(id),
+  text TEXT NOT NULL,
+  created_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ','now')));
+CREATE INDEX corrections_page ON corrections(page_id, id);
+CREATE TABLE runs(
+  id INTEGER PRIMARY KEY,
+  state TEXT NOT NULL,
+  params TEXT NOT NULL,
+  started_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ','now')),
+  finished_at TEXT);
+)SQL",
+                                                R"SQL(
+-- The reader's decoder state (page pointer, ring, gate), so a killed run resumes mid-volume.
+CREATE TABLE decoder_state(
+  id INTEGER PRIMARY KEY CHECK(id = 1),
+  state BLOB NOT NULL,
+  saved_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ','now')));
+)SQL",
+                                                R"SQL(
+-- The page the decoder state was saved with, and the inputs (the reader's visual tokens, float32)
+-- of the pages in the decoder's context: a resumed run rebuilds from them the context it had.
+ALTER TABLE decoder_state ADD COLUMN last_page_id INTEGER NOT NULL DEFAULT 0;
+CREATE TABLE context_pages(idx INTEGER PRIMARY KEY, data BLOB NOT NULL);
+)SQL"};
+
+bool looksLikeSqlite(const fs::path& path, std::string* why) {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) {
+        *why = "cannot read it";
+        return false;
+    }
+    char head[16] = {};
+    in.read(head, 16);
+    if (in.gcount() == 0) return true;  // empty file: becomes a new project
+    if (in.gcount() < 16 || std::string(head, 16) != std::string("SQLite format 3\0", 16)) {
+        *why = "it is not a Quire project (not an SQLite database)";
+        return false;
+    }
+    return true;
+}
+
+// One writer process per project: an advisory lock on "<project>.lock", held while any store of
+// this process has the project open for writing (several connections of one process share it).
+// The kernel drops it when the process dies, so a killed run never leaves a stale lock.
+struct ProcessLock {
+    int fd = -1;
+    int users = 0;
+};
+std::mutex g_lockMutex;
+std::map<std::string, ProcessLock> g_locks;
+
+Status acquireLock(const fs::path& project) {
+    std::error_code ec;
+    const std::string key = fs::weakly_canonical(fs::absolute(project), ec).string();
+    std::lock_guard guard(g_lockMutex);
+    ProcessLock& l = g_locks[key];
+    if (l.users > 0) {
+        ++l.users;
+        return Status::ok();
+    }
+    const std::string lockPath = project.string() + ".lock";
+    const int fd = ::open(lockPath.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (fd < 0) {
+        g_locks.erase(key);
+        return Status::ok();  // cannot create a lock file (read-only folder): SQLite's own locking still applies
+    }
+    if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+        char holder[256] = {};
+        const ssize_t n = pread(fd, holder, sizeof holder - 1, 0);
+        ::close(fd);
+        g_locks.erase(key);
+        std::string who = n > 0 ? std::string(holder, size_t(n)) : std::string("another process");
+        while (!who.empty() && (who.back() == '\n' || who.back() == ' ')) who.pop_back();
+        return Status(ErrorCode::Unreadable, project.string() + ": the project is open in another Quire process (" +
+                                                 who + "); close it there first, or open this one read-only");
+    }
+    char host[128] = {};
+    gethostname(host, sizeof host - 1);
+    std::ifstream comm("/proc/self/comm");
+    std::string prog;
+    std::getline(comm, prog);
+    const std::string info = prog + " pid " + std::to_string(getpid()) + " on " + host + "\n";
+    if (ftruncate(fd, 0) == 0) (void)!pwrite(fd, info.data(), info.size(), 0);
+    l.fd = fd;
+    l.users = 1;
+    return Status::ok();
+}
+
+void releaseLock(const fs::path& project) {
+    std::error_code ec;
+    const std::string key = fs::weakly_canonical(fs::absolute(project), ec).string();
+    std::lock_guard guard(g_lockMutex);
+    auto it = g_locks.find(key);
+    if (it == g_locks.end()) return;
+    if (--it->second.users == 0) {
+        ::close(it->second.fd);  // releases the flock; the file stays for the next holder
+        g_locks.erase(it);
+    }
+}
+
+}  // namespace
+
+Result<std::unique_ptr<ProjectStore>> ProjectStore::open(const fs::path& path, Mode mode) {
+    std::error_code ec;
+    const bool exists = fs::exists(path, ec);
+    if (!exists && mode != Mode::OpenOrCreate)
+        return Status(ErrorCode::NotFound, path.string() + ": no such project file");
+    if (exists) {
+        if (fs::is_directory(path, ec))
+            return Status(ErrorCode::InvalidArgument, path.string() + ": is a folder, not a project file");
+        std::string why;
+        if (!looksLikeSqlite(path, &why)) return Status(ErrorCode::Corrupt, path.string() + ": " + why);
+    }
+    std::unique_ptr<ProjectStore> store(new ProjectStore());
+    store->m_path = path;
+    bool readOnly = mode == Mode::ReadOnly;
+    // A project on a read-only medium opens read-only instead of failing.
+    if (exists && !readOnly && access(path.c_str(), W_OK) != 0) readOnly = true;
+    if (!exists && !readOnly) {
+        const fs::path dir = path.parent_path().empty() ? fs::path(".") : path.parent_path();
+        if (!fs::is_directory(dir, ec))
+            return Status(ErrorCode::NotFound, path.string() + ": folder " + dir.string() + " does not exist");
+    }
+    store->m_readOnly = readOnly;
+    if (!readOnly) {
+        if (Status s = acquireLock(path); !s) return s;
+        store->m_locked = true;
+    }
+    int flags = readOnly ? SQLITE_OPEN_READONLY
+                         : SQLITE_OPEN_READWRITE | (mode == Mode::OpenOrCreate ? SQLITE_OPEN_CREATE : 0);
+    std::string target = path.string();
+    // On a read-only medium (the folder cannot take the -shm/-wal files), open the file as
+    // immutable: SQLite then reads it without locking or writing anything beside it.
+    const fs::path dir = path.parent_path().empty() ? fs::path(".") : path.parent_path();
+    if (readOnly && access(dir.c_str(), W_OK) != 0) {
+        std::string uri = "file:";
+        for (const char ch : fs::absolute(path).string()) {
+            if (ch == '?' || ch == '#' || ch == '%') {
+                char buf[4];
+                std::snprintf(buf, sizeof buf, "%%%02X", static_cast<unsigned char>(ch));
+                uri += buf;
+            } else {
+                uri += ch;
+            }
+        }
+        target = uri + "?immutable=1";
+        flags |= SQLITE_OPEN_URI;
+    }
+    if (sqlite3_open_v2(target.c_str(), &store->m_db, flags | SQLITE_OPEN_FULLMUTEX, nullptr) != SQLITE_OK) {
+        Status s = sql::dbError(store->m_db, path.string() + ": cannot open project");
+        return s;
+    }
+    sqlite3_busy_timeout(store->m_db, 5000);
+    sqlite3_extended_result_codes(store->m_db, 1);
+    // Validate before writing anything: a newer or foreign database must stay untouched.
+    int userVersion = 0, appId = 0, tables = 0;
+    {
+        Stmt v(store->m_db, "PRAGMA user_version");
+        if (!v.step()) return Status(ErrorCode::Unreadable, path.string() + ": cannot read the project (" +
+                                                                v.status().message() + ")");
+        userVersion = v.i32(0);
+        Stmt a(store->m_db, "PRAGMA application_id");
+        if (a.step()) appId = a.i32(0);
+        Stmt t(store->m_db, "SELECT count(*) FROM sqlite_master");
+        if (t.step()) tables = t.i32(0);
+    }
+    if (tables > 0 && appId != kApplicationId)
+        return Status(ErrorCode::Corrupt, path.string() + ": it is an SQLite database, but not a Quire project");
+    if (userVersion > kSchemaVersion)
+        return Status(ErrorCode::NewerSchema,
+                      path.string() + ": the project was written by a newer version of Quire (schema " +
+                          std::to_string(userVersion) + "; this version reads up to " +
+                          std::to_string(kSchemaVersion) + "); update Quire to open it");
+    if (!readOnly) {
+        if (Status s = store->exec("PRAGMA journal_mode=WAL"); !s) return s;
+        if (Status s = store->exec("PRAGMA synchronous=FULL"); !s) return s;
+    }
+    if (Status s = store->exec("PRAGMA foreign_keys=ON"); !s) return s;
+    if (userVersion < kSchemaVersion) {
+        if (readOnly && userVersion == 0)
+            return Status(ErrorCode::Corrupt, path.string() + ": the project was never initialised (was the disk full "
+                                                              "when it was created?)");
+        if (readOnly)
+            return Status(ErrorCode::Unreadable, path.string() + ": the project needs an upgrade but is read-only");
+        if (Status s = store->migrate(); !s) return s;
+    }
+    return store;
+}
+
+ProjectStore::~ProjectStore() {
+    sqlite3_close_v2(m_db);
+    if (m_locked) releaseLock(m_path);
+}
+
+Status ProjectStore::exec(const char* sqlText) {
+    char* err = nullptr;
+    if (sqlite3_exec(m_db, sqlText, nullptr, nullptr, &err) != SQLITE_OK) {
+        Status s = sql::dbError(m_db, m_path.string());
+        sqlite3_free(err);
+        return s;
+    }
+    return Status::ok();
+}
+
+Status ProjectStore::migrate() {
+    Stmt v(m_db, "PRAGMA user_version");
+    v.step();
+    for (int from = v.i32(0); from < kSchemaVersion; ++from) {
+        Transaction tx(m_db);
+        if (!tx.status()) return tx.status();
+        if (Status s = exec(kMigrations[size_t(from)]); !s) return s;
+        const std::string bump = "PRAGMA user_version=" + std::to_string(from + 1) +
+                                 "; PRAGMA application_id=" + std::to_string(kApplicationId);
+        if (Status s = exec(bump.c_str()); !s) return s;
+        if (Status s = tx.commit(); !s) return s;
+    }
+    return Status::ok();
+}
+
+Result<std::optional<DocumentRecord>> ProjectStore::findDocument(const std::string& absPath) {
+    Stmt q(m_db, "SELECT id, path, kind, sha256, size_bytes, page_count, position FROM documents WHERE path=?");
+    q.bind(1, absPath);
+    if (!q.step()) {
+        if (!q.status()) return q.status();
+        return std::optional<DocumentRecord>();
+    }
+    return std::optional<DocumentRecord>(
+        DocumentRecord{q.i64(0), q.text(1), q.text(2), q.text(3), q.i64(4), q.i32(5), q.i32(6)});
+}
+
+Result<std::vector<DocumentRecord>> ProjectStore::documents() {
+    Stmt q(m_db, "SELECT id, path, kind, sha256, size_bytes, page_count, position FROM documents ORDER BY position");
+    std::vector<DocumentRecord> out;
+    while (q.step()) out.push_back({q.i64(0), q.text(1), q.text(2), q.text(3), q.i64(4), q.i32(5), q.i32(6)});
+    if (!q.status()) return q.status();
+    return out;
+}
+
+Result<int64_t> ProjectStore::addDocument(const DocumentRecord& doc,
+                                          const std::vector<std::pair<std::string, int>>& pageFiles) {
+    Transaction tx(m_db);
+    if (!tx.status()) return tx.status();
+    Stmt pos(m_db, "SELECT coalesce(max(position), 0) + 1 FROM documents");
+    pos.step();
+    Stmt ins(m_db, "INSERT INTO documents(path, kind, sha256, size_bytes, page_count, position) VALUES(?,?,?,?,?,?)");
+    ins.bind(1, doc.path).bind(2, doc.kind).bind(3, doc.sha256).bind(4, doc.sizeBytes)
+        .bind(5, int(pageFiles.size())).bind(6, pos.i32(0));
+    if (Status s = ins.run(); !s) return s;
+    const int64_t id = sqlite3_last_insert_rowid(m_db);
+    Stmt page(m_db, "INSERT INTO pages(document_id, source_index, source_file, file_page) VALUES(?,?,?,?)");
+    for (size_t i = 0; i < pageFiles.size(); ++i) {
+        page.reset();
+        page.bind(1, id).bind(2, int(i)).bind(3, pageFiles[i].first).bind(4, pageFiles[i].second);
+        if (Status s = page.run(); !s) return s;
+    }
+    if (Status s = tx.commit(); !s) return s;
+    return id;
+}
+
+Status ProjectStore::requeueDocument(int64_t documentId, const std::string& sha256, int64_t sizeBytes,
+                                     const std::vector<std::pair<std::string, int>>& pageFiles) {
+    Transaction tx(m_db);
+    if (!tx.status()) return tx.status();
+    Stmt upd(m_db, "UPDATE documents SET sha256=?, size_bytes=?, page_count=? WHERE id=?");
+    upd.bind(1, sha256).bind(2, sizeBytes).bind(3, int(pageFiles.size())).bind(4, documentId);
+    if (Status s = upd.run(); !s) return s;
+    // Pages beyond the new end: dropped unless the user corrected them (their work is kept).
+    Stmt gone(m_db,
+              "DELETE FROM pages WHERE document_id=?1 AND source_index>=?2 AND "
+              "NOT EXISTS(SELECT 1 FROM corrections c WHERE c.page_id=pages.id)");
+    gone.bind(1, documentId).bind(2, int(pageFiles.size()));
+    if (Status s = gone.run(); !s) return s;
+    Stmt keep(m_db,
+              "UPDATE pages SET status='failed', failure_kind='input', failure='the page is no longer in the "
+              "source file; its corrections are kept' WHERE document_id=?1 AND source_index>=?2");
+    keep.bind(1, documentId).bind(2, int(pageFiles.size()));
+    if (Status s = keep.run(); !s) return s;
+    Stmt q(m_db,
+           "INSERT INTO pages(document_id, source_index, source_file, file_page) VALUES(?1,?2,?3,?4) "
+           "ON CONFLICT(document_id, source_index, part) DO UPDATE SET status='queued', flagged=0, "
+           "failure=NULL, failure_kind=NULL, source_file=?3, file_page=?4");
+    for (size_t i = 0; i < pageFiles.size(); ++i) {
+        q.reset();
+        q.bind(1, documentId).bind(2, int(i)).bind(3, pageFiles[i].first).bind(4, pageFiles[i].second);
+        if (Status s = q.run(); !s) return s;
+    }
+    // Halves of formerly split spreads are re-queued too; the worker re-splits them.
+    Stmt parts(m_db, "UPDATE pages SET status='queued' WHERE document_id=? AND part>0");
+    parts.bind(1, documentId);
+    if (Status s = parts.run(); !s) return s;
+    return tx.commit();
+}
+
+namespace {
+constexpr const char* kPageColumns =
+    "p.id, p.document_id, p.source_index, p.part, p.source_file, p.file_page, p.status, p.flagged, "
+    "p.proofread, EXISTS(SELECT 1 FROM corrections c WHERE c.page_id=p.id), coalesce(p.failure,''), "
+    "coalesce(p.failure_kind,''), coalesce(p.width,0), coalesce(p.height,0), coalesce(p.dpi,0), "
+    "coalesce(p.region_x,0), coalesce(p.region_y,0), coalesce(p.region_w,0), coalesce(p.region_h,0), "
+    "coalesce(p.skew_degrees,0), coalesce(p.preprocess,''), coalesce(p.content_sha256,''), p.text_layer, "
+    "coalesce(p.header,''), coalesce(p.footer,''), coalesce(p.page_number,''), "
+    "coalesce((SELECT mean_confidence FROM results r WHERE r.page_id=p.id), 0)";
+
+PageRecord readPage(const Stmt& q) {
+    PageRecord p;
+    p.id = q.i64(0);
+    p.documentId = q.i64(1);
+    p.sourceIndex = q.i32(2);
+    p.part = q.i32(3);
+    p.sourceFile = q.text(4);
+    p.filePage = q.i32(5);
+    p.status = parseStatus(q.text(6));
+    p.flagged = q.i32(7) != 0;
+    p.proofread = q.i32(8) != 0;
+    p.corrected = q.i32(9) != 0;
+    p.failure = q.text(10);
+    p.failureKind = q.text(11);
+    p.width = q.i32(12);
+    p.height = q.i32(13);
+    p.dpi = q.i32(14);
+    p.region = {q.i32(15), q.i32(16), q.i32(17), q.i32(18)};
+    p.skewDegrees = q.f64(19);
+    p.preprocess = q.text(20);
+    p.contentSha256 = q.text(21);
+    if (!q.isNull(22)) p.textLayer = q.text(22);
+    p.header = q.text(23);
+    p.footer = q.text(24);
+    p.pageNumber = q.text(25);
+    p.meanConfidence = q.f64(26);
+    return p;
+}
+}  // namespace
+
+Result<std::vector<PageRecord>> ProjectStore::pages() {
+    const std::string sqlText = std::string("SELECT ") + kPageColumns +
+                                " FROM pages p JOIN documents d ON d.id=p.document_id "
+                                "ORDER BY d.position, p.source_index, p.part";
+    Stmt q(m_db, sqlText.c_str());
+    std::vector<PageRecord> out;
+    while (q.step()) {
+        out.push_back(readPage(q));
+        out.back().sequence = int(out.size());
+    }
+    if (!q.status()) return q.status();
+    return out;
+}
+
+Result<PageRecord> ProjectStore::page(int64_t pageId) {
+    const std::string sqlText = std::string("SELECT ") + kPageColumns + " FROM pages p WHERE p.id=?";
+    Stmt q(m_db, sqlText.c_str());
+    q.bind(1, pageId);
+    if (!q.step()) {
+        if (!q.status()) return q.status();
+        return Status(ErrorCode::NotFound, "no page with id " + std::to_string(pageId));
+    }
+    PageRecord rec = readPage(q);
+    // Its 1-based place in the book: pages before it in (document position, index, part) order.
+    Stmt seq(m_db,
+             "SELECT count(*) FROM pages p JOIN documents d ON d.id=p.document_id, "
+             "(SELECT d0.position AS pos, p0.source_index AS si, p0.part AS pt FROM pages p0 "
+             " JOIN documents d0 ON d0.id=p0.document_id WHERE p0.id=?) me "
+             "WHERE (d.position, p.source_index, p.part) <= (me.pos, me.si, me.pt)");
+    seq.bind(1, pageId);
+    if (seq.step()) rec.sequence = seq.i32(0);
+    return rec;
+}
+
+Result<std::vector<PageRecord>> ProjectStore::queuedPages() {
+    auto all = pages();
+    if (!all) return all.status();
+    std::vector<PageRecord> out;
+    for (auto& p : *all) {
+        // A split spread is one unit of work: its first queued half stands for the source page.
+        if (p.status != PageStatus::Queued) continue;
+        if (!out.empty() && out.back().documentId == p.documentId && out.back().sourceIndex == p.sourceIndex)
+            continue;
+        out.push_back(std::move(p));
+    }
+    return out;
+}
+
+Status ProjectStore::saveResult(int64_t pageId, const std::vector<PageOutcome>& outcomes,
+                                const DecoderCheckpoint* checkpoint) {
+    if (outcomes.empty()) return Status(ErrorCode::Internal, "saveResult: no outcome");
+    Transaction tx(m_db);
+    if (!tx.status()) return tx.status();
+    Stmt who(m_db, "SELECT document_id, source_index, source_file, file_page FROM pages WHERE id=?");
+    who.bind(1, pageId);
+    if (!who.step()) return who.status() ? Status(ErrorCode::NotFound, "page vanished") : who.status();
+    const int64_t doc = who.i64(0);
+    const int srcIndex = who.i32(1);
+    const std::string srcFile = who.text(2);
+    const int filePage = who.i32(3);
+    // Rows of this source page, in part order; create or retire halves as the split demands.
+    std::vector<int64_t> rows;
+    {
+        Stmt r(m_db, "SELECT id FROM pages WHERE document_id=? AND source_index=? ORDER BY part");
+        r.bind(1, doc).bind(2, srcIndex);
+        while (r.step()) rows.push_back(r.i64(0));
+        if (!r.status()) return r.status();
+    }
+    const bool split = outcomes.size() > 1;
+    for (size_t i = 0; i < rows.size(); ++i) {
+        const int part = split ? int(i) + 1 : int(i);
+        Stmt up(m_db, "UPDATE pages SET part=? WHERE id=?");
+        up.bind(1, part + 100).bind(2, rows[i]);  // temporary, avoids UNIQUE clashes while renumbering
+        if (Status s = up.run(); !s) return s;
+    }
+    for (size_t i = 0; i < rows.size(); ++i) {
+        Stmt up(m_db, "UPDATE pages SET part=part-100 WHERE id=?");
+        up.bind(1, rows[i]);
+        if (Status s = up.run(); !s) return s;
+    }
+    while (rows.size() < outcomes.size()) {
+        Stmt ins(m_db, "INSERT INTO pages(document_id, source_index, part, source_file, file_page) VALUES(?,?,?,?,?)");
+        ins.bind(1, doc).bind(2, srcIndex).bind(3, int(rows.size()) + 1).bind(4, srcFile).bind(5, filePage);
+        if (Status s = ins.run(); !s) return s;
+        rows.push_back(sqlite3_last_insert_rowid(m_db));
+    }
+    for (size_t i = outcomes.size(); i < rows.size(); ++i) {  // no longer split
+        Stmt rm(m_db, "DELETE FROM pages WHERE id=?1 AND NOT EXISTS(SELECT 1 FROM corrections WHERE page_id=?1)");
+        rm.bind(1, rows[i]);
+        if (Status s = rm.run(); !s) return s;
+        Stmt keep(m_db, "UPDATE pages SET status='failed', failure_kind='input', failure='this half of a spread "
+                        "is no longer split; its corrections are kept' WHERE id=?");
+        keep.bind(1, rows[i]);
+        if (Status s = keep.run(); !s) return s;
+    }
+    for (size_t i = 0; i < outcomes.size(); ++i) {
+        const PageOutcome& o = outcomes[i];
+        const int64_t id = rows[i];
+        Stmt del(m_db, "DELETE FROM lines WHERE page_id=?");
+        del.bind(1, id);
+        if (Status s = del.run(); !s) return s;
+        Stmt res(m_db,
+                 "INSERT OR REPLACE INTO results(page_id, engine, engine_version, language, text, mean_confidence, "
+                 "low_confidence_share) VALUES(?,?,?,?,?,?,?)");
+        res.bind(1, id).bind(2, o.text.engine).bind(3, o.text.engineVersion).bind(4, o.text.language)
+            .bind(5, o.text.plainText()).bind(6, o.text.meanConfidence()).bind(7, o.text.lowConfidenceShare(60));
+        if (Status s = res.run(); !s) return s;
+        Stmt line(m_db, "INSERT INTO lines(page_id, line_index, block, paragraph, x, y, w, h) VALUES(?,?,?,?,?,?,?,?)");
+        Stmt word(m_db, "INSERT INTO words(line_id, word_index, text, x, y, w, h, confidence) VALUES(?,?,?,?,?,?,?,?)");
+        for (size_t li = 0; li < o.text.lines.size(); ++li) {
+            const Line& l = o.text.lines[li];
+            line.reset();
+            line.bind(1, id).bind(2, int(li)).bind(3, l.block).bind(4, l.paragraph)
+                .bind(5, l.box.x).bind(6, l.box.y).bind(7, l.box.w).bind(8, l.box.h);
+            if (Status s = line.run(); !s) return s;
+            const int64_t lineId = sqlite3_last_insert_rowid(m_db);
+            for (size_t wi = 0; wi < l.words.size(); ++wi) {
+                const Word& w = l.words[wi];
+                word.reset();
+                word.bind(1, lineId).bind(2, int(wi)).bind(3, w.text).bind(4, w.box.x).bind(5, w.box.y)
+                    .bind(6, w.box.w).bind(7, w.box.h).bind(8, double(w.confidence));
+                if (Status s = word.run(); !s) return s;
+            }
+        }
+        Stmt up(m_db,
+                "UPDATE pages SET status='done', flagged=?, failure=NULL, failure_kind=NULL, width=?, height=?, "
+                "dpi=?, region_x=?, region_y=?, region_w=?, region_h=?, skew_degrees=?, preprocess=?, "
+                "content_sha256=?, text_layer=?, updated_at=strftime('%Y-%m-%dT%H:%M:%fZ','now') WHERE id=?");
+        up.bind(1, int(o.flagged)).bind(2, o.text.width).bind(3, o.text.height).bind(4, o.text.dpi)
+            .bind(5, o.region.x).bind(6, o.region.y).bind(7, o.region.w).bind(8, o.region.h)
+            .bind(9, o.skewDegrees).bind(10, o.preprocess).bind(11, o.contentSha256).bind(12, o.textLayer)
+            .bind(13, id);
+        if (Status s = up.run(); !s) return s;
+    }
+    if (checkpoint)
+        if (Status s = writeCheckpoint(*checkpoint, pageId); !s) return s;
+    return tx.commit();
+}
+
+Status ProjectStore::saveFailure(int64_t pageId, const std::string& kind, const std::string& reason,
+                                 const DecoderCheckpoint* checkpoint) {
+    Transaction tx(m_db);
+    if (!tx.status()) return tx.status();
+    Stmt q(m_db, "UPDATE pages SET status='failed', failure=?, failure_kind=?, "
+                 "updated_at=strftime('%Y-%m-%dT%H:%M:%fZ','now') WHERE id=?");
+    q.bind(1, reason).bind(2, kind).bind(3, pageId);
+    if (Status s = q.run(); !s) return s;
+    if (checkpoint)
+        if (Status s = writeCheckpoint(*checkpoint, pageId); !s) return s;
+    return tx.commit();
+}
+
+Status ProjectStore::requeueFailed() {
+    return exec("UPDATE pages SET status='queued', failure=NULL, failure_kind=NULL WHERE status='failed' "
+                "AND coalesce(failure,'') NOT LIKE '%corrections are kept%'");
+}
+
+Result<PageText> ProjectStore::layout(int64_t pageId) {
+    PageText page;
+    {
+        Stmt p(m_db, "SELECT coalesce(width,0), coalesce(height,0), coalesce(dpi,300) FROM pages WHERE id=?");
+        p.bind(1, pageId);
+        if (!p.step()) return Status(ErrorCode::NotFound, "no page with id " + std::to_string(pageId));
+        page.width = p.i32(0), page.height = p.i32(1), page.dpi = p.i32(2);
+        Stmt r(m_db, "SELECT engine, engine_version, language FROM results WHERE page_id=?");
+        r.bind(1, pageId);
+        if (r.step()) page.engine = r.text(0), page.engineVersion = r.text(1), page.language = r.text(2);
+    }
+    Stmt q(m_db,
+           "SELECT l.id, l.block, l.paragraph, l.x, l.y, l.w, l.h, w.text, w.x, w.y, w.w, w.h, w.confidence "
+           "FROM lines l JOIN words w ON w.line_id=l.id WHERE l.page_id=? ORDER BY l.line_index, w.word_index");
+    q.bind(1, pageId);
+    int64_t current = -1;
+    while (q.step()) {
+        if (q.i64(0) != current) {
+            current = q.i64(0);
+            Line l;
+            l.block = q.i32(1), l.paragraph = q.i32(2);
+            l.box = {q.i32(3), q.i32(4), q.i32(5), q.i32(6)};
+            page.lines.push_back(std::move(l));
+        }
+        page.lines.back().words.push_back({q.text(7), {q.i32(8), q.i32(9), q.i32(10), q.i32(11)}, float(q.f64(12))});
+    }
+    if (!q.status()) return q.status();
+    return page;
+}
+
+Result<std::string> ProjectStore::engineText(int64_t pageId) {
+    Stmt q(m_db, "SELECT text FROM results WHERE page_id=?");
+    q.bind(1, pageId);
+    if (q.step()) return q.text(0);
+    if (!q.status()) return q.status();
+    return std::string();
+}
+
+Result<std::string> ProjectStore::effectiveText(int64_t pageId) {
+    auto c = latestCorrection(pageId);
+    if (!c) return c.status();
+    if (c->has_value()) return (*c)->text;
+    return engineText(pageId);
+}
+
+Result<int64_t> ProjectStore::addCorrection(int64_t pageId, const std::string& text) {
+    Stmt q(m_db, "INSERT INTO corrections(page_id, text) VALUES(?,?)");
+    q.bind(1, pageId).bind(2, text);
+    if (Status s = q.run(); !s) return s;
+    return int64_t(sqlite3_last_insert_rowid(m_db));
+}
+
+Result<std::optional<CorrectionRecord>> ProjectStore::latestCorrection(int64_t pageId) {
+    Stmt q(m_db, "SELECT id, page_id, text, created_at FROM corrections WHERE page_id=? ORDER BY id DESC LIMIT 1");
+    q.bind(1, pageId);
+    if (q.step()) return std::optional<CorrectionRecord>(CorrectionRecord{q.i64(0), q.i64(1), q.text(2), q.text(3)});
+    if (!q.status()) return q.status();
+    return std::optional<CorrectionRecord>();
+}
+
+Result<std::vector<CorrectionRecord>> ProjectStore::corrections(int64_t pageId) {
+    Stmt q(m_db, "SELECT id, page_id, text, created_at FROM corrections WHERE page_id=? ORDER BY id");
+    q.bind(1, pageId);
+    std::vector<CorrectionRecord> out;
+    while (q.step()) out.push_back({q.i64(0), q.i64(1), q.text(2), q.text(3)});
+    if (!q.status()) return q.status();
+    return out;
+}
+
+Status ProjectStore::setProofread(int64_t pageId, bool proofread) {
+    Stmt q(m_db, "UPDATE pages SET proofread=? WHERE id=?");
+    q.bind(1, int(proofread)).bind(2, pageId);
+    return q.run();
+}
+
+Result<ProjectCounts> ProjectStore::counts() {
+    Stmt q(m_db,
+           "SELECT count(*), sum(status='done'), sum(status='queued'), sum(status='failed'), sum(flagged AND "
+           "status='done'), sum(EXISTS(SELECT 1 FROM corrections c WHERE c.page_id=pages.id)), sum(proofread) "
+           "FROM pages");
+    if (!q.step()) return q.status();
+    return ProjectCounts{q.i32(0), q.i32(1), q.i32(2), q.i32(3), q.i32(4), q.i32(5), q.i32(6)};
+}
+
+Result<int64_t> ProjectStore::beginRun(const std::string& paramsJson) {
+    // A run that was still 'running' was interrupted (killed); say so in its record.
+    if (Status s = exec("UPDATE runs SET state='interrupted' WHERE state='running'"); !s) return s;
+    Stmt q(m_db, "INSERT INTO runs(state, params) VALUES('running', ?)");
+    q.bind(1, paramsJson);
+    if (Status s = q.run(); !s) return s;
+    return int64_t(sqlite3_last_insert_rowid(m_db));
+}
+
+Status ProjectStore::finishRun(int64_t runId, const std::string& state) {
+    Stmt q(m_db, "UPDATE runs SET state=?, finished_at=strftime('%Y-%m-%dT%H:%M:%fZ','now') WHERE id=?");
+    q.bind(1, state).bind(2, runId);
+    return q.run();
+}
+
+Result<std::optional<RunRecord>> ProjectStore::lastRun() {
+    Stmt q(m_db, "SELECT id, state, params, started_at, coalesce(finished_at,'') FROM runs ORDER BY id DESC LIMIT 1");
+    if (q.step()) return std::optional<RunRecord>(RunRecord{q.i64(0), q.text(1), q.text(2), q.text(3), q.text(4)});
+    if (!q.status()) return q.status();
+    return std::optional<RunRecord>();
+}
+
+Result<std::string> ProjectStore::meta(const std::string& key) {
+    Stmt q(m_db, "SELECT value FROM meta WHERE key=?");
+    q.bind(1, key);
+    if (q.step()) return q.text(0);
+    if (!q.status()) return q.status();
+    return std::string();
+}
+
+Status ProjectStore::setMeta(const std::string& key, const std::string& value) {
+    Stmt q(m_db, "INSERT INTO meta(key, value) VALUES(?,?) ON CONFLICT(key) DO UPDATE SET value=excluded.value");
+    q.bind(1, key).bind(2, value);
+    return q.run();
+}
+
+Status ProjectStore::writeCheckpoint(const DecoderCheckpoint& cp, int64_t lastPageId) {
+    if (cp.restartPages)
+        if (Status s = exec("DELETE FROM context_pages"); !s) return s;
+    Stmt ins(m_db, "INSERT OR REPLACE INTO context_pages(idx, data) VALUES(?, ?)");
+    for (size_t i = 0; i < cp.newPages.size(); ++i) {
+        const auto& page = cp.newPages[i];
+        ins.reset();
+        ins.bind(1, cp.firstNewPage + int(i))
+            .bindBlob(2, std::string(reinterpret_cast<const char*>(page.data()), page.size() * sizeof(float)));
+        if (Status s = ins.run(); !s) return s;
+    }
+    Stmt q(m_db, "INSERT INTO decoder_state(id, state, last_page_id) VALUES(1, ?, ?) ON CONFLICT(id) DO UPDATE SET "
+                 "state=excluded.state, last_page_id=excluded.last_page_id, "
+                 "saved_at=strftime('%Y-%m-%dT%H:%M:%fZ','now')");
+    q.bindBlob(1, cp.state).bind(2, lastPageId);
+    return q.run();
+}
+
+Status ProjectStore::saveDecoderState(const DecoderCheckpoint& checkpoint, int64_t lastPageId) {
+    Transaction tx(m_db);
+    if (!tx.status()) return tx.status();
+    if (Status s = writeCheckpoint(checkpoint, lastPageId); !s) return s;
+    return tx.commit();
+}
+
+Result<std::optional<SavedDecoder>> ProjectStore::decoderState() {
+    Stmt q(m_db, "SELECT state, last_page_id FROM decoder_state WHERE id=1");
+    if (q.step()) return std::optional<SavedDecoder>(SavedDecoder{q.blob(0), q.i64(1)});
+    if (!q.status()) return q.status();
+    return std::optional<SavedDecoder>();
+}
+
+Result<std::vector<float>> ProjectStore::contextPage(int index) {
+    Stmt q(m_db, "SELECT data FROM context_pages WHERE idx=?");
+    q.bind(1, index);
+    if (!q.step()) {
+        if (!q.status()) return q.status();
+        return Status(ErrorCode::NotFound, m_path.string() + ": the decoder's context page " + std::to_string(index) +
+                                               " is missing");
+    }
+    const std::string blob = q.blob(0);
+    if (blob.size() % sizeof(float) != 0)
+        return Status(ErrorCode::Corrupt, m_path.string() + ": the decoder's context page " + std::to_string(index) +
+                                              " is damaged (" + std::to_string(blob.size()) + " bytes)");
+    std::vector<float> out(blob.size() / sizeof(float));
+    std::memcpy(out.data(), blob.data(), blob.size());
+    return out;
+}
+
+Status ProjectStore::clearDecoderState() {
+    Transaction tx(m_db);
+    if (!tx.status()) return tx.status();
+    if (Status s = exec("DELETE FROM decoder_state"); !s) return s;
+    if (Status s = exec("DELETE FROM context_pages"); !s) return s;
+    return tx.commit();
+}
+
+Result<std::string> ProjectStore::integrityCheck() {
+    Stmt q(m_db, "PRAGMA integrity_check");
+    std::string out;
+    while (q.step()) out += (out.empty() ? "" : "; ") + q.text(0);
+    if (!q.status()) return q.status();
+    return out;
+}
+
+}  // namespace quire
