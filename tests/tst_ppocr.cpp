@@ -61,7 +61,7 @@ Tensor randomTensor(Shape s, std::mt19937& rng) {
 }
 
 // Direct definition of a 2-D convolution (groups, stride, padding, dilation).
-Tensor naiveConv(const Tensor& x, const Tensor& w, const Tensor& b, const cpu::Conv2dParams& p) {
+Tensor naiveConv(const Tensor& x, const Tensor& w, const Tensor& b, const ConvShape& p) {
     const int N = int(x.shape[0]), C = int(x.shape[1]), H = int(x.shape[2]), W = int(x.shape[3]);
     const int M = int(w.shape[0]), Cg = int(w.shape[1]);
     const int Ho = (H + p.padT + p.padB - p.dilH * (p.kh - 1) - 1) / p.strideH + 1;
@@ -195,7 +195,7 @@ private slots:
         const Tensor x = randomTensor({2, C, 13, 17}, rng);
         const Tensor w = randomTensor({M, C / group, k, k}, rng);
         const Tensor b = randomTensor({M}, rng);
-        cpu::Conv2dParams p;
+        ConvShape p;
         p.kh = p.kw = k;
         p.strideH = p.strideW = stride;
         p.padT = p.padL = p.padB = p.padR = pad;
@@ -212,7 +212,7 @@ private slots:
         // writes one 2×2 patch, y[m, 2i+dy, 2j+dx] = Σc x[c,i,j]·w[c,m,dy,dx] + b[m].
         std::mt19937 rng(3);
         const Tensor x = randomTensor({1, 3, 4, 5}, rng), w = randomTensor({3, 2, 2, 2}, rng), b = randomTensor({2}, rng);
-        cpu::Conv2dParams p;
+        ConvShape p;
         p.kh = p.kw = 2;
         p.strideH = p.strideW = 2;
         const Tensor y = cpu::convTranspose2d(x, w, b.data(), p);

@@ -6,17 +6,9 @@
 #include <cstddef>
 #include <string>
 
-namespace quire::cuda::nn {
+#include "quire_cuda/conv_shape.h"
 
-struct ConvShape {
-    int n = 1, c = 1, h = 1, w = 1;  // input x[n, c, h, w]
-    int m = 1;                       // output channels
-    int kh = 1, kw = 1, strideH = 1, strideW = 1, dilH = 1, dilW = 1;
-    int padT = 0, padL = 0, padB = 0, padR = 0;
-    int group = 1;                   // 1, or c (depthwise, m == c)
-    int outH() const { return (h + padT + padB - dilH * (kh - 1) - 1) / strideH + 1; }
-    int outW() const { return (w + padL + padR - dilW * (kw - 1) - 1) / strideW + 1; }
-};
+namespace quire::cuda::nn {
 
 // Bytes of scratch conv2d needs (the im2col matrix of one image; 0 for 1×1 and depthwise).
 size_t conv2dWorkspaceBytes(const ConvShape& s);

@@ -36,7 +36,7 @@ int64_t transposedOutSize(int64_t in, int k, int stride, int dil, int padA, int 
 namespace {
 
 // cols [C*kh*kw, Ho*Wo] from one image x [C, H, W].
-QUIRE_CLONES void im2col(const float* x, int C, int H, int W, const Conv2dParams& p, int Ho, int Wo, float* cols) {
+QUIRE_CLONES void im2col(const float* x, int C, int H, int W, const ConvShape& p, int Ho, int Wo, float* cols) {
     for (int c = 0; c < C; ++c)
         for (int ky = 0; ky < p.kh; ++ky)
             for (int kx = 0; kx < p.kw; ++kx) {
@@ -67,7 +67,7 @@ QUIRE_CLONES void im2col(const float* x, int C, int H, int W, const Conv2dParams
             }
 }
 
-QUIRE_CLONES void depthwise(const float* x, const float* w, const float* bias, int C, int H, int W, const Conv2dParams& p,
+QUIRE_CLONES void depthwise(const float* x, const float* w, const float* bias, int C, int H, int W, const ConvShape& p,
                int Ho, int Wo, float* y) {
     for (int c = 0; c < C; ++c) {
         const float* plane = x + int64_t(c) * H * W;
@@ -100,7 +100,7 @@ QUIRE_CLONES void depthwise(const float* x, const float* w, const float* bias, i
 
 }  // namespace
 
-Tensor conv2d(const Tensor& x, const Tensor& w, const float* bias, const Conv2dParams& p) {
+Tensor conv2d(const Tensor& x, const Tensor& w, const float* bias, const ConvShape& p) {
     const int N = int(x.shape[0]), C = int(x.shape[1]), H = int(x.shape[2]), W = int(x.shape[3]);
     const int M = int(w.shape[0]);
     const int Ho = outSize(H, p.kh, p.strideH, p.dilH, p.padT, p.padB);
@@ -143,7 +143,7 @@ Tensor conv2d(const Tensor& x, const Tensor& w, const float* bias, const Conv2dP
     return y;
 }
 
-Tensor convTranspose2d(const Tensor& x, const Tensor& w, const float* bias, const Conv2dParams& p) {
+Tensor convTranspose2d(const Tensor& x, const Tensor& w, const float* bias, const ConvShape& p) {
     const int N = int(x.shape[0]), C = int(x.shape[1]), H = int(x.shape[2]), W = int(x.shape[3]);
     const int M = int(w.shape[1]);
     const int Ho = int(transposedOutSize(H, p.kh, p.strideH, p.dilH, p.padT, p.padB));

@@ -5,18 +5,15 @@
 
 #include <functional>
 
-#include "quire/nn/tensor.h"
 #include "quire/core/status.h"
+#include "quire/nn/tensor.h"
+#include "quire_cuda/conv_shape.h"
+
+namespace quire::nn {
+using ConvShape = cuda::nn::ConvShape;
+}  // namespace quire::nn
 
 namespace quire::nn::cpu {
-
-struct Conv2dParams {
-    int kh = 1, kw = 1;
-    int strideH = 1, strideW = 1;
-    int dilH = 1, dilW = 1;
-    int padT = 0, padL = 0, padB = 0, padR = 0;
-    int group = 1;
-};
 
 // Output length along one axis of a convolution or pool (pads before and after the axis) ...
 int outSize(int in, int k, int stride, int dil, int padA, int padB);
@@ -25,10 +22,10 @@ int64_t transposedOutSize(int64_t in, int k, int stride, int dil, int padA, int 
 
 // x [N, C, H, W], w [M, C/group, kh, kw], bias [M] or nullptr → y [N, M, Ho, Wo].
 // group must be 1 or C (depthwise, M == C); checked by the caller.
-Tensor conv2d(const Tensor& x, const Tensor& w, const float* bias, const Conv2dParams& p);
+Tensor conv2d(const Tensor& x, const Tensor& w, const float* bias, const ConvShape& p);
 // x [N, C, H, W], w [C, M, kh, kw] (group 1), bias [M] or nullptr → y [N, M, Ho, Wo] with
 // Ho = (H-1)*stride + dil*(kh-1) + 1 - padT - padB.
-Tensor convTranspose2d(const Tensor& x, const Tensor& w, const float* bias, const Conv2dParams& p);
+Tensor convTranspose2d(const Tensor& x, const Tensor& w, const float* bias, const ConvShape& p);
 
 enum class PoolKind { Average, Max };
 // Pads are [top, left, bottom, right]; Average honours count_include_pad.

@@ -61,13 +61,6 @@ public:
     Status copy(const Handle& from, const Handle& to, size_t n) override {
         return fromCuda(cuda::copyDevice(of(to), of(from), n * sizeof(float)));
     }
-    static cuda::nn::ConvShape shapeOf(const DeviceConv& d) {
-        cuda::nn::ConvShape s;
-        s.n = d.n, s.c = d.c, s.h = d.h, s.w = d.w, s.m = d.m, s.kh = d.kh, s.kw = d.kw, s.strideH = d.strideH;
-        s.strideW = d.strideW, s.dilH = d.dilH, s.dilW = d.dilW, s.padT = d.padT, s.padL = d.padL, s.padB = d.padB;
-        s.padR = d.padR, s.group = d.group;
-        return s;
-    }
     Status reserveWorkspace(size_t need) {
         if (need > m_workspace.bytes()) {
             m_workspace = cuda::DeviceBuffer(need);
@@ -75,14 +68,12 @@ public:
         }
         return Status::ok();
     }
-    Status conv2d(const Handle& x, const Handle& w, const Handle& bias, const DeviceConv& d, const Handle& y) override {
-        const cuda::nn::ConvShape s = shapeOf(d);
+    Status conv2d(const Handle& x, const Handle& w, const Handle& bias, const ConvShape& s, const Handle& y) override {
         if (Status st = reserveWorkspace(cuda::nn::conv2dWorkspaceBytes(s)); !st) return st;
         return fromCuda(cuda::nn::conv2d(of(x), of(w), bias ? of(bias) : nullptr, s, m_workspace.get(), of(y)));
     }
-    Status convTranspose2d(const Handle& x, const Handle& w, const Handle& bias, const DeviceConv& d, int oh, int ow,
+    Status convTranspose2d(const Handle& x, const Handle& w, const Handle& bias, const ConvShape& s, int oh, int ow,
                            const Handle& y) override {
-        const cuda::nn::ConvShape s = shapeOf(d);
         if (Status st = reserveWorkspace(cuda::nn::convTranspose2dWorkspaceBytes(s)); !st) return st;
         return fromCuda(cuda::nn::convTranspose2d(of(x), of(w), bias ? of(bias) : nullptr, s, oh, ow, m_workspace.get(), of(y)));
     }

@@ -71,12 +71,6 @@ public:
         std::copy_n(t.data(), t.size(), of(y).data());
         return Status::ok();
     }
-    static cpu::Conv2dParams paramsOf(const DeviceConv& s) {
-        cpu::Conv2dParams p;
-        p.kh = s.kh, p.kw = s.kw, p.strideH = s.strideH, p.strideW = s.strideW, p.dilH = s.dilH, p.dilW = s.dilW;
-        p.padT = s.padT, p.padL = s.padL, p.padB = s.padB, p.padR = s.padR, p.group = s.group;
-        return p;
-    }
 
     Result<Handle> upload(const float* data, size_t n) override {
         auto b = std::make_shared<Buf>();
@@ -97,14 +91,14 @@ public:
         std::copy_n(of(from).data(), n, of(to).data());
         return Status::ok();
     }
-    Status conv2d(const Handle& x, const Handle& w, const Handle& bias, const DeviceConv& s, const Handle& y) override {
+    Status conv2d(const Handle& x, const Handle& w, const Handle& bias, const ConvShape& s, const Handle& y) override {
         const Tensor xt = tensorOf(x, {s.n, s.c, s.h, s.w}), wt = tensorOf(w, {s.m, s.group == 1 ? s.c : 1, s.kh, s.kw});
-        return put(cpu::conv2d(xt, wt, bias ? of(bias).data() : nullptr, paramsOf(s)), y, "convolution");
+        return put(cpu::conv2d(xt, wt, bias ? of(bias).data() : nullptr, s), y, "convolution");
     }
-    Status convTranspose2d(const Handle& x, const Handle& w, const Handle& bias, const DeviceConv& s, int oh, int ow,
+    Status convTranspose2d(const Handle& x, const Handle& w, const Handle& bias, const ConvShape& s, int oh, int ow,
                            const Handle& y) override {
         const Tensor xt = tensorOf(x, {s.n, s.c, s.h, s.w}), wt = tensorOf(w, {s.c, s.m, s.kh, s.kw});
-        const Tensor out = cpu::convTranspose2d(xt, wt, bias ? of(bias).data() : nullptr, paramsOf(s));
+        const Tensor out = cpu::convTranspose2d(xt, wt, bias ? of(bias).data() : nullptr, s);
         if (out.size() != int64_t(s.n) * s.m * oh * ow) return Status(ErrorCode::Internal, "mirror device: transposed convolution size");
         return put(out, y, "transposed convolution");
     }

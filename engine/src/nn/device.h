@@ -25,16 +25,6 @@
 
 namespace quire::nn {
 
-struct DeviceConv {
-    int n = 1, c = 1, h = 1, w = 1;  // input [n, c, h, w]
-    int m = 1;                       // output channels
-    int kh = 1, kw = 1, strideH = 1, strideW = 1, dilH = 1, dilW = 1;
-    int padT = 0, padL = 0, padB = 0, padR = 0;
-    int group = 1;                   // 1, or c (depthwise, m == c)
-    int outH() const { return (h + padT + padB - dilH * (kh - 1) - 1) / strideH + 1; }
-    int outW() const { return (w + padL + padR - dilW * (kw - 1) - 1) / strideW + 1; }
-};
-
 class NnDevice {
 public:
     virtual ~NnDevice() = default;
@@ -52,10 +42,10 @@ public:
     Result<Handle> constant(const Tensor* t);
 
     // y = conv(x, w) + bias (bias may be null), shapes as `s`.
-    virtual Status conv2d(const Handle& x, const Handle& w, const Handle& bias, const DeviceConv& s, const Handle& y) = 0;
+    virtual Status conv2d(const Handle& x, const Handle& w, const Handle& bias, const ConvShape& s, const Handle& y) = 0;
     // y[n, s.m, oh, ow] = convTranspose(x[n, s.c, h, w], w[s.c, s.m, kh, kw]) + bias (may be null),
     // as cpu::convTranspose2d (group 1).
-    virtual Status convTranspose2d(const Handle& x, const Handle& w, const Handle& bias, const DeviceConv& s, int oh, int ow,
+    virtual Status convTranspose2d(const Handle& x, const Handle& w, const Handle& bias, const ConvShape& s, int oh, int ow,
                                    const Handle& y) = 0;
     // y[nc, oh, ow] = an average or max pool of x[nc, h, w], as cpu::pool2d (pads top, left, bottom, right).
     virtual Status pool2d(const Handle& x, const Handle& y, int nc, int h, int w, int kh, int kw, int sh, int sw,

@@ -1,4 +1,6 @@
-// The loaded graph of the ONNX runtime (internal to engine/src/nn).
+// The loaded graph of the ONNX runtime (internal to engine/src/nn): operators, nodes and values,
+// and the helpers its loading (onnx_load.cpp), shape rules (shape_rules.cpp), CPU execution
+// (cpu_exec.cpp), device execution (device_exec.cpp) and runner (onnx_graph.cpp) share.
 #pragma once
 
 #include <cmath>
@@ -8,6 +10,7 @@
 #include <vector>
 
 #include "nn/cpu_ops.h"
+#include "quire/core/status.h"
 #include "quire/nn/tensor.h"
 
 namespace quire::nn {
@@ -26,13 +29,11 @@ struct Micro {
     std::vector<Micro> gate = {};  // SelfGate: x * gate(x)
 };
 
-
-
 struct Node {
     Op op{};
     std::string name, opType;
     std::vector<int> in, out;  // value ids; -1 for an omitted optional input
-    cpu::Conv2dParams conv;
+    ConvShape conv;  // kernel, strides, dilations, pads, group (the input's sizes at run time)
     bool kernelGiven = false;  // kernel_shape present; otherwise it is the weights'
     std::vector<int64_t> perm, axes, starts, ends;
     float alpha = 0.2f, beta = 0.5f, epsilon = 1e-5f;
@@ -68,6 +69,25 @@ struct Graph {
     }
 };
 
+// The live tensors of a run, by value id (null: not computed, or freed after its last use).
+using Values = std::vector<std::shared_ptr<const Tensor>>;
+
+// No tensor above 2^28 elements (1 GiB of floats): a hostile graph cannot make the process
+// allocate without bound. Kernels whose output size is known before computing check it first.
+constexpr int64_t kMaxElements = int64_t(1) << 28;
+
+// Float to integer without undefined behaviour: NaN is 0, out-of-range values saturate.
+int64_t toInt64(double v);
+// An error of node n of graph g, naming both.
+Status nodeError(const Graph& g, const Node& n, const std::string& what);
+// A negative ONNX axis counted from the end.
+int normAxis(int64_t axis, int rank);
+std::shared_ptr<Tensor> copyOf(const Tensor& t);
+// Whether node k is the last reader of value `id` in this run (lastUse), which is neither a
+// constant nor fetched (keep, may be null) nor read twice by the node: it may overwrite it.
+bool lastReader(const Graph& g, const Node& n, int k, int id, const std::vector<int>& lastUse, const std::vector<bool>* keep);
+// Folds BatchNormalization nodes that follow a convolution into its weights (at load).
+void foldBatchNorms(Graph& g);
 
 // Fuses elementwise operators at load: scalar Mul/Add/Sub/Div, activations and the
 // x·f(x) gates (hard-swish, swish) become one Chain node per run of them, and affine steps right
