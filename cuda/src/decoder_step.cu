@@ -1,3 +1,5 @@
+// DecoderStep: a decoder's generated step, batch and prefill on the GPU (weights, slots, cuBLAS
+// products, the kernels of kv_store.cuh, paged_attention.cuh and row_ops.cuh, CUDA graphs).
 #include <cublas_v2.h>
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
@@ -11,7 +13,11 @@
 #include <tuple>
 
 #include "cuda_status.cuh"
+#include "kv_store.cuh"
+#include "paged_attention.cuh"
 #include "quire_cuda/decoder_step.h"
+#include "row_ops.cuh"
+#include "step_common.cuh"
 
 namespace quire::cuda {
 
@@ -19,244 +25,6 @@ namespace {
 
 using detail::check;
 using detail::launched;
-
-constexpr int kBlockTokens = 16;
-constexpr int kAttnThreads = 128;  // four warps per (head, split)
-constexpr int kMaxHeadDim = 256;
-
-// What changes from step to step, read by the kernels from device memory (so one captured graph
-// serves every step).
-struct StepParams {
-    int32_t token, slot, t, pad;
-    int64_t pos;
-};
-
-// ---- x += y ----
-__global__ void AddKernel(float* x, const float* y, int n) {
-    const int i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i < n) x[i] += y[i];
-}
-
-// The token's keys (rotated at its position, "rotate half" pairs i, i + D/2, angles in double as
-// on the host) and values into the pool at (slot, t) of `layer`, and into the step's outputs
-// ([layer][row][kvHeads · headDim]). Grid y: the row (a batch's sequence), with params[row].
-__global__ void StoreKvKernel(const float* k, const float* v, float* pool, const StepParams* params, int layer,
-                              int layers, int kvHeads, int headDim, const double* invFreq, float* keysOut,
-                              float* valuesOut) {
-    const int half = headDim / 2, KV = kvHeads * headDim, row = blockIdx.y, rows = gridDim.y;
-    const size_t halfFloats = size_t(layers) * kvHeads * kBlockTokens * headDim;
-    const int idx = blockIdx.x * blockDim.x + threadIdx.x;
-    const StepParams p = params[row];
-    k += size_t(row) * KV, v += size_t(row) * KV;
-    keysOut += (size_t(layer) * rows + row) * KV, valuesOut += (size_t(layer) * rows + row) * KV;
-    float* block = pool + size_t(p.slot) * 2 * halfFloats;
-    if (idx < kvHeads * half) {
-        const int g = idx / half, i = idx % half;
-        const double a = double(p.pos) * invFreq[i];
-        const float c = float(cos(a)), s = float(sin(a));
-        const float x0 = k[g * headDim + i], x1 = k[g * headDim + i + half];
-        const float r0 = x0 * c - x1 * s, r1 = x0 * s + x1 * c;
-        float* dst = block + ((size_t(layer) * kvHeads + g) * kBlockTokens + p.t) * headDim;
-        dst[i] = r0, dst[i + half] = r1;
-        keysOut[g * headDim + i] = r0;
-        keysOut[g * headDim + i + half] = r1;
-    }
-    if (idx < KV) {
-        const int g = idx / headDim, i = idx % headDim;
-        block[halfFloats + ((size_t(layer) * kvHeads + g) * kBlockTokens + p.t) * headDim + i] = v[idx];
-        valuesOut[idx] = v[idx];
-    }
-}
-
-// Head h's query rotated to position `pos` ("rotate half" pairs, angles in double as on the host)
-// into qr[headDim] (shared memory); every thread of the block takes part.
-__device__ void RotateQueryInto(const float* q, int h, int headDim, const double* invFreq, int64_t pos, float* qr) {
-    const int half = headDim / 2;
-    for (int d = threadIdx.x; d < headDim; d += blockDim.x) {
-        const int i = d < half ? d : d - half;
-        const double a = double(pos) * invFreq[i];
-        const float c = float(cos(a)), sn = float(sin(a));
-        const float x0 = q[size_t(h) * headDim + i], x1 = q[size_t(h) * headDim + i + half];
-        qr[d] = d < half ? x0 * c - x1 * sn : x0 * sn + x1 * c;
-    }
-}
-
-// Paged decode attention of one query (all heads) over the layer's spans, split over the KV:
-// grid (heads, splits), four warps a block. The spans' tokens, in order, are cut into `splits`
-// equal ranges; in each, warps take tokens in turn (a lane holds every 32nd dimension), keep an
-// online softmax, and the block's warps are merged into (max, sum, acc[D]) in the workspace.
-// The query is rotated to each span's frame position in shared memory.
-// Prefill: grid z is the query (token) and `offsets` gives each its own spans; a step: one query
-// and `count` spans.
-__global__ void AttentionSplitKernel(const float* q, size_t qStride, const float* pool, const AttentionSpan* spans,
-                                     const int* count, const int* offsets, int layer, int layers, int kvHeads, int headDim,
-                                     int group, const double* invFreq, float scale, float* workspace) {
-    __shared__ float qr[kMaxHeadDim];
-    __shared__ float wm[kAttnThreads / 32], wl[kAttnThreads / 32];
-    __shared__ float wacc[kAttnThreads / 32][kMaxHeadDim];
-    const int h = blockIdx.x, split = blockIdx.y, splits = gridDim.y;
-    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, warps = blockDim.x / 32;
-    const int g = h / group;
-    const size_t halfFloats = size_t(layers) * kvHeads * kBlockTokens * headDim;
-    const int z = blockIdx.z;
-    int n;
-    if (offsets) {
-        spans += offsets[z];
-        n = offsets[z + 1] - offsets[z];
-    } else {
-        n = *count;
-    }
-    q += size_t(z) * qStride;
-    workspace += size_t(z) * gridDim.x * splits * (headDim + 2);
-    int total = 0;
-    for (int s = 0; s < n; ++s) total += spans[s].count;
-    const int per = (total + splits - 1) / splits;
-    const int lo = split * per, hi = min(total, lo + per);
-    float m = -INFINITY, l = 0.f;
-    float acc[kMaxHeadDim / 32];
-    for (int j = 0; j < kMaxHeadDim / 32; ++j) acc[j] = 0.f;
-    int base = 0;
-    bool rotated = false;
-    int64_t rotatedFor = 0;
-    for (int s = 0; s < n && base < hi; ++s) {
-        const AttentionSpan sp = spans[s];
-        const int s0 = base, s1 = base + sp.count;
-        base = s1;
-        if (s1 <= lo) continue;
-        if (!rotated || sp.queryPos != rotatedFor) {  // uniform across the block
-            __syncthreads();
-            RotateQueryInto(q, h, headDim, invFreq, sp.queryPos, qr);
-            __syncthreads();
-            rotated = true, rotatedFor = sp.queryPos;
-        }
-        const int from = max(lo, s0) - s0 + sp.first, to = min(hi, s1) - s0 + sp.first;
-        const float* kb = pool + size_t(sp.block) * 2 * halfFloats + (size_t(layer) * kvHeads + g) * kBlockTokens * headDim;
-        const float* vb = kb + halfFloats;
-        for (int t = from + warp; t < to; t += warps) {
-            float part = 0.f;
-            for (int d = lane; d < headDim; d += 32) part += qr[d] * kb[size_t(t) * headDim + d];
-            for (int off = 16; off > 0; off >>= 1) part += __shfl_xor_sync(0xffffffffu, part, off);
-            const float score = part * scale;
-            const float mNew = fmaxf(m, score);
-            const float corr = expf(m - mNew), p = expf(score - mNew);
-            l = l * corr + p;
-            for (int d = lane, j = 0; d < headDim; d += 32, ++j) acc[j] = acc[j] * corr + p * vb[size_t(t) * headDim + d];
-            m = mNew;
-        }
-    }
-    if (lane == 0) wm[warp] = m, wl[warp] = l;
-    for (int d = lane, j = 0; d < headDim; d += 32, ++j) wacc[warp][d] = acc[j];
-    __syncthreads();
-    float M = -INFINITY;
-    for (int w = 0; w < warps; ++w)
-        if (wl[w] > 0.f) M = fmaxf(M, wm[w]);
-    float* ws = workspace + (size_t(h) * splits + split) * (headDim + 2);
-    for (int d = threadIdx.x; d < headDim; d += blockDim.x) {
-        float a = 0.f;
-        for (int w = 0; w < warps; ++w)
-            if (wl[w] > 0.f) a += wacc[w][d] * expf(wm[w] - M);
-        ws[2 + d] = a;
-    }
-    if (threadIdx.x == 0) {
-        float L = 0.f;
-        for (int w = 0; w < warps; ++w)
-            if (wl[w] > 0.f) L += wl[w] * expf(wm[w] - M);
-        ws[0] = M, ws[1] = L;
-    }
-}
-
-// headStats (a step's, may be null): each head's softmax maximum and sum, for attention tracking.
-__global__ void AttentionCombineKernel(const float* workspace, int splits, int headDim, float* out, float* headStats) {
-    const int h = blockIdx.x, z = blockIdx.y;  // y: the query (prefill)
-    workspace += size_t(z) * gridDim.x * splits * (headDim + 2);
-    out += size_t(z) * gridDim.x * headDim;
-    float M = -INFINITY;
-    for (int s = 0; s < splits; ++s) {
-        const float* ws = workspace + (size_t(h) * splits + s) * (headDim + 2);
-        if (ws[1] > 0.f) M = fmaxf(M, ws[0]);
-    }
-    for (int d = threadIdx.x; d < headDim; d += blockDim.x) {
-        float L = 0.f, A = 0.f;
-        for (int s = 0; s < splits; ++s) {
-            const float* ws = workspace + (size_t(h) * splits + s) * (headDim + 2);
-            if (ws[1] <= 0.f) continue;
-            const float w = expf(ws[0] - M);
-            L += ws[1] * w;
-            A += ws[2 + d] * w;
-        }
-        out[size_t(h) * headDim + d] = L > 0.f ? A / L : 0.f;
-        if (headStats && d == 0) headStats[2 * h] = M, headStats[2 * h + 1] = L;
-    }
-}
-
-// Attention tracking: each tracked token's softmax weight (its score again, against the head's
-// final maximum and sum) added to mass[track + t - first]. Grid (heads, blocks walking the spans).
-__global__ void TrackKernel(const float* q, const float* pool, const AttentionSpan* spans, const int* count, int layer,
-                            int layers, int kvHeads, int headDim, int group, const double* invFreq, float scale,
-                            const float* headStats, float* mass, int massCap) {
-    __shared__ float qr[kMaxHeadDim];
-    const int h = blockIdx.x, warp = threadIdx.x / 32, lane = threadIdx.x % 32, warps = blockDim.x / 32;
-    const int g = h / group, n = *count;
-    const size_t halfFloats = size_t(layers) * kvHeads * kBlockTokens * headDim;
-    const float M = headStats[2 * h], L = headStats[2 * h + 1];
-    if (!(L > 0.f)) return;
-    for (int s = blockIdx.y; s < n; s += gridDim.y) {
-        const AttentionSpan sp = spans[s];
-        if (sp.track < 0) continue;  // uniform across the block
-        __syncthreads();
-        RotateQueryInto(q, h, headDim, invFreq, sp.queryPos, qr);
-        __syncthreads();
-        const float* kb = pool + size_t(sp.block) * 2 * halfFloats + (size_t(layer) * kvHeads + g) * kBlockTokens * headDim;
-        for (int t = sp.first + warp; t < sp.first + sp.count; t += warps) {
-            float part = 0.f;
-            for (int d = lane; d < headDim; d += 32) part += qr[d] * kb[size_t(t) * headDim + d];
-            for (int off = 16; off > 0; off >>= 1) part += __shfl_xor_sync(0xffffffffu, part, off);
-            const int at = sp.track + t - sp.first;
-            if (lane == 0 && at < massCap) atomicAdd(&mass[at], expf(part * scale - M) / L);
-        }
-    }
-}
-
-// x[rows, n] += b[n]
-__global__ void AddRowsKernel(float* x, const float* b, int rows, int n) {
-    const long i = long(blockIdx.x) * blockDim.x + threadIdx.x;
-    if (i < long(rows) * n) x[i] += b[i % n];
-}
-
-// x[t] += embed[id of visual token t] (the id stored after its features).
-__global__ void AddVisualIdsKernel(float* x, const float* visual, int stride, int visualDim, const float* embed, int hidden) {
-    const int t = blockIdx.x;
-    const int id = int(visual[size_t(t) * stride + visualDim]);
-    for (int i = threadIdx.x; i < hidden; i += blockDim.x) x[size_t(t) * hidden + i] += embed[size_t(id) * hidden + i];
-}
-
-// rows of `cols` floats, `ld` apart, to contiguous bf16.
-__global__ void ToBf16RowsKernel(const float* in, int ld, int cols, int rows, __nv_bfloat16* out) {
-    const long i = long(blockIdx.x) * blockDim.x + threadIdx.x;
-    if (i < long(rows) * cols) out[i] = __float2bfloat16(in[size_t(i / cols) * ld + i % cols]);
-}
-
-// A page's keys (rotated at pos0 + t) and values into its blocks' slots, layer `layer`.
-__global__ void StoreKvRowsKernel(const float* k, const float* v, float* pool, const int32_t* slots, int64_t pos0, int tokens,
-                                  int layer, int layers, int kvHeads, int headDim, const double* invFreq) {
-    const int half = headDim / 2, KV = kvHeads * headDim;
-    const size_t halfFloats = size_t(layers) * kvHeads * kBlockTokens * headDim;
-    const long idx = long(blockIdx.x) * blockDim.x + threadIdx.x;
-    if (idx >= long(tokens) * KV) return;
-    const int t = int(idx / KV), r = int(idx % KV), g = r / headDim, i = r % headDim;
-    float* block = pool + size_t(slots[t / kBlockTokens]) * 2 * halfFloats;
-    const size_t at = ((size_t(layer) * kvHeads + g) * kBlockTokens + t % kBlockTokens) * headDim;
-    block[halfFloats + at + i] = v[idx];
-    if (i < half) {
-        const double a = double(pos0 + t) * invFreq[i];
-        const float c = float(cos(a)), s = float(sin(a));
-        const float x0 = k[size_t(t) * KV + g * headDim + i], x1 = k[size_t(t) * KV + g * headDim + i + half];
-        block[at + i] = x0 * c - x1 * s;
-        block[at + i + half] = x0 * s + x1 * c;
-    }
-}
-
-int blocksFor(long n, int threads = 256) { return int((n + threads - 1) / threads); }
 
 }  // namespace
 
@@ -730,6 +498,7 @@ std::string DecoderStep::step(int token, int slot, int t, int64_t pos, const Spa
     return {};
 }
 
+// Over 120 lines: the batch's launches in the order one CUDA graph records them (capture and replay).
 std::string DecoderStep::stepBatch(const std::vector<BatchItem>& items, const BatchSpansFor& spansFor, bool perLayer) {
     Impl& m = *d;
     const DecoderShape& c = m.c;

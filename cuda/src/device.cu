@@ -1,3 +1,4 @@
+// The GPUs this process can use (name, memory), for `quire-cli devices` and the settings.
 #include <cuda_runtime.h>
 
 #include "quire_cuda/device.h"

@@ -1,3 +1,5 @@
+// The front-end's (PP-OCR) operators on the GPU: convolutions (im2col + cuBLAS, depthwise),
+// transposed convolutions, pools, fused elementwise chains, broadcasts, softmax, gathers.
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 

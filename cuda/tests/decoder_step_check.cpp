@@ -260,6 +260,7 @@ void check(const std::string& name, bool ok, const std::string& detail) {
     else ++g_failed, std::printf("FAIL %s: %s\n", name.c_str(), detail.c_str());
 }
 
+// Over 120 lines: one shape's checks share its weights and device (graph, layers, growth, prefill).
 void runShape(const std::string& label, const DecoderShape& c, bool bf16) {
     const Model m = makeModel(c);
     std::string why;
