@@ -1,3 +1,5 @@
+// runTranscription: inputs registered, queued pages decoded by a loader thread, prepared and
+// recognised by workers, and committed one page per transaction, with progress and cancel.
 #include "quire/pipeline/transcriber.h"
 
 #include <QCryptographicHash>
@@ -48,40 +50,6 @@ std::string TranscribeParams::toJson() const {
 }
 
 namespace {
-
-std::string absolutePath(const fs::path& p) {
-    std::error_code ec;
-    fs::path a = fs::weakly_canonical(fs::absolute(p), ec);
-    return (ec ? fs::absolute(p) : a).string();
-}
-
-// A folder's identity: the names and hashes of its page files, in order.
-Result<std::string> sourceHash(DocumentSource& src) {
-    if (src.kind() != SourceKind::Folder) return fileSha256(src.path());
-    QCryptographicHash h(QCryptographicHash::Sha256);
-    fs::path last;
-    for (int i = 0; i < src.pageCount(); ++i) {
-        const fs::path f = src.pageFile(i);
-        if (f == last) continue;
-        last = f;
-        auto fh = fileSha256(f);
-        h.addData(QByteArray::fromStdString(f.filename().string() + ":" + (fh ? *fh : fh.status().message()) + "\n"));
-    }
-    return h.result().toHex().toStdString();
-}
-
-int64_t sourceSize(const DocumentSource& src) {
-    std::error_code ec;
-    if (src.kind() != SourceKind::Folder) return int64_t(fs::file_size(src.path(), ec));
-    int64_t total = 0;
-    fs::path last;
-    for (int i = 0; i < src.pageCount(); ++i) {
-        if (src.pageFile(i) == last) continue;
-        last = src.pageFile(i);
-        total += int64_t(fs::file_size(last, ec));
-    }
-    return total;
-}
 
 std::string pixelHash(const cv::Mat& m) {
     QCryptographicHash h(QCryptographicHash::Sha256);
@@ -181,12 +149,12 @@ Status registerInputs(ProjectStore& store, const TranscribeParams& params) {
     for (const auto& input : params.inputs) {
         auto src = openSource(input, params.source);
         if (!src) return src.status();
-        const std::string abs = absolutePath(input);
-        auto hash = sourceHash(**src);
+        const std::string abs = canonicalPath(input);
+        auto hash = (*src)->contentSha256();
         if (!hash) return hash.status();
         std::vector<std::pair<std::string, int>> files;
         for (int i = 0; i < (*src)->pageCount(); ++i)
-            files.emplace_back(absolutePath((*src)->pageFile(i)), (*src)->pageIndexInFile(i));
+            files.emplace_back(canonicalPath((*src)->pageFile(i)), (*src)->pageIndexInFile(i));
         auto existing = store.findDocument(abs);
         if (!existing) return existing.status();
         if (!existing->has_value()) {
@@ -194,17 +162,298 @@ Status registerInputs(ProjectStore& store, const TranscribeParams& params) {
             doc.path = abs;
             doc.kind = sourceKindName((*src)->kind());
             doc.sha256 = *hash;
-            doc.sizeBytes = sourceSize(**src);
+            doc.sizeBytes = (*src)->sizeBytes();
             if (auto id = store.addDocument(doc, files); !id) return id.status();
         } else if ((*existing)->sha256 != *hash) {
             if (params.onLog)
                 params.onLog(abs + ": the file changed on disk since it was added; its pages are queued again "
                                    "(corrections made so far are kept)");
-            if (Status s = store.requeueDocument((*existing)->id, *hash, sourceSize(**src), files); !s) return s;
+            if (Status s = store.requeueDocument((*existing)->id, *hash, (*src)->sizeBytes(), files); !s) return s;
         }
     }
     return Status::ok();
 }
+
+namespace {
+
+// One run's threads and what they share. The loader decodes the queued pages in book order, one
+// source open at a time; for a recognizer that splits its work (Recognizer::splitsPages) the
+// prepare stage runs the page-only part ahead on `preparers` threads, handing pages on in the
+// volume's order; `threads` workers recognise; the calling thread commits each finished page in
+// its own transaction.
+class Run {
+public:
+    Run(ProjectStore& store, const TranscribeParams& params, std::unique_ptr<Recognizer> first,
+        std::vector<PageRecord> queued, std::map<int64_t, std::string> docPath, int threads, int preparers)
+        : store(store), params(params), first(std::move(first)), queued(std::move(queued)),
+          docPath(std::move(docPath)), threads(threads), preparers(preparers),
+          splitter(preparers > 0 ? this->first.get() : nullptr), jobs(size_t(threads) + 1), done(size_t(threads) + 1),
+          activeWorkers(threads), preparersLeft(preparers) {}
+
+    // Runs every page; the summary's counts are this run's (the caller adds the project's).
+    RunSummary execute() {
+        RunSummary summary;
+        std::thread loader([this] { loadPages(); });
+        std::vector<std::thread> preparerThreads, workers;
+        for (int t = 0; t < preparers; ++t) preparerThreads.emplace_back([this] { preparePages(); });
+        for (int t = 0; t < threads; ++t) workers.emplace_back([this] { recognizePages(); });
+        commitPages(summary);
+        stop = stop || cancelled();
+        jobs.close();
+        preparedJobs.close();
+        done.close();
+        loader.join();
+        for (auto& p : preparerThreads) p.join();
+        for (auto& w : workers) w.join();
+        summary.cancelled = params.cancel && params.cancel->load();
+        return summary;
+    }
+
+    Status workerInitError;  // a worker could not make its recognizer
+    Status writeError;       // a page could not be committed (the disk is full, say)
+
+private:
+    void log(const std::string& m) const {
+        if (params.onLog) params.onLog(m);
+    }
+    bool cancelled() const { return stop.load() || (params.cancel && params.cancel->load()); }
+    BoundedQueue<Job>& work() { return splitter ? preparedJobs : jobs; }
+
+    void loadPages();
+    void preparePages();
+    void recognizePages();
+    std::optional<Done> recognizePage(Recognizer& rec, Job& job);
+    void commitPages(RunSummary& summary);
+
+    ProjectStore& store;
+    const TranscribeParams& params;
+    // The recognizer made before the run (the check of its languages and models): the first
+    // worker's, and the prepare stage's when it splits pages.
+    std::unique_ptr<Recognizer> first;
+    const std::vector<PageRecord> queued;
+    const std::map<int64_t, std::string> docPath;
+    const int threads, preparers;
+    const Recognizer* const splitter;
+    BoundedQueue<Job> jobs;
+    BoundedQueue<Done> done;
+    BoundedQueue<Job> preparedJobs{1};
+    std::atomic<bool> stop{false};
+    // The prepare stage: each thread takes the next page with a sequence number and hands it on in
+    // that order.
+    std::mutex takeMutex, orderMutex;
+    std::condition_variable orderTurn;
+    int64_t taken = 0, handedOn = 0;
+    std::atomic<int> activeWorkers, preparersLeft;
+    std::mutex initMutex;
+    bool firstTaken = false;
+};
+
+// The loader: decodes queued pages in book order, one source open at a time.
+void Run::loadPages() {
+    if (params.backgroundPriority) lowerThisThreadsPriority();
+    std::unique_ptr<DocumentSource> src;
+    Status openError;
+    int64_t srcDoc = -1;
+    std::map<int64_t, int> textLayerPages;
+    for (const auto& page : queued) {
+        while (params.pause && params.pause->load() && !cancelled())
+            std::this_thread::sleep_for(std::chrono::milliseconds(50));
+        if (cancelled()) break;
+        Job job;
+        job.page = page;
+        if (srcDoc != page.documentId) {
+            src.reset();
+            srcDoc = page.documentId;
+            auto s = openSource(docPath.at(page.documentId), params.source);
+            openError = s ? Status::ok() : s.status();
+            if (s) src = std::move(*s);
+        }
+        if (!src) job.loadError = openError;
+        if (src && job.loadError) {
+            auto img = src->loadPage(page.sourceIndex);
+            if (img) job.image = std::move(*img);
+            else job.loadError = img.status();
+            if (img && src->kind() == SourceKind::Pdf) {
+                job.textLayer = src->textLayer(page.sourceIndex);
+                if (job.textLayer) ++textLayerPages[page.documentId];
+            }
+        }
+        if (!jobs.push(std::move(job))) break;
+    }
+    for (const auto& [doc, n] : textLayerPages)
+        log(docPath.at(doc) + ": " + std::to_string(n) + " page(s) already carry a text layer; " +
+            (params.pdfText == PdfTextPolicy::Keep ? "kept their text (--pdf-text keep)"
+                                                   : "recognised the scans anyway (--pdf-text keep keeps the text)"));
+    jobs.close();
+}
+
+// A prepare thread: preprocessing and the recognizer's first part, ahead of the worker.
+void Run::preparePages() {
+    if (params.backgroundPriority) lowerThisThreadsPriority();
+    for (;;) {
+        std::optional<Job> job;
+        int64_t seq = 0;
+        {
+            std::lock_guard lock(takeMutex);
+            job = jobs.pop();
+            if (job) seq = taken++;
+        }
+        if (!job) break;
+        if (!cancelled() && job->loadError && !(job->textLayer && params.pdfText == PdfTextPolicy::Keep)) {
+            job->pre = preprocessPage(job->image.image, params.preprocess);
+            for (const auto& region : job->pre->regions)
+                job->prepared.push_back(splitter->prepare(region.image, job->image.dpi, params.cancel));
+        }
+        {
+            std::unique_lock lock(orderMutex);
+            orderTurn.wait(lock, [&] { return handedOn == seq; });
+        }
+        // Cancelled: the page is not handed on, but its turn passes (the other thread waits on it).
+        const bool pushed = !cancelled() && preparedJobs.push(std::move(*job));
+        {
+            std::lock_guard lock(orderMutex);
+            ++handedOn;
+        }
+        orderTurn.notify_all();
+        if (!pushed) break;
+    }
+    if (--preparersLeft == 0) preparedJobs.close();
+}
+
+// A worker: recognises prepared or loaded pages and hands them to the committer.
+void Run::recognizePages() {
+    if (params.backgroundPriority) lowerThisThreadsPriority();
+    // The first recognizer is borrowed: it stays owned by the Run until every thread
+    // has been joined, since the prepare threads call into it (splitter) and may still be
+    // inside a page when a cancelled worker ends (moved into the worker, it was freed under
+    // them). Other workers of an engine without context make their own.
+    Recognizer* borrowed = nullptr;
+    {
+        std::lock_guard lock(initMutex);
+        if (!firstTaken) borrowed = first.get(), firstTaken = true;
+    }
+    Result<std::unique_ptr<Recognizer>> own = borrowed ? Result<std::unique_ptr<Recognizer>>(nullptr)
+                                                       : createRecognizer(params.recognizer);
+    Recognizer* const rec = borrowed ? borrowed : own ? own->get() : nullptr;
+    if (!own) {
+        std::lock_guard lock(initMutex);
+        workerInitError = own.status();
+        stop = true;
+        jobs.close();
+        preparedJobs.close();
+    }
+    while (auto job = rec ? work().pop() : std::optional<Job>()) {
+        std::optional<Done> d = recognizePage(*rec, *job);
+        if (!d) break;
+        if (d->error.code() == ErrorCode::Cancelled) break;
+        if (rec->carriesContext()) d->checkpoint = rec->checkpoint();
+        if (!done.push(std::move(*d))) break;
+    }
+    if (--activeWorkers == 0) done.close();
+}
+
+// Recognises one loaded (and maybe prepared) page with `rec`; nothing when the run was cancelled
+// before it began.
+std::optional<Done> Run::recognizePage(Recognizer& rec, Job& job) {
+    Done d;
+    d.page = job.page;
+    if (!job.loadError) {
+        d.error = job.loadError;
+    } else if (cancelled()) {
+        return std::nullopt;
+    } else {
+        const PageImage& img = job.image;
+        const std::string contentHash = pixelHash(img.image);
+        if (job.textLayer && params.pdfText == PdfTextPolicy::Keep) {
+            PageOutcome o;
+            o.text = textFromLayer(*job.textLayer, img.image.cols, img.image.rows, img.dpi);
+            o.region = {0, 0, img.image.cols, img.image.rows};
+            o.contentSha256 = contentHash;
+            o.textLayer = job.textLayer;
+            o.keptTextLayer = true;
+            d.outcomes.push_back(std::move(o));
+        } else {
+            const PreprocessResult pre =
+                job.pre ? std::move(*job.pre) : preprocessPage(img.image, params.preprocess);
+            for (size_t r = 0; r < pre.regions.size(); ++r) {
+                const auto& region = pre.regions[r];
+                std::function<void(const std::string&)> stream;
+                if (params.onText)
+                    stream = [&, id = job.page.id](const std::string& piece) { params.onText(id, piece); };
+                auto text = r < job.prepared.size() && job.prepared[r]
+                                ? rec.recognizePrepared(*job.prepared[r], params.cancel, stream)
+                                : rec.recognize(region.image, img.dpi, params.cancel, stream);
+                if (!text) {
+                    d.error = text.status();
+                    break;
+                }
+                PageOutcome o;
+                o.text = std::move(*text);
+                for (auto& line : o.text.lines) {
+                    line.box = region.toSource(line.box);
+                    for (auto& w : line.words) w.box = region.toSource(w.box);
+                }
+                o.text.width = img.image.cols;
+                o.text.height = img.image.rows;
+                o.region = {region.sourceRect.x, region.sourceRect.y, region.sourceRect.width,
+                            region.sourceRect.height};
+                o.skewDegrees = region.skewDegrees;
+                o.preprocess = params.preprocess.toJson();
+                o.contentSha256 = contentHash;
+                o.textLayer = job.textLayer;
+                o.flagged = params.flag.shouldFlag(o.text, inkShare(region.image));
+                d.outcomes.push_back(std::move(o));
+            }
+        }
+        if (!img.note.empty()) log(pageName(job.page) + ": " + img.note);
+        if (const std::string n = rec.takeNotice(); !n.empty()) log(pageName(job.page) + ": " + n);
+    }
+    return d;
+}
+
+// The committer (the calling thread): each finished page in its own transaction, with progress.
+void Run::commitPages(RunSummary& summary) {
+    auto counts = store.counts();
+    RunProgress progress;
+    if (counts) progress.total = counts->pages, progress.done = counts->done, progress.failed = counts->failed,
+                progress.flagged = counts->flagged;
+    if (params.onProgress) params.onProgress(progress);
+    const auto start = std::chrono::steady_clock::now();
+    while (auto d = done.pop()) {
+        PageEvent ev;
+        const DecoderCheckpoint* checkpoint = d->checkpoint ? &*d->checkpoint : nullptr;
+        if (d->error.isOk()) {
+            writeError = store.saveResult(d->page.id, d->outcomes, checkpoint);
+        } else {
+            const bool input = isInputError(d->error.code());
+            (input ? summary.inputFailures : summary.engineFailures)++;
+            ev.failure = d->error.message();
+            writeError = store.saveFailure(d->page.id, input ? "input" : "engine", d->error.message(), checkpoint);
+            log("failed: " + pageName(d->page) + ": " + d->error.message());
+        }
+        if (!writeError) {
+            stop = true;  // e.g. the disk is full: stop cleanly, every committed page stays
+            break;
+        }
+        ++summary.processed;
+        if (auto c = store.counts()) {
+            progress.total = c->pages, progress.done = c->done, progress.failed = c->failed, progress.flagged = c->flagged;
+        }
+        progress.processedThisRun = summary.processed;
+        const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+        progress.pagesPerMinute = secs > 0 ? summary.processed * 60.0 / secs : 0;
+        const int remaining = progress.total - progress.done - progress.failed;
+        progress.etaSeconds = progress.pagesPerMinute > 0 ? remaining * 60.0 / progress.pagesPerMinute : -1;
+        if (params.onPage) {
+            if (auto rec = store.page(d->page.id)) ev.page = *rec;
+            for (const auto& o : d->outcomes) ev.text += (ev.text.empty() ? "" : "\n\n") + o.text.plainText();
+            params.onPage(ev);
+        }
+        if (params.onProgress) params.onProgress(progress);
+    }
+}
+
+}  // namespace
 
 Result<RunSummary> runTranscription(ProjectStore& store, const TranscribeParams& params) {
     auto log = [&](const std::string& m) {
@@ -238,10 +487,10 @@ Result<RunSummary> runTranscription(ProjectStore& store, const TranscribeParams&
     const int threads = inOrder ? 1
                                 : std::max(1, params.threads > 0 ? params.threads
                                                                  : int(std::thread::hardware_concurrency()));
-    const Recognizer* splitter = inOrder && first->splitsPages() && params.preparers != 0 ? first.get() : nullptr;
+    const bool splits = inOrder && first->splitsPages() && params.preparers != 0;
     // Two prepare threads where the machine has two cores or more: the front-end takes two to three
     // times the decoder's time a page, so with one the decoder waited for it most of the time.
-    const int preparers = !splitter ? 0
+    const int preparers = !splits ? 0
                           : params.preparers > 0 ? std::min(params.preparers, 2)
                           : std::thread::hardware_concurrency() >= 2 ? 2 : 1;
     // Page-level parallelism: each worker's (and the prepare stage's) GEMMs get their share of the
@@ -252,234 +501,11 @@ Result<RunSummary> runTranscription(ProjectStore& store, const TranscribeParams&
             (void)store.finishRun(*runId, "failed");
             return s;
         }
-    BoundedQueue<Job> jobs(size_t(threads) + 1);
-    BoundedQueue<Done> done(size_t(threads) + 1);
-    std::atomic<bool> stop{false};
-    auto cancelled = [&] { return stop.load() || (params.cancel && params.cancel->load()); };
-
-    // Loader: decodes queued pages in book order, one source open at a time.
-    std::thread loader([&] {
-        if (params.backgroundPriority) lowerThisThreadsPriority();
-        std::unique_ptr<DocumentSource> src;
-        Status openError;
-        int64_t srcDoc = -1;
-        std::map<int64_t, int> textLayerPages;
-        for (const auto& page : *queued) {
-            while (params.pause && params.pause->load() && !cancelled())
-                std::this_thread::sleep_for(std::chrono::milliseconds(50));
-            if (cancelled()) break;
-            Job job;
-            job.page = page;
-            if (srcDoc != page.documentId) {
-                src.reset();
-                srcDoc = page.documentId;
-                auto s = openSource(docPath[page.documentId], params.source);
-                openError = s ? Status::ok() : s.status();
-                if (s) src = std::move(*s);
-            }
-            if (!src) job.loadError = openError;
-            if (src && job.loadError) {
-                auto img = src->loadPage(page.sourceIndex);
-                if (img) job.image = std::move(*img);
-                else job.loadError = img.status();
-                if (img && src->kind() == SourceKind::Pdf) {
-                    job.textLayer = src->textLayer(page.sourceIndex);
-                    if (job.textLayer) ++textLayerPages[page.documentId];
-                }
-            }
-            if (!jobs.push(std::move(job))) break;
-        }
-        for (const auto& [doc, n] : textLayerPages)
-            log(docPath[doc] + ": " + std::to_string(n) + " page(s) already carry a text layer; " +
-                (params.pdfText == PdfTextPolicy::Keep ? "kept their text (--pdf-text keep)"
-                                                       : "recognised the scans anyway (--pdf-text keep keeps the text)"));
-        jobs.close();
-    });
-
-    // The prepare stage (split recognizers): preprocessing and the recognizer's first part, ahead
-    // of the worker, on `preparers` threads. Each takes the next page with a sequence number and
-    // hands its page on in that order, so the worker sees the pages in the volume's order.
-    BoundedQueue<Job> preparedJobs(1);
-    std::vector<std::thread> preparerThreads;
-    std::mutex takeMutex, orderMutex;
-    std::condition_variable orderTurn;
-    int64_t taken = 0, handedOn = 0;
-    std::atomic<int> preparersLeft{preparers};
-    for (int t = 0; t < preparers; ++t)
-        preparerThreads.emplace_back([&] {
-            if (params.backgroundPriority) lowerThisThreadsPriority();
-            for (;;) {
-                std::optional<Job> job;
-                int64_t seq = 0;
-                {
-                    std::lock_guard lock(takeMutex);
-                    job = jobs.pop();
-                    if (job) seq = taken++;
-                }
-                if (!job) break;
-                if (!cancelled() && job->loadError && !(job->textLayer && params.pdfText == PdfTextPolicy::Keep)) {
-                    job->pre = preprocessPage(job->image.image, params.preprocess);
-                    for (const auto& region : job->pre->regions)
-                        job->prepared.push_back(splitter->prepare(region.image, job->image.dpi, params.cancel));
-                }
-                {
-                    std::unique_lock lock(orderMutex);
-                    orderTurn.wait(lock, [&] { return handedOn == seq; });
-                }
-                // Cancelled: the page is not handed on, but its turn passes (the other thread waits on it).
-                const bool pushed = !cancelled() && preparedJobs.push(std::move(*job));
-                {
-                    std::lock_guard lock(orderMutex);
-                    ++handedOn;
-                }
-                orderTurn.notify_all();
-                if (!pushed) break;
-            }
-            if (--preparersLeft == 0) preparedJobs.close();
-        });
-    BoundedQueue<Job>& work = splitter ? preparedJobs : jobs;
-
-    std::atomic<int> activeWorkers{threads};
-    std::vector<std::thread> workers;
-    Status workerInitError;
-    std::mutex initMutex;
-    bool firstTaken = false;
-    for (int t = 0; t < threads; ++t) {
-        workers.emplace_back([&] {
-            if (params.backgroundPriority) lowerThisThreadsPriority();
-            // The first recognizer is borrowed: it stays owned by this function until every thread
-            // has been joined, since the prepare threads call into it (splitter) and may still be
-            // inside a page when a cancelled worker ends (moved into the worker, it was freed under
-            // them). Other workers of an engine without context make their own.
-            Recognizer* borrowed = nullptr;
-            {
-                std::lock_guard lock(initMutex);
-                if (!firstTaken) borrowed = first.get(), firstTaken = true;
-            }
-            Result<std::unique_ptr<Recognizer>> own = borrowed ? Result<std::unique_ptr<Recognizer>>(nullptr)
-                                                               : createRecognizer(params.recognizer);
-            Recognizer* const rec = borrowed ? borrowed : own ? own->get() : nullptr;
-            if (!own) {
-                std::lock_guard lock(initMutex);
-                workerInitError = own.status();
-                stop = true;
-                jobs.close();
-                preparedJobs.close();
-            }
-            while (auto job = rec ? work.pop() : std::optional<Job>()) {
-                Done d;
-                d.page = job->page;
-                if (!job->loadError) {
-                    d.error = job->loadError;
-                } else if (cancelled()) {
-                    break;
-                } else {
-                    const PageImage& img = job->image;
-                    const std::string contentHash = pixelHash(img.image);
-                    if (job->textLayer && params.pdfText == PdfTextPolicy::Keep) {
-                        PageOutcome o;
-                        o.text = textFromLayer(*job->textLayer, img.image.cols, img.image.rows, img.dpi);
-                        o.region = {0, 0, img.image.cols, img.image.rows};
-                        o.contentSha256 = contentHash;
-                        o.textLayer = job->textLayer;
-                        o.keptTextLayer = true;
-                        d.outcomes.push_back(std::move(o));
-                    } else {
-                        const PreprocessResult pre =
-                            job->pre ? std::move(*job->pre) : preprocessPage(img.image, params.preprocess);
-                        for (size_t r = 0; r < pre.regions.size(); ++r) {
-                            const auto& region = pre.regions[r];
-                            std::function<void(const std::string&)> stream;
-                            if (params.onText)
-                                stream = [&, id = job->page.id](const std::string& piece) { params.onText(id, piece); };
-                            auto text = r < job->prepared.size() && job->prepared[r]
-                                            ? rec->recognizePrepared(*job->prepared[r], params.cancel, stream)
-                                            : rec->recognize(region.image, img.dpi, params.cancel, stream);
-                            if (!text) {
-                                d.error = text.status();
-                                break;
-                            }
-                            PageOutcome o;
-                            o.text = std::move(*text);
-                            for (auto& line : o.text.lines) {
-                                line.box = region.toSource(line.box);
-                                for (auto& w : line.words) w.box = region.toSource(w.box);
-                            }
-                            o.text.width = img.image.cols;
-                            o.text.height = img.image.rows;
-                            o.region = {region.sourceRect.x, region.sourceRect.y, region.sourceRect.width,
-                                        region.sourceRect.height};
-                            o.skewDegrees = region.skewDegrees;
-                            o.preprocess = params.preprocess.toJson();
-                            o.contentSha256 = contentHash;
-                            o.textLayer = job->textLayer;
-                            o.flagged = params.flag.shouldFlag(o.text, inkShare(region.image));
-                            d.outcomes.push_back(std::move(o));
-                        }
-                    }
-                    if (!img.note.empty()) log(pageName(job->page) + ": " + img.note);
-                    if (const std::string n = rec->takeNotice(); !n.empty()) log(pageName(job->page) + ": " + n);
-                }
-                if (d.error.code() == ErrorCode::Cancelled) break;
-                if (rec->carriesContext()) d.checkpoint = rec->checkpoint();
-                if (!done.push(std::move(d))) break;
-            }
-            if (--activeWorkers == 0) done.close();
-        });
-    }
-
-    // Writer (this thread): commits each finished page in its own transaction.
-    RunSummary summary;
-    auto counts = store.counts();
-    RunProgress progress;
-    if (counts) progress.total = counts->pages, progress.done = counts->done, progress.failed = counts->failed,
-                progress.flagged = counts->flagged;
-    if (params.onProgress) params.onProgress(progress);
-    const auto start = std::chrono::steady_clock::now();
-    Status writeError;
-    while (auto d = done.pop()) {
-        PageEvent ev;
-        const DecoderCheckpoint* checkpoint = d->checkpoint ? &*d->checkpoint : nullptr;
-        if (d->error.isOk()) {
-            writeError = store.saveResult(d->page.id, d->outcomes, checkpoint);
-        } else {
-            const bool input = isInputError(d->error.code());
-            (input ? summary.inputFailures : summary.engineFailures)++;
-            ev.failure = d->error.message();
-            writeError = store.saveFailure(d->page.id, input ? "input" : "engine", d->error.message(), checkpoint);
-            log("failed: " + pageName(d->page) + ": " + d->error.message());
-        }
-        if (!writeError) {
-            stop = true;  // e.g. the disk is full: stop cleanly, every committed page stays
-            break;
-        }
-        ++summary.processed;
-        if (auto c = store.counts()) {
-            progress.total = c->pages, progress.done = c->done, progress.failed = c->failed, progress.flagged = c->flagged;
-        }
-        progress.processedThisRun = summary.processed;
-        const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-        progress.pagesPerMinute = secs > 0 ? summary.processed * 60.0 / secs : 0;
-        const int remaining = progress.total - progress.done - progress.failed;
-        progress.etaSeconds = progress.pagesPerMinute > 0 ? remaining * 60.0 / progress.pagesPerMinute : -1;
-        if (params.onPage) {
-            if (auto rec = store.page(d->page.id)) ev.page = *rec;
-            for (const auto& o : d->outcomes) ev.text += (ev.text.empty() ? "" : "\n\n") + o.text.plainText();
-            params.onPage(ev);
-        }
-        if (params.onProgress) params.onProgress(progress);
-    }
-    stop = stop || cancelled();
-    jobs.close();
-    preparedJobs.close();
-    done.close();
-    loader.join();
-    for (auto& p : preparerThreads) p.join();
-    for (auto& w : workers) w.join();
-    summary.cancelled = params.cancel && params.cancel->load();
-    (void)store.finishRun(*runId, !writeError.isOk() ? "failed" : summary.cancelled ? "cancelled" : "finished");
-    if (!workerInitError.isOk()) return workerInitError;
-    if (!writeError) return writeError;
+    Run run(store, params, std::move(first), std::move(*queued), std::move(docPath), threads, preparers);
+    RunSummary summary = run.execute();
+    (void)store.finishRun(*runId, !run.writeError.isOk() ? "failed" : summary.cancelled ? "cancelled" : "finished");
+    if (!run.workerInitError.isOk()) return run.workerInitError;
+    if (!run.writeError) return run.writeError;
     if (auto c = store.counts()) {
         summary.total = c->pages, summary.done = c->done, summary.failed = c->failed, summary.flagged = c->flagged;
         // Nothing left to read: the context is no longer needed, and its pages take room.

@@ -1,3 +1,5 @@
+// Document sources: files recognised by content (PDF, TIFF, PNG/JPEG/BMP) and folders in natural
+// order, decoded one page at a time, with size limits and decoder warnings.
 #include "quire/source/document_source.h"
 
 #include <QCryptographicHash>
@@ -509,6 +511,39 @@ Result<std::unique_ptr<DocumentSource>> openSource(const fs::path& path, const S
     if (!fs::is_regular_file(st))
         return Status(ErrorCode::UnsupportedFormat, path.string() + ": not a regular file");
     return openFile(path, options);
+}
+
+std::string canonicalPath(const fs::path& p) {
+    std::error_code ec;
+    fs::path a = fs::weakly_canonical(fs::absolute(p), ec);
+    return (ec ? fs::absolute(p) : a).string();
+}
+
+Result<std::string> DocumentSource::contentSha256() const {
+    if (kind() != SourceKind::Folder) return fileSha256(path());
+    QCryptographicHash h(QCryptographicHash::Sha256);
+    fs::path last;
+    for (int i = 0; i < pageCount(); ++i) {
+        const fs::path f = pageFile(i);
+        if (f == last) continue;
+        last = f;
+        auto fh = fileSha256(f);
+        h.addData(QByteArray::fromStdString(f.filename().string() + ":" + (fh ? *fh : fh.status().message()) + "\n"));
+    }
+    return h.result().toHex().toStdString();
+}
+
+int64_t DocumentSource::sizeBytes() const {
+    std::error_code ec;
+    if (kind() != SourceKind::Folder) return int64_t(fs::file_size(path(), ec));
+    int64_t total = 0;
+    fs::path last;
+    for (int i = 0; i < pageCount(); ++i) {
+        if (pageFile(i) == last) continue;
+        last = pageFile(i);
+        total += int64_t(fs::file_size(last, ec));
+    }
+    return total;
 }
 
 }  // namespace quire

@@ -37,6 +37,12 @@ public:
     virtual int pageIndexInFile(int index) const { return index; }
     // A PDF page's existing text layer, when it has one with visible characters.
     virtual std::optional<std::string> textLayer(int index) { (void)index; return std::nullopt; }
+
+    // The source's identity: a file's SHA-256; for a folder, one over the names and hashes of its
+    // page files in order (a changed, added or removed page changes it).
+    Result<std::string> contentSha256() const;
+    // Bytes on disk: the file, or a folder's page files together.
+    int64_t sizeBytes() const;
 };
 
 // Detects the format from the file's content (not its name) and opens it.
@@ -45,6 +51,10 @@ Result<std::unique_ptr<DocumentSource>> openSource(const std::filesystem::path& 
 
 // Natural order: "p2" < "p10", case-insensitive.
 bool naturalLess(const std::string& a, const std::string& b);
+
+// The absolute path with symbolic links and ".." resolved where it exists (the path a project
+// records for a source).
+std::string canonicalPath(const std::filesystem::path& path);
 
 // SHA-256 of a file's bytes, hex; streamed.
 Result<std::string> fileSha256(const std::filesystem::path& path);
