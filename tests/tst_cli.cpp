@@ -293,6 +293,30 @@ private slots:
         QCOMPARE(readFile(newer), before);
     }
 
+    // The engine reads no environment; quire-cli maps the QUIRE_* variables onto its options: the
+    // model folders (a wrong one is named, not bypassed) and the measurement settings (a malformed
+    // one is refused naming the variable, before any file is made).
+    void environmentVariablesReachTheEngine() {
+        const QString project = m_dir.filePath("env.quire");
+        qputenv("QUIRE_READER_MODEL", "/nonexistent/reader-model");
+        auto r = runCli({"transcribe", m_good, "--project", project, "--engine", "reader"});
+        qunsetenv("QUIRE_READER_MODEL");
+        QCOMPARE(r.exitCode, 2);
+        QVERIFY2(r.err.contains("/nonexistent/reader-model"), qPrintable(r.err));
+        qputenv("QUIRE_PPOCR_DIR", "/nonexistent/ppocr-models");
+        r = runCli({"transcribe", m_good, "--project", project, "--engine", "ppocr"});
+        qunsetenv("QUIRE_PPOCR_DIR");
+        QCOMPARE(r.exitCode, 2);
+        QVERIFY2(r.err.contains("/nonexistent/ppocr-models"), qPrintable(r.err));
+        const QString other = m_dir.filePath("env-window.quire");
+        qputenv("QUIRE_READER_WINDOW", "many");
+        r = runCli({"transcribe", m_good, "--project", other, "--engine", "reader"});
+        qunsetenv("QUIRE_READER_WINDOW");
+        QCOMPARE(r.exitCode, 2);
+        QVERIFY2(r.err.contains("QUIRE_READER_WINDOW"), qPrintable(r.err));
+        QVERIFY(!QFileInfo::exists(other));
+    }
+
     void badUsage_data() {
         QTest::addColumn<QStringList>("args");
         QTest::newRow("no command") << QStringList{};

@@ -1,3 +1,4 @@
+// Over 900 lines: one test program for the front-end, its ONNX runtime and the reader, sharing the loaded models.
 // The PP-OCRv4 front-end and the ONNX runtime under it: kernels against naive references, the
 // detector against OpenCV's DNN on a patched graph, refusal of damaged model files, reading
 // order, and recognition of real text end to end.
@@ -827,7 +828,8 @@ private slots:
         QCOMPARE(ReaderEngine::vocabId(reader_vocab::kKeyCount + 2), reader_vocab::kUnknown);
     }
 
-    // Where the reader model is looked for: an explicit folder only; else $QUIRE_READER_MODEL.
+    // Where the reader model is looked for: an explicit folder only (the engine reads no
+    // environment: quire-cli maps $QUIRE_READER_MODEL onto the folder, tst_cli checks that).
     void readerModelIsFoundOrTheSearchIsNamed() {
         QTemporaryDir tmp;
         const auto missing = findReaderModel(tmp.filePath("nowhere").toStdString());
@@ -835,11 +837,10 @@ private slots:
         QVERIFY2(QString::fromStdString(missing.status().message()).contains("nowhere"), missing.status().message().c_str());
         QVERIFY(decoder::saveModel(decoder::randomModel(tinyReaderConfig(), 1), tmp.filePath("m").toStdString()));
         QCOMPARE(QString::fromStdString(*findReaderModel(tmp.filePath("m").toStdString())), tmp.filePath("m"));
-        qputenv("QUIRE_READER_MODEL", tmp.filePath("m").toUtf8());
-        const auto fromEnv = findReaderModel();
+        qputenv("QUIRE_READER_MODEL", tmp.filePath("nowhere").toUtf8());
+        const auto notFromEnv = findReaderModel(tmp.filePath("m").toStdString());
         qunsetenv("QUIRE_READER_MODEL");
-        QVERIFY(fromEnv);
-        QCOMPARE(QString::fromStdString(*fromEnv), tmp.filePath("m"));
+        QCOMPARE(QString::fromStdString(*notFromEnv), tmp.filePath("m"));
     }
 
     // The shipped reader places each word where the front-end saw it: word boxes come from the
@@ -1421,10 +1422,9 @@ private slots:
         QCOMPARE(QString::fromStdString(chooseEngine("auto", "chi_sim", &why)), chinese);
         QVERIFY(why.rfind(chinese.toStdString() + " (", 0) == 0);
         QCOMPARE(QString::fromStdString(chooseEngine("auto", "eng+chi_sim")), chinese);
-        qputenv("QUIRE_READER_MODEL", "/nonexistent");  // the only place looked at: no reader model
-        QCOMPARE(QString::fromStdString(chooseEngine("auto", "chi_sim", &why)), QString("ppocr"));
+        // A reader model folder that is not there: the only place looked at, so no reader model.
+        QCOMPARE(QString::fromStdString(chooseEngine("auto", "chi_sim", &why, "/nonexistent")), QString("ppocr"));
         QVERIFY2(why.find("no reader model") != std::string::npos, why.c_str());
-        qunsetenv("QUIRE_READER_MODEL");
         QCOMPARE(QString::fromStdString(chooseEngine("auto", "eng")), QString("tesseract"));
         QCOMPARE(QString::fromStdString(chooseEngine("ppocr", "eng")), QString("ppocr"));
     }

@@ -1,3 +1,4 @@
+// The main window: page browser, scan and text side by side, the run's controls, panels and menus.
 #include "main_window.h"
 
 #include <QAction>
@@ -507,6 +508,9 @@ TranscribeParams MainWindow::paramsFromSettings() const {
     // one they go on with the CPU and the Log panel says why.
     p.recognizer.device = m_settings->device() == "gpu" && p.recognizer.engine != "tesseract" ? "cuda" : "cpu";
     p.recognizer.languages = m_settings->languages().toStdString();
+    // The model folders a user may set in the environment (the engine reads none).
+    if (p.recognizer.readerModel.empty()) p.recognizer.readerModel = qEnvironmentVariable("QUIRE_READER_MODEL").toStdString();
+    p.recognizer.ppocrDir = qEnvironmentVariable("QUIRE_PPOCR_DIR").toStdString();
     p.threads = m_settings->threads();
     p.flag.meanBelow = m_settings->flagBelow();
     p.preprocess.deskew = m_settings->deskew();

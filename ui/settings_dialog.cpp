@@ -1,3 +1,4 @@
+// The Settings dialog: engine, languages, threads, device, flagging, preprocessing, theme, language.
 #include "settings_dialog.h"
 
 #include <QCheckBox>
@@ -28,14 +29,14 @@ SettingsDialog::SettingsDialog(Settings& settings, QWidget* parent) : QDialog(pa
     m_engine->addItem(tr("Automatic"), "auto");
     m_engine->addItem(tr("Tesseract"), "tesseract");
     m_engine->addItem(tr("PP-OCRv4 (neural; Chinese and mixed text)"), "ppocr");
-    if (auto models = findPpocrModels(); !models)
+    if (auto models = findPpocrModels(qEnvironmentVariable("QUIRE_PPOCR_DIR").toStdString()); !models)
         m_engine->setItemData(2, QString::fromStdString(models.status().message()), Qt::ToolTipRole);
     m_engine->addItem(tr("Quire reader (whole-volume decoder over PP-OCRv4)"), "reader");
     m_engine->setCurrentIndex(std::max(0, m_engine->findData(settings.engine())));
     form->addRow(tr("Recognition engine:"), m_engine);
     // The reader's model folder: empty means the model installed with Quire.
     m_readerModel = new QLineEdit(settings.readerModel());
-    const auto installedModel = findReaderModel();
+    const auto installedModel = findReaderModel(qEnvironmentVariable("QUIRE_READER_MODEL").toStdString());
     m_readerModel->setPlaceholderText(installedModel ? tr("Installed model: %1").arg(QString::fromStdString(*installedModel))
                                                 : tr("No installed model found"));
     if (!installedModel) m_readerModel->setToolTip(QString::fromStdString(installedModel.status().message()));

@@ -44,7 +44,7 @@ const char* kUsageText =
     "Usage:\n"
     "  quire-cli features INPUT... --out DIR [--dpi 300] [--lang eng] [--json]   (PP-OCR visual tokens per page)\n"
     "  quire-cli transcribe [INPUT...] --project P.quire [--lang eng] [--engine tesseract|ppocr|reader|auto]\n"
-    "            [--reader-model DIR (default: the installed reader, or $QUIRE_READER_MODEL)] [--device cpu|cuda]\n"
+    "            [--reader-model DIR (default: $QUIRE_READER_MODEL, else the installed reader)] [--device cpu|cuda]\n"
     "            [--threads N] [--dpi 300] [--pdf-text recognize|keep] [--split none|auto]\n"
     "            [--no-deskew] [--no-normalize] [--binarize] [--flag-below 80] [--retry-failed]\n"
     "            [--export md,docx,txt,hocr,alto,page,pdf --out DIR] [--json]\n"
@@ -137,7 +137,9 @@ int cmdFeatures(const cli::Args& args) {
     if (ec) return fail(kUsage, outDir + ": cannot create the output folder (" + ec.message() + ")");
     RecognizerOptions ro;
     if (Status st = cli::applyMeasurementEnvironment(ro); !st) return fail(kUsage, st.message());
+    cli::applyModelLocations(ro);
     PpocrOptions po;
+    po.modelDir = ro.ppocrDir;
     // The reading order and detector size transcribe uses.
     po.layout = ro.ppocrLayout.empty() ? ppocrLayoutFor(args.value("lang", "eng")) : ro.ppocrLayout;
     if (ro.ppocrDetMaxSide > 0) po.detMaxSide = ro.ppocrDetMaxSide;
@@ -210,9 +212,10 @@ int cmdTranscribe(const cli::Args& args) {
     // Where the reader decodes belongs to this machine, not to the project: not kept for a resume.
     p.recognizer.device = args.value("device", "cpu");
     p.recognizer.languages = args.value("lang", last.value("languages").toString("eng").toStdString());
+    cli::applyModelLocations(p.recognizer);
     if (engine == "auto") {
         std::string why;
-        chooseEngine(engine, p.recognizer.languages, &why);
+        chooseEngine(engine, p.recognizer.languages, &why, p.recognizer.readerModel);
         spdlog::info("engine auto: chose {}", why);
     }
     try {
@@ -475,6 +478,7 @@ int cmdBenchReader(const cli::Args& args) {
     }
     RecognizerOptions ro;
     if (Status st = cli::applyMeasurementEnvironment(ro); !st) return fail(kUsage, st.message());
+    cli::applyModelLocations(ro);
     ro.languages = args.value("lang", "eng");
     ro.engine = "tesseract";
     auto tess = createRecognizer(ro);

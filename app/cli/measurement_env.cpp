@@ -1,3 +1,4 @@
+// The measurement variables (QUIRE_*) parsed onto the engine's options; see measurement_env.h.
 #include "measurement_env.h"
 
 #include <cstdlib>
@@ -18,6 +19,11 @@ Status malformed(const char* name, const std::string& takes, const char* got) {
 }
 
 }  // namespace
+
+void applyModelLocations(RecognizerOptions& o) {
+    if (const char* v = variable("QUIRE_PPOCR_DIR"); v && o.ppocrDir.empty()) o.ppocrDir = v;
+    if (const char* v = variable("QUIRE_READER_MODEL"); v && o.readerModel.empty()) o.readerModel = v;
+}
 
 Status applyMeasurementEnvironment(RecognizerOptions& o) {
     if (const char* v = variable("QUIRE_PPOCR_DET_MAX_SIDE")) {

@@ -1,6 +1,6 @@
-// The QUIRE_* variables that tune a measurement run (docs/BENCHMARKS.md, docs/ACCURACY.md), mapped
-// onto the engine's options here: the engine itself reads no environment. `quire-cli --help`
-// lists them.
+// The QUIRE_* variables, mapped onto the engine's options here (the engine itself reads none):
+// where the models are, and what tunes a measurement run (docs/BENCHMARKS.md, docs/ACCURACY.md).
+// `quire-cli --help` lists them.
 #pragma once
 
 #include "quire/core/status.h"
@@ -9,6 +9,8 @@
 
 namespace quire::cli {
 
+// QUIRE_PPOCR_DIR and QUIRE_READER_MODEL: the model folders, where no option named one.
+void applyModelLocations(RecognizerOptions& options);
 // QUIRE_PPOCR_DET_MAX_SIDE=N (320-4096), QUIRE_PPOCR_LAYOUT=tesseract|rows and the reader's
 // QUIRE_READER_DRAFT=0, _PRIOR=NATS, _WINDOW=B,G, _RARE=BELOW,NATS, _PRINTED=S,D, _STATS=1.
 // A malformed value is an error naming the variable and what it takes.

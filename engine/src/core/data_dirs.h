@@ -8,16 +8,14 @@
 
 namespace quire {
 
-// The folders to look in for `quire/<sub>`, in order: `explicitDir` alone if given, else the
-// folder in $`envVar` alone if set (an explicit setting is the only place looked in: a wrong one
-// is reported, not bypassed), else under $XDG_DATA_HOME (or ~/.local/share), /usr/local/share and
-// /usr/share, then `lastResort`.
-inline std::vector<std::filesystem::path> dataDirCandidates(const std::string& explicitDir, const char* envVar,
-                                                            const std::string& sub,
+// The folders to look in for `quire/<sub>`, in order: `explicitDir` alone if given (an explicit
+// setting is the only place looked in: a wrong one is reported, not bypassed), else under
+// $XDG_DATA_HOME (or ~/.local/share, the platform's convention), /usr/local/share and /usr/share,
+// then `lastResort`.
+inline std::vector<std::filesystem::path> dataDirCandidates(const std::string& explicitDir, const std::string& sub,
                                                             std::vector<std::filesystem::path> lastResort = {}) {
     namespace fs = std::filesystem;
     if (!explicitDir.empty()) return {fs::path(explicitDir)};
-    if (const char* env = std::getenv(envVar); env && *env) return {fs::path(env)};
     std::vector<fs::path> dirs;
     if (const char* xdg = std::getenv("XDG_DATA_HOME"); xdg && *xdg)
         dirs.push_back(fs::path(xdg) / "quire" / sub);

@@ -1,3 +1,5 @@
+// The PP-OCRv4 front-end: model files found and checked, DB text detection, line crops, CTC
+// recognition in width-sorted batches, words and boxes from the CTC frames, visual tokens.
 #include "quire/ppocr/ppocr.h"
 
 #include <QCryptographicHash>
@@ -172,7 +174,7 @@ std::string ppocrInstallCommand() { return "installer/fetch-models.sh (or: QUIRE
 
 Result<std::string> findPpocrModels(const std::string& explicitDir) {
     std::string tried;
-    for (const auto& dir : dataDirCandidates(explicitDir, "QUIRE_PPOCR_DIR", "models/ppocr-v4")) {
+    for (const auto& dir : dataDirCandidates(explicitDir, "models/ppocr-v4")) {
         std::error_code ec;
         bool all = true;
         for (const auto& p : kPinned) all = all && fs::is_regular_file(dir / p.file, ec);
@@ -648,6 +650,7 @@ float PpocrLine::halfFrame() const {
     return frameX.size() > 1 ? std::abs(frameX.back() - frameX.front()) / float(frameX.size() - 1) / 2 : float(box.w) / 2;
 }
 
+// Over 120 lines: detection, crops, batched recognition and words share the page's buffers and order.
 Result<PpocrPage> PpocrEngine::read(const cv::Mat& image, bool features, const std::atomic<bool>* cancel) const {
     const cv::Mat bgr = toBgr(image);  // once per page: detect() takes it as it is
     auto quads = detect(bgr);

@@ -1,3 +1,5 @@
+// ReaderEngine: the reader model over PP-OCR's visual tokens, page by page in one decoder session,
+// its decoding rules, word boxes from attention, and its checkpoint.
 #include "quire/reader/reader.h"
 
 #include "core/byte_stream.h"
@@ -26,8 +28,7 @@ using namespace reader_vocab;
 
 Result<std::string> findReaderModel(const std::string& explicitDir) {
     std::string tried;
-    for (const auto& d : dataDirCandidates(explicitDir, "QUIRE_READER_MODEL", "models/reader",
-                                           {fs::path(QUIRE_SOURCE_MODELS_DIR) / "reader"})) {
+    for (const auto& d : dataDirCandidates(explicitDir, "models/reader", {fs::path(QUIRE_SOURCE_MODELS_DIR) / "reader"})) {
         std::error_code ec;
         if (fs::is_regular_file(d / "config.json", ec) && fs::is_regular_file(d / "model.safetensors", ec)) return d.string();
         tried += (tried.empty() ? "" : ", ") + d.string();
@@ -259,6 +260,107 @@ Result<ReaderPage> ReaderEngine::readEncoded(const Result<PpocrPage>& encoded, i
     return page;
 }
 
+namespace {
+
+// The page's text as lines and words with boxes: each written character placed at the visual token
+// it attended to most where that is a character of the front-end, else by aligning the text with the
+// front-end's characters; a word's confidence is its least certain character's.
+void layoutWords(const PpocrPage& page, const PpocrEngine& ppocr, const std::vector<int>& tokens,
+                 const std::vector<float>& probs, const std::vector<int>& attended, PageText& text) {
+    std::vector<std::string> ctc;
+    std::vector<std::pair<int, int>> ctcAt;  // (line, character) of each CTC character
+    for (size_t l = 0; l < page.lines.size(); ++l)
+        for (size_t c = 0; c < page.lines[l].charIds.size(); ++c) {
+            ctc.push_back(ppocr.charOf(page.lines[l].charIds[c]));
+            ctcAt.emplace_back(int(l), int(c));
+        }
+    std::vector<std::string> outChars;
+    std::vector<int> outToken;  // index into tokens for each output character
+    for (size_t k = 0; k < tokens.size(); ++k)
+        if (tokens[k] >= kFirstChar) {
+            outChars.push_back(ppocr.charOf(tokens[k] - kFirstChar + 1));
+            outToken.push_back(int(k));
+        }
+    // Each character's place: the visual token it attended to most (summed over layers and heads;
+    // the reader's copy head looks at the character it writes), where that is a character; else
+    // a Levenshtein alignment of the output with the front-end's characters.
+    std::vector<int> visualToCtc;  // visual token (visualTokens() order) -> CTC character, or -1
+    for (size_t l = 0, offset = 0; l < page.lines.size(); offset += page.lines[l].charIds.size(), ++l) {
+        const PpocrLine& line = page.lines[l];
+        if (!bringsVisualTokens(line)) continue;
+        for (size_t c = 0; c < line.charFrames.size(); ++c) visualToCtc.push_back(int(offset + c));
+        visualToCtc.push_back(-1);  // the line's end
+    }
+    std::vector<int> tokenToChar(tokens.size(), -1);
+    std::vector<int> aligned;  // computed only if some character attended to no character
+    for (size_t i = 0; i < outToken.size(); ++i) {
+        const int v = attended[size_t(outToken[i])];
+        int at = v >= 0 && v < int(visualToCtc.size()) ? visualToCtc[size_t(v)] : -1;
+        if (at < 0) {
+            if (aligned.empty()) aligned = alignToCtc(outChars, ctc);
+            at = aligned[i];
+        }
+        tokenToChar[size_t(outToken[i])] = at;
+    }
+
+    int paragraph = 0, lastLine = page.lines.empty() ? -1 : 0;
+    Line* current = nullptr;
+    int currentSource = -2;
+    auto flushWord = [&](Word& w, std::vector<int>& chars) {
+        if (w.text.empty()) return;
+        int srcLine = lastLine;
+        float x0 = 1e30f, x1 = -1e30f;
+        for (int ci : chars) {
+            if (ci < 0) continue;
+            const auto [l, c] = ctcAt[size_t(ci)];
+            srcLine = l;
+            const PpocrLine& pl = page.lines[size_t(l)];
+            if (pl.frameX.empty()) continue;
+            const float x = pl.xOfFrame(pl.charFrames[size_t(c)]);
+            x0 = std::min(x0, x - pl.halfFrame());
+            x1 = std::max(x1, x + pl.halfFrame());
+        }
+        if (srcLine >= 0 && srcLine < int(page.lines.size())) {
+            const Box& lb = page.lines[size_t(srcLine)].box;
+            if (x1 < x0) x0 = float(lb.x), x1 = float(lb.x + 1);
+            w.box = {int(std::max(x0, float(lb.x))), lb.y, std::max(1, int(x1 - std::max(x0, float(lb.x)))), lb.h};
+        }
+        lastLine = srcLine;
+        if (!current || currentSource != srcLine || current->paragraph != paragraph) {
+            text.lines.emplace_back();
+            current = &text.lines.back();
+            current->paragraph = paragraph;
+            current->box = w.box;
+            currentSource = srcLine;
+        }
+        current->words.push_back(w);
+        current->box = current->box.united(w.box);
+        w = Word{};
+        chars.clear();
+    };
+    Word word;
+    std::vector<int> wordChars;
+    float wordMin = 1.f;
+    for (size_t k = 0; k < tokens.size(); ++k) {
+        const int t = tokens[k];
+        if (t == kSpace || t == kLineBreak || t == kParagraph || t < kFirstChar) {
+            word.confidence = 100.f * wordMin;
+            flushWord(word, wordChars);
+            wordMin = 1.f;
+            if (t == kParagraph) ++paragraph;
+            continue;
+        }
+        word.text += ppocr.charOf(t - kFirstChar + 1);
+        wordChars.push_back(tokenToChar[k]);
+        wordMin = std::min(wordMin, probs[k]);
+    }
+    word.confidence = 100.f * wordMin;
+    flushWord(word, wordChars);
+}
+
+}  // namespace
+
+// Over 120 lines: the decoding rules (line ends, hyphens, punctuation, prior, draft) share one page's state.
 Result<ReaderPage> ReaderEngine::decodePage(const Result<PpocrPage>& read, int dpi, const std::atomic<bool>* cancel,
                                             const std::function<void(const std::string&)>& onText) {
     const int pageNo = d->pagesRead++;
@@ -471,96 +573,7 @@ Result<ReaderPage> ReaderEngine::decodePage(const Result<PpocrPage>& read, int d
         draftLength = std::min(std::max(2 * *fed, 2), maxDraft);
     }
 
-    // Text, words and their boxes: output characters aligned with the front-end's CTC characters.
-    std::vector<std::string> ctc;
-    std::vector<std::pair<int, int>> ctcAt;  // (line, character) of each CTC character
-    for (size_t l = 0; l < page.lines.size(); ++l)
-        for (size_t c = 0; c < page.lines[l].charIds.size(); ++c) {
-            ctc.push_back(d->ppocr->charOf(page.lines[l].charIds[c]));
-            ctcAt.emplace_back(int(l), int(c));
-        }
-    std::vector<std::string> outChars;
-    std::vector<int> outToken;  // index into tokens for each output character
-    for (size_t k = 0; k < tokens.size(); ++k)
-        if (tokens[k] >= kFirstChar) {
-            outChars.push_back(d->ppocr->charOf(tokens[k] - kFirstChar + 1));
-            outToken.push_back(int(k));
-        }
-    // Each character's place: the visual token it attended to most (summed over layers and heads;
-    // the reader's copy head looks at the character it writes), where that is a character; else
-    // a Levenshtein alignment of the output with the front-end's characters.
-    std::vector<int> visualToCtc;  // visual token (visualTokens() order) -> CTC character, or -1
-    for (size_t l = 0, offset = 0; l < page.lines.size(); offset += page.lines[l].charIds.size(), ++l) {
-        const PpocrLine& line = page.lines[l];
-        if (!bringsVisualTokens(line)) continue;
-        for (size_t c = 0; c < line.charFrames.size(); ++c) visualToCtc.push_back(int(offset + c));
-        visualToCtc.push_back(-1);  // the line's end
-    }
-    std::vector<int> tokenToChar(tokens.size(), -1);
-    std::vector<int> aligned;  // computed only if some character attended to no character
-    for (size_t i = 0; i < outToken.size(); ++i) {
-        const int v = attended[size_t(outToken[i])];
-        int at = v >= 0 && v < int(visualToCtc.size()) ? visualToCtc[size_t(v)] : -1;
-        if (at < 0) {
-            if (aligned.empty()) aligned = alignToCtc(outChars, ctc);
-            at = aligned[i];
-        }
-        tokenToChar[size_t(outToken[i])] = at;
-    }
-
-    int paragraph = 0, lastLine = page.lines.empty() ? -1 : 0;
-    Line* current = nullptr;
-    int currentSource = -2;
-    auto flushWord = [&](Word& w, std::vector<int>& chars) {
-        if (w.text.empty()) return;
-        int srcLine = lastLine;
-        float x0 = 1e30f, x1 = -1e30f;
-        for (int ci : chars) {
-            if (ci < 0) continue;
-            const auto [l, c] = ctcAt[size_t(ci)];
-            srcLine = l;
-            const PpocrLine& pl = page.lines[size_t(l)];
-            if (pl.frameX.empty()) continue;
-            const float x = pl.xOfFrame(pl.charFrames[size_t(c)]);
-            x0 = std::min(x0, x - pl.halfFrame());
-            x1 = std::max(x1, x + pl.halfFrame());
-        }
-        if (srcLine >= 0 && srcLine < int(page.lines.size())) {
-            const Box& lb = page.lines[size_t(srcLine)].box;
-            if (x1 < x0) x0 = float(lb.x), x1 = float(lb.x + 1);
-            w.box = {int(std::max(x0, float(lb.x))), lb.y, std::max(1, int(x1 - std::max(x0, float(lb.x)))), lb.h};
-        }
-        lastLine = srcLine;
-        if (!current || currentSource != srcLine || current->paragraph != paragraph) {
-            result.text.lines.emplace_back();
-            current = &result.text.lines.back();
-            current->paragraph = paragraph;
-            current->box = w.box;
-            currentSource = srcLine;
-        }
-        current->words.push_back(w);
-        current->box = current->box.united(w.box);
-        w = Word{};
-        chars.clear();
-    };
-    Word word;
-    std::vector<int> wordChars;
-    float wordMin = 1.f;
-    for (size_t k = 0; k < tokens.size(); ++k) {
-        const int t = tokens[k];
-        if (t == kSpace || t == kLineBreak || t == kParagraph || t < kFirstChar) {
-            word.confidence = 100.f * wordMin;
-            flushWord(word, wordChars);
-            wordMin = 1.f;
-            if (t == kParagraph) ++paragraph;
-            continue;
-        }
-        word.text += d->ppocr->charOf(t - kFirstChar + 1);
-        wordChars.push_back(tokenToChar[k]);
-        wordMin = std::min(wordMin, probs[k]);
-    }
-    word.confidence = 100.f * wordMin;
-    flushWord(word, wordChars);
+    layoutWords(page, *d->ppocr, tokens, probs, attended, result.text);
     return result;
 }
 

@@ -22,16 +22,14 @@ std::string ppocrLayoutFor(const std::string& languages) { return hasLanguage(la
 
 std::vector<std::string> availableEngines() { return {"tesseract", "ppocr", "reader"}; }
 
-std::string chooseEngine(const std::string& engine, const std::string& languages, std::string* why) {
+std::string chooseEngine(const std::string& engine, const std::string& languages, std::string* why,
+                         const std::string& readerModel) {
     if (engine != "auto") return engine;
-    // docs/ACCURACY.md: on ../shared/eval the reader reads Chinese best (11.2 % CER against PP-OCR's
-    // 11.5 % and Tesseract's 34.7 % in one run; on held-out synthetic Chinese far better than
-    // PP-OCR), PP-OCR next. On English the reader's CER is lower by a hair (2.39 % against 2.42 %,
-    // 12 characters of 45,852, about what near-ties move between builds) and its WER higher, at a
-    // fifth of Tesseract's speed: no measurable gain, so Tesseract stays for English, and for
-    // German print (its Fraktur data), where the reader and PP-OCR measured far below it.
+    // From the accuracies in docs/ACCURACY.md: the reader for Chinese (PP-OCR without a reader
+    // model), Tesseract for English (the reader's gain there is within noise, at a fifth of the
+    // speed) and for German print (its Fraktur data; the others are far below it).
     if (hasLanguage(languages, "chi")) {
-        if (auto model = findReaderModel()) {
+        if (auto model = findReaderModel(readerModel)) {
             if (why)
                 *why = "reader (Chinese in --lang: the reader measured the lowest CER on Chinese pages, 11.2 % against "
                        "PP-OCR's 11.5 % and Tesseract's 34.7 %; it reads about a quarter as fast as PP-OCR)";
@@ -50,7 +48,7 @@ std::string chooseEngine(const std::string& engine, const std::string& languages
 }
 
 Result<std::unique_ptr<Recognizer>> createRecognizer(const RecognizerOptions& options) {
-    const std::string engine = chooseEngine(options.engine, options.languages);
+    const std::string engine = chooseEngine(options.engine, options.languages, nullptr, options.readerModel);
     auto device = decoder::parseStepDevice(options.device);
     if (!device || *device == decoder::StepDevice::Mirror)
         return Status(ErrorCode::InvalidArgument, "unknown device '" + options.device + "' (cpu, cuda)");

@@ -49,8 +49,8 @@ struct PpocrOptions {
 // analysis put the English pages' columns in order (CER 13.6 % → 2.7 %) but not the Chinese ones.
 std::string ppocrLayoutFor(const std::string& languages);
 
-// Where the model files are looked for: `explicitDir` or $QUIRE_PPOCR_DIR when given (only
-// there); otherwise $XDG_DATA_HOME/quire/models/ppocr-v4 (default ~/.local/share/...), then
+// Where the model files are looked for: `explicitDir` when given (only there; quire-cli and the
+// GUI pass $QUIRE_PPOCR_DIR here); otherwise $XDG_DATA_HOME/quire/models/ppocr-v4 (default ~/.local/share/...), then
 // /usr/local/share and /usr/share quire/models/ppocr-v4. The error lists the places and the
 // command that installs them.
 Result<std::string> findPpocrModels(const std::string& explicitDir = {});

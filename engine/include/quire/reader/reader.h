@@ -44,8 +44,8 @@ constexpr int kVisualDim = 124;
 constexpr int kCharProb = 120;  // where a visual token holds its character's probability
 }  // namespace reader_vocab
 
-// The reader model folder: `explicitDir` if given (and then only it), else $QUIRE_READER_MODEL,
-// else `quire/models/reader` under $XDG_DATA_HOME (~/.local/share), /usr/local/share and
+// The reader model folder: `explicitDir` if given (and then only it; quire-cli and the GUI pass
+// $QUIRE_READER_MODEL here), else `quire/models/reader` under $XDG_DATA_HOME (~/.local/share), /usr/local/share and
 // /usr/share (where the package installs the shipped model), else the source tree's
 // resources/models/reader (a build run in place). NotFound lists the places tried.
 Result<std::string> findReaderModel(const std::string& explicitDir = {});

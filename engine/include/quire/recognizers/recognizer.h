@@ -57,7 +57,10 @@ struct RecognizerOptions {
 
 // Resolves engine "auto" for the given languages from the accuracies measured in
 // docs/ACCURACY.md; `why` says what was chosen and why. Other engine names pass through.
-std::string chooseEngine(const std::string& engine, const std::string& languages, std::string* why = nullptr);
+// `readerModel`: the reader's model folder (empty: the installed one), which must exist for "auto"
+// to choose the reader.
+std::string chooseEngine(const std::string& engine, const std::string& languages, std::string* why = nullptr,
+                         const std::string& readerModel = {});
 // The engines this build offers.
 std::vector<std::string> availableEngines();
 
