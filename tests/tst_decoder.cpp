@@ -1,3 +1,4 @@
+// Over 900 lines: one test program for the decoding runtime; its cases share the reference attention and model helpers.
 // The decoding runtime on the CPU: model loading and its refusals, R-SWA against an independent
 // masked full-attention reference, SR-SWA against R-SWA, constant KV memory, greedy decoding rules.
 #include <cstring>

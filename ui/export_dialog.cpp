@@ -1,3 +1,4 @@
+// The Export dialog: formats and folder, remembered in the settings.
 #include "export_dialog.h"
 
 #include <QCheckBox>

@@ -1,3 +1,4 @@
+// The Export dialog: which formats, to which folder.
 #pragma once
 
 #include <QDialog>

@@ -1,3 +1,4 @@
+// The page's text editor: word ↔ box links, low-confidence tint, spelling, corrections saved as typed.
 #include "page_editor.h"
 
 #include <QFileInfo>

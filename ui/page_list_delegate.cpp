@@ -1,3 +1,4 @@
+// How a page is drawn in the page browser: its thumbnail and status badge.
 #include "page_list_delegate.h"
 
 #include <QApplication>

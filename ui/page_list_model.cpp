@@ -1,3 +1,4 @@
+// The page browser's model: the project's pages, their status and thumbnails (rendered lazily).
 #include "page_list_model.h"
 
 #include <QPointer>

@@ -1,3 +1,4 @@
+// The scan view: zoom, pan, and the line and word boxes drawn over the page.
 #include "page_view.h"
 
 #include <QEvent>

@@ -1,3 +1,4 @@
+// The Engine panel's chart: throughput and memory over the run.
 #include "run_chart.h"
 
 #include <QPainter>

@@ -1,3 +1,4 @@
+// The typed settings facade over QSettings: every key and its default.
 #include "settings.h"
 
 #include <QDir>

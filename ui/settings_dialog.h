@@ -1,3 +1,4 @@
+// The Settings dialog.
 #pragma once
 
 #include <QDialog>

@@ -1,3 +1,4 @@
+// The engine's worker on its own thread: runs a transcription, reports through queued signals.
 #include "transcription_worker.h"
 
 #include <QFile>

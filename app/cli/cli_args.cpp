@@ -1,3 +1,4 @@
+// quire-cli's argument parser: commands, --options with values, flags and positionals.
 #include "cli_args.h"
 
 namespace quire::cli {

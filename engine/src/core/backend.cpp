@@ -1,3 +1,5 @@
+// Which compute backends this build and machine offer (the CPU always; CUDA when built and a GPU
+// is present).
 #include "quire/core/backend.h"
 
 #ifdef QUIRE_HAVE_CUDA

@@ -1,3 +1,4 @@
+// Boxes and page text (lines, words, confidences): unions, plain text, confidence statistics.
 #include "quire/core/geometry.h"
 
 #include <algorithm>

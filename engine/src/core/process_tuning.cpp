@@ -1,3 +1,4 @@
+// The heap settings for large activations (tuneHeapForLargeBuffers), made once at start-up.
 #include "quire/core/process_tuning.h"
 
 #include <cstdlib>

@@ -1,3 +1,4 @@
+// Error codes by name, and which of them mean bad input rather than an internal failure.
 #include "quire/core/status.h"
 
 namespace quire {

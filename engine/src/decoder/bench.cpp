@@ -1,3 +1,5 @@
+// `quire-cli bench decode`: a random-weight decoder of a given shape fed random pages, its
+// per-token time, KV memory and step checksum at checkpoints, per attention mode and batch size.
 #include "quire/decoder/bench.h"
 
 #include <QJsonArray>
@@ -54,6 +56,7 @@ std::string DecodeBenchResult::toJson() const {
     return QJsonDocument(o).toJson(QJsonDocument::Compact).toStdString();
 }
 
+// About 120 lines: the benchmark's loop and its checkpoints share the timing and checksum state.
 Result<DecodeBenchResult> runDecodeBench(const DecodeBenchParams& p) {
     auto device = parseStepDevice(p.device);
     if (!device) return device.status();

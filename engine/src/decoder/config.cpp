@@ -1,3 +1,4 @@
+// A decoder model's config.json: reading, validating and writing it (docs/MODEL_FORMAT.md).
 #include "quire/decoder/config.h"
 
 #include <QFile>

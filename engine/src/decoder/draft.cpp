@@ -87,6 +87,7 @@ std::pair<int, int> DecodeSession::Impl::groupsOf(int half) const {
     return half == 0 ? std::pair{0, split} : std::pair{split, c.numKvHeads};
 }
 
+// Over 120 lines: one loop nest over the draft's tokens, KV groups and spans, sharing the window's tiles.
 void DecodeSession::Impl::attendDraft(int layer, const std::vector<std::vector<Span>>& spans, const std::vector<int64_t>& pos, const std::vector<float>& Qm, int k, std::vector<float>& A, std::vector<std::vector<float>>* mass) {
     const int D = c.headDim, G = c.groupSize(), Q = c.numHeads * D;
     const float scale = float(1.0 / std::sqrt(double(D)));

@@ -1,3 +1,4 @@
+// The CPU decoder's packed products and elementwise kernels (kernels.h says why they look so).
 #include "decoder/kernels.h"
 
 #include "core/simd.h"

@@ -1,10 +1,10 @@
-#pragma once
 // The CPU decoder's elementwise kernels: the softmax parts of attention, the SiLU of the MLP and
 // the probability of a picked token. Compiled with -O3 and, on x86-64, cloned for AVX2 (picked
 // when the program starts): GCC vectorises these loops, where a call to libm's exp per element
 // and a running double sum (a serial chain) kept attention's softmax at a third of the decoder's
 // time. Every clone computes the same values (no fused multiply-adds; sums kept in eight fixed
 // partial sums), so results do not depend on the machine's vector width.
+#pragma once
 #include <cstddef>
 
 namespace quire::decoder::kernels {
@@ -41,7 +41,7 @@ void swiglu(float* gate, const float* up, size_t n);
 // Products with a matrix packed once, for a few rows at a time. A draft pass multiplies at most
 // 2 x 16 rows by each weight matrix (and by the window's keys and values); OpenBLAS copies the
 // whole matrix into its own panels on every call, which cost the decoder more than the
-// multiplication itself (perf, docs/BENCHMARKS.md 2026-12-01, late). Packed here: `rows` rows of
+// multiplication itself (docs/BENCHMARKS.md). Packed here: `rows` rows of
 // `cols` floats in panels of kPanel rows, each panel column after column ([cols][kPanel]), the
 // last panel padded with zeros. Each output is one sum over c in increasing order, so a row's
 // result does not depend on how many rows go with it, nor on the machine's vector width (an

@@ -1,7 +1,8 @@
 // The device path's reference: a StepBackend in plain loops over host memory. It holds its own
 // copy of the pool (filled only through writeSlot/writeSlotLayer) and reads the weights as they
 // are, so a session run through it computes each step from exactly what a GPU would be given.
-// Slow on purpose (no packing, no threads): tests only.
+// Slow on purpose (no packing, no threads). Built into the engine, chosen only by the tests and
+// `bench decode --device mirror`: it checks the device path on a machine without a GPU.
 #include <cmath>
 #include <string>
 

@@ -1,3 +1,4 @@
+// A decoder model's weights from safetensors (and random ones for tests and benchmarks).
 #include "quire/decoder/model.h"
 
 #include <cmath>

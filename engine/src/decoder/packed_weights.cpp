@@ -1,3 +1,4 @@
+// The packed copy of a model's weights, made once and shared by the sessions on the model.
 #include "decoder/packed_weights.h"
 
 #include <map>

@@ -1,4 +1,3 @@
-#pragma once
 // Two-way fork-join for the decoder's CPU path: a draft pass splits its attention by KV group and
 // its LM head by rows into two halves, one on the calling thread and one on a helper thread the
 // session keeps. The halves write disjoint outputs and compute exactly what one thread computes,
@@ -6,6 +5,7 @@
 //
 // A fork is a few microseconds: both sides spin briefly before sleeping on the atomic (a draft's
 // layers fork every ~100 µs; between drafts, while the sampler runs, the helper sleeps).
+#pragma once
 
 #include <atomic>
 #include <chrono>

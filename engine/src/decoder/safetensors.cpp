@@ -1,3 +1,4 @@
+// Reading and writing safetensors files, with every offset and size checked against the file.
 #include "quire/decoder/safetensors.h"
 
 #include <QJsonArray>

@@ -79,6 +79,7 @@ std::string DecodeSession::saveState() const {
     return w.take();
 }
 
+// Over 120 lines: the state read field by field, each count checked before anything is allocated.
 Result<std::unique_ptr<DecodeSession>> DecodeSession::restore(std::shared_ptr<const ModelWeights> model,
                                                                AttentionParams params, const std::string& state,
                                                                const PageProvider& pages) {

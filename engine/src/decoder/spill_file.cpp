@@ -1,3 +1,4 @@
+// SpillFile: an unlinked temporary file that pages' visual inputs are appended to and read from.
 #include "decoder/spill_file.h"
 
 #include <fcntl.h>

@@ -1,3 +1,5 @@
+// The book from its pages: running heads, folios and footers found across pages, chapters,
+// paragraphs joined across page breaks, line-end hyphens; corrections aligned to the layout.
 #include "quire/export/book.h"
 
 #include <QRegularExpression>

@@ -1,7 +1,7 @@
-#define POINTERHOLDER_TRANSITION 4
 // Searchable PDF: each page's original scan, untouched (PDF pages copied, JPEG and PNG data
 // passed through, other images losslessly re-encoded), under an invisible text layer (render mode
 // 3) with one run per word fitted to its box, in Tesseract's glyph-less font with a ToUnicode map.
+#define POINTERHOLDER_TRANSITION 4  // qpdf 11: no PointerHolder at all, std::shared_ptr only
 #include <qpdf/Pipeline.hh>
 #include <qpdf/QPDF.hh>
 #include <qpdf/QPDFPageDocumentHelper.hh>

@@ -1,3 +1,4 @@
+// exportProject: the formats by name, each written under a temporary name and renamed into place.
 #include "quire/export/exporters.h"
 
 #include <QString>

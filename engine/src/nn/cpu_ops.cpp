@@ -1,3 +1,5 @@
+// The front-end's CPU kernels: convolutions (im2col + OpenBLAS, depthwise), pools, resizes,
+// broadcasts, matrix products, softmax, transposes.
 #include "nn/cpu_ops.h"
 
 #include "core/simd.h"

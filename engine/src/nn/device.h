@@ -96,7 +96,7 @@ struct MatmulLayout {
 };
 bool matmulLayout(const Shape& as, const Shape& bs, MatmulLayout& l);
 
-// The mirror (tests): host memory, CPU kernels.
+// The mirror: host memory, CPU kernels (built in; the tests choose it to check the device path).
 std::unique_ptr<NnDevice> makeMirrorNnDevice();
 // The GPU (cuda/): fails with the reason where there is none or the build has no CUDA.
 Result<std::unique_ptr<NnDevice>> makeCudaNnDevice();

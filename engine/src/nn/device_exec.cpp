@@ -1,3 +1,4 @@
+// The device runner's per-operator functions (device_exec.h).
 #include "nn/device_exec.h"
 
 #include <algorithm>

@@ -1,3 +1,4 @@
+// The shape rules of Resize, Reshape/Squeeze/Unsqueeze, Slice, Transpose and Concat (shape_rules.h).
 #include "nn/shape_rules.h"
 
 #include <algorithm>

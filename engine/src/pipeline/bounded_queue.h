@@ -1,3 +1,4 @@
+// BoundedQueue: a blocking FIFO with a capacity, between the pipeline's threads.
 #pragma once
 
 #include <condition_variable>

@@ -1,3 +1,5 @@
+// Page preprocessing: grayscale, skew estimate and correction, background flattening,
+// binarisation, and a two-page spread split at its gutter.
 #include "quire/preprocess/preprocess.h"
 
 #include <QJsonDocument>

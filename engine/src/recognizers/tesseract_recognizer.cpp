@@ -1,3 +1,4 @@
+// Tesseract 5 as a Recognizer (one single-threaded instance per worker) and its installed languages.
 #include <tesseract/baseapi.h>
 #include <tesseract/ocrclass.h>
 #include <tesseract/resultiterator.h>

@@ -1,3 +1,5 @@
+// ProjectStore: the SQLite project (schema and migrations, documents, pages, results,
+// corrections, runs, the reader's context), every page committed in one transaction.
 #include "quire/store/project_store.h"
 
 #include <array>

@@ -38,7 +38,8 @@ enum class AttentionMode { Full, RSwa, SrSwa };
 // (window, gate, selector, positions) stay on the host, which keeps a copy of every key and value.
 //   Cpu     the engine's own kernels (the reference);
 //   Cuda    a GPU through cuBLAS and the kernels of cuda/ (engine/src/decoder/step_backend.h);
-//   Mirror  tests only: the device path run in plain loops on the host.
+//   Mirror  the device path run in plain loops on the host (built in; the tests and benchmarks
+//           choose it to check the device path without a GPU).
 enum class StepDevice { Cpu, Cuda, Mirror };
 const char* stepDeviceName(StepDevice d);
 Result<StepDevice> parseStepDevice(const std::string& s);

@@ -31,7 +31,7 @@ struct ExportOptions {
 // so a failed or cancelled export never leaves a half-written file. Returns the paths written.
 Result<std::vector<std::filesystem::path>> exportProject(ProjectStore& store, const ExportOptions& options);
 
-// Individual writers (used by exportProject; exposed for tests and the GUI).
+// Individual writers (used by exportProject; exposed for the tests and the fuzz targets).
 std::string toMarkdown(const Book& book);
 std::string toPlainText(const Book& book);
 Status writeDocx(const Book& book, const std::string& title, const std::filesystem::path& file);

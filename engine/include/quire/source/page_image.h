@@ -1,3 +1,4 @@
+// PageImage: one decoded page, 8-bit gray or BGR, at a known resolution.
 #pragma once
 
 #include <opencv2/core.hpp>
