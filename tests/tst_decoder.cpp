@@ -1181,6 +1181,25 @@ private slots:
         QVERIFY(r->tokensPerSecond > 0);
     }
 
+    // A model whose visual tokens carry vocabulary ids with line-aligned positions (the shipped
+    // reader's kind) is benchmarked too: the bench gives each token an id and each line an end.
+    // Before, it fed no id column and the session refused the first page.
+    void decodeBenchRunsAModelWithTokenIds() {
+        DecodeBenchParams p;
+        p.config = tinyConfig();
+        makeLineAligned(p.config);
+        p.pages = 12, p.pageTokens = 100, p.tokensPerPage = 6, p.checkpoints = {10};
+        p.attention.maxPageTokens = 100;
+        for (const auto mode : {AttentionMode::SrSwa, AttentionMode::RSwa, AttentionMode::Full}) {
+            p.attention.mode = mode;
+            auto r = runDecodeBench(p);
+            QVERIFY2(r, r ? "" : r.status().message().c_str());
+            QCOMPARE(r->pagesDone, 12);
+            QCOMPARE(int(r->checkpoints.size()), 1);
+            QVERIFY(r->checkpoints[0].attendedTokens > 0);
+        }
+    }
+
     // The spill file's directory cannot be used: feeding a page fails with a message naming it,
     // and the session is not left half-fed.
     void unusableSpillDirectoryIsAClearError() {

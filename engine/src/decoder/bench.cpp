@@ -103,7 +103,13 @@ Result<DecodeBenchResult> runDecodeBench(const DecodeBenchParams& p) {
     const size_t weightBytes = matrixParams * (*device == StepDevice::Cuda && ap.deviceBf16 ? 2 : 4);
     std::mt19937 rng(uint32_t(p.seed));
     std::normal_distribution<float> normal(0.f, 1.f);
-    std::vector<float> visual(size_t(p.pageTokens) * p.config.visualDim);
+    // A model whose visual tokens carry a vocabulary id (the reader's) gets ids too: characters,
+    // with a visual line end closing every kLineTokens tokens and the page, as a page of print.
+    constexpr int kLineTokens = 48;
+    const int stride = mc.visualStride();
+    int firstCharacter = 1 + std::max({mc.bosTokenId, mc.eosTokenId, mc.pageBreakTokenId, mc.visualLineEndTokenId});
+    std::uniform_int_distribution<int> character(std::min(firstCharacter, mc.vocabSize - 1), mc.vocabSize - 1);
+    std::vector<float> visual(size_t(p.pageTokens) * stride);
     int fed = -1;
     double decodeSeconds = 0;
     long decodeTokens = 0;
@@ -115,7 +121,14 @@ Result<DecodeBenchResult> runDecodeBench(const DecodeBenchParams& p) {
     for (int page = 0; page < p.pages; ++page) {
         while (fed < page + ap.windowAfter) {
             ++fed;
-            for (auto& v : visual) v = normal(rng);
+            for (int t = 0; t < p.pageTokens; ++t) {
+                for (int i = 0; i < mc.visualDim; ++i) visual[size_t(t) * stride + i] = normal(rng);
+                if (!mc.visualTokenIds) continue;
+                const bool lineEnd = mc.visualLineEndTokenId >= 0 && ((t + 1) % kLineTokens == 0 || t + 1 == p.pageTokens);
+                int id = lineEnd ? mc.visualLineEndTokenId : character(rng);
+                while (!lineEnd && mc.isLineEnd(id)) id = character(rng);
+                visual[size_t(t) * stride + mc.visualDim] = float(id);
+            }
             for (auto& s : sessions)
                 if (Status st = s->addPage(fed, visual.data(), p.pageTokens); !st) return st;
         }
