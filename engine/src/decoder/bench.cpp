@@ -107,7 +107,7 @@ Result<DecodeBenchResult> runDecodeBench(const DecodeBenchParams& p) {
     // with a visual line end closing every kLineTokens tokens and the page, as a page of print.
     constexpr int kLineTokens = 48;
     const int stride = mc.visualStride();
-    int firstCharacter = 1 + std::max({mc.bosTokenId, mc.eosTokenId, mc.pageBreakTokenId, mc.visualLineEndTokenId});
+    const int firstCharacter = 1 + std::max({mc.bosTokenId, mc.eosTokenId, mc.pageBreakTokenId, mc.visualLineEndTokenId});
     std::uniform_int_distribution<int> character(std::min(firstCharacter, mc.vocabSize - 1), mc.vocabSize - 1);
     std::vector<float> visual(size_t(p.pageTokens) * stride);
     int fed = -1;

@@ -3,27 +3,17 @@
 // their last use; the operator profile for measurements.
 #include "quire/nn/onnx_graph.h"
 
-#include <onnx/onnx_pb.h>
-
 #include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
-#include <cstdlib>
 #include <filesystem>
-#include <functional>
+#include <map>
 #include <mutex>
 #include <optional>
-#include <cmath>
-#include <cstring>
-#include <fstream>
-#include <sstream>
-#include <unordered_map>
 
 #include "nn/cpu_exec.h"
 #include "nn/device_exec.h"
-#include "nn/device.h"
-#include "nn/graph.h"
 
 namespace quire::nn {
 namespace {

@@ -5,6 +5,7 @@
 #include <memory>
 #include <string>
 
+#include "quire/decoder/session.h"
 #include "quire/ppocr/ppocr.h"
 #include "quire/recognizers/recognizer.h"
 
@@ -12,7 +13,8 @@ namespace quire {
 
 Result<std::unique_ptr<Recognizer>> createTesseractRecognizer(const RecognizerOptions& options);
 Result<std::unique_ptr<Recognizer>> createPpocrRecognizer(const RecognizerOptions& options);
-Result<std::unique_ptr<Recognizer>> createReaderRecognizer(const RecognizerOptions& options);
+// `device`: options.device as createRecognizer parsed and checked it.
+Result<std::unique_ptr<Recognizer>> createReaderRecognizer(const RecognizerOptions& options, decoder::StepDevice device);
 
 // The PP-OCR front-end's options from a recognizer's: model folder, device, detector size, layout.
 PpocrOptions ppocrOptionsFor(const RecognizerOptions& options);

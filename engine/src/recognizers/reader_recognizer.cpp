@@ -72,24 +72,21 @@ private:
 
 }  // namespace
 
-Result<std::unique_ptr<Recognizer>> createReaderRecognizer(const RecognizerOptions& options) {
-    auto device = decoder::parseStepDevice(options.device);
-    if (!device) return device.status();
+Result<std::unique_ptr<Recognizer>> createReaderRecognizer(const RecognizerOptions& options, decoder::StepDevice device) {
+    const ReaderTuning& t = options.readerTuning;
     ReaderOptions o;
     o.modelDir = options.readerModel;
     o.ppocr = ppocrOptionsFor(options);
-    o.closeUpSpacing = !hasLanguage(options.languages, "fra");  // French spaces ; : ? ! by rule
+    o.closeUpSpacing = t.spacingRule && !hasLanguage(options.languages, "fra");  // French spaces ; : ? ! by rule
     o.attention.threads = options.decoderThreads > 0 ? std::min(options.decoderThreads, 2)
                                                      : std::thread::hardware_concurrency() >= 3 ? 2 : 1;
-    o.attention.device = *device;
-    const ReaderTuning& t = options.readerTuning;
+    o.attention.device = device;
     o.draft = t.draft;
     if (t.prior >= 0.f) o.draftPrior = t.prior;
     if (t.windowBefore >= 0) o.attention.windowBefore = t.windowBefore;
     if (t.gatedPages >= 0) o.attention.gatedPages = t.gatedPages;
     if (t.rareBelow >= 0) o.rareBelow = t.rareBelow;
     if (t.rarePrior >= 0.f) o.rarePrior = t.rarePrior;
-    o.closeUpSpacing = o.closeUpSpacing && t.spacingRule;
     o.joinDashes = o.joinDashes && t.dashRule;
     auto e = ReaderEngine::load(o);
     if (!e) return e.status();

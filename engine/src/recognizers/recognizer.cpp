@@ -62,7 +62,7 @@ Result<std::unique_ptr<Recognizer>> createRecognizer(const RecognizerOptions& op
         return createTesseractRecognizer(o);
     }
     if (engine == "ppocr") return createPpocrRecognizer(options);
-    if (engine == "reader") return createReaderRecognizer(options);
+    if (engine == "reader") return createReaderRecognizer(options, *device);
     return Status(ErrorCode::InvalidArgument, "unknown recognition engine '" + options.engine + "' (choose tesseract, ppocr, reader or auto)");
 }
 
