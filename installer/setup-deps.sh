@@ -12,7 +12,7 @@ PACKAGES=(
   qt6-l10n-tools libqt6sql6-sqlite
   # engine libraries
   libopencv-dev libtesseract-dev libleptonica-dev libtiff-dev libsqlite3-dev sqlite3
-  libspdlog-dev libquazip1-qt6-dev libqpdf-dev libopenblas-dev
+  libspdlog-dev libquazip1-qt6-dev libqpdf-dev libopenblas-dev libjpeg-dev
   # ONNX model files of the PP-OCR front-end: parsed with libonnx's protobuf classes
   libonnx-dev libprotobuf-dev python3-onnx
   # recognition languages

@@ -10,10 +10,11 @@ import os
 import struct
 import subprocess
 import sys
+import urllib.parse
 import zlib
 
 import numpy as np
-from PIL import Image, ImageDraw
+from PIL import Image, ImageDraw, TiffImagePlugin
 
 
 def text_page(w=1200, h=500, text="A hostile input that should still be read."):
@@ -60,6 +61,58 @@ def huge_png(side=30000):
     return b"\x89PNG\r\n\x1a\n" + png_chunk(b"IHDR", ihdr) + png_chunk(b"IDAT", data) + png_chunk(b"IEND", b"")
 
 
+def big_text_page(w=1700, h=2200, lines=None, font_size=44):
+    """A page of real-looking text lines (a TrueType font when one is installed)."""
+    from PIL import ImageFont
+    lines = lines or ["The quick brown fox jumps over", "the lazy dog near the river bank",
+                      "while seven wise owls watch in", "silence from the old oak tree."]
+    try:
+        font = ImageFont.truetype("DejaVuSerif.ttf", font_size)
+    except OSError:
+        font = ImageFont.load_default()
+    img = Image.new("L", (w, h), 255)
+    d = ImageDraw.Draw(img)
+    for i, line in enumerate(lines):
+        d.text((120, 200 + i * int(font_size * 1.8)), line, fill=0, font=font)
+    return img
+
+
+def pdf_stream(dict_body, data):
+    return b"<< " + dict_body + b" /Length %d >>\nstream\n" % len(data) + data + b"\nendstream"
+
+
+def image_pdf(filter_name, data, w, h, bpc=1, colorspace=b"/DeviceGray", extra=b""):
+    """One page showing one image XObject stored with the given filter."""
+    content = b"q %d 0 0 %d 0 0 cm /Im1 Do Q" % (w * 72 // 300, h * 72 // 300)
+    return pdf([b"<< /Type /Catalog /Pages 2 0 R >>", b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+                b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 %d %d] /Resources << /XObject << /Im1 5 0 R >> >> "
+                b"/Contents 4 0 R >>" % (w * 72 // 300, h * 72 // 300),
+                pdf_stream(b"", content),
+                pdf_stream(b"/Type /XObject /Subtype /Image /Width %d /Height %d /BitsPerComponent %d /ColorSpace %s "
+                           b"/Filter /%s %s" % (w, h, bpc, colorspace, filter_name, extra), data)])
+
+
+def jbig2_mmr(img):
+    """An embedded JBIG2 stream (page information + one immediate lossless generic region coded with
+    MMR), the bitmap's G4 data taken from libtiff; ink is 1 in both."""
+    bits = img.point(lambda v: 255 if v < 128 else 0).convert("1")
+    b = io.BytesIO()
+    TiffImagePlugin.STRIP_SIZE = 1 << 30  # one strip: one G4 stream for the whole bitmap
+    bits.save(b, "TIFF", compression="group4")
+    t = Image.open(io.BytesIO(b.getvalue()))
+    off = t.tag_v2[273][0] if isinstance(t.tag_v2[273], tuple) else t.tag_v2[273]
+    n = t.tag_v2[279][0] if isinstance(t.tag_v2[279], tuple) else t.tag_v2[279]
+    g4 = b.getvalue()[off:off + n]
+    w, h = img.size
+
+    def segment(number, kind, data):
+        return struct.pack(">IBBBI", number, kind, 0, 1, len(data)) + data
+
+    page_info = struct.pack(">IIIIBH", w, h, 0, 0, 0, 0)
+    region = struct.pack(">IIIIB", w, h, 0, 0, 0) + bytes([1]) + g4  # generic region flags: MMR
+    return segment(0, 48, page_info) + segment(1, 38, region)
+
+
 def save(img, fmt, **kw):
     b = io.BytesIO()
     img.save(b, fmt, **kw)
@@ -73,7 +126,7 @@ def main():
     cases = []
 
     def write(name, data, expect):
-        with open(os.path.join(out, name), "wb") as f:
+        with open(os.path.join(out.encode(), os.fsencode(name)), "wb") as f:
             f.write(data)
         cases.append((name, expect))
 
@@ -109,6 +162,49 @@ def main():
     b = io.BytesIO()
     frames[0].save(b, "PNG", save_all=True, append_images=frames[1:])
     write("animated.png", b.getvalue(), "ok")
+
+    # Round two (reliability issue): loops, lies, explosions, blanks and odd pixels.
+    catalog = b"<< /Type /Catalog /Pages 2 0 R >>"
+    text_content = pdf_stream(b"", b"BT /F1 24 Tf 72 700 Td (Self reference) Tj ET")
+    page3 = b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R >>"
+    write("pages-tree-contains-itself.pdf", pdf([catalog, b"<< /Type /Pages /Kids [3 0 R 2 0 R] /Count 2 >>", page3,
+                                                 text_content]), "ok-or-error")
+    write("pages-tree-cycle.pdf", pdf([catalog, b"<< /Type /Pages /Kids [3 0 R 5 0 R] /Count 3 >>", page3, text_content,
+                                       b"<< /Type /Pages /Parent 2 0 R /Kids [2 0 R] /Count 1 >>"]), "ok-or-error")
+    write("count-lies-million.pdf", pdf([catalog, b"<< /Type /Pages /Kids [3 0 R] /Count 1000000 >>", page3,
+                                         text_content]), "ok-pages:1")
+    form = pdf_stream(b"/Type /XObject /Subtype /Form /BBox [0 0 612 792] /Resources << /XObject << /Fm1 5 0 R >> >>",
+                      b"q 0.5 0 0 0.5 10 10 cm /Fm1 Do Q /Fm1 Do")
+    write("form-draws-itself.pdf", pdf([catalog, b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+                                        b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] "
+                                        b"/Resources << /XObject << /Fm1 5 0 R >> >> /Contents 4 0 R >>",
+                                        pdf_stream(b"", b"/Fm1 Do"), form]), "failed")
+    write("banner-2000x1pt.pdf", pdf([catalog, b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+                                      b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 2000 1] >>"]), "failed-or-blank")
+    for w, h in [(5000, 1), (1, 32000), (32000, 1)]:
+        write(f"aspect-{w}x{h}.png", save(Image.new("L", (w, h), 255), "PNG"), "failed-or-blank")
+    words = big_text_page()
+    write("jbig2-mmr-scan.pdf", image_pdf(b"JBIG2Decode", jbig2_mmr(words), words.width, words.height), "text:quick")
+    rnd = np.random.default_rng(7)
+    write("jbig2-random.pdf", image_pdf(b"JBIG2Decode", rnd.integers(0, 256, 5000, dtype=np.uint8).tobytes(), 1700, 2200),
+          "failed-or-flagged")
+    full = save(words.convert("RGB"), "JPEG", quality=85)
+    write("jpeg-cut-with-end.jpg", full[: len(full) // 2] + b"\xff\xd9", "failed-or-flagged")
+    # Transparency: ink drawn as opaque pixels over a fully transparent (black) background.
+    alpha = words.point(lambda v: 255 - v)
+    rgba = Image.merge("RGBA", [Image.new("L", words.size, 0)] * 3 + [alpha])
+    write("transparent-rgba.png", save(rgba, "PNG"), "text:quick")
+    write("transparent-grey-alpha.png", save(Image.merge("LA", [Image.new("L", words.size, 0), alpha]), "PNG"), "text:quick")
+    pal = Image.new("P", words.size, 0)
+    pal.putpalette([0, 0, 0, 0, 0, 0] + [0] * 762)
+    pal.paste(1, mask=words.point(lambda v: 255 if v < 128 else 0).convert("1"))
+    write("transparent-palette.png", save(pal, "PNG", transparency=0), "text:quick")
+    write("white-on-black.png", save(words.point(lambda v: 255 - v), "PNG"), "text:quick")
+    write("upside-down.png", save(words.rotate(180), "PNG"), "text:quick")
+    write("rotated-90.png", save(words.rotate(90, expand=True), "PNG"), "text:quick")
+    write("rotated-270.png", save(words.rotate(270, expand=True), "PNG"), "text:quick")
+    write(b"latin1-name-\xe9t\xe9.png".decode("utf-8", "surrogateescape"), png, "ok")
+    write("name with\nnewline.png", png, "ok")
     # Odd paths
     write("página 日本語 with spaces.png", png, "ok")
     write(("long-" * 48) + "name.png", png, "ok")
@@ -117,9 +213,10 @@ def main():
         os.remove(loop)
     os.symlink("loop.png", loop)
     cases.append(("loop.png", "error"))
-    with open(os.path.join(out, "MANIFEST"), "w", encoding="utf-8") as f:
+    # One case a line: EXPECT<TAB>NAME, the name's bytes percent-encoded where they are not printable ASCII.
+    with open(os.path.join(out, "MANIFEST"), "w", encoding="ascii") as f:
         for name, expect in cases:
-            f.write(f"{expect}\t{name}\n")
+            f.write(f"{expect}\t{urllib.parse.quote_from_bytes(os.fsencode(name), safe=' /-_.')}\n")
     print(f"{len(cases)} cases in {out}")
 
 

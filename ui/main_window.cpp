@@ -518,6 +518,7 @@ TranscribeParams MainWindow::paramsFromSettings() const {
     p.preprocess.binarize = m_settings->binarize();
     p.preprocess.split = m_settings->splitSpreads() ? SplitMode::Auto : SplitMode::None;
     p.source.pdfDpi = m_settings->pdfDpi();
+    p.source.pdfHelper = pdfHelperIn(QCoreApplication::applicationDirPath().toStdString());
     p.backgroundPriority = true;  // the GUI thread must never wait for a core
     return p;
 }

@@ -1,6 +1,7 @@
 // The page browser's model: the project's pages, their status and thumbnails (rendered lazily).
 #include "page_list_model.h"
 
+#include <QCoreApplication>
 #include <QPointer>
 #include <QtConcurrent/QtConcurrentRun>
 
@@ -13,6 +14,7 @@ namespace quire::ui {
 QImage loadPageImage(const PageRecord& page, int dpiOverride) {
     SourceOptions opt;
     opt.pdfDpi = dpiOverride > 0 ? dpiOverride : (page.dpi > 0 ? page.dpi : 300);
+    opt.pdfHelper = pdfHelperIn(QCoreApplication::applicationDirPath().toStdString());
     auto src = openSource(page.sourceFile, opt);
     if (!src) return {};
     auto img = (*src)->loadPage(page.filePage);

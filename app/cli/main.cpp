@@ -127,6 +127,7 @@ int cmdFeatures(const cli::Args& args) {
     if (outDir.empty()) return fail(kUsage, "features: --out DIR is required");
     const bool json = args.has("json");
     SourceOptions so;
+    so.pdfHelper = pdfHelperIn(QCoreApplication::applicationDirPath().toStdString());
     try {
         so.pdfDpi = std::stoi(args.value("dpi", "300"));
     } catch (const std::exception&) {
@@ -218,6 +219,7 @@ int cmdTranscribe(const cli::Args& args) {
         chooseEngine(engine, p.recognizer.languages, &why, p.recognizer.readerModel);
         spdlog::info("engine auto: chose {}", why);
     }
+    p.source.pdfHelper = pdfHelperIn(QCoreApplication::applicationDirPath().toStdString());
     try {
         p.threads = std::stoi(args.value("threads", std::to_string(last.value("threads").toInt(0))));
         p.source.pdfDpi = std::stoi(args.value("dpi", std::to_string(last.value("pdfDpi").toInt(300))));
@@ -462,6 +464,7 @@ int cmdBenchReader(const cli::Args& args) {
     openblas_set_num_threads(1);
     SourceOptions so;
     so.pdfDpi = dpi;
+    so.pdfHelper = pdfHelperIn(QCoreApplication::applicationDirPath().toStdString());
     std::vector<cv::Mat> pages;
     std::vector<int> dpis;
     for (size_t i = 1; i < pos.size(); ++i) {

@@ -14,6 +14,7 @@ bool isInputError(ErrorCode code) {
         case ErrorCode::Encrypted:
         case ErrorCode::Empty:
         case ErrorCode::NewerSchema:
+        case ErrorCode::TimedOut:
             return true;
         default:
             return false;
@@ -36,9 +37,16 @@ const char* errorCodeName(ErrorCode code) {
         case ErrorCode::NewerSchema: return "newer-schema";
         case ErrorCode::Engine: return "engine";
         case ErrorCode::Cancelled: return "cancelled";
+        case ErrorCode::TimedOut: return "timed-out";
         case ErrorCode::Internal: return "internal";
     }
     return "unknown";
+}
+
+ErrorCode errorCodeFromName(const std::string& name) {
+    for (int c = int(ErrorCode::Ok); c <= int(ErrorCode::Internal); ++c)
+        if (name == errorCodeName(ErrorCode(c))) return ErrorCode(c);
+    return ErrorCode::Internal;
 }
 
 }  // namespace quire

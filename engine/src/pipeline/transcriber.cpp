@@ -59,15 +59,24 @@ std::string pixelHash(const cv::Mat& m) {
 }
 
 double inkShare(const cv::Mat& gray) {
-    cv::Mat small, mask;
-    const double s = std::min(1.0, 800.0 / std::max(gray.cols, gray.rows));
-    cv::resize(gray, small, {}, s, s, cv::INTER_AREA);
+    cv::Mat mask;
+    const cv::Mat small = downscale(gray, std::min(1.0, 800.0 / std::max(gray.cols, gray.rows)));
     cv::threshold(small, mask, 128, 255, cv::THRESH_BINARY_INV);
     return double(cv::countNonZero(mask)) / double(mask.total());
 }
 
 std::string pageName(const PageRecord& p) {
     return p.sourceFile + " page " + std::to_string(p.filePage + 1);
+}
+
+// An exception thrown while a page was decoded or read, as that page's failure: nothing a page
+// does may end the run.
+Status pageException(const PageRecord& p, const std::exception& e) {
+    if (dynamic_cast<const std::bad_alloc*>(&e))
+        return Status(ErrorCode::TooLarge, pageName(p) + ": ran out of memory on this page; skipped");
+    std::string what = e.what();
+    if (const size_t nl = what.find('\n', 1); nl != std::string::npos) what.resize(nl);
+    return Status(ErrorCode::Engine, pageName(p) + ": failed on this page (" + what + "); skipped");
 }
 
 PageText textFromLayer(const std::string& text, int w, int h, int dpi) {
@@ -264,18 +273,26 @@ void Run::loadPages() {
         if (srcDoc != page.documentId) {
             src.reset();
             srcDoc = page.documentId;
-            auto s = openSource(docPath.at(page.documentId), params.source);
+            SourceOptions so = params.source;
+            if (!so.cancel) so.cancel = params.cancel;
+            auto s = openSource(docPath.at(page.documentId), so);
             openError = s ? Status::ok() : s.status();
             if (s) src = std::move(*s);
+            if (src && !src->openNote().empty()) log(docPath.at(page.documentId) + ": " + src->openNote());
         }
         if (!src) job.loadError = openError;
         if (src && job.loadError) {
-            auto img = src->loadPage(page.sourceIndex);
-            if (img) job.image = std::move(*img);
-            else job.loadError = img.status();
-            if (img && src->kind() == SourceKind::Pdf) {
-                job.textLayer = src->textLayer(page.sourceIndex);
-                if (job.textLayer) ++textLayerPages[page.documentId];
+            try {
+                auto img = src->loadPage(page.sourceIndex);
+                if (img) job.image = std::move(*img);
+                else job.loadError = img.status();
+                if (img && src->kind() == SourceKind::Pdf) {
+                    job.textLayer = src->textLayer(page.sourceIndex);
+                    if (job.textLayer) ++textLayerPages[page.documentId];
+                }
+            } catch (const std::exception& e) {
+                job.image = {};
+                job.loadError = pageException(page, e);
             }
         }
         if (!jobs.push(std::move(job))) break;
@@ -300,9 +317,15 @@ void Run::preparePages() {
         }
         if (!job) break;
         if (!cancelled() && job->loadError && !(job->textLayer && params.pdfText == PdfTextPolicy::Keep)) {
-            job->pre = preprocessPage(job->image.image, params.preprocess);
-            for (const auto& region : job->pre->regions)
-                job->prepared.push_back(splitter->prepare(region.image, job->image.dpi, params.cancel));
+            try {
+                job->pre = preprocessPage(job->image.image, params.preprocess);
+                for (const auto& region : job->pre->regions)
+                    job->prepared.push_back(splitter->prepare(region.image, job->image.dpi, params.cancel));
+            } catch (const std::exception& e) {
+                job->pre.reset();
+                job->prepared.clear();
+                job->loadError = pageException(job->page, e);
+            }
         }
         {
             std::unique_lock lock(orderMutex);
@@ -361,7 +384,7 @@ std::optional<Done> Run::recognizePage(Recognizer& rec, Job& job) {
         d.error = job.loadError;
     } else if (cancelled()) {
         return std::nullopt;
-    } else {
+    } else try {
         const PageImage& img = job.image;
         const std::string contentHash = pixelHash(img.image);
         if (job.textLayer && params.pdfText == PdfTextPolicy::Keep) {
@@ -401,12 +424,16 @@ std::optional<Done> Run::recognizePage(Recognizer& rec, Job& job) {
                 o.preprocess = params.preprocess.toJson();
                 o.contentSha256 = contentHash;
                 o.textLayer = job.textLayer;
-                o.flagged = params.flag.shouldFlag(o.text, inkShare(region.image));
+                o.flagged = params.flag.shouldFlag(o.text, inkShare(region.image)) || !img.doubt.empty();
                 d.outcomes.push_back(std::move(o));
             }
         }
         if (!img.note.empty()) log(pageName(job.page) + ": " + img.note);
+        if (!img.doubt.empty()) log(pageName(job.page) + ": flagged: " + img.doubt);
         if (const std::string n = rec.takeNotice(); !n.empty()) log(pageName(job.page) + ": " + n);
+    } catch (const std::exception& e) {
+        d.outcomes.clear();
+        d.error = pageException(job.page, e);
     }
     return d;
 }

@@ -48,14 +48,21 @@ cv::Mat toGray8(const cv::Mat& image) {
     return gray;
 }
 
+cv::Mat downscale(const cv::Mat& m, double scale) {
+    const cv::Size size(std::max(1, int(std::lround(m.cols * scale))), std::max(1, int(std::lround(m.rows * scale))));
+    if (size == m.size()) return m;
+    cv::Mat out;
+    cv::resize(m, out, size, 0, 0, cv::INTER_AREA);
+    return out;
+}
+
 namespace {
 
 // Ink mask (text = 255) of a page scaled so its long side is about `target` pixels.
 cv::Mat inkMask(const cv::Mat& gray, int target, double* scaleOut) {
     const double scale = std::min(1.0, double(target) / std::max(gray.cols, gray.rows));
     cv::Mat small;
-    if (scale < 1.0) cv::resize(gray, small, {}, scale, scale, cv::INTER_AREA);
-    else small = gray;
+    small = scale < 1.0 ? downscale(gray, scale) : gray;
     cv::Mat mask;
     cv::threshold(small, mask, 0, 255, cv::THRESH_BINARY_INV | cv::THRESH_OTSU);
     if (scaleOut) *scaleOut = scale;
@@ -131,8 +138,7 @@ cv::Mat normalizeBackground(const cv::Mat& gray, double* unevenness) {
     // Paper colour estimated by a max filter on a reduced copy (text is dark and thin), then
     // divided out: uneven lighting and yellowed paper become flat white.
     const double scale = std::min(1.0, 600.0 / std::max(gray.cols, gray.rows));
-    cv::Mat small, bg;
-    cv::resize(gray, small, {}, scale, scale, cv::INTER_AREA);
+    cv::Mat small = downscale(gray, scale), bg;
     const int k = std::max(3, int(std::lround(std::max(small.cols, small.rows) / 40.0)) | 1);
     cv::dilate(small, bg, cv::getStructuringElement(cv::MORPH_RECT, {k, k}));
     cv::blur(bg, bg, {k, k});

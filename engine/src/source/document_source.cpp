@@ -5,19 +5,22 @@
 #include <QCryptographicHash>
 #include <QFile>
 #include <QImage>
-#include <QPdfDocument>
-#include <QPdfSelection>
 
 #include <opencv2/core/utils/logger.hpp>
 #include <opencv2/imgcodecs.hpp>
 #include <opencv2/imgproc.hpp>
 #include <tiffio.h>
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <array>
 #include <cerrno>
 #include <cstring>
 #include <fstream>
+
+#include "jpeg_check.h"
+#include "pdf_source.h"
 
 namespace fs = std::filesystem;
 
@@ -194,8 +197,20 @@ cv::Mat to8bit(cv::Mat m) {
         cv::minMaxLoc(m.reshape(1), &mn, &mx);
         m.convertTo(m, CV_8U, mx > mn ? 255.0 / (mx - mn) : 1.0, mx > mn ? -mn * 255.0 / (mx - mn) : 0);
     }
-    if (m.channels() == 4) cv::cvtColor(m, m, cv::COLOR_BGRA2BGR);
-    else if (m.channels() == 2) cv::extractChannel(m, m, 0);
+    // Transparency is paper: ink drawn over transparent pixels (of any colour) is composited on white.
+    if (m.channels() == 4 || m.channels() == 2) {
+        const int colour = m.channels() - 1;
+        cv::Mat out(m.rows, m.cols, colour == 3 ? CV_8UC3 : CV_8UC1);
+        for (int y = 0; y < m.rows; ++y) {
+            const uchar* s = m.ptr<uchar>(y);
+            uchar* d = out.ptr<uchar>(y);
+            for (int x = 0; x < m.cols; ++x, s += colour + 1, d += colour) {
+                const int a = s[colour];
+                for (int c = 0; c < colour; ++c) d[c] = uchar((s[c] * a + 255 * (255 - a) + 127) / 255);
+            }
+        }
+        return out;
+    }
     return m;
 }
 
@@ -226,13 +241,18 @@ public:
         // blank, so a JPEG without its end-of-image marker is refused.
         if (m_format == FileFormat::Jpeg && !jpegHasEnd(m_path))
             return Status(ErrorCode::Corrupt, m_path.string() + ": the JPEG is truncated (no end-of-image marker)");
-        cv::Mat m = cv::imread(m_path.string(), cv::IMREAD_ANYDEPTH | cv::IMREAD_ANYCOLOR);
+        // PNGs keep their alpha channel (to be composited on white); JPEGs keep EXIF orientation.
+        cv::Mat m = cv::imread(m_path.string(), m_format == FileFormat::Png ? cv::IMREAD_UNCHANGED
+                                                                            : cv::IMREAD_ANYDEPTH | cv::IMREAD_ANYCOLOR);
         if (m.empty())
             return Status(ErrorCode::Corrupt, m_path.string() + ": cannot decode image (truncated or damaged)");
         if (Status s = checkSize(m_path, m.cols, m.rows, m_opt); !s) return s;
         PageImage page;
         page.image = to8bit(m);
         page.dpi = plausibleDpi(h.dpi, m.cols);
+        if (m_format == FileFormat::Jpeg)
+            if (const std::string damage = jpegDamage(m_path); !damage.empty())
+                page.doubt = "the JPEG is damaged (libjpeg: " + damage + "); parts of the page may be grey or missing";
         return page;
     }
 
@@ -319,94 +339,11 @@ private:
     TiffPtr m_tif;
 };
 
-// ---- PDF, rendered with QtPdf (PDFium) ----
-class PdfSource : public DocumentSource {
-public:
-    static Result<std::unique_ptr<DocumentSource>> open(const fs::path& p, const SourceOptions& o) {
-        auto src = std::unique_ptr<PdfSource>(new PdfSource(p, o));
-        const auto err = src->m_doc.load(QString::fromStdString(p.string()));
-        switch (err) {
-            case QPdfDocument::Error::None: break;
-            case QPdfDocument::Error::FileNotFound:
-                return Status(ErrorCode::NotFound, p.string() + ": file not found");
-            case QPdfDocument::Error::IncorrectPassword:
-            case QPdfDocument::Error::UnsupportedSecurityScheme:
-                return Status(ErrorCode::Encrypted, p.string() + ": the PDF is encrypted and needs a password; "
-                                                    "remove the password (e.g. with qpdf --decrypt) and try again");
-            case QPdfDocument::Error::InvalidFileFormat:
-                return Status(ErrorCode::Corrupt, p.string() + ": not a valid PDF (truncated or damaged)");
-            default:
-                return Status(ErrorCode::Corrupt, p.string() + ": cannot open the PDF (unknown error)");
-        }
-        if (src->m_doc.pageCount() <= 0) return Status(ErrorCode::Empty, p.string() + ": the PDF has no pages");
-        return std::unique_ptr<DocumentSource>(std::move(src));
-    }
-    SourceKind kind() const override { return SourceKind::Pdf; }
-    const fs::path& path() const override { return m_path; }
-    int pageCount() const override { return m_doc.pageCount(); }
-    Result<PageImage> loadPage(int index) override {
-        const std::string where = " page " + std::to_string(index + 1);
-        if (index < 0 || index >= pageCount()) return Status(ErrorCode::InvalidArgument, m_path.string() + ": no" + where);
-        const QSizeF pt = m_doc.pagePointSize(index);
-        if (!(pt.width() > 0 && pt.height() > 0))
-            return Status(ErrorCode::Corrupt, m_path.string() + where + ": page has no size");
-        PageImage page;
-        double dpi = m_opt.pdfDpi;
-        auto px = [&](double d) { return QSize(int(pt.width() * d / 72.0 + 0.5), int(pt.height() * d / 72.0 + 0.5)); };
-        QSize size = px(dpi);
-        // Huge page boxes are rendered at a lower resolution rather than refused.
-        while ((size.width() > m_opt.maxSide || size.height() > m_opt.maxSide ||
-                (long long)size.width() * size.height() > m_opt.maxPixels) && dpi > 10) {
-            dpi *= 0.8;
-            size = px(dpi);
-        }
-        if (size.width() > m_opt.maxSide || size.height() > m_opt.maxSide ||
-            (long long)size.width() * size.height() > m_opt.maxPixels)
-            return Status(ErrorCode::TooLarge, m_path.string() + where + ": the page box (" +
-                                                   std::to_string(int(pt.width())) + "x" + std::to_string(int(pt.height())) +
-                                                   " pt) is too large to render even at 10 dpi");
-        if (dpi < m_opt.pdfDpi)
-            page.note = "page box " + std::to_string(int(pt.width())) + "x" + std::to_string(int(pt.height())) +
-                        " pt is very large; rendered at " + std::to_string(int(dpi)) + " dpi";
-        if (size.width() < 1 || size.height() < 1)
-            return Status(ErrorCode::Corrupt, m_path.string() + where + ": page is too small to render");
-        QImage img = m_doc.render(index, size);
-        if (img.isNull()) return Status(ErrorCode::Corrupt, m_path.string() + where + ": cannot render page");
-        img = img.convertToFormat(QImage::Format_ARGB32);
-        cv::Mat bgra(img.height(), img.width(), CV_8UC4, img.bits(), img.bytesPerLine());
-        // Composite on white: transparent areas of a PDF page are paper.
-        cv::Mat out(img.height(), img.width(), CV_8UC3);
-        for (int y = 0; y < bgra.rows; ++y) {
-            const auto* s = bgra.ptr<cv::Vec4b>(y);
-            auto* d = out.ptr<cv::Vec3b>(y);
-            for (int x = 0; x < bgra.cols; ++x) {
-                const int a = s[x][3];
-                for (int c = 0; c < 3; ++c) d[x][c] = uchar((s[x][c] * a + 255 * (255 - a)) / 255);
-            }
-        }
-        page.image = out;
-        page.dpi = static_cast<int>(dpi + 0.5);
-        return page;
-    }
-    std::optional<std::string> textLayer(int index) override {
-        const QString text = m_doc.getAllText(index).text();
-        for (const QChar c : text)
-            if (c.isLetterOrNumber()) return text.trimmed().toStdString();
-        return std::nullopt;
-    }
-
-private:
-    PdfSource(fs::path p, SourceOptions o) : m_path(std::move(p)), m_opt(o) {}
-    fs::path m_path;
-    SourceOptions m_opt;
-    QPdfDocument m_doc;
-};
-
 Result<std::unique_ptr<DocumentSource>> openFile(const fs::path& p, const SourceOptions& o) {
     auto fmt = sniff(p);
     if (!fmt) return fmt.status();
     switch (*fmt) {
-        case FileFormat::Pdf: return PdfSource::open(p, o);
+        case FileFormat::Pdf: return openPdf(p, o);
         case FileFormat::Tiff: return TiffSource::open(p, o);
         case FileFormat::Png:
         case FileFormat::Jpeg:
@@ -511,6 +448,11 @@ Result<std::unique_ptr<DocumentSource>> openSource(const fs::path& path, const S
     if (!fs::is_regular_file(st))
         return Status(ErrorCode::UnsupportedFormat, path.string() + ": not a regular file");
     return openFile(path, options);
+}
+
+std::string pdfHelperIn(const fs::path& programDir) {
+    const fs::path helper = programDir / "quire-render";
+    return access(helper.c_str(), X_OK) == 0 ? helper.string() : std::string();
 }
 
 std::string canonicalPath(const fs::path& p) {

@@ -22,12 +22,15 @@ enum class ErrorCode {
     NewerSchema,        // project file written by a newer Quire
     Engine,             // recognizer failure
     Cancelled,
+    TimedOut,           // a page or file that did not finish within its time budget (it may loop)
     Internal,
 };
 
 // True for errors that are the input's fault (exit code 2 in quire-cli).
 bool isInputError(ErrorCode code);
 const char* errorCodeName(ErrorCode code);
+// The code errorCodeName gave `name`; Internal for a name it never gives.
+ErrorCode errorCodeFromName(const std::string& name);
 
 class [[nodiscard]] Status {
 public:

@@ -39,6 +39,9 @@ struct PreprocessResult {
 };
 
 cv::Mat toGray8(const cv::Mat& image);
+// `m` scaled by `scale` (area interpolation), never below one pixel a side: a page of extreme
+// aspect ratio (5000 x 1) must not become an empty image.
+cv::Mat downscale(const cv::Mat& m, double scale);
 double estimateSkewDegrees(const cv::Mat& gray, double maxDegrees);
 cv::Mat normalizeBackground(const cv::Mat& gray);
 // Also reports the paper's brightness spread (5th-95th percentile over the median).

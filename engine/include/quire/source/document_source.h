@@ -3,6 +3,7 @@
 // length never sits in memory at once.
 #pragma once
 
+#include <atomic>
 #include <filesystem>
 #include <memory>
 #include <optional>
@@ -21,6 +22,14 @@ struct SourceOptions {
     // Images above this are refused (decoded pages above it would cost gigabytes).
     long long maxPixels = 200'000'000;
     int maxSide = 32'000;
+    // The quire-render program: PDFs are opened and rendered there, under `pdfHelperMemory` bytes of
+    // address space, and it is killed when opening takes over `pdfOpenSeconds` or a page over
+    // `pdfPageSeconds` (a page tree or drawing that loops). Empty: PDFs are read in this process.
+    std::string pdfHelper;
+    long long pdfHelperMemory = 3'000'000'000;
+    int pdfOpenSeconds = 30, pdfPageSeconds = 60;
+    // Waits inside a source (the helper, another renderer) end when this turns true.
+    const std::atomic<bool>* cancel = nullptr;
 };
 
 class DocumentSource {
@@ -37,6 +46,8 @@ public:
     virtual int pageIndexInFile(int index) const { return index; }
     // A PDF page's existing text layer, when it has one with visible characters.
     virtual std::optional<std::string> textLayer(int index) { (void)index; return std::nullopt; }
+    // What opening repaired or assumed (a damaged PDF page tree read from a repaired copy), for the log.
+    virtual std::string openNote() const { return {}; }
 
     // The source's identity: a file's SHA-256; for a folder, one over the names and hashes of its
     // page files in order (a changed, added or removed page changes it).
@@ -48,6 +59,10 @@ public:
 // Detects the format from the file's content (not its name) and opens it.
 Result<std::unique_ptr<DocumentSource>> openSource(const std::filesystem::path& path,
                                                    const SourceOptions& options = {});
+
+// The quire-render helper installed in `programDir` (the folder of the running program), or empty
+// when it is not there (PDFs are then read in-process).
+std::string pdfHelperIn(const std::filesystem::path& programDir);
 
 // Natural order: "p2" < "p10", case-insensitive.
 bool naturalLess(const std::string& a, const std::string& b);

@@ -12,7 +12,8 @@ namespace quire {
 struct PageImage {
     cv::Mat image;
     int dpi = 300;
-    std::string note;  // e.g. "rendered at 150 dpi instead of 300: page box too large"
+    std::string note;   // e.g. "rendered at 150 dpi instead of 300: page box too large"
+    std::string doubt;  // why the pixels may be wrong (a damaged file, a blank rendering): the page is flagged
 };
 
 // The part of a decoded source page that `region` covers. `region` is in pixels of the page as it

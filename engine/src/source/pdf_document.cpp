@@ -1,0 +1,329 @@
+// PdfDocument: qpdf's check of the page tree and of self-drawing forms, QtPdf's rendering, and
+// poppler's pdftoppm for pages that PDFium renders blank (JBIG2 scans in Qt 6.4, for one).
+#define POINTERHOLDER_TRANSITION 4  // qpdf 11: no PointerHolder at all, std::shared_ptr only
+#include "pdf_document.h"
+
+#include <qpdf/QPDF.hh>
+#include <qpdf/QPDFWriter.hh>
+
+#include <QFile>
+#include <QImage>
+#include <QPdfSelection>
+
+#include <opencv2/core.hpp>
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <regex>
+#include <set>
+
+#include "../core/subprocess.h"
+
+namespace fs = std::filesystem;
+
+namespace quire {
+
+namespace {
+
+// The page tree walked by hand: qpdf's own walk throws on a loop, and PDFium trusts /Count.
+struct Inherited {
+    QPDFObjectHandle mediaBox, cropBox, resources, rotate;
+};
+struct Leaf {
+    QPDFObjectHandle page;
+    Inherited inherited;
+};
+
+void walkPages(QPDFObjectHandle node, Inherited inh, std::set<QPDFObjGen>& seen, std::vector<Leaf>& leaves,
+               std::string& damage, int depth) {
+    if (!node.isDictionary()) {
+        damage = "a page-tree entry is not a dictionary";
+        return;
+    }
+    if (depth > 64) {
+        damage = "the page tree is more than 64 levels deep";
+        return;
+    }
+    if (node.isIndirect() && !seen.insert(node.getObjGen()).second) {
+        damage = "the page tree refers back to itself (object " + node.getObjGen().unparse(' ') + ")";
+        return;
+    }
+    if (node.hasKey("/MediaBox")) inh.mediaBox = node.getKey("/MediaBox");
+    if (node.hasKey("/CropBox")) inh.cropBox = node.getKey("/CropBox");
+    if (node.hasKey("/Resources")) inh.resources = node.getKey("/Resources");
+    if (node.hasKey("/Rotate")) inh.rotate = node.getKey("/Rotate");
+    QPDFObjectHandle kids = node.getKey("/Kids");
+    const bool isPage = node.getKey("/Type").isNameAndEquals("/Page");
+    if (!isPage && kids.isArray()) {
+        for (int i = 0; i < kids.getArrayNItems(); ++i) walkPages(kids.getArrayItem(i), inh, seen, leaves, damage, depth + 1);
+        return;
+    }
+    leaves.push_back({node, inh});
+}
+
+// Names drawn with `Do` in content bytes, and whether inline images appear.
+void scanContent(const std::string& bytes, std::set<std::string>& drawn, bool& inlineImage) {
+    static const std::regex doOp(R"(/([^\s/\[\]()<>{}%]+)\s+Do\b)");
+    for (auto it = std::sregex_iterator(bytes.begin(), bytes.end(), doOp); it != std::sregex_iterator(); ++it)
+        drawn.insert("/" + (*it)[1].str());
+    static const std::regex bi(R"((^|\s)BI\s)");
+    if (std::regex_search(bytes, bi)) inlineImage = true;
+}
+
+std::string streamBytes(QPDFObjectHandle stream) {
+    try {
+        // A content stream beyond 16 MB is not scanned (its drawings are not followed).
+        if (stream.getDict().getKey("/Length").isInteger() && stream.getDict().getKey("/Length").getIntValue() > (16 << 20))
+            return {};
+        const auto data = stream.getStreamData(qpdf_dl_generalized);
+        return std::string(reinterpret_cast<const char*>(data->getBuffer()), data->getSize());
+    } catch (const std::exception&) {
+        return {};
+    }
+}
+
+std::string contentsBytes(QPDFObjectHandle contents) {
+    std::string all;
+    if (contents.isStream()) all = streamBytes(contents);
+    else if (contents.isArray())
+        for (int i = 0; i < contents.getArrayNItems() && i < 4096; ++i)
+            if (contents.getArrayItem(i).isStream()) all += streamBytes(contents.getArrayItem(i)) + "\n";
+    return all;
+}
+
+// Follows the XObjects a content draws: notes images, and returns the form that draws itself
+// (directly or through others), if any. `budget` bounds the forms visited per page.
+std::optional<QPDFObjGen> followDrawings(const std::string& content, QPDFObjectHandle resources, std::vector<QPDFObjGen>& path,
+                                         bool& images, int& budget) {
+    std::set<std::string> drawn;
+    scanContent(content, drawn, images);
+    if (!resources.isDictionary()) return std::nullopt;
+    QPDFObjectHandle xobjects = resources.getKey("/XObject");
+    if (!xobjects.isDictionary()) return std::nullopt;
+    for (const std::string& name : drawn) {
+        QPDFObjectHandle x = xobjects.getKey(name);
+        if (!x.isStream()) continue;
+        QPDFObjectHandle subtype = x.getDict().getKey("/Subtype");
+        if (subtype.isNameAndEquals("/Image")) images = true;
+        if (!subtype.isNameAndEquals("/Form") || --budget < 0) continue;
+        const QPDFObjGen og = x.getObjGen();
+        if (std::find(path.begin(), path.end(), og) != path.end() || path.size() >= 32) return og;
+        path.push_back(og);
+        QPDFObjectHandle formResources = x.getDict().getKey("/Resources");
+        if (!formResources.isDictionary()) formResources = resources;  // a form without resources uses its page's
+        if (auto cycle = followDrawings(streamBytes(x), formResources, path, images, budget)) return cycle;
+        path.pop_back();
+    }
+    return std::nullopt;
+}
+
+bool validUtf8(const std::string& s) {
+    const QByteArray b = QByteArray::fromStdString(s);
+    return QString::fromUtf8(b).toUtf8() == b;
+}
+
+fs::path temporaryPath(const std::string& suffix) {
+    std::error_code ec;
+    std::string tmpl = (fs::temp_directory_path(ec) / ("quire-XXXXXX" + suffix)).string();
+    const int fd = mkstemps(tmpl.data(), int(suffix.size()));
+    if (fd < 0) return {};
+    ::close(fd);
+    return tmpl;
+}
+
+}  // namespace
+
+PdfDocument::~PdfDocument() {
+    m_doc.close();
+    std::error_code ec;
+    for (const auto& p : m_temporary) fs::remove(p, ec);
+}
+
+Result<std::unique_ptr<PdfDocument>> PdfDocument::open(const fs::path& path) {
+    auto doc = std::unique_ptr<PdfDocument>(new PdfDocument);
+    doc->m_path = path;
+    doc->m_readPath = path;
+    std::vector<PdfPageInfo> checked;
+    bool qpdfRead = false;
+    try {
+        QPDF q;
+        q.setSuppressWarnings(true);
+        q.processFile(path.string().c_str());
+        qpdfRead = true;
+        QPDFObjectHandle pages = q.getRoot().getKey("/Pages");
+        std::vector<Leaf> leaves;
+        std::set<QPDFObjGen> seen;
+        std::string damage;
+        walkPages(pages, {}, seen, leaves, damage, 0);
+        QPDFObjectHandle count = pages.isDictionary() ? pages.getKey("/Count") : QPDFObjectHandle::newNull();
+        if (damage.empty() && (!count.isInteger() || count.getIntValue() != (long long)leaves.size()))
+            damage = "its page count says " + (count.isInteger() ? std::to_string(count.getIntValue()) : std::string("nothing")) +
+                     " where the page tree holds " + std::to_string(leaves.size());
+        for (auto& leaf : leaves) {
+            PdfPageInfo info;
+            QPDFObjectHandle resources = leaf.page.hasKey("/Resources") ? leaf.page.getKey("/Resources") : leaf.inherited.resources;
+            std::vector<QPDFObjGen> drawPath;
+            int budget = 10'000;
+            if (auto cycle = followDrawings(contentsBytes(leaf.page.getKey("/Contents")), resources, drawPath, info.drawsImages, budget))
+                info.refusal = "the page draws a form that draws itself (object " + cycle->unparse(' ') +
+                               "); it cannot be rendered";
+            checked.push_back(info);
+        }
+        if (!damage.empty() && !leaves.empty()) {
+            // A copy with a sound page tree: one flat /Pages node holding each page once, with the
+            // attributes it inherited set on the page itself.
+            QPDFObjectHandle flat = q.makeIndirectObject(QPDFObjectHandle::newDictionary());
+            QPDFObjectHandle kids = QPDFObjectHandle::newArray();
+            for (auto& leaf : leaves) {
+                QPDFObjectHandle page = leaf.page;
+                if (!page.hasKey("/MediaBox") && leaf.inherited.mediaBox.isInitialized()) page.replaceKey("/MediaBox", leaf.inherited.mediaBox);
+                if (!page.hasKey("/CropBox") && leaf.inherited.cropBox.isInitialized()) page.replaceKey("/CropBox", leaf.inherited.cropBox);
+                if (!page.hasKey("/Resources") && leaf.inherited.resources.isInitialized()) page.replaceKey("/Resources", leaf.inherited.resources);
+                if (!page.hasKey("/Rotate") && leaf.inherited.rotate.isInitialized()) page.replaceKey("/Rotate", leaf.inherited.rotate);
+                page.replaceKey("/Type", QPDFObjectHandle::newName("/Page"));
+                page.replaceKey("/Parent", flat);
+                kids.appendItem(page);
+            }
+            flat.replaceKey("/Type", QPDFObjectHandle::newName("/Pages"));
+            flat.replaceKey("/Kids", kids);
+            flat.replaceKey("/Count", QPDFObjectHandle::newInteger((long long)leaves.size()));
+            q.getRoot().replaceKey("/Pages", flat);
+            q.updateAllPagesCache();
+            const fs::path repaired = temporaryPath(".pdf");
+            if (repaired.empty()) return Status(ErrorCode::Io, path.string() + ": cannot write a repaired copy to the temporary folder");
+            doc->m_temporary.push_back(repaired);
+            QPDFWriter w(q, repaired.string().c_str());
+            w.write();
+            doc->m_readPath = repaired;
+            doc->m_repairNote = "the PDF's page tree is damaged (" + damage + "); read its " + std::to_string(leaves.size()) +
+                                " page(s) from a repaired copy";
+        } else if (!damage.empty()) {
+            return Status(ErrorCode::Empty, path.string() + ": the PDF has no pages (" + damage + ")");
+        }
+    } catch (const std::exception&) {
+        // qpdf could not read it: PDFium, which repairs more, decides below.
+        if (!qpdfRead) checked.clear();
+    }
+    // QtPdf takes a QString: a name that is not UTF-8 is reached through a link with a UTF-8 name.
+    if (!validUtf8(doc->m_readPath.string())) {
+        const fs::path link = temporaryPath(".pdf");
+        std::error_code ec;
+        fs::remove(link, ec);
+        fs::create_symlink(fs::absolute(doc->m_readPath), link, ec);
+        if (ec) return Status(ErrorCode::Io, path.string() + ": cannot link the file from the temporary folder: " + ec.message());
+        doc->m_temporary.push_back(link);
+        doc->m_readPath = link;
+    }
+    const auto err = doc->m_doc.load(QString::fromStdString(doc->m_readPath.string()));
+    switch (err) {
+        case QPdfDocument::Error::None: break;
+        case QPdfDocument::Error::FileNotFound:
+            return Status(ErrorCode::NotFound, path.string() + ": file not found");
+        case QPdfDocument::Error::IncorrectPassword:
+        case QPdfDocument::Error::UnsupportedSecurityScheme:
+            return Status(ErrorCode::Encrypted, path.string() + ": the PDF is encrypted and needs a password; "
+                                                "remove the password (e.g. with qpdf --decrypt) and try again");
+        case QPdfDocument::Error::InvalidFileFormat:
+            return Status(ErrorCode::Corrupt, path.string() + ": not a valid PDF (truncated or damaged)");
+        default:
+            return Status(ErrorCode::Corrupt, path.string() + ": cannot open the PDF (unknown error)");
+    }
+    const int n = doc->m_doc.pageCount();
+    if (n <= 0) return Status(ErrorCode::Empty, path.string() + ": the PDF has no pages");
+    // qpdf's findings apply page by page only where both libraries see the same pages.
+    if (int(checked.size()) != n) checked.assign(size_t(n), PdfPageInfo{});
+    for (int i = 0; i < n; ++i) {
+        const QSizeF pt = doc->m_doc.pagePointSize(i);
+        checked[size_t(i)].widthPt = pt.width();
+        checked[size_t(i)].heightPt = pt.height();
+    }
+    doc->m_pages = std::move(checked);
+    return doc;
+}
+
+namespace {
+
+bool isBlank(const cv::Mat& m) {
+    cv::Mat gray;
+    if (m.channels() == 1) gray = m;
+    else cv::extractChannel(m, gray, 1);
+    return cv::countNonZero(gray < 160) == 0;
+}
+
+// The page through poppler: `pdftoppm -gray` writes one PGM to its output.
+Result<cv::Mat> renderWithPoppler(const fs::path& file, int index, int width, int height, const std::atomic<bool>* cancel) {
+    auto p = Subprocess::start("pdftoppm", {"-f", std::to_string(index + 1), "-l", std::to_string(index + 1), "-scale-to-x",
+                                            std::to_string(width), "-scale-to-y", std::to_string(height), "-gray", file.string()});
+    if (!p) return p.status();
+    const auto deadline = Subprocess::Clock::now() + std::chrono::seconds(60);
+    std::string header;
+    int fields = 0;
+    // "P5" WIDTH HEIGHT MAXVAL, separated by whitespace, then one byte of whitespace and pixels.
+    while (fields < 4) {
+        auto c = (*p)->readExact(1, deadline, cancel);
+        if (!c) return Status(c.status().code(), "pdftoppm " + c.status().message());
+        const bool space = std::isspace(static_cast<unsigned char>((*c)[0]));
+        if (space && !header.empty() && !std::isspace(static_cast<unsigned char>(header.back()))) ++fields;
+        header += *c;
+        if (header.size() > 64) return Status(ErrorCode::Engine, "pdftoppm wrote no PGM image");
+    }
+    int w = 0, h = 0, maxval = 0;
+    if (std::sscanf(header.c_str(), "P5 %d %d %d", &w, &h, &maxval) != 3 || w <= 0 || h <= 0 || maxval != 255 ||
+        (long long)w * h > (long long)width * height * 2 + 16)
+        return Status(ErrorCode::Engine, "pdftoppm wrote an unexpected image header");
+    auto pixels = (*p)->readExact(size_t(w) * size_t(h), deadline, cancel);
+    if (!pixels) return Status(pixels.status().code(), "pdftoppm " + pixels.status().message());
+    cv::Mat gray(h, w, CV_8UC1);
+    std::memcpy(gray.data, pixels->data(), pixels->size());
+    return gray;
+}
+
+}  // namespace
+
+Result<PageImage> PdfDocument::render(int index, int width, int height, int dpi, const std::atomic<bool>* cancel) {
+    const std::string where = m_path.string() + " page " + std::to_string(index + 1);
+    if (index < 0 || index >= pageCount()) return Status(ErrorCode::InvalidArgument, where + ": no such page");
+    if (!page(index).refusal.empty()) return Status(ErrorCode::Corrupt, where + ": " + page(index).refusal);
+    QImage img = m_doc.render(index, QSize(width, height));
+    if (img.isNull()) return Status(ErrorCode::Corrupt, where + ": cannot render page");
+    img = img.convertToFormat(QImage::Format_ARGB32);
+    const cv::Mat bgra(img.height(), img.width(), CV_8UC4, img.bits(), size_t(img.bytesPerLine()));
+    // Composite on white: transparent areas of a PDF page are paper.
+    cv::Mat out(img.height(), img.width(), CV_8UC3);
+    for (int y = 0; y < bgra.rows; ++y) {
+        const auto* s = bgra.ptr<cv::Vec4b>(y);
+        auto* d = out.ptr<cv::Vec3b>(y);
+        for (int x = 0; x < bgra.cols; ++x) {
+            const int a = s[x][3];
+            for (int c = 0; c < 3; ++c) d[x][c] = uchar((s[x][c] * a + 255 * (255 - a)) / 255);
+        }
+    }
+    PageImage result;
+    result.image = out;
+    result.dpi = dpi;
+    if (page(index).drawsImages && isBlank(out)) {
+        auto again = renderWithPoppler(m_readPath, index, width, height, cancel);
+        if (again && !isBlank(*again)) {
+            result.image = *again;
+            result.note = "rendered blank by PDFium although it shows an image; rendered with poppler instead";
+        } else {
+            if (!again && again.status().code() == ErrorCode::Cancelled) return again.status();
+            result.doubt = "the page rendered blank although it shows an image (" +
+                           (again ? std::string("poppler's rendering is blank too")
+                                  : "poppler's pdftoppm could not render it: " + again.status().message()) +
+                           "); compare it with the scan";
+        }
+    }
+    return result;
+}
+
+std::optional<std::string> PdfDocument::textLayer(int index) {
+    const QString text = m_doc.getAllText(index).text();
+    for (const QChar c : text)
+        if (c.isLetterOrNumber()) return text.trimmed().toStdString();
+    return std::nullopt;
+}
+
+}  // namespace quire
