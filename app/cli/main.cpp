@@ -46,7 +46,7 @@ const char* kUsageText =
     "  quire-cli transcribe [INPUT...] --project P.quire [--lang eng] [--engine tesseract|ppocr|reader|auto]\n"
     "            [--reader-model DIR (default: $QUIRE_READER_MODEL, else the installed reader)] [--device cpu|cuda]\n"
     "            [--threads N] [--dpi 300] [--pdf-text recognize|keep] [--split none|auto]\n"
-    "            [--no-deskew] [--no-normalize] [--binarize] [--flag-below 80] [--retry-failed]\n"
+    "            [--no-deskew] [--no-normalize] [--no-orient] [--binarize] [--flag-below 80] [--retry-failed]\n"
     "            [--export md,docx,txt,hocr,alto,page,pdf --out DIR] [--json]\n"
     "      Adds the inputs (PDF, TIFF, PNG/JPEG/BMP images, folders of page images) to the project and\n"
     "      transcribes every page not yet done. Without inputs it resumes the project's queued pages.\n"
@@ -238,6 +238,7 @@ int cmdTranscribe(const cli::Args& args) {
     }
     if (args.has("no-deskew")) p.preprocess.deskew = false;
     if (args.has("no-normalize")) p.preprocess.normalizeBackground = false;
+    if (args.has("no-orient")) p.preprocess.orient = false;
     if (args.has("binarize")) p.preprocess.binarize = true;
     if (auto split = args.value("split")) {
         if (*split != "none" && *split != "auto") return fail(kUsage, "--split takes none or auto");
@@ -582,7 +583,7 @@ int main(int argc, char** argv) {
         {"transcribe",
          {{"project", "lang", "engine", "reader-model", "device", "threads", "dpi", "pdf-text", "split", "flag-below", "export",
            "out", "name"},
-          {"json", "no-deskew", "no-normalize", "binarize", "retry-failed"}}},
+          {"json", "no-deskew", "no-normalize", "no-orient", "binarize", "retry-failed"}}},
         {"export", {{"project", "format", "out", "name"}, {"json"}}},
         {"status", {{"project"}, {"json", "pages"}}},
         {"correct", {{"project", "page", "text-file", "text"}, {}}},

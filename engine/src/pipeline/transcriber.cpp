@@ -398,6 +398,11 @@ std::optional<Done> Run::recognizePage(Recognizer& rec, Job& job) {
         } else {
             const PreprocessResult pre =
                 job.pre ? std::move(*job.pre) : preprocessPage(img.image, params.preprocess);
+            if (pre.inverted) log(pageName(job.page) + ": white text on black; inverted before reading");
+            if (pre.quarterTurns != 0)
+                log(pageName(job.page) + ": turned " + std::to_string(pre.quarterTurns * 90) +
+                    "° clockwise before reading (it was scanned " + (pre.quarterTurns == 2 ? "upside down" : "on its side") +
+                    "; orientation confidence " + std::to_string(int(pre.orientationConfidence)) + ")");
             for (size_t r = 0; r < pre.regions.size(); ++r) {
                 const auto& region = pre.regions[r];
                 std::function<void(const std::string&)> stream;

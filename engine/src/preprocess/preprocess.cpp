@@ -10,6 +10,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "quire/preprocess/orientation.h"
+
 namespace quire {
 
 std::string PreprocessParams::toJson() const {
@@ -20,6 +22,8 @@ std::string PreprocessParams::toJson() const {
     o["normalizeBackground"] = normalizeBackground;
     o["binarize"] = binarize;
     o["split"] = split == SplitMode::Auto ? "auto" : "none";
+    o["orient"] = orient;
+    o["invertNegative"] = invertNegative;
     return QJsonDocument(o).toJson(QJsonDocument::Compact).toStdString();
 }
 
@@ -36,6 +40,8 @@ Result<PreprocessParams> PreprocessParams::fromJson(const std::string& json) {
     p.normalizeBackground = o.value("normalizeBackground").toBool(p.normalizeBackground);
     p.binarize = o.value("binarize").toBool(p.binarize);
     p.split = o.value("split").toString() == "auto" ? SplitMode::Auto : SplitMode::None;
+    p.orient = o.value("orient").toBool(p.orient);
+    p.invertNegative = o.value("invertNegative").toBool(p.invertNegative);
     return p;
 }
 
@@ -248,20 +254,46 @@ Box PreparedRegion::toSource(const Box& b) const {
     const int t = std::clamp(int(std::lround(y0)), 0, image.rows);
     const int r = std::clamp(int(std::lround(x1)), 0, image.cols);
     const int bt = std::clamp(int(std::lround(y1)), 0, image.rows);
-    return {l + sourceRect.x, t + sourceRect.y, std::max(0, r - l), std::max(0, bt - t)};
+    const Box turned{l + sourceRect.x, t + sourceRect.y, std::max(0, r - l), std::max(0, bt - t)};
+    // Undo the page's clockwise quarter turns (source page w x h).
+    const int w = pageSize.width, h = pageSize.height;
+    switch (quarterTurns) {
+        case 1: return {turned.y, h - turned.right(), turned.h, turned.w};
+        case 2: return {w - turned.right(), h - turned.bottom(), turned.w, turned.h};
+        case 3: return {w - turned.bottom(), turned.x, turned.h, turned.w};
+        default: return turned;
+    }
 }
 
 PreprocessResult preprocessPage(const cv::Mat& image, const PreprocessParams& params) {
-    const cv::Mat gray = toGray8(image);
+    PreprocessResult result;
+    cv::Mat gray = toGray8(image);
+    const cv::Size pageSize = gray.size();
+    if (params.invertNegative && looksNegative(gray)) {
+        gray = 255 - gray;
+        result.inverted = true;
+    }
+    if (params.orient) {
+        const OrientationGuess o = detectOrientation(gray);
+        if (o.clockwiseQuarterTurns != 0 && o.confidence >= kOrientationConfidence) {
+            static const cv::RotateFlags kTurn[] = {cv::ROTATE_90_CLOCKWISE, cv::ROTATE_180, cv::ROTATE_90_COUNTERCLOCKWISE};
+            cv::Mat turned;
+            cv::rotate(gray, turned, kTurn[o.clockwiseQuarterTurns - 1]);
+            gray = turned;
+            result.quarterTurns = o.clockwiseQuarterTurns;
+        }
+        result.orientationConfidence = o.confidence;
+    }
     std::vector<cv::Rect> rects{{0, 0, gray.cols, gray.rows}};
     if (params.split == SplitMode::Auto) {
         const int gutter = findSpreadGutter(gray);
         if (gutter > 0) rects = {{0, 0, gutter, gray.rows}, {gutter, 0, gray.cols - gutter, gray.rows}};
     }
-    PreprocessResult result;
     for (const auto& rect : rects) {
         PreparedRegion region;
         region.sourceRect = rect;
+        region.quarterTurns = result.quarterTurns;
+        region.pageSize = pageSize;
         // Flatten once; the skew is measured on the flat page and the flat page is rotated.
         double uneven = 0;
         const cv::Mat flat = normalizeBackground(gray(rect), &uneven);

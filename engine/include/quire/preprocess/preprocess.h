@@ -19,6 +19,8 @@ struct PreprocessParams {
     bool normalizeBackground = true;  // flatten uneven lighting, stretch contrast
     bool binarize = false;  // adaptive (Sauvola-like) binarisation before recognition
     SplitMode split = SplitMode::None;
+    bool orient = true;          // turn pages scanned sideways or upside down (orientation.h)
+    bool invertNegative = true;  // invert white-on-black pages
 
     std::string toJson() const;
     static Result<PreprocessParams> fromJson(const std::string& json);
@@ -30,12 +32,17 @@ struct PreparedRegion {
     cv::Rect sourceRect; // where the region lies in the source page
     double skewDegrees = 0;  // measured skew; the image was rotated by -skew
     double backgroundUnevenness = 0;  // see kUnevenLight
+    int quarterTurns = 0;   // clockwise quarter turns the source page was given before splitting
+    cv::Size pageSize;      // the source page's size (before those turns)
     // Maps a box in `image` coordinates back to source page coordinates.
     Box toSource(const Box& b) const;
 };
 
 struct PreprocessResult {
     std::vector<PreparedRegion> regions;  // one, or two for a split spread (left, right)
+    int quarterTurns = 0;  // clockwise quarter turns that made the page upright
+    double orientationConfidence = 0;
+    bool inverted = false;  // the page was a negative and was inverted
 };
 
 cv::Mat toGray8(const cv::Mat& image);
