@@ -1,6 +1,6 @@
 // quire-cli: the headless driver of Quire's engine.
 //
-// Exit codes: 0 ok; 2 bad usage or unreadable input; 3 finished with failed pages; 1 internal error.
+// Exit codes: 0 ok; 2 bad usage or unreadable input; 3 pages of this run failed; 1 internal error.
 #include <QCoreApplication>
 #include <QJsonArray>
 #include <QJsonDocument>
@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "cli_args.h"
+#include "escaping_sink.h"
 #include "measurement_env.h"
 #include "quire/core/process_tuning.h"
 #include "quire/core/backend.h"
@@ -46,7 +47,7 @@ const char* kUsageText =
     "  quire-cli transcribe [INPUT...] --project P.quire [--lang eng] [--engine tesseract|ppocr|reader|auto]\n"
     "            [--reader-model DIR (default: $QUIRE_READER_MODEL, else the installed reader)] [--device cpu|cuda]\n"
     "            [--threads N] [--dpi 300] [--pdf-text recognize|keep] [--split none|auto]\n"
-    "            [--no-deskew] [--no-normalize] [--no-orient] [--binarize] [--flag-below 80] [--retry-failed]\n"
+    "            [--no-deskew] [--no-normalize] [--no-orient] [--no-invert] [--binarize] [--flag-below 80] [--retry-failed]\n"
     "            [--export md,docx,txt,hocr,alto,page,pdf --out DIR] [--json]\n"
     "      Adds the inputs (PDF, TIFF, PNG/JPEG/BMP images, folders of page images) to the project and\n"
     "      transcribes every page not yet done. Without inputs it resumes the project's queued pages.\n"
@@ -61,7 +62,7 @@ const char* kUsageText =
     "  quire-cli bench reader IMAGE... [--lang eng] [--repeat R] [--dpi 300] [--threads 2] [--device cpu|cuda]\n"
     "      The reader's decoder against Tesseract, page by page on one core each, side by side.\n"
     "  quire-cli --version\n"
-    "\nExit codes: 0 ok, 2 bad usage or unreadable input, 3 finished with failed pages, 1 internal error.\n"
+    "\nExit codes: 0 ok, 2 bad usage or unreadable input, 3 pages of this run failed, 1 internal error.\n"
     "\nEnvironment: QUIRE_PPOCR_DIR, QUIRE_READER_MODEL (where the models are); for measurements\n"
     "(docs/BENCHMARKS.md, docs/ACCURACY.md): QUIRE_PPOCR_DET_MAX_SIDE=320..4096, QUIRE_PPOCR_LAYOUT=tesseract|rows,\n"
     "QUIRE_READER_DRAFT=0, QUIRE_READER_PRIOR=NATS, QUIRE_READER_WINDOW=B,G, QUIRE_READER_RARE=BELOW,NATS,\n"
@@ -239,6 +240,7 @@ int cmdTranscribe(const cli::Args& args) {
     if (args.has("no-deskew")) p.preprocess.deskew = false;
     if (args.has("no-normalize")) p.preprocess.normalizeBackground = false;
     if (args.has("no-orient")) p.preprocess.orient = false;
+    if (args.has("no-invert")) p.preprocess.invertNegative = false;
     if (args.has("binarize")) p.preprocess.binarize = true;
     if (auto split = args.value("split")) {
         if (*split != "none" && *split != "auto") return fail(kUsage, "--split takes none or auto");
@@ -300,8 +302,10 @@ int cmdTranscribe(const cli::Args& args) {
         const int rc = doExport(**store, *exportFormats, *args.value("out"), args.value("name", "book"), json);
         if (rc != kOk) return rc;
     }
+    // The exit code describes this run's pages; pages that failed in earlier runs are the
+    // project's state (`status`), not this run's outcome.
     if (s.inputFailures > 0) return kUsage;
-    return s.failed > 0 ? kFailedPages : kOk;
+    return s.engineFailures > 0 ? kFailedPages : kOk;
 }
 
 int cmdExport(const cli::Args& args) {
@@ -560,7 +564,8 @@ int main(int argc, char** argv) {
     QCoreApplication app(argc, argv);
     QCoreApplication::setApplicationName("quire-cli");
     QCoreApplication::setApplicationVersion(QUIRE_VERSION_STRING);
-    auto logger = spdlog::stderr_color_mt("quire");
+    auto logger = std::make_shared<spdlog::logger>(
+        "quire", std::make_shared<quire::cli::EscapingSink>(std::make_shared<spdlog::sinks::stderr_color_sink_mt>()));
     logger->set_pattern("%^%l%$: %v");
     spdlog::set_default_logger(logger);
     std::signal(SIGINT, [](int) { g_cancel = true; });
@@ -583,7 +588,7 @@ int main(int argc, char** argv) {
         {"transcribe",
          {{"project", "lang", "engine", "reader-model", "device", "threads", "dpi", "pdf-text", "split", "flag-below", "export",
            "out", "name"},
-          {"json", "no-deskew", "no-normalize", "no-orient", "binarize", "retry-failed"}}},
+          {"json", "no-deskew", "no-normalize", "no-orient", "no-invert", "binarize", "retry-failed"}}},
         {"export", {{"project", "format", "out", "name"}, {"json"}}},
         {"status", {{"project"}, {"json", "pages"}}},
         {"correct", {{"project", "page", "text-file", "text"}, {}}},

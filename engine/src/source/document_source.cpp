@@ -3,7 +3,6 @@
 #include "quire/source/document_source.h"
 
 #include <QCryptographicHash>
-#include <QFile>
 #include <QImage>
 
 #include <opencv2/core/utils/logger.hpp>
@@ -73,13 +72,16 @@ bool naturalLess(const std::string& a, const std::string& b) {
 }
 
 Result<std::string> fileSha256(const fs::path& path) {
-    QFile file(QString::fromStdString(path.string()));
-    if (!file.open(QIODevice::ReadOnly))
-        return Status(ErrorCode::Unreadable,
-                      path.string() + ": cannot read: " + file.errorString().toStdString());
+    // std::ifstream, not QFile: a name that is not UTF-8 must reach the file system byte for byte.
+    std::ifstream in(path, std::ios::binary);
+    if (!in) return Status(ErrorCode::Unreadable, path.string() + ": cannot read: " + std::strerror(errno));
     QCryptographicHash hash(QCryptographicHash::Sha256);
-    if (!hash.addData(&file))
-        return Status(ErrorCode::Unreadable, path.string() + ": read error while hashing");
+    std::vector<char> buf(1 << 16);
+    while (in) {
+        in.read(buf.data(), std::streamsize(buf.size()));
+        if (in.gcount() > 0) hash.addData(QByteArrayView(buf.data(), qsizetype(in.gcount())));
+    }
+    if (in.bad()) return Status(ErrorCode::Unreadable, path.string() + ": read error while hashing");
     return hash.result().toHex().toStdString();
 }
 
