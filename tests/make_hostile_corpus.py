@@ -214,6 +214,9 @@ def main():
     os.symlink("loop.png", loop)
     cases.append(("loop.png", "error"))
     # One case a line: EXPECT<TAB>NAME, the name's bytes percent-encoded where they are not printable ASCII.
+    # Not a case: the good page each case's project takes afterwards.
+    with open(os.path.join(out, "good-page.png"), "wb") as f:
+        f.write(save(big_text_page(1100, 420, ["A good page read afterwards", "with zebras and walnuts."]), "PNG"))
     with open(os.path.join(out, "MANIFEST"), "w", encoding="ascii") as f:
         for name, expect in cases:
             f.write(f"{expect}\t{urllib.parse.quote_from_bytes(os.fsencode(name), safe=' /-_.')}\n")
