@@ -99,6 +99,59 @@ private slots:
         QCOMPARE(readFile(m_dir.filePath("a/book.txt")), readFile(m_dir.filePath("b/book.txt")));
     }
 
+    // A page that ends the process twice is quarantined: run 1 is killed while page 2 is read
+    // (after page 1 is committed); run 2 reads the pages in flight one at a time and is killed
+    // while page 2 is read alone; run 3 fails page 2 with the reason, reads the rest, and exits 3;
+    // `pages --retry 2` queues it again and run 4 reads it.
+    void pageThatKillsTheProcessTwiceIsQuarantined() {
+        const QString volume = m_dir.filePath("quarantine.tif");
+        writeTiffVolume(volume, 4, [](int p) {
+            std::vector<std::string> lines;
+            for (int l = 0; l < 24; ++l) lines.push_back("Page " + std::to_string(p + 1) + " line " + std::to_string(l) + " of the register");
+            return lines;
+        }, 1700, 2200, 1.4);
+        const QString project = m_dir.filePath("quarantine.quire");
+        // Runs quire-cli until `trigger` appears in its log, then waits `afterMs` and kills it.
+        auto runAndKill = [&](const QString& trigger, int afterMs) {
+            QProcess p;
+            p.setProgram(QStringLiteral(QUIRE_CLI_PATH));
+            p.setArguments({"transcribe", volume, "--project", project, "--threads", "1"});
+            p.start();
+            QString err;
+            QElapsedTimer t;
+            t.start();
+            while (!err.contains(trigger) && t.elapsed() < 120000 && p.state() != QProcess::NotRunning) {
+                p.waitForReadyRead(100);
+                err += QString::fromUtf8(p.readAllStandardError());
+            }
+            QThread::msleep(afterMs);
+            p.kill();
+            p.waitForFinished();
+            return err;
+        };
+        QVERIFY2(runAndKill("page 1 (quarantine.tif p.1): done", 0).contains("p.1): done"), "run 1 never committed page 1");
+        auto st = runCli({"status", "--project", project, "--json"});
+        QVERIFY2(st.out.contains("\"done\":1"), qPrintable(st.out));
+        const QString second = runAndKill("page 2: it was being read when an earlier run ended abnormally; reading it alone", 500);
+        QVERIFY2(second.contains("reading it alone"), qPrintable(second));
+        const auto third = runCli({"transcribe", volume, "--project", project, "--threads", "1"});
+        QCOMPARE(third.exitCode, 3);
+        QVERIFY2(third.err.contains("page 2: the process ended 2 times while reading it; marked failed"), qPrintable(third.err));
+        st = runCli({"status", "--project", project, "--json"});
+        QVERIFY2(st.out.contains("\"done\":3") && st.out.contains("\"failed\":1"), qPrintable(st.out));
+        QCOMPARE(runCli({"status", "--project", project}).exitCode, 0);
+        // A later run leaves the quarantined page alone: nothing to do, exit 0.
+        QCOMPARE(runCli({"transcribe", "--project", project}).exitCode, 0);
+        const auto retry = runCli({"pages", "--project", project, "--retry", "2"});
+        QVERIFY2(retry.exitCode == 0, qPrintable(retry.err));
+        const auto fourth = runCli({"transcribe", "--project", project});
+        QVERIFY2(fourth.exitCode == 0, qPrintable(fourth.err));
+        st = runCli({"status", "--project", project, "--json"});
+        QVERIFY2(st.out.contains("\"done\":4") && st.out.contains("\"failed\":0"), qPrintable(st.out));
+        // --skip: a queued page is left alone until retried.
+        QCOMPARE(runCli({"pages", "--project", project, "--skip", "2"}).exitCode, 2);  // page 2 is done, not queued
+    }
+
     void killedReaderResumesWithItsContext() {
         if (!findReaderModel()) QSKIP("no reader model is shipped");
         const QString volume = m_dir.filePath("letters.tif");

@@ -54,6 +54,9 @@ const char* kUsageText =
     "  quire-cli export --project P.quire --format md,docx,... --out DIR [--name book]\n"
     "  quire-cli status --project P.quire [--json] [--pages]\n"
     "  quire-cli correct --project P.quire --page N (--text-file F | --text T)\n"
+    "  quire-cli pages --project P.quire (--retry N[,M...] | --skip N[,M...])\n"
+    "      --retry queues failed pages again (a page quarantined after crashing the engine twice, too);\n"
+    "      --skip marks queued pages failed, so runs leave them alone until retried.\n"
     "  quire-cli devices\n"
     "  quire-cli bench decode --pages N --mode full|rswa|srswa [--device cpu|cuda] [--batch B]\n"
     "            [--shape reader|unlimited-ocr | --config FILE] [--page-tokens T] [--tokens-per-page G]\n"
@@ -392,6 +395,44 @@ int cmdCorrect(const cli::Args& args) {
     return kOk;
 }
 
+// Page numbers as the book counts them (status --pages), comma-separated.
+std::optional<std::vector<int>> pageNumbers(const std::string& list) {
+    std::vector<int> out;
+    std::stringstream ss(list);
+    for (std::string item; std::getline(ss, item, ',');) {
+        try {
+            size_t used = 0;
+            const int n = std::stoi(item, &used);
+            if (used != item.size() || n < 1) return std::nullopt;
+            out.push_back(n);
+        } catch (const std::exception&) {
+            return std::nullopt;
+        }
+    }
+    if (out.empty()) return std::nullopt;
+    return out;
+}
+
+int cmdPages(const cli::Args& args) {
+    const auto retry = args.value("retry"), skip = args.value("skip");
+    if (bool(retry) == bool(skip)) return fail(kUsage, "pages needs one of --retry N[,M...] or --skip N[,M...]");
+    const auto numbers = pageNumbers(retry ? *retry : *skip);
+    if (!numbers) return fail(kUsage, "--retry and --skip take page numbers separated by commas, e.g. 3,17");
+    auto store = openProject(args, ProjectStore::Mode::OpenExisting);
+    if (!store) return fail(exitFor(store.status()), store.status().message());
+    auto pages = (*store)->pages();
+    if (!pages) return fail(kInternal, pages.status().message());
+    for (const int n : *numbers)
+        if (n > int(pages->size())) return fail(kUsage, "page " + std::to_string(n) + ": the project has " + std::to_string(pages->size()) + " pages");
+    for (const int n : *numbers) {
+        const int64_t id = (*pages)[size_t(n - 1)].id;
+        if (Status s = retry ? (*store)->retryPage(id) : (*store)->skipPage(id); !s)
+            return fail(s.code() == ErrorCode::InvalidArgument ? kUsage : kInternal, s.message());
+        spdlog::info("page {}: {}", n, retry ? "queued again; the next transcribe run reads it" : "skipped; runs leave it alone");
+    }
+    return kOk;
+}
+
 int cmdBenchDecode(const cli::Args& args) {
     using namespace quire::decoder;
     DecodeBenchParams p;
@@ -592,6 +633,7 @@ int main(int argc, char** argv) {
         {"export", {{"project", "format", "out", "name"}, {"json"}}},
         {"status", {{"project"}, {"json", "pages"}}},
         {"correct", {{"project", "page", "text-file", "text"}, {}}},
+        {"pages", {{"project", "retry", "skip"}, {}}},
         {"devices", {{}, {}}},
         {"features", {{"out", "dpi", "lang"}, {"json"}}},
         {"bench", {{"pages", "mode", "device", "batch", "config", "shape", "page-tokens", "tokens-per-page", "recent",
@@ -626,6 +668,7 @@ int main(int argc, char** argv) {
         if (cmd == "export") return cmdExport(args);
         if (cmd == "status") return cmdStatus(args);
         if (cmd == "correct") return cmdCorrect(args);
+        if (cmd == "pages") return cmdPages(args);
         if (cmd == "features") return cmdFeatures(args);
         return cmdDevices();
     } catch (const std::exception& e) {

@@ -19,6 +19,7 @@
 #include <thread>
 
 #include "pipeline/bounded_queue.h"
+#include "quire/store/attempt_log.h"
 
 #ifdef __linux__
 #include <sys/resource.h>
@@ -192,11 +193,11 @@ namespace {
 // its own transaction.
 class Run {
 public:
-    Run(ProjectStore& store, const TranscribeParams& params, std::unique_ptr<Recognizer> first,
+    Run(ProjectStore& store, const TranscribeParams& params, Recognizer& first, AttemptLog* attempts,
         std::vector<PageRecord> queued, std::map<int64_t, std::string> docPath, int threads, int preparers)
-        : store(store), params(params), first(std::move(first)), queued(std::move(queued)),
+        : store(store), params(params), first(&first), attempts(attempts), queued(std::move(queued)),
           docPath(std::move(docPath)), threads(threads), preparers(preparers),
-          splitter(preparers > 0 ? this->first.get() : nullptr), jobs(size_t(threads) + 1), done(size_t(threads) + 1),
+          splitter(preparers > 0 ? &first : nullptr), jobs(size_t(threads) + 1), done(size_t(threads) + 1),
           activeWorkers(threads), preparersLeft(preparers) {}
 
     // Runs every page; the summary's counts are this run's (the caller adds the project's).
@@ -237,8 +238,10 @@ private:
     ProjectStore& store;
     const TranscribeParams& params;
     // The recognizer made before the run (the check of its languages and models): the first
-    // worker's, and the prepare stage's when it splits pages.
-    std::unique_ptr<Recognizer> first;
+    // worker's, and the prepare stage's when it splits pages. Owned by runTranscription, so it
+    // outlives every thread of the run.
+    Recognizer* const first;
+    AttemptLog* const attempts;  // null: pages are not marked (the project cannot take the marks)
     const std::vector<PageRecord> queued;
     const std::map<int64_t, std::string> docPath;
     const int threads, preparers;
@@ -281,6 +284,9 @@ void Run::loadPages() {
             if (src && !src->openNote().empty()) log(docPath.at(page.documentId) + ": " + src->openNote());
         }
         if (!src) job.loadError = openError;
+        // Marked before any work on it, so that a crash while it is read is pinned on it.
+        if (attempts)
+            if (Status s = attempts->mark(page.id); !s) log(pageName(page) + ": could not mark the page as begun: " + s.message());
         if (src && job.loadError) {
             try {
                 auto img = src->loadPage(page.sourceIndex);
@@ -346,14 +352,14 @@ void Run::preparePages() {
 // A worker: recognises prepared or loaded pages and hands them to the committer.
 void Run::recognizePages() {
     if (params.backgroundPriority) lowerThisThreadsPriority();
-    // The first recognizer is borrowed: it stays owned by the Run until every thread
+    // The first recognizer is borrowed: it stays owned by runTranscription until every thread
     // has been joined, since the prepare threads call into it (splitter) and may still be
     // inside a page when a cancelled worker ends (moved into the worker, it was freed under
     // them). Other workers of an engine without context make their own.
     Recognizer* borrowed = nullptr;
     {
         std::lock_guard lock(initMutex);
-        if (!firstTaken) borrowed = first.get(), firstTaken = true;
+        if (!firstTaken) borrowed = first, firstTaken = true;
     }
     Result<std::unique_ptr<Recognizer>> own = borrowed ? Result<std::unique_ptr<Recognizer>>(nullptr)
                                                        : createRecognizer(params.recognizer);
@@ -487,6 +493,9 @@ void Run::commitPages(RunSummary& summary) {
 
 }  // namespace
 
+// A page is quarantined once the process has ended this many times while reading it.
+constexpr int kCrashesToQuarantine = 2;
+
 Result<RunSummary> runTranscription(ProjectStore& store, const TranscribeParams& params) {
     auto log = [&](const std::string& m) {
         if (params.onLog) params.onLog(m);
@@ -503,6 +512,13 @@ Result<RunSummary> runTranscription(ProjectStore& store, const TranscribeParams&
     if (Status s = registerInputs(store, params); !s) return s;
     if (params.retryFailed)
         if (Status s = store.requeueFailed(); !s) return s;
+    // A page that ended the process twice (each time it was being read) is failed, not read again:
+    // it would end every later run of the project.
+    auto crashed = store.quarantineCrashedPages(kCrashesToQuarantine);
+    if (!crashed) return crashed.status();
+    for (const auto& p : *crashed)
+        log(pageName(p) + ": the process ended " + std::to_string(p.attempts) + " times while reading it; marked failed and "
+            "skipped (quire-cli pages --retry " + std::to_string(p.sequence) + " reads it again)");
     auto queued = store.queuedPages();
     if (!queued) return queued.status();
     auto docs = store.documents();
@@ -533,11 +549,39 @@ Result<RunSummary> runTranscription(ProjectStore& store, const TranscribeParams&
             (void)store.finishRun(*runId, "failed");
             return s;
         }
-    Run run(store, params, std::move(first), std::move(*queued), std::move(docPath), threads, preparers);
-    RunSummary summary = run.execute();
-    (void)store.finishRun(*runId, !run.writeError.isOk() ? "failed" : summary.cancelled ? "cancelled" : "finished");
-    if (!run.workerInitError.isOk()) return run.workerInitError;
-    if (!run.writeError) return run.writeError;
+    auto attempts = AttemptLog::open(store.path());
+    if (!attempts) log("pages will not be marked as begun, so a page that crashes the engine cannot be found: " +
+                       attempts.status().message());
+    AttemptLog* const marks = attempts ? attempts->get() : nullptr;
+    // Pages that were being read when an earlier run ended abnormally are read first, each alone
+    // in a run of its own, so that another crash is pinned on the page that caused it and not on
+    // its neighbours in the queues. For an engine reading in order, only those at the head.
+    std::vector<PageRecord> suspects, rest;
+    for (auto& p : *queued) {
+        const bool atHead = suspects.size() == size_t(&p - queued->data());
+        (p.attempts > 0 && (!inOrder || atHead) ? suspects : rest).push_back(std::move(p));
+    }
+    RunSummary summary;
+    Status runError;
+    auto runPages = [&](std::vector<PageRecord> pages, int t, int prep) {
+        Run run(store, params, *first, marks, std::move(pages), docPath, t, prep);
+        const RunSummary part = run.execute();
+        summary.processed += part.processed;
+        summary.inputFailures += part.inputFailures;
+        summary.engineFailures += part.engineFailures;
+        summary.cancelled = part.cancelled;
+        if (!run.workerInitError.isOk()) runError = run.workerInitError;
+        else if (!run.writeError) runError = run.writeError;
+    };
+    for (auto& p : suspects) {
+        if (!runError.isOk() || (params.cancel && params.cancel->load())) break;
+        log(pageName(p) + ": it was being read when an earlier run ended abnormally; reading it alone");
+        runPages({std::move(p)}, 1, 0);
+    }
+    if (runError.isOk() && !(params.cancel && params.cancel->load()) && !rest.empty()) runPages(std::move(rest), threads, preparers);
+    if (!crashed->empty()) summary.engineFailures += int(crashed->size());
+    (void)store.finishRun(*runId, !runError.isOk() ? "failed" : summary.cancelled ? "cancelled" : "finished");
+    if (!runError.isOk()) return runError;
     if (auto c = store.counts()) {
         summary.total = c->pages, summary.done = c->done, summary.failed = c->failed, summary.flagged = c->flagged;
         // Nothing left to read: the context is no longer needed, and its pages take room.

@@ -40,7 +40,7 @@ PageStatus parseStatus(const std::string& s) {
 }
 
 // Numbered migrations; migration i brings user_version from i to i + 1, in one transaction.
-const std::array<const char*, 3> kMigrations = {R"SQL(
+const std::array<const char*, 4> kMigrations = {R"SQL(
 CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE documents(
   id INTEGER PRIMARY KEY,
@@ -111,6 +111,11 @@ CREATE TABLE decoder_state(
 -- of the pages in the decoder's context: a resumed run rebuilds from them the context it had.
 ALTER TABLE decoder_state ADD COLUMN last_page_id INTEGER NOT NULL DEFAULT 0;
 CREATE TABLE context_pages(idx INTEGER PRIMARY KEY, data BLOB NOT NULL);
+)SQL",
+                                                R"SQL(
+-- Runs that began reading a page and ended abnormally before committing it: a page that ended
+-- the process twice is quarantined instead of ending every later run.
+ALTER TABLE pages ADD COLUMN attempts INTEGER NOT NULL DEFAULT 0;
 )SQL"};
 
 bool looksLikeSqlite(const fs::path& path, std::string* why) {
@@ -389,7 +394,7 @@ constexpr const char* kPageColumns =
     "coalesce(p.region_x,0), coalesce(p.region_y,0), coalesce(p.region_w,0), coalesce(p.region_h,0), "
     "coalesce(p.skew_degrees,0), coalesce(p.preprocess,''), coalesce(p.content_sha256,''), p.text_layer, "
     "coalesce(p.header,''), coalesce(p.footer,''), coalesce(p.page_number,''), "
-    "coalesce((SELECT mean_confidence FROM results r WHERE r.page_id=p.id), 0)";
+    "coalesce((SELECT mean_confidence FROM results r WHERE r.page_id=p.id), 0), p.attempts";
 
 PageRecord readPage(const Stmt& q) {
     PageRecord p;
@@ -417,6 +422,7 @@ PageRecord readPage(const Stmt& q) {
     p.footer = q.text(24);
     p.pageNumber = q.text(25);
     p.meanConfidence = q.f64(26);
+    p.attempts = q.i32(27);
     return p;
 }
 }  // namespace
@@ -546,7 +552,7 @@ Status ProjectStore::saveResult(int64_t pageId, const std::vector<PageOutcome>& 
             }
         }
         Stmt up(m_db,
-                "UPDATE pages SET status='done', flagged=?, failure=NULL, failure_kind=NULL, width=?, height=?, "
+                "UPDATE pages SET status='done', attempts=0, flagged=?, failure=NULL, failure_kind=NULL, width=?, height=?, "
                 "dpi=?, region_x=?, region_y=?, region_w=?, region_h=?, skew_degrees=?, preprocess=?, "
                 "content_sha256=?, text_layer=?, updated_at=strftime('%Y-%m-%dT%H:%M:%fZ','now') WHERE id=?");
         up.bind(1, int(o.flagged)).bind(2, o.text.width).bind(3, o.text.height).bind(4, o.text.dpi)
@@ -564,7 +570,7 @@ Status ProjectStore::saveFailure(int64_t pageId, const std::string& kind, const 
                                  const DecoderCheckpoint* checkpoint) {
     Transaction tx(m_db);
     if (!tx.status()) return tx.status();
-    Stmt q(m_db, "UPDATE pages SET status='failed', failure=?, failure_kind=?, "
+    Stmt q(m_db, "UPDATE pages SET status='failed', attempts=0, failure=?, failure_kind=?, "
                  "updated_at=strftime('%Y-%m-%dT%H:%M:%fZ','now') WHERE id=?");
     q.bind(1, reason).bind(2, kind).bind(3, pageId);
     if (Status s = q.run(); !s) return s;
@@ -576,6 +582,52 @@ Status ProjectStore::saveFailure(int64_t pageId, const std::string& kind, const 
 Status ProjectStore::requeueFailed() {
     return exec("UPDATE pages SET status='queued', failure=NULL, failure_kind=NULL WHERE status='failed' "
                 "AND coalesce(failure,'') NOT LIKE '%corrections are kept%'");
+}
+
+Result<std::vector<PageRecord>> ProjectStore::quarantineCrashedPages(int crashes) {
+    auto queued = queuedPages();
+    if (!queued) return queued.status();
+    std::vector<PageRecord> out;
+    for (const auto& p : *queued) {
+        if (p.attempts < crashes) continue;
+        // Every part of a split source page goes with it: they are read as one.
+        Stmt q(m_db, "UPDATE pages SET status='failed', failure_kind='engine', failure=?, "
+                     "updated_at=strftime('%Y-%m-%dT%H:%M:%fZ','now') WHERE document_id=? AND source_index=? AND status='queued'");
+        q.bind(1, "the process ended " + std::to_string(p.attempts) +
+                      " times while reading this page (a crash or a kill); skipped so the rest of the book can be read "
+                      "(quire-cli pages --retry " + std::to_string(p.sequence) + " reads it again)")
+            .bind(2, p.documentId)
+            .bind(3, p.sourceIndex);
+        if (Status s = q.run(); !s) return s;
+        out.push_back(p);
+    }
+    return out;
+}
+
+Status ProjectStore::retryPage(int64_t pageId) {
+    auto p = page(pageId);
+    if (!p) return p.status();
+    if (p->status != PageStatus::Failed)
+        return Status(ErrorCode::InvalidArgument, "page " + std::to_string(p->sequence) + " has not failed (it is " +
+                                                      pageStatusName(p->status) + ")");
+    Stmt q(m_db, "UPDATE pages SET status='queued', attempts=0, failure=NULL, failure_kind=NULL WHERE document_id=? "
+                 "AND source_index=? AND status='failed'");
+    q.bind(1, p->documentId).bind(2, p->sourceIndex);
+    return q.run();
+}
+
+Status ProjectStore::skipPage(int64_t pageId) {
+    auto p = page(pageId);
+    if (!p) return p.status();
+    if (p->status != PageStatus::Queued)
+        return Status(ErrorCode::InvalidArgument, "page " + std::to_string(p->sequence) + " is not waiting to be read (it is " +
+                                                      pageStatusName(p->status) + ")");
+    Stmt q(m_db, "UPDATE pages SET status='failed', attempts=0, failure_kind='engine', failure=?, "
+                 "updated_at=strftime('%Y-%m-%dT%H:%M:%fZ','now') WHERE document_id=? AND source_index=? AND status='queued'");
+    q.bind(1, "skipped on request (quire-cli pages --retry " + std::to_string(p->sequence) + " reads it again)")
+        .bind(2, p->documentId)
+        .bind(3, p->sourceIndex);
+    return q.run();
 }
 
 Result<PageText> ProjectStore::layout(int64_t pageId) {

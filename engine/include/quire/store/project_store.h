@@ -53,6 +53,9 @@ struct PageRecord {
     std::optional<std::string> textLayer;  // existing PDF text, when the page had one
     std::string header, footer, pageNumber;  // running header/footer found by book assembly
     double meanConfidence = 0;
+    // Runs that began reading this page and ended abnormally before committing it (a crash, a
+    // kill): reset when the page is committed.
+    int attempts = 0;
 };
 
 // What a worker produces for one region of a source page.
@@ -93,7 +96,7 @@ struct RunRecord {
 
 class ProjectStore {
 public:
-    static constexpr int kSchemaVersion = 3;
+    static constexpr int kSchemaVersion = 4;
     enum class Mode { OpenOrCreate, OpenExisting, ReadOnly };
 
     // Writable opens take the project's process lock: a second process is refused with a message
@@ -125,6 +128,12 @@ public:
     Status saveFailure(int64_t pageId, const std::string& kind, const std::string& reason,
                        const DecoderCheckpoint* checkpoint = nullptr);
     Status requeueFailed();
+    // Queued pages that ended `crashes` runs or more are marked failed ("ended the process N
+    // times"); returned so the run can say which.
+    Result<std::vector<PageRecord>> quarantineCrashedPages(int crashes);
+    // A failed page queued again (its attempts forgotten); a queued page failed on the user's word.
+    Status retryPage(int64_t pageId);
+    Status skipPage(int64_t pageId);
 
     Result<PageText> layout(int64_t pageId);
     Result<std::string> engineText(int64_t pageId);
