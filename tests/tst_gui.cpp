@@ -141,6 +141,39 @@ private slots:
         QCOMPARE(w.pageModel()->rowCount(), pages);
     }
 
+    // The page list's context menu skips a queued page and reads a failed one again, in the project.
+    void pageMenuSkipsAndRetries() {
+        const QString tif = m_dir.filePath("menu.tif");
+        writeTiffVolume(tif, 3, [](int) { return std::vector<std::string>{"a page"}; }, 400, 560, 1.0);
+        const QString project = m_dir.filePath("menu.quire");
+        {
+            auto store = ProjectStore::open(project.toStdString());
+            QVERIFY(store);
+            TranscribeParams params;
+            params.inputs = {tif.toStdString()};
+            QVERIFY(registerInputs(**store, params));
+        }
+        MainWindow w;
+        w.show();
+        QVERIFY(w.openProject(project));
+        w.goToRow(1);
+        QAction* skip = nullptr;
+        QAction* retry = nullptr;
+        for (QAction* a : w.pageList()->actions()) {
+            if (a->objectName() == "skipPageAction") skip = a;
+            if (a->objectName() == "retryPageAction") retry = a;
+        }
+        QVERIFY(skip && retry);
+        skip->trigger();
+        QCOMPARE(w.pageModel()->page(1)->status, PageStatus::Failed);
+        QVERIFY(w.pageModel()->page(1)->failure.find("skipped on request") != std::string::npos);
+        retry->trigger();
+        QCOMPARE(w.pageModel()->page(1)->status, PageStatus::Queued);
+        auto store = ProjectStore::open(project.toStdString(), ProjectStore::Mode::ReadOnly);
+        QVERIFY(store);
+        QCOMPARE((*store)->counts()->queued, 3);
+    }
+
     void largeVolumeOpensAndScrolls() {
         // 2,000 queued pages (one multi-page TIFF): the window shows them all, thumbnails come later.
         const QString tif = m_dir.filePath("long.tif");

@@ -1,4 +1,5 @@
-<?xml version='1.0' encoding='utf-8'?>
+<?xml version="1.0" encoding="utf-8"?>
+<!DOCTYPE TS>
 <TS version="2.1" language="zh_CN">
 <context>
     <name>main</name>
@@ -396,6 +397,26 @@
         <source>Open project</source>
         <translation>打开项目</translation>
     </message>
+    <message>
+        <source>Read Failed Page &amp;Again</source>
+        <translation>重新识别失败页(&amp;A)</translation>
+    </message>
+    <message>
+        <source>S&amp;kip Queued Page</source>
+        <translation>跳过排队页(&amp;K)</translation>
+    </message>
+    <message>
+        <source>Wait until the run ends (or cancel it) to change which pages it reads.</source>
+        <translation>请等待本次运行结束（或取消运行）后再更改要识别的页面。</translation>
+    </message>
+    <message>
+        <source>Page %1 queued again; Start reads it.</source>
+        <translation>第 %1 页已重新排队；点击“开始”即可识别。</translation>
+    </message>
+    <message>
+        <source>Page %1 skipped; runs leave it alone until it is read again.</source>
+        <translation>第 %1 页已跳过；在重新识别之前，运行不会处理它。</translation>
+    </message>
 </context>
 <context>
     <name>quire::ui::PageListDelegate</name>
@@ -456,7 +477,8 @@
     <message numerus="yes">
         <source>%n page(s)</source>
         <translation>
-            <numerusform>%n 页</numerusform></translation>
+            <numerusform>%n 页</numerusform>
+        </translation>
     </message>
 </context>
 <context>
@@ -482,7 +504,7 @@
         <translation>识别引擎：</translation>
     </message>
     <message>
-        <source>Installed: %1. Combine with '+', e.g. eng+chi_sim</source>
+        <source>Installed: %1. Combine with &apos;+&apos;, e.g. eng+chi_sim</source>
         <translation>已安装：%1。可用“+”组合，例如 eng+chi_sim</translation>
     </message>
     <message>
@@ -564,6 +586,30 @@
     <message>
         <source>Theme and interface language apply the next time Quire starts.</source>
         <translation>主题和界面语言将在下次启动 Quire 时生效。</translation>
+    </message>
+    <message>
+        <source>Quire reader (whole-volume decoder over PP-OCRv4)</source>
+        <translation>Quire 阅读器（基于 PP-OCRv4 的整卷解码器）</translation>
+    </message>
+    <message>
+        <source>Installed model: %1</source>
+        <translation>已安装的模型：%1</translation>
+    </message>
+    <message>
+        <source>No installed model found</source>
+        <translation>未找到已安装的模型</translation>
+    </message>
+    <message>
+        <source>Browse…</source>
+        <translation>浏览…</translation>
+    </message>
+    <message>
+        <source>Reader model folder (config.json and model.safetensors)</source>
+        <translation>阅读器模型文件夹（config.json 和 model.safetensors）</translation>
+    </message>
+    <message>
+        <source>Reader model:</source>
+        <translation>阅读器模型：</translation>
     </message>
 </context>
 <context>

@@ -252,6 +252,16 @@ void MainWindow::buildActions() {
     m_pauseAct->setCheckable(true);
     connect(m_pauseAct, &QAction::toggled, this, &MainWindow::setPaused);
     m_cancelAct = run->addAction(QIcon::fromTheme("media-playback-stop"), tr("&Cancel"), this, &MainWindow::cancelRun);
+    run->addSeparator();
+    // A failed page (one quarantined after crashing the engine twice, too) queued again, or a
+    // queued page left alone by runs; also in the page list's context menu.
+    m_retryAct = run->addAction(tr("Read Failed Page &Again"), this, [this] { changePageQueue(true); });
+    m_skipAct = run->addAction(tr("S&kip Queued Page"), this, [this] { changePageQueue(false); });
+    m_retryAct->setObjectName("retryPageAction");
+    m_skipAct->setObjectName("skipPageAction");
+    m_list->setContextMenuPolicy(Qt::ActionsContextMenu);
+    m_list->addAction(m_retryAct);
+    m_list->addAction(m_skipAct);
 
     QMenu* help = menuBar()->addMenu(tr("&Help"));
     help->addAction(tr("&About Quire"), this, [this] {
@@ -498,6 +508,22 @@ void MainWindow::markProofread() {
     }
     if (auto rec = m_store->page(p->id)) m_model->updatePage(*rec);
     if (m_model->page(m_currentRow)->proofread) nextFlagged();
+}
+
+void MainWindow::changePageQueue(bool retry) {
+    const PageRecord* p = m_model->page(m_currentRow);
+    if (!p || !m_store) return;
+    if (m_running) {
+        showError(tr("Wait until the run ends (or cancel it) to change which pages it reads."));
+        return;
+    }
+    if (Status s = retry ? m_store->retryPage(p->id) : m_store->skipPage(p->id); !s) {
+        showError(QString::fromStdString(s.message()));
+        return;
+    }
+    if (auto rec = m_store->page(p->id)) m_model->updatePage(*rec);
+    log(retry ? tr("Page %1 queued again; Start reads it.").arg(p->sequence)
+                    : tr("Page %1 skipped; runs leave it alone until it is read again.").arg(p->sequence));
 }
 
 TranscribeParams MainWindow::paramsFromSettings() const {

@@ -51,6 +51,7 @@ public:
     bool nextFlagged();
     bool previousFlagged();
     void markProofread();
+    void changePageQueue(bool retry);  // the current page: retry a failed one, or skip a queued one
 
     QString projectPath() const;
     int currentRow() const { return m_currentRow; }
@@ -116,6 +117,8 @@ private:
     QThread m_thread;
     TranscriptionWorker* m_worker = nullptr;
     bool m_running = false;
+    QAction* m_retryAct = nullptr;
+    QAction* m_skipAct = nullptr;
     int m_currentRow = -1;
     qint64 m_currentPageId = -1;
     qint64 m_imageShownFor = -1;
