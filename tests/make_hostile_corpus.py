@@ -203,6 +203,15 @@ def main():
     write("upside-down.png", save(words.rotate(180), "PNG"), "text:quick")
     write("rotated-90.png", save(words.rotate(90, expand=True), "PNG"), "text:quick")
     write("rotated-270.png", save(words.rotate(270, expand=True), "PNG"), "text:quick")
+    # Two pages just under the 200-megapixel limit in one folder: read one at a time (the run's
+    # pixel budget), under the test's 4 GB address-space limit.
+    big = os.path.join(out, "two-large-pages")
+    os.makedirs(big, exist_ok=True)
+    for i in (1, 2):
+        page = Image.new("L", (14000, 14000), 255)
+        ImageDraw.Draw(page).text((200, 200), f"large page {i}", fill=0)
+        page.save(os.path.join(big, f"p{i}.png"), compress_level=1)
+    cases.append(("two-large-pages", "ok"))
     write(b"latin1-name-\xe9t\xe9.png".decode("utf-8", "surrogateescape"), png, "ok")
     write("name with\nnewline.png", png, "ok")
     # Odd paths

@@ -19,6 +19,7 @@
 #include <thread>
 
 #include "pipeline/bounded_queue.h"
+#include "pipeline/pixel_budget.h"
 #include "quire/store/attempt_log.h"
 
 #ifdef __linux__
@@ -119,6 +120,7 @@ struct Job {
     // prepared work, done by the prepare stage ahead of the worker.
     std::optional<PreprocessResult> pre;
     std::vector<std::unique_ptr<PreparedPage>> prepared;
+    int64_t heldPixels = 0;  // taken from the run's PixelBudget, given back when the page is read
 };
 
 struct Done {
@@ -198,7 +200,7 @@ public:
         : store(store), params(params), first(&first), attempts(attempts), queued(std::move(queued)),
           docPath(std::move(docPath)), threads(threads), preparers(preparers),
           splitter(preparers > 0 ? &first : nullptr), jobs(size_t(threads) + 1), done(size_t(threads) + 1),
-          activeWorkers(threads), preparersLeft(preparers) {}
+          activeWorkers(threads), preparersLeft(preparers), pixels(params.pixelBudget) {}
 
     // Runs every page; the summary's counts are this run's (the caller adds the project's).
     RunSummary execute() {
@@ -212,6 +214,7 @@ public:
         jobs.close();
         preparedJobs.close();
         done.close();
+        pixels.close();
         loader.join();
         for (auto& p : preparerThreads) p.join();
         for (auto& w : workers) w.join();
@@ -256,6 +259,7 @@ private:
     std::condition_variable orderTurn;
     int64_t taken = 0, handedOn = 0;
     std::atomic<int> activeWorkers, preparersLeft;
+    PixelBudget pixels;
     std::mutex initMutex;
     bool firstTaken = false;
 };
@@ -301,6 +305,8 @@ void Run::loadPages() {
                 job.loadError = pageException(page, e);
             }
         }
+        job.heldPixels = int64_t(job.image.image.total());
+        if (!pixels.acquire(job.heldPixels, [this] { return cancelled(); })) break;
         if (!jobs.push(std::move(job))) break;
     }
     for (const auto& [doc, n] : textLayerPages)
@@ -373,6 +379,10 @@ void Run::recognizePages() {
     }
     while (auto job = rec ? work().pop() : std::optional<Job>()) {
         std::optional<Done> d = recognizePage(*rec, *job);
+        job->image = {};
+        job->pre.reset();
+        job->prepared.clear();
+        pixels.release(job->heldPixels);
         if (!d) break;
         if (d->error.code() == ErrorCode::Cancelled) break;
         if (rec->carriesContext()) d->checkpoint = rec->checkpoint();

@@ -155,26 +155,35 @@ cv::Mat normalizeBackground(const cv::Mat& gray, double* unevenness) {
         *unevenness = (v[v.size() * 95 / 100] - v[v.size() * 5 / 100]) / med;
     }
     cv::resize(bg, bg, gray.size(), 0, 0, cv::INTER_LINEAR);
-    cv::Mat f, b;
-    gray.convertTo(f, CV_32F);
-    bg.convertTo(b, CV_32F);
-    cv::max(b, 1.0, b);
-    cv::Mat ratio = f / b * 255.0;
+    // The ratio page / paper * 255 is computed a row at a time (the same operations as on whole
+    // float images, so the same values): a 200-megapixel page needs no 800 MB float copies.
+    auto ratioRow = [&](int y, cv::Mat& ratio) {
+        cv::Mat f, b;
+        gray.row(y).convertTo(f, CV_32F);
+        bg.row(y).convertTo(b, CV_32F);
+        cv::max(b, 1.0, b);
+        cv::divide(f, b, ratio, 255.0);
+    };
     // Stretch so the darkest 0.5 % of pixels become black.
-    cv::Mat r8;
-    ratio.convertTo(r8, CV_8U);
-    int hist[256] = {0};
-    for (int y = 0; y < r8.rows; ++y) {
-        const uchar* p = r8.ptr(y);
+    long long hist[256] = {0};
+    cv::Mat ratio, r8;
+    for (int y = 0; y < gray.rows; ++y) {
+        ratioRow(y, ratio);
+        ratio.convertTo(r8, CV_8U);
+        const uchar* p = r8.ptr(0);
         for (int x = 0; x < r8.cols; ++x) ++hist[p[x]];
     }
-    const long long total = (long long)r8.rows * r8.cols, want = total / 200;
+    const long long total = (long long)gray.rows * gray.cols, want = total / 200;
     long long acc = 0;
     int lo = 0;
     while (lo < 254 && (acc += hist[lo]) < want) ++lo;
     const double gain = 255.0 / std::max(1, 255 - lo);
-    cv::Mat out;
-    ratio.convertTo(out, CV_8U, gain, -lo * gain);
+    cv::Mat out(gray.size(), CV_8U);
+    for (int y = 0; y < gray.rows; ++y) {
+        ratioRow(y, ratio);
+        cv::Mat dst = out.row(y);
+        ratio.convertTo(dst, CV_8U, gain, -lo * gain);
+    }
     return out;
 }
 

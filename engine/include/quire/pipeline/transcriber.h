@@ -54,6 +54,10 @@ struct TranscribeParams {
     // -1 picks two on a machine with two cores or more, else one.
     int preparers = -1;
     bool retryFailed = false;
+    // Decoded pixels the pages in flight may hold together: a page waits in the loader while
+    // larger ones are read (one page is always admitted). 250 MP: any number of ordinary pages
+    // (an A4 page at 300 dpi is 8.7 MP), never two near the 200 MP page limit.
+    int64_t pixelBudget = 250'000'000;
     std::function<void(const RunProgress&)> onProgress;
     std::function<void(const PageEvent&)> onPage;
     std::function<void(const std::string&)> onLog;  // warnings and notes, in words
