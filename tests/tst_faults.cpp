@@ -82,6 +82,63 @@ private slots:
         QCOMPARE(status(project).value("done").toInt(), 9);
     }
 
+    // Pages of the project file overwritten on disk: every open says the project is damaged and
+    // names the newest sound backup; `restore` puts it back, keeping the damaged file, with the
+    // correction made before the backup.
+    void damagedProjectIsRestoredFromItsBackup() {
+        const QString project = m_dir.filePath("damaged.quire");
+        auto r = runCli({"transcribe", samplePdf(), "--project", project});
+        QVERIFY2(r.exitCode == 0, qPrintable(r.err));
+        r = runCli({"correct", "--project", project, "--page", "2", "--text", "A correction typed before the damage."});
+        QVERIFY2(r.exitCode == 0, qPrintable(r.err));
+        QVERIFY2(QDir(project + ".backups").entryList(QDir::Files).size() >= 1, "no backup after a clean close");
+        QVERIFY(!QFileInfo::exists(project + "-wal") || QFileInfo(project + "-wal").size() == 0);
+        // Overwrite every fourth 4 KB page after the first with junk (the header stays SQLite's).
+        std::string bytes = readFile(project);
+        for (size_t off = 4096; off + 4096 <= bytes.size(); off += 4 * 4096)
+            for (size_t i = 0; i < 4096; ++i) bytes[off + i] = char((i * 131 + off) & 0xff);
+        writeFile(project, bytes);
+        const auto st = runCli({"status", "--project", project});
+        QCOMPARE(st.exitCode, 2);
+        QVERIFY2(st.err.contains("damaged") && st.err.contains("quire-cli restore --project"), qPrintable(st.err + st.out));
+        const auto tr = runCli({"transcribe", "--project", project});
+        QCOMPARE(tr.exitCode, 2);
+        QVERIFY2(tr.err.contains("the project file is damaged") && tr.err.contains("newest sound backup"), qPrintable(tr.err));
+        const auto rs = runCli({"restore", "--project", project});
+        QVERIFY2(rs.exitCode == 0, qPrintable(rs.err));
+        QCOMPARE(QDir(m_dir.path()).entryList({"damaged.quire.damaged-*"}, QDir::Files).size(), 1);
+        const auto ok = runCli({"status", "--project", project, "--json", "--pages"});
+        QVERIFY2(ok.exitCode == 0, qPrintable(ok.err));
+        const QJsonObject o = QJsonDocument::fromJson(ok.out.toUtf8()).object();
+        QCOMPARE(o.value("integrity").toString(), QString("ok"));
+        QCOMPARE(o.value("done").toInt(), 9);
+        QCOMPARE(o.value("pageList").toArray().at(1).toObject().value("text").toString(), QString("A correction typed before the damage."));
+        // The restored project takes work again.
+        QCOMPARE(runCli({"transcribe", "--project", project}).exitCode, 0);
+    }
+
+    // A process killed in the middle of a transaction leaves a hot journal, which only a writer can
+    // roll back: `status` (read-only) rolls it back through a writable connection and says so.
+    void statusRollsBackAHotJournal() {
+        const QString project = m_dir.filePath("hot.quire");
+        QVERIFY(runCli({"transcribe", samplePdf(), "--project", project}).exitCode == 0);
+        const auto py = runProgram("/usr/bin/python3", {"-c", QString("import sqlite3, os\n"
+                                                                      "c = sqlite3.connect('%1', isolation_level=None)\n"
+                                                                      "c.execute('pragma journal_mode=DELETE')\n"
+                                                                      "c.execute('begin immediate')\n"
+                                                                      "c.execute('update pages set flagged=1')\n"
+                                                                      "c.execute('create table junk(x)')\n"
+                                                                      "c.executemany('insert into junk values(?)', [(b'x' * 1000,)] * 5000)\n"
+                                                                      "os.kill(os.getpid(), 9)\n").arg(project)});
+        QVERIFY(QFileInfo::exists(project + "-journal"));
+        const auto st = runCli({"status", "--project", project, "--json"});
+        QVERIFY2(st.exitCode == 0, qPrintable(st.err));
+        QVERIFY2(st.err.contains("rolled back an unfinished transaction"), qPrintable(st.err));
+        const QJsonObject o = QJsonDocument::fromJson(st.out.toUtf8()).object();
+        QCOMPARE(o.value("integrity").toString(), QString("ok"));
+        QVERIFY2(o.value("flagged").toInt() < 9, "the killed transaction's update survived");
+    }
+
     void readOnlyProjectOpensReadOnly() {
         const QString project = m_dir.filePath("ro.quire");
         const QString scan = m_dir.filePath("page.png");

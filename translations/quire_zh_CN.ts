@@ -417,6 +417,22 @@
         <source>Page %1 skipped; runs leave it alone until it is read again.</source>
         <translation>第 %1 页已跳过；在重新识别之前，运行不会处理它。</translation>
     </message>
+    <message>
+        <source>Restore the backup?</source>
+        <translation>恢复备份？</translation>
+    </message>
+    <message>
+        <source>%1 is damaged. Its newest sound backup was taken at %2. Put the backup in place? The damaged file is kept beside it, and corrections made after the backup are lost from the project.</source>
+        <translation>%1 已损坏。其最新的完好备份创建于 %2。要用该备份替换它吗？损坏的文件会保留在旁边，备份之后所做的校对将不在项目中。</translation>
+    </message>
+    <message>
+        <source>Cannot restore %1: %2</source>
+        <translation>无法恢复 %1：%2</translation>
+    </message>
+    <message>
+        <source>Restored %1 from the backup taken at %2; the damaged file is kept as %3.</source>
+        <translation>已从 %2 的备份恢复 %1；损坏的文件保存为 %3。</translation>
+    </message>
 </context>
 <context>
     <name>quire::ui::PageListDelegate</name>

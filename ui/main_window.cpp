@@ -33,6 +33,7 @@
 #include "page_view.h"
 #include "quire/export/book.h"
 #include "quire/source/document_source.h"
+#include "quire/store/project_backups.h"
 #include "quire/export/exporters.h"
 #include "run_chart.h"
 #include "settings.h"
@@ -355,6 +356,30 @@ bool MainWindow::newProject(const QStringList& inputs, const QString& projectPat
 
 bool MainWindow::openProject(const QString& path) {
     auto store = ProjectStore::open(path.toStdString(), ProjectStore::Mode::OpenExisting);
+    // A damaged project with a sound backup: the user may put the backup in place (the damaged
+    // file is kept beside it) and open that.
+    if (!store && store.status().code() == ErrorCode::Corrupt && !m_restoreAsked)
+        if (const auto backup = newestSoundBackup(path.toStdString())) {
+            const auto answer = QMessageBox::question(
+                this, tr("Restore the backup?"),
+                tr("%1 is damaged. Its newest sound backup was taken at %2. Put the backup in place? The damaged file "
+                   "is kept beside it, and corrections made after the backup are lost from the project.")
+                    .arg(path, QString::fromStdString(backup->takenAt)));
+            if (answer == QMessageBox::Yes) {
+                auto kept = ProjectStore::restore(path.toStdString(), backup->path);
+                if (!kept) {
+                    showError(tr("Cannot restore %1: %2").arg(path, QString::fromStdString(kept.status().message())));
+                    return false;
+                }
+                log(tr("Restored %1 from the backup taken at %2; the damaged file is kept as %3.")
+                        .arg(path, QString::fromStdString(backup->takenAt), QString::fromStdString(kept->string())),
+                    true);
+                m_restoreAsked = true;
+                const bool opened = openProject(path);
+                m_restoreAsked = false;
+                return opened;
+            }
+        }
     if (!store) {
         showError(tr("Cannot open %1: %2").arg(path, QString::fromStdString(store.status().message())));
         return false;  // the open project stays as it was

@@ -117,6 +117,7 @@ private:
     QThread m_thread;
     TranscriptionWorker* m_worker = nullptr;
     bool m_running = false;
+    bool m_restoreAsked = false;  // a restore is offered once per open
     QAction* m_retryAct = nullptr;
     QAction* m_skipAct = nullptr;
     int m_currentRow = -1;

@@ -30,6 +30,7 @@
 #include "quire/export/exporters.h"
 #include "quire/ppocr/ppocr.h"
 #include "quire/preprocess/preprocess.h"
+#include "quire/store/project_backups.h"
 #include "quire/pipeline/transcriber.h"
 
 namespace fs = std::filesystem;
@@ -55,6 +56,7 @@ const char* kUsageText =
     "  quire-cli status --project P.quire [--json] [--pages]\n"
     "  quire-cli correct --project P.quire --page N (--text-file F | --text T)\n"
     "  quire-cli pages --project P.quire (--retry N[,M...] | --skip N[,M...])\n"
+    "  quire-cli restore --project P.quire [--from BACKUP]   (the newest sound backup of a damaged project)\n"
     "      --retry queues failed pages again (a page quarantined after crashing the engine twice, too);\n"
     "      --skip marks queued pages failed, so runs leave them alone until retried.\n"
     "  quire-cli devices\n"
@@ -323,9 +325,13 @@ int cmdExport(const cli::Args& args) {
 int cmdStatus(const cli::Args& args) {
     auto store = openProject(args, ProjectStore::Mode::ReadOnly);
     if (!store) return fail(exitFor(store.status()), store.status().message());
+    if (!(*store)->openNote().empty()) spdlog::warn("{}: {}", (*store)->path().string(), (*store)->openNote());
+    // A damaged file is said first, with its newest sound backup: counting pages may fail on it.
+    auto integrity = (*store)->integrityCheck();
+    if (!integrity || *integrity != "ok")
+        return fail(kUsage, damagedProject((*store)->path(), integrity ? *integrity : integrity.status().message()).message());
     auto c = (*store)->counts();
     if (!c) return fail(kInternal, c.status().message());
-    auto integrity = (*store)->integrityCheck();
     const bool json = args.has("json");
     QJsonObject o{{"project", QString::fromStdString((*store)->path().string())},
                   {"pages", c->pages}, {"done", c->done}, {"queued", c->queued}, {"failed", c->failed},
@@ -362,6 +368,23 @@ int cmdStatus(const cli::Args& args) {
                   << " corrected, " << c->proofread << " proofread; integrity " << o["integrity"].toString().toStdString()
                   << "\n";
     }
+    return kOk;
+}
+
+// Puts the newest sound backup (or --from FILE) in place of a damaged project.
+int cmdRestore(const cli::Args& args) {
+    const auto project = args.value("project");
+    if (!project) return fail(kUsage, "--project P.quire is required");
+    std::optional<BackupInfo> backup;
+    if (const auto from = args.value("from")) backup = BackupInfo{*from, *from};
+    else backup = newestSoundBackup(*project);
+    if (!backup) return fail(kUsage, *project + ": there is no sound backup in " + backupFolder(*project).string());
+    auto damaged = ProjectStore::restore(*project, backup->path);
+    if (!damaged) return fail(exitFor(damaged.status()), damaged.status().message());
+    spdlog::info("{}: restored from the backup taken at {}; the damaged file is kept as {}", *project, backup->takenAt,
+                 damaged->string());
+    auto store = ProjectStore::open(*project, ProjectStore::Mode::ReadOnly);
+    if (!store) return fail(exitFor(store.status()), store.status().message());
     return kOk;
 }
 
@@ -634,6 +657,7 @@ int main(int argc, char** argv) {
         {"status", {{"project"}, {"json", "pages"}}},
         {"correct", {{"project", "page", "text-file", "text"}, {}}},
         {"pages", {{"project", "retry", "skip"}, {}}},
+        {"restore", {{"project", "from"}, {}}},
         {"devices", {{}, {}}},
         {"features", {{"out", "dpi", "lang"}, {"json"}}},
         {"bench", {{"pages", "mode", "device", "batch", "config", "shape", "page-tokens", "tokens-per-page", "recent",
@@ -669,6 +693,7 @@ int main(int argc, char** argv) {
         if (cmd == "status") return cmdStatus(args);
         if (cmd == "correct") return cmdCorrect(args);
         if (cmd == "pages") return cmdPages(args);
+        if (cmd == "restore") return cmdRestore(args);
         if (cmd == "features") return cmdFeatures(args);
         return cmdDevices();
     } catch (const std::exception& e) {

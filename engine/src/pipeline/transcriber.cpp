@@ -467,6 +467,7 @@ void Run::commitPages(RunSummary& summary) {
                 progress.flagged = counts->flagged;
     if (params.onProgress) params.onProgress(progress);
     const auto start = std::chrono::steady_clock::now();
+    bool backupWarned = false;
     while (auto d = done.pop()) {
         PageEvent ev;
         const DecoderCheckpoint* checkpoint = d->checkpoint ? &*d->checkpoint : nullptr;
@@ -477,13 +478,19 @@ void Run::commitPages(RunSummary& summary) {
             (input ? summary.inputFailures : summary.engineFailures)++;
             ev.failure = d->error.message();
             writeError = store.saveFailure(d->page.id, input ? "input" : "engine", d->error.message(), checkpoint);
-            log("failed: " + pageName(d->page) + ": " + d->error.message());
+            // Most reasons already name the file and page; the others get them.
+            const std::string& why = d->error.message();
+            log("failed: " + (why.rfind(pageName(d->page), 0) == 0 ? why : pageName(d->page) + ": " + why));
         }
         if (!writeError) {
             stop = true;  // e.g. the disk is full: stop cleanly, every committed page stays
             break;
         }
         ++summary.processed;
+        if (Status b = store.backupIfDue(); !b && !backupWarned) {
+            log("the project's rolling backup failed (it is tried again later): " + b.message());
+            backupWarned = true;
+        }
         if (auto c = store.counts()) {
             progress.total = c->pages, progress.done = c->done, progress.failed = c->failed, progress.flagged = c->flagged;
         }

@@ -11,6 +11,7 @@
 #include <sys/file.h>
 #include <unistd.h>
 
+#include "quire/store/project_backups.h"
 #include "store/sqlite_util.h"
 
 namespace fs = std::filesystem;
@@ -250,10 +251,33 @@ Result<std::unique_ptr<ProjectStore>> ProjectStore::open(const fs::path& path, M
     // Validate before writing anything: a newer or foreign database must stay untouched.
     int userVersion = 0, appId = 0, tables = 0;
     {
-        Stmt v(store->m_db, "PRAGMA user_version");
-        if (!v.step()) return Status(ErrorCode::Unreadable, path.string() + ": cannot read the project (" +
-                                                                v.status().message() + ")");
-        userVersion = v.i32(0);
+        int code = SQLITE_OK;
+        auto readVersion = [&]() -> Status {
+            Stmt v(store->m_db, "PRAGMA user_version");
+            if (v.step()) {
+                userVersion = v.i32(0);
+                return Status::ok();
+            }
+            code = sqlite3_extended_errcode(store->m_db);
+            return v.status().isOk() ? Status(ErrorCode::Database, "no user_version") : v.status();
+        };
+        Status read = readVersion();
+        if (!read && code == SQLITE_READONLY_ROLLBACK && readOnly && access(path.c_str(), W_OK) == 0) {
+            // A hot journal left by a process killed mid-transaction: only a writer may roll it back.
+            // A second, writable connection does so on its first read; then this one reads again.
+            sqlite3* rw = nullptr;
+            if (sqlite3_open_v2(path.c_str(), &rw, SQLITE_OPEN_READWRITE, nullptr) == SQLITE_OK) {
+                sqlite3_busy_timeout(rw, 5000);
+                sqlite3_exec(rw, "PRAGMA user_version", nullptr, nullptr, nullptr);
+            }
+            sqlite3_close(rw);
+            read = readVersion();
+            if (read) store->m_openNote = "rolled back an unfinished transaction left by a process that was killed";
+        }
+        if (!read) {
+            if ((code & 0xff) == SQLITE_CORRUPT || (code & 0xff) == SQLITE_NOTADB) return damagedProject(path, read.message());
+            return Status(ErrorCode::Unreadable, path.string() + ": cannot read the project (" + read.message() + ")");
+        }
         Stmt a(store->m_db, "PRAGMA application_id");
         if (a.step()) appId = a.i32(0);
         Stmt t(store->m_db, "SELECT count(*) FROM sqlite_master");
@@ -279,10 +303,38 @@ Result<std::unique_ptr<ProjectStore>> ProjectStore::open(const fs::path& path, M
             return Status(ErrorCode::Unreadable, path.string() + ": the project needs an upgrade but is read-only");
         if (Status s = store->migrate(); !s) return s;
     }
+    if (!readOnly) {
+        // A damaged file is found before anything is written to it, and the newest sound backup is
+        // offered (PRAGMA quick_check: the page structure, without the slower index comparison).
+        Stmt q(store->m_db, "PRAGMA quick_check");
+        const std::string verdict = q.step() ? q.text(0) : q.status().message();
+        if (verdict != "ok") return damagedProject(path, verdict);
+    }
+    store->m_changesAtBackup = sqlite3_total_changes(store->m_db);
+    store->m_lastBackup = std::chrono::steady_clock::now();
     return store;
 }
 
+Result<fs::path> ProjectStore::restore(const fs::path& path, const fs::path& backup) {
+    if (Status s = acquireLock(path); !s) return s;
+    auto moved = restoreBackup(path, backup);
+    releaseLock(path);
+    return moved;
+}
+
+Status damagedProject(const fs::path& path, const std::string& detail) {
+    const auto backup = newestSoundBackup(path);
+    return Status(ErrorCode::Corrupt,
+                  path.string() + ": the project file is damaged (" + detail.substr(0, 200) + "); " +
+                      (backup ? "the newest sound backup was taken at " + backup->takenAt + " (" + backup->path.string() +
+                                    "); restore it with: quire-cli restore --project " + path.string() +
+                                    " (the damaged file is kept beside it; corrections made after the backup are in it)"
+                              : std::string("there is no sound backup of it in ") + backupFolder(path).string()));
+}
+
 ProjectStore::~ProjectStore() {
+    // A clean close keeps a backup of whatever changed since the last one.
+    if (!m_readOnly && m_db && sqlite3_total_changes(m_db) != m_changesAtBackup) (void)writeBackup(m_db, m_path);
     sqlite3_close_v2(m_db);
     if (m_locked) releaseLock(m_path);
 }
@@ -679,7 +731,20 @@ Result<int64_t> ProjectStore::addCorrection(int64_t pageId, const std::string& t
     Stmt q(m_db, "INSERT INTO corrections(page_id, text) VALUES(?,?)");
     q.bind(1, pageId).bind(2, text);
     if (Status s = q.run(); !s) return s;
-    return int64_t(sqlite3_last_insert_rowid(m_db));
+    const auto id = int64_t(sqlite3_last_insert_rowid(m_db));
+    (void)backupIfDue();  // the correction is committed; a failed backup is retried next time
+    return id;
+}
+
+Status ProjectStore::backupIfDue() {
+    if (m_readOnly || sqlite3_total_changes(m_db) == m_changesAtBackup) return Status::ok();
+    if (std::chrono::steady_clock::now() - m_lastBackup < kBackupInterval) return Status::ok();
+    const int64_t changes = sqlite3_total_changes(m_db);
+    auto b = writeBackup(m_db, m_path);
+    m_lastBackup = std::chrono::steady_clock::now();  // a failure is tried again an interval later
+    if (!b) return b.status();
+    m_changesAtBackup = changes;
+    return Status::ok();
 }
 
 Result<std::optional<CorrectionRecord>> ProjectStore::latestCorrection(int64_t pageId) {

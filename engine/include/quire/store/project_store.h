@@ -3,6 +3,7 @@
 // in one transaction, so a run killed at any moment resumes where it stopped.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <filesystem>
 #include <memory>
@@ -94,6 +95,10 @@ struct RunRecord {
     std::string startedAt, finishedAt;
 };
 
+// The message for a project that fails its integrity check: what failed, and the newest sound
+// backup with the command that restores it.
+Status damagedProject(const std::filesystem::path& path, const std::string& detail);
+
 class ProjectStore {
 public:
     static constexpr int kSchemaVersion = 4;
@@ -105,6 +110,9 @@ public:
                                                       Mode mode = Mode::OpenOrCreate);
     ~ProjectStore();
     ProjectStore(const ProjectStore&) = delete;
+    // restoreBackup (project_backups.h) under the project's process lock: refused while another
+    // Quire process has the project open for writing.
+    static Result<std::filesystem::path> restore(const std::filesystem::path& path, const std::filesystem::path& backup);
     ProjectStore& operator=(const ProjectStore&) = delete;
 
     const std::filesystem::path& path() const { return m_path; }
@@ -164,6 +172,13 @@ public:
     Status setMeta(const std::string& key, const std::string& value);
     Result<std::string> integrityCheck();  // "ok" when sound
 
+    // A rolling backup (project_backups.h) when the project changed and the newest backup is
+    // kBackupInterval old; the committer calls it after each page, a correction calls it, and a
+    // clean close takes one whenever anything changed.
+    Status backupIfDue();
+    // What opening had to repair (a hot journal rolled back), for the caller to report; empty when nothing.
+    const std::string& openNote() const { return m_openNote; }
+
     sqlite3* handle() const { return m_db; }
 
 private:
@@ -176,6 +191,9 @@ private:
     std::filesystem::path m_path;
     bool m_readOnly = false;
     bool m_locked = false;
+    std::string m_openNote;
+    int64_t m_changesAtBackup = 0;  // sqlite3_total_changes when the last backup was taken
+    std::chrono::steady_clock::time_point m_lastBackup;
 };
 
 }  // namespace quire
