@@ -1,18 +1,21 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer targets with clang (ASan + UBSan) and runs each for FUZZ_SECONDS (default 20;
-# the CI stage). A longer campaign: FUZZ_SECONDS=3600 bash fuzz/run.sh. Crashes are written to
+# the CI stage). A longer campaign: FUZZ_SECONDS=3600 bash fuzz/run.sh; FUZZ_TARGETS="pdf images"
+# picks targets. Crashes are written to
 # fuzz/findings/ and fail the run; each finding becomes a regression test.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SECONDS_EACH=${FUZZ_SECONDS:-20}
 CC=clang CXX=clang++ cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DQUIRE_FUZZ=ON \
     -DQUIRE_CUDA=OFF -DQUIRE_BUILD_GUI=OFF -DQUIRE_BUILD_TESTS=OFF > /dev/null
-cmake --build build-fuzz -j "$(nproc)" --target fuzz_safetensors fuzz_project fuzz_exporters fuzz_onnx fuzz_decoder_state quire-cli
+cmake --build build-fuzz -j "$(nproc)" --target fuzz_safetensors fuzz_project fuzz_exporters fuzz_onnx fuzz_decoder_state fuzz_pdf fuzz_images quire-cli
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-mkdir -p fuzz/findings "$work/safetensors" "$work/project" "$work/exporters" "$work/onnx" "$work/decoder_state"
+mkdir -p fuzz/findings "$work/safetensors" "$work/project" "$work/exporters" "$work/onnx" "$work/decoder_state" "$work/pdf" "$work/images"
 cp fuzz/corpus/exporters/* "$work/exporters/"
 cp fuzz/corpus/onnx/* "$work/onnx/"
+cp fuzz/corpus/pdf/* "$work/pdf/"
+cp fuzz/corpus/images/* "$work/images/"
 # Seeds made now, so they always match the current formats: a small valid safetensors file and a
 # real project.
 /usr/bin/python3 - "$work/safetensors/seed" <<'PY'
@@ -32,11 +35,13 @@ OMP_THREAD_LIMIT=1 ./build-fuzz/app/quire-cli transcribe "$work/seed.png" --proj
 rm -f "$work/project/"*.lock "$work/project/"*-wal "$work/project/"*-shm
 cp fuzz/corpus/decoder_state/* "$work/decoder_state/" 2> /dev/null || true
 status=0
-for t in safetensors project exporters onnx decoder_state; do
+for t in ${FUZZ_TARGETS:-safetensors project exporters onnx decoder_state pdf images}; do
     echo "== fuzz_$t for ${SECONDS_EACH}s"
     # fuzz_decoder_state writes a real saved state as its seed (always the current format).
+    # -timeout and -rss_limit_mb: a loop or a memory explosion is a finding too.
     QUIRE_FUZZ_SEED_DIR="$work/decoder_state" ASAN_OPTIONS=detect_leaks=0 ./build-fuzz/fuzz/fuzz_$t -max_total_time="$SECONDS_EACH" -max_len=65536 \
-        -artifact_prefix=fuzz/findings/$t- "$work/$t" 2>&1 | grep -E "^#[0-9]+ +DONE|ERROR|SUMMARY|crash|Done" || true
+        -timeout=30 -rss_limit_mb=3000 -print_final_stats=1 -artifact_prefix=fuzz/findings/$t- "$work/$t" 2>&1 \
+        | grep -E "^#[0-9]+ +DONE|ERROR|SUMMARY|crash|Done|stat::number_of_executed_units|stat::peak_rss_mb|cov: " | tail -4 || true
     if ls fuzz/findings/$t-* > /dev/null 2>&1; then status=1; fi
 done
 exit $status

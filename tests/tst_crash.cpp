@@ -152,6 +152,62 @@ private slots:
         QCOMPARE(runCli({"pages", "--project", project, "--skip", "2"}).exitCode, 2);  // page 2 is done, not queued
     }
 
+    // SIGKILL while a PDF is being opened (the helper inspecting a 3,000-page page tree) and in its
+    // first pages: the project stays sound, no helper outlives the run, and the run completes.
+    void killDuringPdfOpeningLeavesNothingBehind() {
+        const QString pdf = m_dir.filePath("many-pages.pdf");
+        const auto gen = runProgram("/usr/bin/python3", {"-c", QString("import sys; sys.argv = ['x']; sys.path.insert(0, '%1/tests')\n"
+                                                                       "import make_hostile_corpus as m\n"
+                                                                       "open('%2', 'wb').write(m.many_pages_pdf(3000))\n")
+                                                                   .arg(sourceDir(), pdf)});
+        QVERIFY2(gen.exitCode == 0, qPrintable(gen.err));
+        const QString project = m_dir.filePath("pdf-kill.quire");
+        std::mt19937 rng(20261202);
+        for (int k = 0; k < 6; ++k) {
+            QProcess p;
+            p.start(QStringLiteral(QUIRE_CLI_PATH), {"transcribe", pdf, "--project", project});
+            QVERIFY(p.waitForStarted());
+            QThread::msleep(std::uniform_int_distribution<int>(50, 900)(rng));
+            p.kill();
+            p.waitForFinished();
+            QThread::msleep(200);  // the helper dies with the thread that started it
+            const auto helpers = runProgram("pgrep", {"-f", "quire-render " + pdf});
+            QVERIFY2(helpers.out.trimmed().isEmpty(), qPrintable("a helper outlived the run: " + helpers.out));
+            if (QFileInfo::exists(project)) {
+                const auto st = runCli({"status", "--project", project});
+                QVERIFY2(st.exitCode == 0 && st.out.contains("integrity ok"), qPrintable(st.err + st.out));
+            }
+        }
+        const auto done = runCli({"transcribe", pdf, "--project", project});
+        QVERIFY2(done.exitCode == 0, qPrintable(done.err));
+        QVERIFY(runCli({"status", "--project", project}).out.contains("3000 done"));
+    }
+
+    // SIGKILL at random moments of short writes, each of which takes a backup at its clean close:
+    // the project stays sound and every backup listed passes its integrity check.
+    void killDuringBackupLeavesSoundBackups() {
+        const QString project = m_dir.filePath("backup-kill.quire");
+        QVERIFY(runCli({"transcribe", samplePdf(), "--project", project}).exitCode == 0);
+        std::mt19937 rng(20261203);
+        for (int k = 0; k < 20; ++k) {
+            QProcess p;
+            p.start(QStringLiteral(QUIRE_CLI_PATH), {"correct", "--project", project, "--page", "1", "--text",
+                                                      QString("Correction %1").arg(k)});
+            QVERIFY(p.waitForStarted());
+            QThread::msleep(std::uniform_int_distribution<int>(0, 120)(rng));
+            p.kill();
+            p.waitForFinished();
+            const auto st = runCli({"status", "--project", project});
+            QVERIFY2(st.exitCode == 0 && st.out.contains("integrity ok"), qPrintable(st.err + st.out));
+        }
+        const QStringList backups = QDir(project + ".backups").entryList({"*.backup"}, QDir::Files);
+        QVERIFY(!backups.isEmpty() && backups.size() <= 3);
+        for (const QString& b : backups) {
+            const auto check = runProgram("sqlite3", {project + ".backups/" + b, "PRAGMA quick_check"});
+            QVERIFY2(check.out.trimmed() == "ok", qPrintable(b + ": " + check.out + check.err));
+        }
+    }
+
     void killedReaderResumesWithItsContext() {
         if (!findReaderModel()) QSKIP("no reader model is shipped");
         const QString volume = m_dir.filePath("letters.tif");

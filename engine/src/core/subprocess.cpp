@@ -4,6 +4,7 @@
 
 #include <fcntl.h>
 #include <poll.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
@@ -45,6 +46,9 @@ Result<std::unique_ptr<Subprocess>> Subprocess::start(const std::string& program
         }
         const rlimit noCore{0, 0};  // a helper killed by a hostile page leaves no core file behind
         setrlimit(RLIMIT_CORE, &noCore);
+        // Killed with the thread that started it: a helper looping on a hostile file must not
+        // outlive a run that was killed.
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
         if (program.find('/') != std::string::npos) execv(argv[0], argv.data());
         else execvp(argv[0], argv.data());
         _exit(127);

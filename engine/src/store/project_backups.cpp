@@ -102,6 +102,9 @@ Result<BackupInfo> writeBackup(sqlite3* db, const fs::path& project) {
     }
     fs::rename(partial, target, ec);
     if (ec) return Status(ErrorCode::Io, target.string() + ": " + ec.message());
+    // Copies a killed process left half-written are never listed; they are dropped here.
+    for (fs::directory_iterator it(folder, ec), end; !ec && it != end; it.increment(ec))
+        if (it->path().extension() == ".partial") fs::remove(it->path(), ec);
     const auto all = listBackups(project);
     for (size_t i = kBackupsKept; i < all.size(); ++i) fs::remove(all[i].path, ec);
     return BackupInfo{target, readableStamp(stamp)};
