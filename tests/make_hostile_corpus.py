@@ -190,6 +190,43 @@ def main():
           "failed-or-flagged")
     full = save(words.convert("RGB"), "JPEG", quality=85)
     write("jpeg-cut-with-end.jpg", full[: len(full) // 2] + b"\xff\xd9", "failed-or-flagged")
+
+    # More structure and format oddities, each with its expected answer.
+    pdf_page = lambda extra: pdf([catalog, b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+                                  b"<< /Type /Page /Parent 2 0 R " + extra + b" /Contents 4 0 R >>", text_content])
+    write("pdf-no-mediabox.pdf", pdf_page(b""), "ok-or-error")
+    write("pdf-negative-mediabox.pdf", pdf_page(b"/MediaBox [0 0 -612 -792]"), "ok-or-error")
+    write("pdf-rotate-90.pdf", pdf_page(b"/MediaBox [0 0 612 792] /Rotate 90"), "ok")
+    write("pdf-rotate-odd.pdf", pdf_page(b"/MediaBox [0 0 612 792] /Rotate 45"), "ok")
+    write("pdf-kids-not-array.pdf", pdf([catalog, b"<< /Type /Pages /Kids 3 0 R /Count 1 >>", page3, text_content]), "ok-or-error")
+    write("pdf-count-not-number.pdf", pdf([catalog, b"<< /Type /Pages /Kids [3 0 R] /Count (one) >>", page3, text_content]), "ok-pages:1")
+    write("pdf-contents-missing-object.pdf", pdf([catalog, b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+                                                  b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 99 0 R >>"]), "ok-or-error")
+    write("pdf-stream-length-lies.pdf", pdf([catalog, b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>", page3,
+                                             b"<< /Length 99999999 >>\nstream\nBT /F1 24 Tf 72 700 Td (x) Tj ET\nendstream"]), "ok-or-error")
+    write("pdf-header-only.pdf", b"%PDF-1.7\n", "error")
+    write("pdf-same-page-twice.pdf", pdf([catalog, b"<< /Type /Pages /Kids [3 0 R 3 0 R] /Count 2 >>", page3, text_content]), "ok-or-error")
+    write("pdf-deep-tree.pdf", pdf([catalog] + [f"<< /Type /Pages /Kids [{i + 3} 0 R] /Count 1 >>".encode() for i in range(200)] +
+                                   [b"<< /Type /Page /MediaBox [0 0 612 792] /Contents 203 0 R >>", text_content]), "ok-or-error")
+    write("text-named.pdf", b"This is not a PDF at all, only words.\n" * 20, "error")
+    # Images
+    row_page = big_text_page()
+    write("sixteen-bit.tif", save(Image.fromarray(np.asarray(row_page).astype(np.uint16) * 257), "TIFF"), "text:quick")
+    write("one-bit.png", save(row_page.convert("1"), "PNG"), "text:quick")
+    write("progressive.jpg", save(row_page.convert("RGB"), "JPEG", quality=85, progressive=True), "text:quick")
+    write("one-bit.bmp", save(row_page.convert("1"), "BMP"), "text:quick")
+    tif_pages = io.BytesIO()
+    row_page.save(tif_pages, "TIFF", save_all=True, append_images=[row_page.rotate(180)], compression="tiff_deflate")
+    two = tif_pages.getvalue()
+    write("tiff-second-page-cut.tif", two[: len(two) - 2000], "ok-or-error")
+    write("gif-named.png", save(row_page, "GIF"), "error")
+    write("webp.webp", save(row_page.convert("RGB"), "WEBP"), "error")
+    ihdr_zero = png[:16] + struct.pack(">II", 0, 0) + png[24:]
+    write("png-zero-size.png", ihdr_zero, "error")
+    jpeg_bad_dims = bytearray(save(Image.new("L", (40, 40), 255), "JPEG"))
+    sof = jpeg_bad_dims.find(b"\xff\xc0")
+    jpeg_bad_dims[sof + 5:sof + 9] = b"\xff\xff\xff\xff"
+    write("jpeg-65535-square.jpg", bytes(jpeg_bad_dims), "ok-or-error")
     # Transparency: ink drawn as opaque pixels over a fully transparent (black) background.
     alpha = words.point(lambda v: 255 - v)
     rgba = Image.merge("RGBA", [Image.new("L", words.size, 0)] * 3 + [alpha])

@@ -296,10 +296,15 @@ public:
         int pages = 0;
         do { ++pages; } while (TIFFReadDirectory(tif.get()) && pages < 1'000'000);
         auto src = std::unique_ptr<TiffSource>(new TiffSource(p, o, pages));
+        // A chain of pages that ends in an unreadable directory is read up to there, and said.
+        if (!t_tiffError.empty())
+            src->m_note = "the TIFF's page " + std::to_string(pages + 1) + " cannot be read (" + t_tiffError +
+                          "); read its first " + std::to_string(pages) + " page(s)";
         src->m_tif = std::move(tif);
         return std::unique_ptr<DocumentSource>(std::move(src));
     }
     SourceKind kind() const override { return SourceKind::Tiff; }
+    std::string openNote() const override { return m_note; }
     const fs::path& path() const override { return m_path; }
     int pageCount() const override { return m_pages; }
     Result<PageImage> loadPage(int index) override {
@@ -339,6 +344,7 @@ private:
     SourceOptions m_opt;
     int m_pages;
     TiffPtr m_tif;
+    std::string m_note;
 };
 
 Result<std::unique_ptr<DocumentSource>> openFile(const fs::path& p, const SourceOptions& o) {

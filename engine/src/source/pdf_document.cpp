@@ -42,8 +42,8 @@ void walkPages(QPDFObjectHandle node, Inherited inh, std::set<QPDFObjGen>& seen,
         damage = "a page-tree entry is not a dictionary";
         return;
     }
-    if (depth > 64) {
-        damage = "the page tree is more than 64 levels deep";
+    if (depth > 1024) {  // PDFium's own limit
+        damage = "the page tree is more than 1,024 levels deep";
         return;
     }
     if (node.isIndirect() && !seen.insert(node.getObjGen()).second) {
