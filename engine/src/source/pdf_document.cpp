@@ -194,7 +194,9 @@ Result<std::unique_ptr<PdfDocument>> PdfDocument::open(const fs::path& path) {
             const fs::path repaired = temporaryPath(".pdf");
             if (repaired.empty()) return Status(ErrorCode::Io, path.string() + ": cannot write a repaired copy to the temporary folder");
             doc->m_temporary.push_back(repaired);
-            QPDFWriter w(q, repaired.string().c_str());
+            // QPDFWriter keeps the name's pointer until write(): the string must outlive it.
+            const std::string repairedName = repaired.string();
+            QPDFWriter w(q, repairedName.c_str());
             w.write();
             doc->m_readPath = repaired;
             doc->m_repairNote = "the PDF's page tree is damaged (" + damage + "); read its " + std::to_string(leaves.size()) +
