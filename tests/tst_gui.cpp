@@ -38,6 +38,18 @@ class TestGui : public QObject {
     QTemporaryDir m_dir;
     QString m_project;
 
+    // A project of `pages` queued pages (one multi-page TIFF of small text pages); empty on failure.
+    QString queuedProject(const QString& name, int pages) {
+        const QString tif = m_dir.filePath(name + ".tif");
+        writeTiffVolume(tif, pages, [](int) { return std::vector<std::string>{"a page"}; }, 400, 560, 1.0);
+        const QString project = m_dir.filePath(name + ".quire");
+        auto store = ProjectStore::open(project.toStdString());
+        if (!store) return {};
+        TranscribeParams params;
+        params.inputs = {tif.toStdString()};
+        return registerInputs(**store, params) ? project : QString();
+    }
+
 private slots:
     void initTestCase() {
         Settings s;
@@ -143,16 +155,8 @@ private slots:
 
     // The page list's context menu skips a queued page and reads a failed one again, in the project.
     void pageMenuSkipsAndRetries() {
-        const QString tif = m_dir.filePath("menu.tif");
-        writeTiffVolume(tif, 3, [](int) { return std::vector<std::string>{"a page"}; }, 400, 560, 1.0);
-        const QString project = m_dir.filePath("menu.quire");
-        {
-            auto store = ProjectStore::open(project.toStdString());
-            QVERIFY(store);
-            TranscribeParams params;
-            params.inputs = {tif.toStdString()};
-            QVERIFY(registerInputs(**store, params));
-        }
+        const QString project = queuedProject("menu", 3);
+        QVERIFY(!project.isEmpty());
         MainWindow w;
         w.show();
         QVERIFY(w.openProject(project));
@@ -176,16 +180,8 @@ private slots:
 
     void largeVolumeOpensAndScrolls() {
         // 2,000 queued pages (one multi-page TIFF): the window shows them all, thumbnails come later.
-        const QString tif = m_dir.filePath("long.tif");
-        writeTiffVolume(tif, 2000, [](int) { return std::vector<std::string>{"a page"}; }, 400, 560, 1.0);
-        const QString project = m_dir.filePath("long.quire");
-        {
-            auto store = ProjectStore::open(project.toStdString());
-            QVERIFY(store);
-            TranscribeParams params;
-            params.inputs = {tif.toStdString()};
-            QVERIFY(registerInputs(**store, params));
-        }
+        const QString project = queuedProject("long", 2000);
+        QVERIFY(!project.isEmpty());
         MainWindow w;
         w.show();
         QElapsedTimer timer;
