@@ -232,14 +232,28 @@ Result<std::unique_ptr<PdfDocument>> PdfDocument::open(const fs::path& path) {
         default:
             return Status(ErrorCode::Corrupt, path.string() + ": cannot open the PDF (unknown error)");
     }
-    const int n = doc->m_doc.pageCount();
+    int n = doc->m_doc.pageCount();
     if (n <= 0) return Status(ErrorCode::Empty, path.string() + ": the PDF has no pages");
     // qpdf's findings apply page by page only where both libraries see the same pages.
     if (int(checked.size()) != n) checked.assign(size_t(n), PdfPageInfo{});
+    // Where qpdf could not read the file, PDFium trusts the page count: a thousand pages in a row
+    // that PDFium cannot find end the document at the last page it found.
+    constexpr int kPhantomRun = 1000;
+    int lastFound = -1;
     for (int i = 0; i < n; ++i) {
         const QSizeF pt = doc->m_doc.pagePointSize(i);
         checked[size_t(i)].widthPt = pt.width();
         checked[size_t(i)].heightPt = pt.height();
+        if (pt.width() > 0 && pt.height() > 0) lastFound = i;
+        else if (i - lastFound >= kPhantomRun) break;
+    }
+    if (n - 1 - lastFound >= kPhantomRun) {
+        if (lastFound < 0) return Status(ErrorCode::Empty, path.string() + ": the PDF has no pages that can be found");
+        doc->m_repairNote += std::string(doc->m_repairNote.empty() ? "" : "; ") + "the PDF claims " + std::to_string(n) +
+                             " pages, but none after page " + std::to_string(lastFound + 1) + " can be found; read " +
+                             std::to_string(lastFound + 1);
+        n = lastFound + 1;
+        checked.resize(size_t(n));
     }
     doc->m_pages = std::move(checked);
     return doc;
