@@ -19,6 +19,7 @@
 #include <thread>
 
 #include "pipeline/bounded_queue.h"
+#include "pipeline/crash_marker.h"
 #include "pipeline/pixel_budget.h"
 #include "quire/store/attempt_log.h"
 
@@ -529,12 +530,19 @@ Result<RunSummary> runTranscription(ProjectStore& store, const TranscribeParams&
     if (Status s = registerInputs(store, params); !s) return s;
     if (params.retryFailed)
         if (Status s = store.requeueFailed(); !s) return s;
-    // A page that ended the process twice (each time it was being read) is failed, not read again:
-    // it would end every later run of the project.
+    // The pages the last run began and did not commit: a crash is counted on them when that run
+    // crashed (its marker is there), not when it was killed or cancelled. A page that crashed the
+    // engine twice is failed, not read again: it would end every later run of the project.
+    const fs::path crashMarker = store.path().string() + ".crashed", inflight = store.path().string() + ".inflight";
+    std::error_code markerError;
+    if (fs::exists(crashMarker, markerError)) {
+        if (Status s = store.countCrashes(AttemptLog::read(inflight)); !s) return s;
+        fs::remove(crashMarker, markerError);
+    }
     auto crashed = store.quarantineCrashedPages(kCrashesToQuarantine);
     if (!crashed) return crashed.status();
     for (const auto& p : *crashed)
-        log(pageName(p) + ": the process ended " + std::to_string(p.attempts) + " times while reading it; marked failed and "
+        log(pageName(p) + ": the engine crashed " + std::to_string(p.crashes) + " times while reading it; marked failed and "
             "skipped (quire-cli pages --retry " + std::to_string(p.sequence) + " reads it again)");
     auto queued = store.queuedPages();
     if (!queued) return queued.status();
@@ -566,18 +574,19 @@ Result<RunSummary> runTranscription(ProjectStore& store, const TranscribeParams&
             (void)store.finishRun(*runId, "failed");
             return s;
         }
-    auto attempts = AttemptLog::open(store.path());
-    if (!attempts) log("pages will not be marked as begun, so a page that crashes the engine cannot be found: " +
+    auto attempts = AttemptLog::start(inflight);
+    if (!attempts) log("pages will not be noted as begun, so a page that crashes the engine cannot be found: " +
                        attempts.status().message());
-    AttemptLog* const marks = attempts ? attempts->get() : nullptr;
-    // Pages that were being read when an earlier run ended abnormally are read first, each alone
-    // in a run of its own, so that another crash is pinned on the page that caused it and not on
-    // its neighbours in the queues. For an engine reading in order, only those at the head.
+    AttemptLog* const marks = attempts ? &*attempts : nullptr;
+    // Pages that were being read when an earlier run crashed are read first, each alone in a run
+    // of its own, so that another crash is pinned on the page that caused it and not on its
+    // neighbours in the queues. For an engine reading in order, only those at the head.
     std::vector<PageRecord> suspects, rest;
     for (auto& p : *queued) {
         const bool atHead = suspects.size() == size_t(&p - queued->data());
-        (p.attempts > 0 && (!inOrder || atHead) ? suspects : rest).push_back(std::move(p));
+        (p.crashes > 0 && (!inOrder || atHead) ? suspects : rest).push_back(std::move(p));
     }
+    const CrashMarker crashGuard(crashMarker);
     RunSummary summary;
     Status runError;
     auto runPages = [&](std::vector<PageRecord> pages, int t, int prep) {
@@ -592,12 +601,13 @@ Result<RunSummary> runTranscription(ProjectStore& store, const TranscribeParams&
     };
     for (auto& p : suspects) {
         if (!runError.isOk() || (params.cancel && params.cancel->load())) break;
-        log(pageName(p) + ": it was being read when an earlier run ended abnormally; reading it alone");
+        log(pageName(p) + ": it was being read when an earlier run crashed; reading it alone");
         runPages({std::move(p)}, 1, 0);
     }
     if (runError.isOk() && !(params.cancel && params.cancel->load()) && !rest.empty()) runPages(std::move(rest), threads, preparers);
     if (!crashed->empty()) summary.engineFailures += int(crashed->size());
     (void)store.finishRun(*runId, !runError.isOk() ? "failed" : summary.cancelled ? "cancelled" : "finished");
+    fs::remove(inflight, markerError);  // the run ended without crashing: nothing of it is in flight
     if (!runError.isOk()) return runError;
     if (auto c = store.counts()) {
         summary.total = c->pages, summary.done = c->done, summary.failed = c->failed, summary.flagged = c->flagged;

@@ -336,6 +336,8 @@ Result<PageImage> PdfDocument::render(int index, int width, int height, int dpi,
 }
 
 std::optional<std::string> PdfDocument::textLayer(int index) {
+    // A page refused for drawing itself loops in PDFium's text extraction as in its rendering.
+    if (index < 0 || index >= pageCount() || !page(index).refusal.empty()) return std::nullopt;
     const QString text = m_doc.getAllText(index).text();
     for (const QChar c : text)
         if (c.isLetterOrNumber()) return text.trimmed().toStdString();

@@ -1,32 +1,44 @@
-// AttemptLog: one UPDATE per page on a connection of its own, committed (and synced) before the
-// page is decoded.
+// AttemptLog: one line per page ("<id>\n"), appended with one write() each.
 #include "quire/store/attempt_log.h"
 
-#include <sqlite3.h>
+#include <fcntl.h>
+#include <unistd.h>
 
-#include "sqlite_util.h"
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <string>
 
 namespace quire {
 
-Result<std::unique_ptr<AttemptLog>> AttemptLog::open(const std::filesystem::path& project) {
-    auto log = std::unique_ptr<AttemptLog>(new AttemptLog);
-    if (sqlite3_open_v2(project.c_str(), &log->m_db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_FULLMUTEX, nullptr) != SQLITE_OK)
-        return Status(ErrorCode::Database, project.string() + ": cannot open a second connection: " +
-                                               (log->m_db ? sqlite3_errmsg(log->m_db) : "out of memory"));
-    sqlite3_busy_timeout(log->m_db, 10000);
-    sqlite3_exec(log->m_db, "PRAGMA synchronous=FULL", nullptr, nullptr, nullptr);
-    return log;
+Result<AttemptLog> AttemptLog::start(const std::filesystem::path& file) {
+    const int fd = ::open(file.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0644);
+    if (fd < 0) return Status(ErrorCode::Io, file.string() + ": cannot write the pages in flight: " + std::strerror(errno));
+    return AttemptLog(fd);
+}
+
+std::vector<int64_t> AttemptLog::read(const std::filesystem::path& file) {
+    std::vector<int64_t> ids;
+    std::ifstream in(file);
+    for (std::string line; std::getline(in, line);) {
+        try {
+            ids.push_back(std::stoll(line));
+        } catch (const std::exception&) {
+            // a line cut by the crash: the page before it is listed already
+        }
+    }
+    return ids;
 }
 
 AttemptLog::~AttemptLog() {
-    if (m_db) sqlite3_close(m_db);
+    if (m_fd >= 0) ::close(m_fd);
 }
 
 Status AttemptLog::mark(int64_t pageId) {
-    sql::Stmt q(m_db, "UPDATE pages SET attempts=attempts+1 WHERE (document_id, source_index) = "
-                      "(SELECT document_id, source_index FROM pages WHERE id=?) AND status='queued'");
-    q.bind(1, pageId);
-    return q.run();
+    const std::string line = std::to_string(pageId) + "\n";
+    if (::write(m_fd, line.data(), line.size()) != ssize_t(line.size()))
+        return Status(ErrorCode::Io, std::string("cannot note the page in flight: ") + std::strerror(errno));
+    return Status::ok();
 }
 
 }  // namespace quire

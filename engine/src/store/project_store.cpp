@@ -6,6 +6,7 @@
 #include <cstring>
 #include <fstream>
 #include <map>
+#include <set>
 #include <mutex>
 #include <fcntl.h>
 #include <sys/file.h>
@@ -114,9 +115,9 @@ ALTER TABLE decoder_state ADD COLUMN last_page_id INTEGER NOT NULL DEFAULT 0;
 CREATE TABLE context_pages(idx INTEGER PRIMARY KEY, data BLOB NOT NULL);
 )SQL",
                                                 R"SQL(
--- Runs that began reading a page and ended abnormally before committing it: a page that ended
--- the process twice is quarantined instead of ending every later run.
-ALTER TABLE pages ADD COLUMN attempts INTEGER NOT NULL DEFAULT 0;
+-- Runs that crashed while this page was being read: a page that crashed the engine twice is
+-- quarantined instead of ending every later run.
+ALTER TABLE pages ADD COLUMN crashes INTEGER NOT NULL DEFAULT 0;
 )SQL"};
 
 bool looksLikeSqlite(const fs::path& path, std::string* why) {
@@ -446,7 +447,7 @@ constexpr const char* kPageColumns =
     "coalesce(p.region_x,0), coalesce(p.region_y,0), coalesce(p.region_w,0), coalesce(p.region_h,0), "
     "coalesce(p.skew_degrees,0), coalesce(p.preprocess,''), coalesce(p.content_sha256,''), p.text_layer, "
     "coalesce(p.header,''), coalesce(p.footer,''), coalesce(p.page_number,''), "
-    "coalesce((SELECT mean_confidence FROM results r WHERE r.page_id=p.id), 0), p.attempts";
+    "coalesce((SELECT mean_confidence FROM results r WHERE r.page_id=p.id), 0), p.crashes";
 
 PageRecord readPage(const Stmt& q) {
     PageRecord p;
@@ -474,7 +475,7 @@ PageRecord readPage(const Stmt& q) {
     p.footer = q.text(24);
     p.pageNumber = q.text(25);
     p.meanConfidence = q.f64(26);
-    p.attempts = q.i32(27);
+    p.crashes = q.i32(27);
     return p;
 }
 }  // namespace
@@ -604,7 +605,7 @@ Status ProjectStore::saveResult(int64_t pageId, const std::vector<PageOutcome>& 
             }
         }
         Stmt up(m_db,
-                "UPDATE pages SET status='done', attempts=0, flagged=?, failure=NULL, failure_kind=NULL, width=?, height=?, "
+                "UPDATE pages SET status='done', crashes=0, flagged=?, failure=NULL, failure_kind=NULL, width=?, height=?, "
                 "dpi=?, region_x=?, region_y=?, region_w=?, region_h=?, skew_degrees=?, preprocess=?, "
                 "content_sha256=?, text_layer=?, updated_at=strftime('%Y-%m-%dT%H:%M:%fZ','now') WHERE id=?");
         up.bind(1, int(o.flagged)).bind(2, o.text.width).bind(3, o.text.height).bind(4, o.text.dpi)
@@ -622,7 +623,7 @@ Status ProjectStore::saveFailure(int64_t pageId, const std::string& kind, const 
                                  const DecoderCheckpoint* checkpoint) {
     Transaction tx(m_db);
     if (!tx.status()) return tx.status();
-    Stmt q(m_db, "UPDATE pages SET status='failed', attempts=0, failure=?, failure_kind=?, "
+    Stmt q(m_db, "UPDATE pages SET status='failed', crashes=0, failure=?, failure_kind=?, "
                  "updated_at=strftime('%Y-%m-%dT%H:%M:%fZ','now') WHERE id=?");
     q.bind(1, reason).bind(2, kind).bind(3, pageId);
     if (Status s = q.run(); !s) return s;
@@ -641,12 +642,12 @@ Result<std::vector<PageRecord>> ProjectStore::quarantineCrashedPages(int crashes
     if (!queued) return queued.status();
     std::vector<PageRecord> out;
     for (const auto& p : *queued) {
-        if (p.attempts < crashes) continue;
+        if (p.crashes < crashes) continue;
         // Every part of a split source page goes with it: they are read as one.
         Stmt q(m_db, "UPDATE pages SET status='failed', failure_kind='engine', failure=?, "
                      "updated_at=strftime('%Y-%m-%dT%H:%M:%fZ','now') WHERE document_id=? AND source_index=? AND status='queued'");
-        q.bind(1, "the process ended " + std::to_string(p.attempts) +
-                      " times while reading this page (a crash or a kill); skipped so the rest of the book can be read "
+        q.bind(1, "the engine crashed " + std::to_string(p.crashes) +
+                      " times while reading this page; skipped so the rest of the book can be read "
                       "(quire-cli pages --retry " + std::to_string(p.sequence) + " reads it again)")
             .bind(2, p.documentId)
             .bind(3, p.sourceIndex);
@@ -656,13 +657,27 @@ Result<std::vector<PageRecord>> ProjectStore::quarantineCrashedPages(int crashes
     return out;
 }
 
+Status ProjectStore::countCrashes(const std::vector<int64_t>& pageIds) {
+    Transaction tx(m_db);
+    if (!tx.status()) return tx.status();
+    // Every part of the source page a listed page belongs to, while still queued.
+    Stmt q(m_db, "UPDATE pages SET crashes=crashes+1 WHERE status='queued' AND (document_id, source_index) = "
+                 "(SELECT document_id, source_index FROM pages WHERE id=?)");
+    for (const int64_t id : std::set<int64_t>(pageIds.begin(), pageIds.end())) {
+        q.reset();
+        q.bind(1, id);
+        if (Status s = q.run(); !s) return s;
+    }
+    return tx.commit();
+}
+
 Status ProjectStore::retryPage(int64_t pageId) {
     auto p = page(pageId);
     if (!p) return p.status();
     if (p->status != PageStatus::Failed)
         return Status(ErrorCode::InvalidArgument, "page " + std::to_string(p->sequence) + " has not failed (it is " +
                                                       pageStatusName(p->status) + ")");
-    Stmt q(m_db, "UPDATE pages SET status='queued', attempts=0, failure=NULL, failure_kind=NULL WHERE document_id=? "
+    Stmt q(m_db, "UPDATE pages SET status='queued', crashes=0, failure=NULL, failure_kind=NULL WHERE document_id=? "
                  "AND source_index=? AND status='failed'");
     q.bind(1, p->documentId).bind(2, p->sourceIndex);
     return q.run();
@@ -674,7 +689,7 @@ Status ProjectStore::skipPage(int64_t pageId) {
     if (p->status != PageStatus::Queued)
         return Status(ErrorCode::InvalidArgument, "page " + std::to_string(p->sequence) + " is not waiting to be read (it is " +
                                                       pageStatusName(p->status) + ")");
-    Stmt q(m_db, "UPDATE pages SET status='failed', attempts=0, failure_kind='engine', failure=?, "
+    Stmt q(m_db, "UPDATE pages SET status='failed', failure_kind='engine', failure=?, "
                  "updated_at=strftime('%Y-%m-%dT%H:%M:%fZ','now') WHERE document_id=? AND source_index=? AND status='queued'");
     q.bind(1, "skipped on request (quire-cli pages --retry " + std::to_string(p->sequence) + " reads it again)")
         .bind(2, p->documentId)

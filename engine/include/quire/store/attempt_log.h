@@ -1,32 +1,36 @@
-// AttemptLog: marks in the project, durably and before any work on it, that a run has begun
-// reading a page. The mark is cleared when the page is committed, so a page whose mark survives
-// was being read when the process ended abnormally. Its own SQLite connection: the loader thread
-// marks while the committer thread writes pages.
+// AttemptLog: a file beside the project ("<project>.inflight") to which a run appends the id of
+// each page before any work on it. A write survives the process crashing (it is in the kernel's
+// page cache), so at the start of the next run the pages listed and still queued are those the
+// last run had begun and not committed; ProjectStore::countCrashes counts a crash on them when
+// that run crashed (CrashMarker). A file, not the database: the loader marks without waiting for
+// the committer's write lock.
 #pragma once
 
 #include <cstdint>
 #include <filesystem>
-#include <memory>
+#include <vector>
 
 #include "quire/core/status.h"
-
-struct sqlite3;
 
 namespace quire {
 
 class AttemptLog {
 public:
-    static Result<std::unique_ptr<AttemptLog>> open(const std::filesystem::path& project);
-    ~AttemptLog();
-    AttemptLog(const AttemptLog&) = delete;
-    AttemptLog& operator=(const AttemptLog&) = delete;
+    // Starts an empty log for this run (what a previous run left has been read before).
+    static Result<AttemptLog> start(const std::filesystem::path& file);
+    // The page ids a run listed (empty when there is no file).
+    static std::vector<int64_t> read(const std::filesystem::path& file);
 
-    // Adds one to the attempts of the page and of the other parts of its source page.
+    AttemptLog(AttemptLog&& other) noexcept : m_fd(other.m_fd) { other.m_fd = -1; }
+    AttemptLog& operator=(AttemptLog&&) = delete;
+    AttemptLog(const AttemptLog&) = delete;
+    ~AttemptLog();
+
     Status mark(int64_t pageId);
 
 private:
-    AttemptLog() = default;
-    sqlite3* m_db = nullptr;
+    explicit AttemptLog(int fd) : m_fd(fd) {}
+    int m_fd = -1;
 };
 
 }  // namespace quire

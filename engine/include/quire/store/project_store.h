@@ -54,9 +54,7 @@ struct PageRecord {
     std::optional<std::string> textLayer;  // existing PDF text, when the page had one
     std::string header, footer, pageNumber;  // running header/footer found by book assembly
     double meanConfidence = 0;
-    // Runs that began reading this page and ended abnormally before committing it (a crash, a
-    // kill): reset when the page is committed.
-    int attempts = 0;
+    int crashes = 0;  // runs that crashed while this page was being read (reset when it is committed)
 };
 
 // What a worker produces for one region of a source page.
@@ -136,10 +134,13 @@ public:
     Status saveFailure(int64_t pageId, const std::string& kind, const std::string& reason,
                        const DecoderCheckpoint* checkpoint = nullptr);
     Status requeueFailed();
-    // Queued pages that ended `crashes` runs or more are marked failed ("ended the process N
+    // Counts a crash on the listed pages (and the other parts of their source pages) that are still
+    // queued: the pages a crashed run had begun and not committed (AttemptLog, CrashMarker).
+    Status countCrashes(const std::vector<int64_t>& pageIds);
+    // Queued pages that crashed `crashes` runs or more are marked failed ("the engine crashed N
     // times"); returned so the run can say which.
     Result<std::vector<PageRecord>> quarantineCrashedPages(int crashes);
-    // A failed page queued again (its attempts forgotten); a queued page failed on the user's word.
+    // A failed page queued again (its crashes forgotten); a queued page failed on the user's word.
     Status retryPage(int64_t pageId);
     Status skipPage(int64_t pageId);
 
