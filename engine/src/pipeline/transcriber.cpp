@@ -245,7 +245,7 @@ private:
     // worker's, and the prepare stage's when it splits pages. Owned by runTranscription, so it
     // outlives every thread of the run.
     Recognizer* const first;
-    AttemptLog* const attempts;  // null: pages are not marked (the project cannot take the marks)
+    AttemptLog* const attempts;  // null: pages are not noted (the .inflight file cannot be written)
     const std::vector<PageRecord> queued;
     const std::map<int64_t, std::string> docPath;
     const int threads, preparers;
@@ -289,9 +289,9 @@ void Run::loadPages() {
             if (src && !src->openNote().empty()) log(docPath.at(page.documentId) + ": " + src->openNote());
         }
         if (!src) job.loadError = openError;
-        // Marked before any work on it, so that a crash while it is read is pinned on it.
+        // Noted before any work on it, so that a crash while it is read is pinned on it.
         if (attempts)
-            if (Status s = attempts->mark(page.id); !s) log(pageName(page) + ": could not mark the page as begun: " + s.message());
+            if (Status s = attempts->mark(page.id); !s) log(pageName(page) + ": could not note the page as begun: " + s.message());
         if (src && job.loadError) {
             try {
                 auto img = src->loadPage(page.sourceIndex);
@@ -511,7 +511,7 @@ void Run::commitPages(RunSummary& summary) {
 
 }  // namespace
 
-// A page is quarantined once the process has ended this many times while reading it.
+// A page is quarantined once the engine has crashed this many times while reading it.
 constexpr int kCrashesToQuarantine = 2;
 
 Result<RunSummary> runTranscription(ProjectStore& store, const TranscribeParams& params) {
@@ -599,12 +599,13 @@ Result<RunSummary> runTranscription(ProjectStore& store, const TranscribeParams&
         if (!run.workerInitError.isOk()) runError = run.workerInitError;
         else if (!run.writeError) runError = run.writeError;
     };
+    auto goOn = [&] { return runError.isOk() && !(params.cancel && params.cancel->load()); };
     for (auto& p : suspects) {
-        if (!runError.isOk() || (params.cancel && params.cancel->load())) break;
+        if (!goOn()) break;
         log(pageName(p) + ": it was being read when an earlier run crashed; reading it alone");
         runPages({std::move(p)}, 1, 0);
     }
-    if (runError.isOk() && !(params.cancel && params.cancel->load()) && !rest.empty()) runPages(std::move(rest), threads, preparers);
+    if (goOn() && !rest.empty()) runPages(std::move(rest), threads, preparers);
     if (!crashed->empty()) summary.engineFailures += int(crashed->size());
     (void)store.finishRun(*runId, !runError.isOk() ? "failed" : summary.cancelled ? "cancelled" : "finished");
     fs::remove(inflight, markerError);  // the run ended without crashing: nothing of it is in flight

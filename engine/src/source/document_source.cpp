@@ -35,6 +35,21 @@ const char* sourceKindName(SourceKind kind) {
     return "unknown";
 }
 
+cv::Mat compositeOnWhite(const cv::Mat& image) {
+    if (image.channels() != 4 && image.channels() != 2) return image;
+    const int colour = image.channels() - 1;
+    cv::Mat out(image.rows, image.cols, colour == 3 ? CV_8UC3 : CV_8UC1);
+    for (int y = 0; y < image.rows; ++y) {
+        const uchar* s = image.ptr<uchar>(y);
+        uchar* d = out.ptr<uchar>(y);
+        for (int x = 0; x < image.cols; ++x, s += colour + 1, d += colour) {
+            const int a = s[colour];
+            for (int c = 0; c < colour; ++c) d[c] = uchar((s[c] * a + 255 * (255 - a)) / 255);
+        }
+    }
+    return out;
+}
+
 cv::Mat cropToRegion(const cv::Mat& page, const Box& region, int regionDpi, int decodedDpi) {
     if (region.empty()) return page;
     const double s = regionDpi > 0 && decodedDpi > 0 ? double(decodedDpi) / regionDpi : 1.0;
@@ -200,20 +215,7 @@ cv::Mat to8bit(cv::Mat m) {
         m.convertTo(m, CV_8U, mx > mn ? 255.0 / (mx - mn) : 1.0, mx > mn ? -mn * 255.0 / (mx - mn) : 0);
     }
     // Transparency is paper: ink drawn over transparent pixels (of any colour) is composited on white.
-    if (m.channels() == 4 || m.channels() == 2) {
-        const int colour = m.channels() - 1;
-        cv::Mat out(m.rows, m.cols, colour == 3 ? CV_8UC3 : CV_8UC1);
-        for (int y = 0; y < m.rows; ++y) {
-            const uchar* s = m.ptr<uchar>(y);
-            uchar* d = out.ptr<uchar>(y);
-            for (int x = 0; x < m.cols; ++x, s += colour + 1, d += colour) {
-                const int a = s[colour];
-                for (int c = 0; c < colour; ++c) d[c] = uchar((s[c] * a + 255 * (255 - a) + 127) / 255);
-            }
-        }
-        return out;
-    }
-    return m;
+    return compositeOnWhite(m);
 }
 
 bool jpegHasEnd(const fs::path& path) {

@@ -306,16 +306,8 @@ Result<PageImage> PdfDocument::render(int index, int width, int height, int dpi,
     if (img.isNull()) return Status(ErrorCode::Corrupt, where + ": cannot render page");
     img = img.convertToFormat(QImage::Format_ARGB32);
     const cv::Mat bgra(img.height(), img.width(), CV_8UC4, img.bits(), size_t(img.bytesPerLine()));
-    // Composite on white: transparent areas of a PDF page are paper.
-    cv::Mat out(img.height(), img.width(), CV_8UC3);
-    for (int y = 0; y < bgra.rows; ++y) {
-        const auto* s = bgra.ptr<cv::Vec4b>(y);
-        auto* d = out.ptr<cv::Vec3b>(y);
-        for (int x = 0; x < bgra.cols; ++x) {
-            const int a = s[x][3];
-            for (int c = 0; c < 3; ++c) d[x][c] = uchar((s[x][c] * a + 255 * (255 - a)) / 255);
-        }
-    }
+    // Transparent areas of a PDF page are paper.
+    const cv::Mat out = compositeOnWhite(bgra);
     PageImage result;
     result.image = out;
     result.dpi = dpi;

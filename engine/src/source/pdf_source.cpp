@@ -142,8 +142,9 @@ public:
         const auto deadline = Subprocess::Clock::now() + std::chrono::seconds(m_opt.pdfPageSeconds);
         if (!m_helper->send("text " + std::to_string(index) + "\n")) return std::nullopt;
         auto header = m_helper->readLine(deadline, m_opt.cancel);
-        if (!header || header->rfind("text ", 0) != 0) return std::nullopt;
-        auto text = m_helper->readExact(std::stoull(header->substr(5)), deadline, m_opt.cancel);
+        size_t len = 0;
+        if (!header || std::sscanf(header->c_str(), "text %zu", &len) != 1) return std::nullopt;
+        auto text = m_helper->readExact(len, deadline, m_opt.cancel);
         return text ? std::optional<std::string>(*text) : std::nullopt;
     }
 

@@ -643,15 +643,11 @@ Result<std::vector<PageRecord>> ProjectStore::quarantineCrashedPages(int crashes
     std::vector<PageRecord> out;
     for (const auto& p : *queued) {
         if (p.crashes < crashes) continue;
-        // Every part of a split source page goes with it: they are read as one.
-        Stmt q(m_db, "UPDATE pages SET status='failed', failure_kind='engine', failure=?, "
-                     "updated_at=strftime('%Y-%m-%dT%H:%M:%fZ','now') WHERE document_id=? AND source_index=? AND status='queued'");
-        q.bind(1, "the engine crashed " + std::to_string(p.crashes) +
-                      " times while reading this page; skipped so the rest of the book can be read "
-                      "(quire-cli pages --retry " + std::to_string(p.sequence) + " reads it again)")
-            .bind(2, p.documentId)
-            .bind(3, p.sourceIndex);
-        if (Status s = q.run(); !s) return s;
+        if (Status s = failQueuedSourcePage(p, "the engine crashed " + std::to_string(p.crashes) +
+                                                   " times while reading this page; skipped so the rest of the book can be read "
+                                                   "(quire-cli pages --retry " + std::to_string(p.sequence) + " reads it again)");
+            !s)
+            return s;
         out.push_back(p);
     }
     return out;
@@ -689,11 +685,15 @@ Status ProjectStore::skipPage(int64_t pageId) {
     if (p->status != PageStatus::Queued)
         return Status(ErrorCode::InvalidArgument, "page " + std::to_string(p->sequence) + " is not waiting to be read (it is " +
                                                       pageStatusName(p->status) + ")");
+    return failQueuedSourcePage(*p, "skipped on request (quire-cli pages --retry " + std::to_string(p->sequence) +
+                                        " reads it again)");
+}
+
+Status ProjectStore::failQueuedSourcePage(const PageRecord& p, const std::string& reason) {
+    // Every part of a split source page goes with it: they are read as one.
     Stmt q(m_db, "UPDATE pages SET status='failed', failure_kind='engine', failure=?, "
                  "updated_at=strftime('%Y-%m-%dT%H:%M:%fZ','now') WHERE document_id=? AND source_index=? AND status='queued'");
-    q.bind(1, "skipped on request (quire-cli pages --retry " + std::to_string(p->sequence) + " reads it again)")
-        .bind(2, p->documentId)
-        .bind(3, p->sourceIndex);
+    q.bind(1, reason).bind(2, p.documentId).bind(3, p.sourceIndex);
     return q.run();
 }
 

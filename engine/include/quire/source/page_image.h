@@ -16,6 +16,10 @@ struct PageImage {
     std::string doubt;  // why the pixels may be wrong (a damaged file, a blank rendering): the page is flagged
 };
 
+// An image with an alpha channel (BGRA, or gray + alpha) composited on white paper: BGR, or gray;
+// one without alpha is returned as it is.
+cv::Mat compositeOnWhite(const cv::Mat& image);
+
 // The part of a decoded source page that `region` covers. `region` is in pixels of the page as it
 // was recognised at `regionDpi`; the page given was decoded at `decodedDpi`. An empty region
 // returns the page as it is.

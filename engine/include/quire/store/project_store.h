@@ -187,6 +187,8 @@ private:
     Status migrate();
     Status exec(const char* sql);
     Status writeCheckpoint(const DecoderCheckpoint& checkpoint, int64_t lastPageId);  // inside a transaction
+    // Fails every queued part of `p`'s source page with `reason` (a quarantine, a skip).
+    Status failQueuedSourcePage(const PageRecord& p, const std::string& reason);
 
     sqlite3* m_db = nullptr;
     std::filesystem::path m_path;
