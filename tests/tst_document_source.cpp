@@ -218,6 +218,10 @@ private slots:
                                                                     << "draws a form that draws itself";
         // Damaged beyond qpdf, claiming a million pages PDFium cannot find: refused at once (it
         // took 15 s of probing phantom pages).
+        // A form whose /Resources lost its /XObject draws itself through its page's (as PDFium
+        // looks names up); PDFium ran out of memory in it.
+        QTest::newRow("fuzz finding: form through the page's resources") << "finding-form-through-page-resources.pdf" << 1 << ""
+                                                                          << "draws a form that draws itself";
         QTest::newRow("fuzz finding: phantom pages") << "finding-slow-phantom-pages.pdf" << 0 << "no pages that can be found" << "";
     }
     void damagedPdfStructures() {

@@ -94,13 +94,14 @@ std::string contentsBytes(QPDFObjectHandle contents) {
 }
 
 // Follows the XObjects a content draws: notes images, and returns the form that draws itself
-// (directly or through others), if any. `budget` bounds the forms visited per page.
-std::optional<QPDFObjGen> followDrawings(const std::string& content, QPDFObjectHandle resources, std::vector<QPDFObjGen>& path,
-                                         bool& images, int& budget) {
+// (directly or through others), if any. `budget` bounds the forms visited per page. Names are
+// looked up as PDFium does: in the form's /XObject, or in the page's where the form has none.
+std::optional<QPDFObjGen> followDrawings(const std::string& content, QPDFObjectHandle resources, QPDFObjectHandle pageResources,
+                                         std::vector<QPDFObjGen>& path, bool& images, int& budget) {
     std::set<std::string> drawn;
     scanContent(content, drawn, images);
-    if (!resources.isDictionary()) return std::nullopt;
-    QPDFObjectHandle xobjects = resources.getKey("/XObject");
+    QPDFObjectHandle xobjects = resources.isDictionary() ? resources.getKey("/XObject") : QPDFObjectHandle::newNull();
+    if (!xobjects.isDictionary() && pageResources.isDictionary()) xobjects = pageResources.getKey("/XObject");
     if (!xobjects.isDictionary()) return std::nullopt;
     for (const std::string& name : drawn) {
         QPDFObjectHandle x = xobjects.getKey(name);
@@ -112,8 +113,8 @@ std::optional<QPDFObjGen> followDrawings(const std::string& content, QPDFObjectH
         if (std::find(path.begin(), path.end(), og) != path.end() || path.size() >= 32) return og;
         path.push_back(og);
         QPDFObjectHandle formResources = x.getDict().getKey("/Resources");
-        if (!formResources.isDictionary()) formResources = resources;  // a form without resources uses its page's
-        if (auto cycle = followDrawings(streamBytes(x), formResources, path, images, budget)) return cycle;
+        if (!formResources.isDictionary()) formResources = resources;  // a form without resources uses its drawer's
+        if (auto cycle = followDrawings(streamBytes(x), formResources, pageResources, path, images, budget)) return cycle;
         path.pop_back();
     }
     return std::nullopt;
@@ -166,7 +167,8 @@ Result<std::unique_ptr<PdfDocument>> PdfDocument::open(const fs::path& path) {
             QPDFObjectHandle resources = leaf.page.hasKey("/Resources") ? leaf.page.getKey("/Resources") : leaf.inherited.resources;
             std::vector<QPDFObjGen> drawPath;
             int budget = 10'000;
-            if (auto cycle = followDrawings(contentsBytes(leaf.page.getKey("/Contents")), resources, drawPath, info.drawsImages, budget))
+            if (auto cycle = followDrawings(contentsBytes(leaf.page.getKey("/Contents")), resources, resources, drawPath,
+                                            info.drawsImages, budget))
                 info.refusal = "the page draws a form that draws itself (object " + cycle->unparse(' ') +
                                "); it cannot be rendered";
             checked.push_back(info);
