@@ -7,6 +7,7 @@
 // error.
 #include <QtTest>
 
+#include <map>
 #include <random>
 
 #include "quire/core/backend.h"
@@ -321,6 +322,160 @@ private slots:
         const Status st = s.begin({1});
         QVERIFY(!st);
         QVERIFY2(QString::fromStdString(st.message()).contains("recall probe"), st.message().c_str());
+    }
+
+    // A device without the memory a session asks for (AttentionParams::deviceMemoryLimit makes the
+    // mirror a small GPU): the session halves its gate and selector budgets until its memory fits,
+    // and computes what the CPU computes with those budgets; stats() and the notice say so. Where
+    // not even the session without gated pages fits, it reads on the CPU with the budgets asked;
+    // without the fallback begin() fails as out of memory. A restored state saved with the larger
+    // budgets resumes with the smaller ones.
+    void deviceShortOfMemoryCutsBudgetsBeforeTheCpu() {
+        const ModelConfig cfg = tinyDecoderConfig();
+        auto model = std::make_shared<const ModelWeights>(randomModel(cfg, 53));
+        AttentionParams dev = params("srswa");
+        dev.device = StepDevice::Mirror;
+        size_t full = 0;
+        {
+            DecodeSession probe(model, dev);
+            QVERIFY(probe.begin({1, 5}));
+            const SessionStats st = probe.stats();
+            QVERIFY(st.onDevice);
+            QCOMPARE(st.deviceBudgetCuts, 0);
+            QCOMPARE(st.gatedPages, 2);
+            full = st.deviceBytes;
+        }
+        const size_t weights = model->parameterCount() * sizeof(float);
+        QVERIFY(full > weights);
+
+        dev.deviceMemoryLimit = full - 1;  // one slot short
+        DecodeSession b(model, dev);
+        QVERIFY(b.begin({1, 5}));
+        SessionStats sb = b.stats();
+        QVERIFY(sb.onDevice);
+        QCOMPARE(sb.deviceBudgetCuts, 1);
+        QCOMPARE(sb.gatedPages, 1);
+        QCOMPARE(sb.blocksPerGatedPage, 2);
+        QVERIFY(sb.deviceBytes <= full - 1);
+        const QString notice = QString::fromStdString(b.deviceNotice());
+        QVERIFY2(notice.contains("with 1 gated pages of 2 blocks instead of 2 of 2") && notice.contains("out of memory"),
+                 qPrintable(notice));
+        AttentionParams cut = params("srswa");
+        cut.gatedPages = 1;
+        DecodeSession a(model, cut);
+        QVERIFY(a.begin({1, 5}));
+        const Compared r = compare(a, b, cfg, 1000, true);
+        QCOMPARE(r.steps, 1000);
+        QCOMPARE(r.sameTokens, 1000);
+        QVERIFY2(r.worst <= 1e-4, qPrintable(QString("logits differ by %1 at step %2").arg(r.worst).arg(r.worstStep)));
+        QVERIFY(b.stats().recomputedPages > 0);  // the one gated page came and went
+        QVERIFY(b.stats().onDevice);
+
+        // A state saved with the budgets asked resumes on the small device with the cut ones.
+        AttentionParams asked = params("srswa");
+        DecodeSession saved(model, asked), twin(model, asked);
+        QVERIFY(saved.begin({1, 5}) && twin.begin({1, 5}));
+        std::map<int, std::vector<float>> fedPages;
+        int token = cfg.bosTokenId;
+        for (int step = 0; step < 200; ++step) {
+            while (int(fedPages.size()) <= saved.stats().currentPage + asked.windowAfter) {
+                const int pg = int(fedPages.size()), n = 20 + pg % 3 * 10;
+                fedPages[pg] = pageFeatures(pg, n, cfg.visualDim);
+                QVERIFY(saved.addPage(pg, fedPages[pg].data(), n));
+            }
+            auto res = saved.step(token);
+            QVERIFY(res);
+            token = step % 30 == 29 ? cfg.pageBreakTokenId : int(std::max_element(res->logits->begin() + 7, res->logits->end()) - res->logits->begin());
+        }
+        QVERIFY(!saved.gatedPages().empty());
+        auto resumed = DecodeSession::restore(model, dev, saved.saveState(), [&](int pg) -> Result<std::vector<float>> {
+            return fedPages.at(pg);
+        });
+        QVERIFY2(resumed, resumed ? "" : resumed.status().message().c_str());
+        QCOMPARE((*resumed)->stats().gatedPages, 1);
+        QVERIFY((*resumed)->gatedPages().size() <= 1);
+        for (int step = 0; step < 50; ++step) QVERIFY((*resumed)->step(7 + step % 20));
+
+        // Only the weights fit: the CPU, with the budgets asked and its own results.
+        dev.deviceMemoryLimit = weights + 1024;
+        DecodeSession c(model, dev);
+        QVERIFY(c.begin({1, 5}));
+        const SessionStats sc = c.stats();
+        QVERIFY(!sc.onDevice);
+        QCOMPARE(sc.deviceBudgetCuts, 0);
+        QCOMPARE(sc.gatedPages, 2);
+        QVERIFY2(QString::fromStdString(c.deviceNotice()).startsWith("decoding on the CPU: device mirror: out of memory"),
+                 c.deviceNotice().c_str());
+        DecodeSession cpuAsked(model, params("srswa"));
+        QVERIFY(cpuAsked.begin({1, 5}));
+        const Compared rc = compare(cpuAsked, c, cfg, 300, true);
+        QCOMPARE(rc.steps, 300);
+        QCOMPARE(rc.worst, 0.0);
+        dev.deviceFallback = false;
+        DecodeSession d(model, dev);
+        const Status refused = d.begin({1, 5});
+        QVERIFY(!refused);
+        QCOMPARE(refused.code(), ErrorCode::OutOfMemory);
+        // Not even the weights: the CPU from the start.
+        dev.deviceFallback = true;
+        dev.deviceMemoryLimit = 1024;
+        DecodeSession e(model, dev);
+        QVERIFY(e.begin({1, 5}));
+        QVERIFY(!e.stats().onDevice);
+        QVERIFY2(QString::fromStdString(e.deviceNotice()).contains("out of memory for the weights"), e.deviceNotice().c_str());
+    }
+
+    // On a shared device short of memory the first session gets its budgets and the next one,
+    // which finds less room, smaller ones; the batch steps both, each as the CPU with its budgets.
+    void sharedDeviceShortOfMemoryCutsTheLaterSession() {
+        const ModelConfig cfg = tinyDecoderConfig();
+        auto model = std::make_shared<const ModelWeights>(randomModel(cfg, 59));
+        AttentionParams dev = params("srswa");
+        dev.device = StepDevice::Mirror;
+        size_t full = 0;
+        {
+            DecodeSession probe(model, dev);
+            QVERIFY(probe.begin({1}));
+            full = probe.stats().deviceBytes;
+        }
+        const size_t weights = model->parameterCount() * sizeof(float), perSession = full - weights;
+        auto shared = SharedDevice::open(model, StepDevice::Mirror, true, -1, weights + 2 * perSession - 1);
+        QVERIFY(shared);
+        dev.sharedDevice = *shared;
+        DecodeSession first(model, dev), second(model, dev);
+        QVERIFY(first.begin({1, 5}) && second.begin({1, 6}));
+        QCOMPARE(first.stats().deviceBudgetCuts, 0);
+        QVERIFY(second.stats().deviceBudgetCuts >= 1);
+        QVERIFY(first.stats().onDevice && second.stats().onDevice);
+        AttentionParams cutCpu = params("srswa");
+        cutCpu.gatedPages = second.stats().gatedPages, cutCpu.blocksPerGatedPage = second.stats().blocksPerGatedPage;
+        DecodeSession firstCpu(model, params("srswa")), secondCpu(model, cutCpu);
+        QVERIFY(firstCpu.begin({1, 5}) && secondCpu.begin({1, 6}));
+        DecodeSession* devs[2] = {&first, &second};
+        DecodeSession* cpus[2] = {&firstCpu, &secondCpu};
+        int fed[2] = {-1, -1}, tokens[2] = {cfg.bosTokenId, cfg.bosTokenId};
+        double worst = 0;
+        for (int step = 0; step < 400; ++step) {
+            for (int i = 0; i < 2; ++i)
+                while (fed[i] < cpus[i]->stats().currentPage + dev.windowAfter) {
+                    ++fed[i];
+                    const int n = 20 + (fed[i] + i) % 3 * 10;
+                    const auto f = pageFeatures(fed[i] + 50 * i, n, cfg.visualDim);
+                    QVERIFY(cpus[i]->addPage(fed[i], f.data(), n) && devs[i]->addPage(fed[i], f.data(), n));
+                }
+            auto batch = DecodeSession::stepBatch({&first, &second}, {tokens[0], tokens[1]});
+            QVERIFY2(batch, batch ? "" : batch.status().message().c_str());
+            for (int i = 0; i < 2; ++i) {
+                auto alone = cpus[i]->step(tokens[i]);
+                QVERIFY(alone);
+                worst = std::max(worst, relDiff(*(*batch)[size_t(i)].logits, *alone->logits));
+                tokens[i] = step % 30 == 29 ? cfg.pageBreakTokenId
+                                            : int(std::max_element(alone->logits->begin() + 7, alone->logits->end()) - alone->logits->begin());
+            }
+        }
+        QVERIFY2(worst <= 1e-4, qPrintable(QString("logits differ by %1").arg(worst)));
+        QVERIFY(first.stats().onDevice && second.stats().onDevice);
+        QVERIFY(second.stats().recomputedPages > 0);
     }
 
     // A device that fails mid-volume (a GPU out of memory) hands over to the CPU with a notice:

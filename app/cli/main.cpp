@@ -47,11 +47,12 @@ const char* kUsageText =
     "  quire-cli features INPUT... --out DIR [--dpi 300] [--lang eng] [--json]   (PP-OCR visual tokens per page)\n"
     "  quire-cli transcribe [INPUT...] --project P.quire [--lang eng] [--engine tesseract|ppocr|reader|auto]\n"
     "            [--reader-model DIR (default: $QUIRE_READER_MODEL, else the installed reader)] [--device cpu|cuda]\n"
-    "            [--threads N] [--dpi 300] [--pdf-text recognize|keep] [--split none|auto]\n"
+    "            [--gpu-memory MIB] [--threads N] [--dpi 300] [--pdf-text recognize|keep] [--split none|auto]\n"
     "            [--no-deskew] [--no-normalize] [--no-orient] [--no-invert] [--binarize] [--flag-below 80] [--retry-failed]\n"
     "            [--export md,docx,txt,hocr,alto,page,pdf --out DIR] [--json]\n"
     "      Adds the inputs (PDF, TIFF, PNG/JPEG/BMP images, folders of page images) to the project and\n"
     "      transcribes every page not yet done. Without inputs it resumes the project's queued pages.\n"
+    "      --gpu-memory: the most GPU memory the reader's decoder takes (short of it: smaller gate budgets, then the CPU).\n"
     "  quire-cli export --project P.quire --format md,docx,... --out DIR [--name book]\n"
     "  quire-cli status --project P.quire [--json] [--pages]\n"
     "  quire-cli correct --project P.quire --page N (--text-file F | --text T)\n"
@@ -62,7 +63,8 @@ const char* kUsageText =
     "  quire-cli devices\n"
     "  quire-cli bench decode --pages N --mode full|rswa|srswa [--device cpu|cuda] [--batch B]\n"
     "            [--shape reader|unlimited-ocr | --config FILE] [--page-tokens T] [--tokens-per-page G]\n"
-    "            [--recent N] [--gated-pages K] [--blocks-per-page K] [--recall] [--max-kv-gb G] [--threads 1|2] [--json]\n"
+    "            [--recent N] [--gated-pages K] [--blocks-per-page K] [--recall] [--max-kv-gb G] [--threads 1|2]\n"
+    "            [--gpu-memory MIB] [--json]\n"
     "      A batch (--batch B) is B volumes stepped together: each weight read once a step for all.\n"
     "  quire-cli bench reader IMAGE... [--lang eng] [--repeat R] [--dpi 300] [--threads 2] [--device cpu|cuda]\n"
     "      The reader's decoder against Tesseract, page by page on one core each, side by side.\n"
@@ -230,8 +232,9 @@ int cmdTranscribe(const cli::Args& args) {
         p.threads = std::stoi(args.value("threads", std::to_string(last.value("threads").toInt(0))));
         p.source.pdfDpi = std::stoi(args.value("dpi", std::to_string(last.value("pdfDpi").toInt(300))));
         p.flag.meanBelow = std::stod(args.value("flag-below", std::to_string(p.flag.meanBelow)));
+        p.recognizer.deviceMemoryMiB = size_t(std::stoul(args.value("gpu-memory", "0")));
     } catch (const std::exception&) {
-        return fail(kUsage, "--threads, --dpi and --flag-below take numbers");
+        return fail(kUsage, "--threads, --dpi, --flag-below and --gpu-memory take numbers");
     }
     if (p.threads < 0 || p.source.pdfDpi < 50 || p.source.pdfDpi > 1200)
         return fail(kUsage, "--threads must be >= 0 and --dpi between 50 and 1200");
@@ -481,6 +484,7 @@ int cmdBenchDecode(const cli::Args& args) {
         p.attention.blocksPerGatedPage = std::stoi(args.value("blocks-per-page", "8"));
         p.maxKvBytes = std::stod(args.value("max-kv-gb", "8")) * 1e9;
         p.attention.threads = std::stoi(args.value("threads", "1"));
+        p.attention.deviceMemoryLimit = size_t(std::stoul(args.value("gpu-memory", "0"))) << 20;
     } catch (const std::exception&) {
         return fail(kUsage, "bench decode: numeric options take numbers");
     }
@@ -506,6 +510,10 @@ int cmdBenchDecode(const cli::Args& args) {
         if (c.recallMean >= 0) std::cout << ", recall mean " << c.recallMean << " p1 " << c.recallP1;
         std::cout << "\n";
     }
+    for (size_t b = 0; b < r->budgets.size(); ++b)
+        if (r->budgets[b].cuts > 0)
+            std::cout << "  session " << b + 1 << ": device short of memory, " << r->budgets[b].gatedPages << " gated pages of "
+                      << r->budgets[b].blocksPerGatedPage << " blocks (budgets halved " << r->budgets[b].cuts << " times)\n";
     if (!r->note.empty()) std::cout << "  " << r->note << "\n";
     return kOk;
 }
@@ -650,8 +658,8 @@ int main(int argc, char** argv) {
     }
     static const std::map<std::string, std::pair<std::set<std::string>, std::set<std::string>>> kOptions = {
         {"transcribe",
-         {{"project", "lang", "engine", "reader-model", "device", "threads", "dpi", "pdf-text", "split", "flag-below", "export",
-           "out", "name"},
+         {{"project", "lang", "engine", "reader-model", "device", "gpu-memory", "threads", "dpi", "pdf-text", "split", "flag-below",
+           "export", "out", "name"},
           {"json", "no-deskew", "no-normalize", "no-orient", "no-invert", "binarize", "retry-failed"}}},
         {"export", {{"project", "format", "out", "name"}, {"json"}}},
         {"status", {{"project"}, {"json", "pages"}}},
@@ -661,7 +669,7 @@ int main(int argc, char** argv) {
         {"devices", {{}, {}}},
         {"features", {{"out", "dpi", "lang"}, {"json"}}},
         {"bench", {{"pages", "mode", "device", "batch", "config", "shape", "page-tokens", "tokens-per-page", "recent",
-                    "gated-pages", "blocks-per-page", "max-kv-gb", "lang", "repeat", "dpi", "threads"},
+                    "gated-pages", "blocks-per-page", "max-kv-gb", "lang", "repeat", "dpi", "threads", "gpu-memory"},
                    {"json", "recall"}}},
     };
     auto it = kOptions.find(cmd);

@@ -63,6 +63,7 @@ struct DecoderStep::Impl {
     cudaGraphExec_t graphs[2] = {nullptr, nullptr};  // without and with attention tracking
     std::map<int, cudaGraphExec_t> batchGraphs;       // stepBatch's, by batch size
     size_t bytes = 0;
+    size_t memoryLimit = 0;  // 0: all the device has
     // Attention tracking: each head's softmax maximum and sum, and the mass per tracked token.
     DeviceBuffer headStats, mass;
     int massCap = 0;
@@ -98,6 +99,9 @@ struct DecoderStep::Impl {
     }
 
     std::string alloc(DeviceBuffer& b, size_t n) {
+        if (memoryLimit > 0 && bytes + n > memoryLimit)
+            return "out of device memory (" + std::to_string(n >> 20) + " MiB more, over the " + std::to_string(memoryLimit >> 20) +
+                   " MiB allowed)";
         b = DeviceBuffer(n);
         if (!b.ok()) return "out of device memory (" + std::to_string(n >> 20) + " MiB more)";
         bytes += n;
@@ -299,7 +303,7 @@ DecoderStep::DecoderStep(std::unique_ptr<Impl> d) : d(std::move(d)) {}
 DecoderStep::~DecoderStep() = default;
 
 std::unique_ptr<DecoderStep> DecoderStep::create(const DecoderShape& shape, const DecoderHostWeights& w, bool bf16,
-                                                 std::string* why) {
+                                                 std::string* why, size_t memoryLimit) {
     auto fail = [&](const std::string& e) -> std::unique_ptr<DecoderStep> {
         if (why) *why = "CUDA decoder: " + e;
         return nullptr;
@@ -309,7 +313,7 @@ std::unique_ptr<DecoderStep> DecoderStep::create(const DecoderShape& shape, cons
     if (shape.headDim > kMaxHeadDim || shape.headDim % 2 || int(w.layers.size()) != shape.layers)
         return fail("head size " + std::to_string(shape.headDim) + " (at most 256, even) or layer count does not fit");
     auto d = std::make_unique<Impl>();
-    d->c = shape, d->bf16 = bf16;
+    d->c = shape, d->bf16 = bf16, d->memoryLimit = memoryLimit;
     std::string e = check(cudaStreamCreateWithFlags(&d->stream, cudaStreamNonBlocking), "stream");
     if (!e.empty()) return fail(e);
     if (cublasCreate(&d->blas) != CUBLAS_STATUS_SUCCESS) return fail("cublasCreate failed");
@@ -371,9 +375,11 @@ std::string DecoderStep::reserveSlots(int slots) {
     if (slots <= d->numSlots) return {};
     // Grows by half again, so a pool that grows with the volume (full attention, R-SWA) is copied
     // now and then rather than at every page.
-    const int n = std::max(slots, d->numSlots + d->numSlots / 2);
+    int n = std::max(slots, d->numSlots + d->numSlots / 2);
     DeviceBuffer pool;
-    if (auto e = d->alloc(pool, size_t(n) * d->blockFloats * sizeof(float)); !e.empty()) return "KV pool: " + e;
+    std::string grown = d->alloc(pool, size_t(n) * d->blockFloats * sizeof(float));
+    if (!grown.empty() && n > slots) n = slots, grown = d->alloc(pool, size_t(n) * d->blockFloats * sizeof(float));  // no headroom
+    if (!grown.empty()) return "KV pool: " + grown;
     std::string e = check(cudaStreamSynchronize(d->stream), "KV pool");
     if (e.empty() && d->numSlots > 0)
         e = check(cudaMemcpy(pool.get(), d->pool.get(), size_t(d->numSlots) * d->blockFloats * sizeof(float),
@@ -396,6 +402,11 @@ std::string DecoderStep::reserveSlots(int slots) {
 }
 
 int DecoderStep::slots() const { return d->numSlots; }
+
+std::string DecoderStep::reservePrefill(int maxTokens) {
+    if (auto e = check(cudaStreamSynchronize(d->stream), "prefill scratch"); !e.empty()) return e;
+    return d->reservePrefill(maxTokens);
+}
 
 std::string DecoderStep::writeSlot(int slot, const float* block) {
     if (slot < 0 || slot >= d->numSlots) return "writeSlot: slot out of range";

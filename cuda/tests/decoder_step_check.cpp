@@ -426,6 +426,29 @@ void runShape(const std::string& label, const DecoderShape& c, bool bf16) {
     check(label + " refuses a span outside the pool", !e.empty(), "accepted");
 }
 
+// A memory limit (DecoderStep::create's memoryLimit) makes the device refuse what exceeds it as
+// a full GPU would ("out of device memory"), and keeps what fits: the session's budget cuts rely
+// on this refusal.
+void checkMemoryLimit(const std::string& label, const DecoderShape& c, bool bf16) {
+    const Model m = makeModel(c);
+    std::string why;
+    auto free = DecoderStep::create(c, m.host(), bf16, &why);
+    if (!free) return check(label + " create", false, why);
+    const size_t weights = free->deviceBytes(), limit = weights + (size_t(4) << 20);
+    free.reset();
+    auto small = DecoderStep::create(c, m.host(), bf16, &why, weights / 2);
+    check(label + " weights over the limit refused", !small && why.find("out of device memory") != std::string::npos, why);
+    auto dev = DecoderStep::create(c, m.host(), bf16, &why, limit);
+    if (!dev) return check(label + " create under a limit", false, why);
+    const size_t blockBytes = size_t(2) * c.layers * c.kvHeads * kBlockTokens * c.headDim * sizeof(float);
+    const std::string big = dev->reserveSlots(int((size_t(8) << 20) / blockBytes) + 1);
+    check(label + " pool over the limit refused", big.find("out of device memory") != std::string::npos, big);
+    const std::string fits = dev->reserveSlots(2);
+    check(label + " pool under the limit kept", fits.empty() && dev->slots() >= 2 && dev->deviceBytes() <= limit, fits);
+    const std::string scratch = dev->reservePrefill(1 << 20);
+    check(label + " prefill scratch over the limit refused", scratch.find("out of device memory") != std::string::npos, scratch);
+}
+
 }  // namespace
 
 int main() {
@@ -450,6 +473,7 @@ int main() {
     runShape("reader bf16", reader, true);
     runShape("heads of 128 fp32", wide, false);
     runShape("heads of 128 bf16", wide, true);
+    checkMemoryLimit("reader bf16", reader, true);
     std::printf("%d passed, %d failed\n", g_passed, g_failed);
     return g_failed ? 1 : 0;
 }

@@ -62,13 +62,17 @@ struct BatchItem {
 class DecoderStep {
 public:
     // Uploads the weights; fails (null, with `why`) without a device or the memory for them.
+    // memoryLimit > 0: the most device memory it allocates in all (weights, pool, scratch); an
+    // allocation beyond it fails as the device's own would ("out of device memory").
     static std::unique_ptr<DecoderStep> create(const DecoderShape& shape, const DecoderHostWeights& weights, bool bf16,
-                                               std::string* why);
+                                               std::string* why, size_t memoryLimit = 0);
     ~DecoderStep();
     DecoderStep(const DecoderStep&) = delete;
     DecoderStep& operator=(const DecoderStep&) = delete;
 
     std::string reserveSlots(int slots);
+    // The prefill's scratch for pages of up to maxTokens tokens (prefill() makes it when first needed).
+    std::string reservePrefill(int maxTokens);
     int slots() const;
     std::string writeSlot(int slot, const float* block);
     std::string writeSlotLayer(int slot, int layer, const float* block);

@@ -38,6 +38,7 @@ const char* errorCodeName(ErrorCode code) {
         case ErrorCode::Engine: return "engine";
         case ErrorCode::Cancelled: return "cancelled";
         case ErrorCode::TimedOut: return "timed-out";
+        case ErrorCode::OutOfMemory: return "out-of-memory";
         case ErrorCode::Internal: return "internal";
     }
     return "unknown";

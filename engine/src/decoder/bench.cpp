@@ -53,6 +53,10 @@ std::string DecodeBenchResult::toJson() const {
                   {"peakKvBytes", qint64(peakKvBytes)}, {"checkpoints", cps},
                   {"checksum", QString::number(qulonglong(checksum), 16)}};
     if (!note.empty()) o["note"] = QString::fromStdString(note);
+    QJsonArray budgetArray;
+    for (const Budget& b : budgets)
+        budgetArray.append(QJsonObject{{"gatedPages", b.gatedPages}, {"blocksPerGatedPage", b.blocksPerGatedPage}, {"cuts", b.cuts}});
+    o["budgets"] = budgetArray;
     return QJsonDocument(o).toJson(QJsonDocument::Compact).toStdString();
 }
 
@@ -72,7 +76,7 @@ Result<DecodeBenchResult> runDecodeBench(const DecodeBenchParams& p) {
     // SR-SWA sessions share one (the weights once, each session's blocks in its own slots).
     const bool shared = *device != StepDevice::Cpu && p.batch > 1 && ap.mode == AttentionMode::SrSwa;
     if (shared) {
-        auto dev = SharedDevice::open(model, *device, ap.deviceBf16);
+        auto dev = SharedDevice::open(model, *device, ap.deviceBf16, -1, ap.deviceMemoryLimit);
         if (!dev) return dev.status();
         ap.sharedDevice = *dev;
     }
@@ -84,6 +88,10 @@ Result<DecodeBenchResult> runDecodeBench(const DecodeBenchParams& p) {
         if (Status s = sessions.back()->begin({p.config.bosTokenId, 5, 6, 7}); !s) return s;
     }
     DecodeBenchResult r;
+    for (const auto& s : sessions) {
+        const SessionStats st = s->stats();
+        r.budgets.push_back({st.gatedPages, st.blocksPerGatedPage, st.deviceBudgetCuts});
+    }
     r.mode = attentionModeName(ap.mode);
     r.device = p.device;
     r.parameters = model->parameterCount();

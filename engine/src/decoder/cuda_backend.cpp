@@ -25,7 +25,12 @@ void toCuda(const std::vector<DeviceSpan>& spans, std::vector<cuda::AttentionSpa
         out[i] = {spans[i].slot, spans[i].first, spans[i].count, spans[i].queryPos, spans[i].track};
 }
 
-Status fromCuda(const std::string& e) { return e.empty() ? Status::ok() : Status(ErrorCode::Engine, "CUDA decoder: " + e); }
+// cudaErrorMemoryAllocation reads "out of memory"; DecoderStep's own refusals "out of device memory".
+Status fromCuda(const std::string& e) {
+    if (e.empty()) return Status::ok();
+    const bool memory = e.find("out of memory") != std::string::npos || e.find("out of device memory") != std::string::npos;
+    return Status(memory ? ErrorCode::OutOfMemory : ErrorCode::Engine, "CUDA decoder: " + e);
+}
 
 class CudaBackend final : public StepBackend {
 public:
@@ -45,6 +50,7 @@ public:
         spec.offsets = io.offsets, spec.keys = io.keys, spec.values = io.values;
         return fromCuda(dev->prefill(spec, maxTokens));
     }
+    Status reservePrefill(int maxTokens) override { return fromCuda(dev->reservePrefill(maxTokens)); }
     Status step(const DeviceStepIO& io, const SpansFor& spansFor, bool perLayer) override {
         std::vector<DeviceSpan> spans;
         Status inner;  // the session's own error, passed through as it is
@@ -85,7 +91,8 @@ private:
 
 }  // namespace
 
-Result<std::unique_ptr<StepBackend>> makeCudaBackend(std::shared_ptr<const ModelWeights> model, bool bf16Weights) {
+Result<std::unique_ptr<StepBackend>> makeCudaBackend(std::shared_ptr<const ModelWeights> model, bool bf16Weights,
+                                                     size_t memoryLimit) {
     const ModelConfig& c = model->config;
     cuda::DecoderShape shape;
     shape.vocab = c.vocabSize, shape.hidden = c.hiddenSize, shape.layers = c.numLayers, shape.heads = c.numHeads;
@@ -99,12 +106,15 @@ Result<std::unique_ptr<StepBackend>> makeCudaBackend(std::shared_ptr<const Model
         w.layers.push_back({L.attnNorm.data(), L.wq.data(), L.wk.data(), L.wv.data(), L.wo.data(), L.mlpNorm.data(),
                             L.wGate.data(), L.wUp.data(), L.wDown.data()});
     std::string why;
-    auto step = cuda::DecoderStep::create(shape, w, bf16Weights, &why);
-    if (!step) return Status(ErrorCode::Engine, why);
+    auto step = cuda::DecoderStep::create(shape, w, bf16Weights, &why, memoryLimit);
+    if (!step) {
+        const Status s = fromCuda(why.empty() ? "no device" : why);
+        return Status(s.code(), why);
+    }
     return std::unique_ptr<StepBackend>(std::make_unique<CudaBackend>(std::move(step)));
 }
 #else
-Result<std::unique_ptr<StepBackend>> makeCudaBackend(std::shared_ptr<const ModelWeights>, bool) {
+Result<std::unique_ptr<StepBackend>> makeCudaBackend(std::shared_ptr<const ModelWeights>, bool, size_t) {
     return Status(ErrorCode::InvalidArgument, "this build has no CUDA backend (configure with -DQUIRE_CUDA=ON where nvcc exists)");
 }
 #endif

@@ -14,16 +14,24 @@ namespace {
 
 class MirrorBackend final : public StepBackend {
 public:
-    MirrorBackend(std::shared_ptr<const ModelWeights> m, int64_t fault) : model(std::move(m)), c(model->config), faultAt(fault) {
+    MirrorBackend(std::shared_ptr<const ModelWeights> m, int64_t fault, size_t limit)
+        : model(std::move(m)), c(model->config), faultAt(fault), memoryLimit(limit) {
         halfFloats = size_t(c.numLayers) * c.numKvHeads * kBlockTokens * c.headDim;
         blockFloats = 2 * halfFloats;
         for (int i = 0; i < c.headDim / 2; ++i) invFreq.push_back(std::pow(c.ropeTheta, -2.0 * i / c.headDim));
     }
     const char* name() const override { return "mirror"; }
     Status reserveSlots(int n) override {
-        if (n > numSlots) numSlots = n, pool.resize(size_t(n) * blockFloats, 0.f);
+        if (n <= numSlots) return Status::ok();
+        const size_t bytes = weightBytes() + size_t(n) * blockFloats * sizeof(float);
+        if (memoryLimit > 0 && bytes > memoryLimit)
+            return Status(ErrorCode::OutOfMemory, "device mirror: out of memory for " + std::to_string(n) + " KV slots (" +
+                                                      std::to_string(bytes >> 10) + " KiB of the " +
+                                                      std::to_string(memoryLimit >> 10) + " KiB it has)");
+        numSlots = n, pool.resize(size_t(n) * blockFloats, 0.f);
         return Status::ok();
     }
+    Status reservePrefill(int) override { return Status::ok(); }  // it computes a page in host vectors
     int slots() const override { return numSlots; }
     Status writeSlot(int slot, const float* block) override {
         if (slot < 0 || slot >= numSlots) return bad("writeSlot", slot);
@@ -38,12 +46,13 @@ public:
         std::copy_n(block + halfFloats + at, per, dst + halfFloats + at);
         return Status::ok();
     }
-    size_t deviceBytes() const override { return pool.size() * sizeof(float) + model->parameterCount() * sizeof(float); }
+    size_t deviceBytes() const override { return pool.size() * sizeof(float) + weightBytes(); }
+    size_t weightBytes() const { return model->parameterCount() * sizeof(float); }
 
     Status step(const DeviceStepIO& io, const SpansFor& spansFor, bool perLayer) override {
         const int H = c.hiddenSize, Q = c.numHeads * c.headDim, KV = c.numKvHeads * c.headDim;
         if (io.slot < 0 || io.slot >= numSlots || io.t < 0 || io.t >= kBlockTokens) return bad("step", io.slot);
-        if (steps++ == faultAt) return Status(ErrorCode::Engine, "device mirror: out of memory (injected fault)");
+        if (steps++ == faultAt) return Status(ErrorCode::OutOfMemory, "device mirror: out of memory (injected fault)");
         std::vector<std::vector<DeviceSpan>> spans(static_cast<size_t>(c.numLayers));
         if (!perLayer)
             for (int l = 0; l < c.numLayers; ++l)
@@ -122,6 +131,7 @@ private:
     size_t halfFloats = 0, blockFloats = 0;
     int numSlots = 0;
     int64_t faultAt = -1, steps = 0;
+    size_t memoryLimit = 0;  // bytes; 0: no limit
     std::vector<float> pool;
     std::vector<double> invFreq;
 
@@ -235,8 +245,8 @@ private:
 
 }  // namespace
 
-std::unique_ptr<StepBackend> makeMirrorBackend(std::shared_ptr<const ModelWeights> model, int64_t faultAtStep) {
-    return std::make_unique<MirrorBackend>(std::move(model), faultAtStep);
+std::unique_ptr<StepBackend> makeMirrorBackend(std::shared_ptr<const ModelWeights> model, int64_t faultAtStep, size_t memoryLimit) {
+    return std::make_unique<MirrorBackend>(std::move(model), faultAtStep, memoryLimit);
 }
 
 }  // namespace quire::decoder

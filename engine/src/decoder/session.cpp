@@ -59,19 +59,7 @@ DecodeSession::Impl::Impl(std::shared_ptr<const ModelWeights> m, AttentionParams
     for (int i = 0; i < c.headDim / 2; ++i) invFreq[size_t(i)] = std::pow(c.ropeTheta, -2.0 * i / c.headDim);
     fixedPool = p.mode == AttentionMode::SrSwa;
     spilling = fixedPool && !p.measureRecall;
-    if (fixedPool) {
-        const int perPage = (p.maxPageTokens + kBlockTokens - 1) / kBlockTokens;
-        const int window = 1 + p.windowBefore + p.windowAfter;
-        // Sinks, the window's pages plus one being fed, the ring (+2 partially filled), and the
-        // staging area the gated blocks are copied into on a GPU.
-        // Line-aligned positions start a generated block at each line: up to one more
-        // (partly filled) block per recent token, still a bound fixed at the start.
-        capacitySlots = (p.maxSinkTokens + kBlockTokens - 1) / kBlockTokens + (window + 1) * perPage +
-                        (p.recentTokens + kBlockTokens - 1) / kBlockTokens + 2 + p.gatedPages * p.blocksPerGatedPage +
-                        (c.lineAlignedPositions() ? p.recentTokens : 0);
-        pool.assign(size_t(capacitySlots) * blockFloats, 0.f);
-        for (int s = capacitySlots - 1; s >= 0; --s) freeSlots.push_back(s);
-    }
+    sizePool();
     const int H = c.hiddenSize, Q = c.numHeads * c.headDim, KV = c.numKvHeads * c.headDim;
     x.resize(size_t(H)), h.resize(size_t(H)), q.resize(size_t(Q)), k.resize(size_t(KV)), v.resize(size_t(KV));
     att.resize(size_t(Q)), tmp.resize(size_t(std::max(H, Q))), gateBuf.resize(size_t(c.intermediateSize));
@@ -81,6 +69,22 @@ DecodeSession::Impl::Impl(std::shared_ptr<const ModelWeights> m, AttentionParams
     setTrigEntries(size_t(1) << 14);
     lastPositions.resize(size_t(c.numLayers));
     if (p.device != StepDevice::Cpu) openDevice();
+}
+
+void DecodeSession::Impl::sizePool() {
+    if (!fixedPool) return;
+    const int perPage = (p.maxPageTokens + kBlockTokens - 1) / kBlockTokens;
+    const int window = 1 + p.windowBefore + p.windowAfter;
+    // Sinks, the window's pages plus one being fed, the ring (+2 partially filled), and the
+    // gated blocks the selector picks.
+    // Line-aligned positions start a generated block at each line: up to one more
+    // (partly filled) block per recent token, still a bound fixed at the start.
+    capacitySlots = (p.maxSinkTokens + kBlockTokens - 1) / kBlockTokens + (window + 1) * perPage +
+                    (p.recentTokens + kBlockTokens - 1) / kBlockTokens + 2 +
+                    std::max(0, p.gatedPages) * std::max(0, p.blocksPerGatedPage) + (c.lineAlignedPositions() ? p.recentTokens : 0);
+    pool.assign(size_t(capacitySlots) * blockFloats, 0.f);
+    freeSlots.clear();
+    for (int s = capacitySlots - 1; s >= 0; --s) freeSlots.push_back(s);
 }
 
 DecodeSession::Impl::~Impl() {
@@ -197,6 +201,10 @@ SessionStats DecodeSession::stats() const {
     s.currentPage = d->currentPage;
     s.deviceBytes = d->device ? d->device->deviceBytes() : 0;
     s.deviceUploadBlocks = d->deviceUploads;
+    s.onDevice = d->device != nullptr;
+    s.gatedPages = d->p.gatedPages;
+    s.blocksPerGatedPage = d->p.blocksPerGatedPage;
+    s.deviceBudgetCuts = d->deviceBudgetCuts;
     return s;
 }
 

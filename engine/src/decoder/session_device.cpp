@@ -18,6 +18,23 @@
 
 namespace quire::decoder {
 
+namespace {
+
+// The next smaller SR-SWA budgets for a device short of memory: the larger of the selector's
+// blocks per page and the gate's pages halved (each cut halves the staging slots and the pool's
+// gated part), down to no gated pages. False: nothing left to cut.
+bool smallerBudgets(AttentionParams& p) {
+    if (p.gatedPages <= 0 || p.blocksPerGatedPage <= 0) return false;
+    if (p.blocksPerGatedPage > p.gatedPages) p.blocksPerGatedPage /= 2;
+    else p.gatedPages /= 2;
+    if (p.gatedPages == 0 || p.blocksPerGatedPage == 0) p.gatedPages = 0, p.blocksPerGatedPage = 0;
+    return true;
+}
+
+std::string mib(size_t bytes) { return std::to_string((bytes + (size_t(1) << 19)) >> 20) + " MiB"; }
+
+}  // namespace
+
 void DecodeSession::Impl::openDevice() {
     if (p.measureRecall || p.referencePrefill) {
         deviceStatus = Status(ErrorCode::InvalidArgument,
@@ -34,7 +51,7 @@ void DecodeSession::Impl::openDevice() {
         }
         device = sd.backend;
     } else {
-        auto made = makeBackend(model, p.device, p.deviceBf16, p.deviceFaultAtStep);
+        auto made = makeBackend(model, p.device, p.deviceBf16, p.deviceFaultAtStep, p.deviceMemoryLimit);
         if (!made) {
             if (p.deviceFallback) deviceNotice = "decoding on the CPU: " + made.status().message();
             else deviceStatus = made.status();
@@ -42,16 +59,52 @@ void DecodeSession::Impl::openDevice() {
         }
         device = std::move(*made);
     }
-    if (p.mode == AttentionMode::SrSwa) stagingSlots = std::max(0, p.gatedPages) * std::max(0, p.blocksPerGatedPage);
-    prefillSlots = (p.maxPageTokens + kBlockTokens - 1) / kBlockTokens;
+    // The session's device memory, reserved now: where the device has not that much, smaller
+    // gate and selector budgets (the pool is still empty, so it is sized again), then the CPU.
+    const int askedPages = p.gatedPages, askedBlocks = p.blocksPerGatedPage;
+    Status reserved = reserveDevice();
+    std::string firstRefusal = reserved ? std::string() : reserved.message();
+    while (!reserved && reserved.code() == ErrorCode::OutOfMemory && p.mode == AttentionMode::SrSwa && smallerBudgets(p)) {
+        ++deviceBudgetCuts;
+        sizePool();
+        reserved = reserveDevice();
+    }
+    if (!reserved) {
+        device.reset();
+        if (deviceBudgetCuts > 0) {  // the CPU needs no cut: it reads with the budgets asked
+            p.gatedPages = askedPages, p.blocksPerGatedPage = askedBlocks;
+            deviceBudgetCuts = 0;
+            sizePool();
+        }
+        if (p.deviceFallback) deviceNotice = "decoding on the CPU: " + reserved.message();
+        else deviceStatus = reserved;
+        return;
+    }
+    if (deviceBudgetCuts > 0)
+        deviceNotice = "decoding on the " + std::string(stepDeviceName(p.device)) + " with " + std::to_string(p.gatedPages) +
+                       " gated pages of " + std::to_string(p.blocksPerGatedPage) + " blocks instead of " +
+                       std::to_string(askedPages) + " of " + std::to_string(askedBlocks) + " (" + firstRefusal +
+                       "; the session holds " + mib(device->deviceBytes()) + ")";
     staged.assign(size_t(c.numLayers), std::vector<Staged>(size_t(stagingSlots)));
+    devQueries.resize(size_t(c.numLayers) * c.numHeads * c.headDim);
+    devKeys.resize(size_t(c.numLayers) * c.numKvHeads * c.headDim);
+    devValues.resize(devKeys.size());
+}
+
+Status DecodeSession::Impl::reserveDevice() {
+    stagingSlots = p.mode == AttentionMode::SrSwa ? std::max(0, p.gatedPages) * std::max(0, p.blocksPerGatedPage) : 0;
+    prefillSlots = (p.maxPageTokens + kBlockTokens - 1) / kBlockTokens;
     if (p.sharedDevice) {
         deviceRange = prefillSlots + stagingSlots + capacitySlots;
         deviceBase = p.sharedDevice->impl().take(deviceRange);
     }
-    devQueries.resize(size_t(c.numLayers) * c.numHeads * c.headDim);
-    devKeys.resize(size_t(c.numLayers) * c.numKvHeads * c.headDim);
-    devValues.resize(devKeys.size());
+    Status s = device->reserveSlots(poolBase() + capacitySlots);
+    if (s) s = device->reservePrefill(prefillSlots * kBlockTokens);
+    if (!s && p.sharedDevice) {
+        p.sharedDevice->impl().give(deviceBase, deviceRange);
+        deviceBase = deviceRange = 0;
+    }
+    return s;
 }
 
 void DecodeSession::Impl::markDirty(const Block& b) {
@@ -135,7 +188,8 @@ Status DecodeSession::Impl::devicePrefill(const std::vector<Block*>& into, const
 }
 
 void DecodeSession::Impl::dropDevice(const std::string& what, const Status& why) {
-    deviceNotice = "decoding on the CPU from " + what + ": " + why.message();
+    const std::string before = deviceNotice.empty() ? std::string() : deviceNotice + "; then ";
+    deviceNotice = before + "decoding on the CPU from " + what + ": " + why.message();
     device.reset();
 }
 

@@ -146,7 +146,9 @@ struct DecodeSession::Impl {
     // k_p × k_b staging slots, so device memory is fixed when the session starts).
     std::shared_ptr<StepBackend> device;  // the session's own, or a SharedDevice's
     Status deviceStatus;  // why the asked-for device is not there (begin() returns it)
-    std::string deviceNotice;  // why the steps run on the CPU instead (deviceFallback)
+    // Why the steps run on the CPU instead (deviceFallback), or with smaller budgets than asked.
+    std::string deviceNotice;
+    int deviceBudgetCuts = 0;  // halvings of the gate and selector budgets for the device's memory
     int stagingSlots = 0, prefillSlots = 0;
     // On a SharedDevice the session's slots are the range [deviceBase, deviceBase + deviceRange).
     int deviceBase = 0, deviceRange = 0;
@@ -165,6 +167,10 @@ struct DecodeSession::Impl {
     std::vector<float> devQueries, devKeys, devValues;
 
     Impl(std::shared_ptr<const ModelWeights> m, AttentionParams params);
+    // The fixed pool (SR-SWA) for the budgets in p, empty; before any block is made.
+    void sizePool();
+    // The device's memory for the session (its slots and prefill scratch), reserved at the start.
+    Status reserveDevice();
 
     ~Impl();
 

@@ -155,6 +155,11 @@ Result<std::unique_ptr<DecodeSession>> DecodeSession::restore(std::shared_ptr<co
         if (!d.pagePos0.count(v)) return bad("the gate holds a page the state does not have");
         g = v;
     }
+    // A session whose device had not the memory for the budgets asked runs with smaller ones
+    // (stats()): it keeps the gate's first picks and refreshes the gate at its next step.
+    const bool cutBudgets = d.p.gatedPages < params.gatedPages || d.p.blocksPerGatedPage < params.blocksPerGatedPage;
+    const size_t savedGated = d.gated.size();
+    d.gated.resize(std::min(d.gated.size(), size_t(std::max(0, d.p.gatedPages))));
     uint32_t nQueries = 0;
     if (!r.get(nQueries) || nQueries != d.recentQueries.size()) return bad("gate state does not match");
     for (auto& q : d.recentQueries)
@@ -190,7 +195,7 @@ Result<std::unique_ptr<DecodeSession>> DecodeSession::restore(std::shared_ptr<co
     for (const Block& b : d.blocks)
         if (b.count > 0) d.frontier = std::max(d.frontier, b.pos0 + b.count);
     d.generated = generated;
-    d.stepsSinceGate = stepsSinceGate;
+    d.stepsSinceGate = cutBudgets ? std::max(stepsSinceGate, params.gateRefreshSteps) : stepsSinceGate;
     d.recentQueryNext = recentNext;
     int32_t writtenLineEnds = 0;
     if (!r.get(writtenLineEnds) || writtenLineEnds < 0) return bad("truncated");
@@ -200,14 +205,15 @@ Result<std::unique_ptr<DecodeSession>> DecodeSession::restore(std::shared_ptr<co
         if (!r.get(nLayers) || nLayers != d.selection.size()) return bad("selector state does not match");
         for (auto& layer : d.selection) {
             uint32_t nPages = 0;
-            if (!r.get(nPages) || nPages > d.gated.size()) return bad("selector state does not match");
+            if (!r.get(nPages) || nPages > savedGated) return bad("selector state does not match");
             for (uint32_t i = 0; i < nPages; ++i) {
                 int32_t page = 0;
                 uint32_t nIds = 0;
                 if (!r.get(page) || !r.get(nIds)) return bad("truncated");
-                if (std::find(d.gated.begin(), d.gated.end(), page) == d.gated.end())
-                    return bad("the token selector holds a page the gate does not");
-                const size_t blocksOfPage = d.gatedPageBlocks(page).size();
+                const bool kept = std::find(d.gated.begin(), d.gated.end(), page) != d.gated.end();
+                if (!kept && !cutBudgets) return bad("the token selector holds a page the gate does not");
+                if (!kept && nIds > uint32_t(std::max(0, params.blocksPerGatedPage))) return bad("selector state does not match");
+                const size_t blocksOfPage = kept ? d.gatedPageBlocks(page).size() : size_t(nIds);
                 if (nIds > blocksOfPage) return bad("selector state does not match");
                 std::vector<int> ids(nIds);
                 for (int& id : ids) {
@@ -216,6 +222,8 @@ Result<std::unique_ptr<DecodeSession>> DecodeSession::restore(std::shared_ptr<co
                     if (v < 0 || size_t(v) >= blocksOfPage) return bad("the token selector holds a block out of range");
                     id = v;
                 }
+                if (!kept) continue;
+                if (ids.size() > size_t(std::max(0, d.p.blocksPerGatedPage))) ids.resize(size_t(std::max(0, d.p.blocksPerGatedPage)));
                 layer.push_back({page, std::move(ids)});
             }
         }

@@ -6,11 +6,15 @@
 
 namespace quire::decoder {
 
-// A device of kind `d` (Mirror or Cuda) for `model`'s steps: the mirror's faultAtStep (tests only).
 Result<std::unique_ptr<StepBackend>> makeBackend(const std::shared_ptr<const ModelWeights>& model, StepDevice d,
-                                                 bool bf16Weights, int64_t faultAtStep) {
-    if (d == StepDevice::Mirror) return makeMirrorBackend(model, faultAtStep);
-    return makeCudaBackend(model, bf16Weights);
+                                                 bool bf16Weights, int64_t faultAtStep, size_t memoryLimit) {
+    if (d == StepDevice::Mirror) {
+        auto mirror = makeMirrorBackend(model, faultAtStep, memoryLimit);
+        if (memoryLimit > 0 && mirror->deviceBytes() > memoryLimit)
+            return Status(ErrorCode::OutOfMemory, "device mirror: out of memory for the weights");
+        return mirror;
+    }
+    return makeCudaBackend(model, bf16Weights, memoryLimit);
 }
 
 // The backend of a SharedDevice: one call at a time, whichever session's thread makes it. (A
@@ -49,6 +53,10 @@ public:
         std::lock_guard lock(mutex);
         return inner->prefill(io, maxTokens);
     }
+    Status reservePrefill(int maxTokens) override {
+        std::lock_guard lock(mutex);
+        return inner->reservePrefill(maxTokens);
+    }
     size_t deviceBytes() const override {
         std::lock_guard lock(mutex);
         return inner->deviceBytes();
@@ -65,12 +73,12 @@ SharedDevice::~SharedDevice() = default;
 StepDevice SharedDevice::device() const { return d->kind; }
 
 Result<std::shared_ptr<SharedDevice>> SharedDevice::open(std::shared_ptr<const ModelWeights> model, StepDevice device,
-                                                          bool bf16Weights, int64_t faultAtStep) {
+                                                          bool bf16Weights, int64_t faultAtStep, size_t memoryLimit) {
     auto d = std::make_unique<Impl>();
     d->model = model, d->kind = device;
     if (device == StepDevice::Cpu)
         return Status(ErrorCode::InvalidArgument, "a shared device is a GPU's (the CPU's sessions share their weights anyway)");
-    auto made = makeBackend(model, device, bf16Weights, faultAtStep);
+    auto made = makeBackend(model, device, bf16Weights, faultAtStep, memoryLimit);
     if (!made) return made.status();
     d->backend = std::make_shared<LockedBackend>(std::move(*made));
     return std::shared_ptr<SharedDevice>(new SharedDevice(std::move(d)));

@@ -12,9 +12,10 @@
 
 namespace quire::decoder {
 
-// A device of kind `d` (Mirror or Cuda) for `model`'s steps; faultAtStep: the mirror's (tests only).
+// A device of kind `d` (Mirror or Cuda) for `model`'s steps; faultAtStep: the mirror's (tests
+// only); memoryLimit: the bytes it may hold, 0 all it has.
 Result<std::unique_ptr<StepBackend>> makeBackend(const std::shared_ptr<const ModelWeights>& model, StepDevice d,
-                                                 bool bf16Weights, int64_t faultAtStep);
+                                                 bool bf16Weights, int64_t faultAtStep, size_t memoryLimit);
 
 struct SharedDevice::Impl {
     std::shared_ptr<const ModelWeights> model;

@@ -83,13 +83,20 @@ public:
     virtual Status stepBatch(const std::vector<DeviceStepIO>& ios, const BatchSpansFor& spansFor, bool perLayer) = 0;
     // At most `maxTokens` tokens a page (sizes the prefill's scratch, once).
     virtual Status prefill(const DevicePrefillIO& io, int maxTokens) = 0;
+    // The prefill's scratch for pages of up to maxTokens tokens, now rather than at the first page.
+    virtual Status reservePrefill(int maxTokens) = 0;
     // Device memory held: weights, pool, scratch.
     virtual size_t deviceBytes() const = 0;
 };
 
 // faultAtStep >= 0: its step() of that number (0 = the first) fails as an out-of-memory GPU would.
-std::unique_ptr<StepBackend> makeMirrorBackend(std::shared_ptr<const ModelWeights> model, int64_t faultAtStep = -1);
-// Fails with the reason where the build has no CUDA backend or no device can take the weights.
-Result<std::unique_ptr<StepBackend>> makeCudaBackend(std::shared_ptr<const ModelWeights> model, bool bf16Weights);
+// memoryLimit > 0: the bytes it may hold (the weights as fp32 and the pool), like a small GPU:
+// beyond it a reservation fails with ErrorCode::OutOfMemory.
+std::unique_ptr<StepBackend> makeMirrorBackend(std::shared_ptr<const ModelWeights> model, int64_t faultAtStep = -1,
+                                               size_t memoryLimit = 0);
+// Fails with the reason where the build has no CUDA backend or no device can take the weights
+// (ErrorCode::OutOfMemory where the memory is short); memoryLimit > 0 caps the bytes it allocates.
+Result<std::unique_ptr<StepBackend>> makeCudaBackend(std::shared_ptr<const ModelWeights> model, bool bf16Weights,
+                                                     size_t memoryLimit = 0);
 
 }  // namespace quire::decoder

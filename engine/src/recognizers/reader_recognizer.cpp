@@ -81,6 +81,7 @@ Result<std::unique_ptr<Recognizer>> createReaderRecognizer(const RecognizerOptio
     o.attention.threads = options.decoderThreads > 0 ? std::min(options.decoderThreads, 2)
                                                      : std::thread::hardware_concurrency() >= 3 ? 2 : 1;
     o.attention.device = device;
+    o.attention.deviceMemoryLimit = options.deviceMemoryMiB << 20;
     o.draft = t.draft;
     if (t.prior >= 0.f) o.draftPrior = t.prior;
     if (t.windowBefore >= 0) o.attention.windowBefore = t.windowBefore;

@@ -23,6 +23,7 @@ enum class ErrorCode {
     Engine,             // recognizer failure
     Cancelled,
     TimedOut,           // a page or file that did not finish within its time budget (it may loop)
+    OutOfMemory,        // a device (a GPU) without the memory asked of it; the caller may ask for less
     Internal,
 };
 

@@ -46,6 +46,12 @@ struct DecodeBenchResult {
     // builds that compute the same steps print the same checksum (a check for refactors).
     uint64_t checksum = 0;
     std::string note;  // why it stopped early, if it did
+    // Per session, the SR-SWA budgets it ran with and how many times they were halved because the
+    // device had not the memory for those asked (AttentionParams::deviceMemoryLimit, a full GPU).
+    struct Budget {
+        int gatedPages = 0, blocksPerGatedPage = 0, cuts = 0;
+    };
+    std::vector<Budget> budgets;
     std::string toJson() const;
 };
 

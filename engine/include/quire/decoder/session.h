@@ -91,7 +91,15 @@ struct AttentionParams {
     // memory as the pool grows, a launch error), the session goes on with the CPU's steps — the
     // host holds every key and value, so nothing is lost and the text is the CPU's — and says so
     // in deviceNotice(). Off: begin() or step() fails with the device's message (benchmarks).
+    // An SR-SWA session reserves its device memory when it starts; where the device has not that
+    // much, it first halves its gate and selector budgets (blocksPerGatedPage, gatedPages), down
+    // to no gated pages, and falls back to the CPU only when even that does not fit
+    // (deviceNotice() and stats() say which).
     bool deviceFallback = true;
+    // The most device memory, in bytes, the session's own device may hold (weights, pool,
+    // scratch); 0: all the device has. A reservation beyond it fails as the device's own
+    // out-of-memory would. (A SharedDevice takes its limit in open().)
+    size_t deviceMemoryLimit = 0;
     // Tests only: the device fails at this generated step (as a GPU out of memory would); -1 never.
     int64_t deviceFaultAtStep = -1;
     // Sessions given the same SharedDevice (of `device`'s kind) hold their blocks in it, and
@@ -112,8 +120,10 @@ public:
     // Fails with the reason where there is no such device or no memory for the weights.
     // faultAtStep (tests only, the mirror): its step of that number, counted over the sessions'
     // steps from 0, fails as an out-of-memory GPU would.
+    // memoryLimit: as AttentionParams::deviceMemoryLimit, for the whole device.
     static Result<std::shared_ptr<SharedDevice>> open(std::shared_ptr<const ModelWeights> model, StepDevice device,
-                                                      bool bf16Weights = true, int64_t faultAtStep = -1);
+                                                      bool bf16Weights = true, int64_t faultAtStep = -1,
+                                                      size_t memoryLimit = 0);
     ~SharedDevice();
     StepDevice device() const;
     struct Impl;
@@ -152,6 +162,11 @@ struct SessionStats {
     int currentPage = 0;
     size_t deviceBytes = 0;        // with a device (AttentionParams::device): the memory it holds
     int64_t deviceUploadBlocks = 0;  // blocks (or one layer of a gated block) copied to it so far
+    bool onDevice = false;         // the steps run on the device (false: the CPU, asked or fallen back)
+    // The SR-SWA budgets the session runs with: those asked, or smaller where the device did not
+    // have the memory for them (deviceBudgetCuts halvings; deviceNotice() says so).
+    int gatedPages = 0, blocksPerGatedPage = 0;
+    int deviceBudgetCuts = 0;
 };
 
 class DecodeSession {

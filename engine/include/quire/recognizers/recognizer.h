@@ -47,6 +47,9 @@ struct RecognizerOptions {
     // CPU and the run's log says why once. Tesseract takes "cpu" only; "auto" uses the device if it
     // chooses PP-OCR or the reader.
     std::string device = "cpu";
+    // "reader" on a GPU: the most device memory, in MiB, its decoder may hold (0: all the GPU has).
+    // Short of it, the decoder reads with smaller gate and selector budgets, then on the CPU.
+    size_t deviceMemoryMiB = 0;
     // PP-OCR (and the reader's front-end): the detector's longest page side in pixels (0: 960,
     // PaddleOCR's default) and the reading order of its lines ("tesseract" or "rows"; empty: by
     // language, ppocrLayoutFor()).
