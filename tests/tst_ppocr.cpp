@@ -631,6 +631,23 @@ private slots:
         }
     }
 
+    // A cancel reaches inside the graphs: the detector (a second of a page's work on one core)
+    // stops before its next node, so a run stops within a node's time, not a page's.
+    void cancelStopsTheGraphsBetweenNodes() {
+        auto engine = PpocrEngine::load(PpocrOptions{});
+        QVERIFY(engine);
+        const cv::Mat page = textPage({"The parish register of a small"}, 1700, 600, 1.4);
+        std::atomic<bool> cancel{false};
+        QVERIFY((*engine)->detect(page, &cancel));
+        cancel = true;
+        auto stopped = (*engine)->detect(page, &cancel);
+        QVERIFY(!stopped);
+        QCOMPARE(stopped.status().code(), ErrorCode::Cancelled);
+        auto read = (*engine)->read(page, true, &cancel);
+        QVERIFY(!read);
+        QCOMPARE(read.status().code(), ErrorCode::Cancelled);
+    }
+
     // Quire's CTC head (the classifier and softmax per frame, without the graph's [lines, frames,
     // classes] probability tensor) against the graph's own: the same characters at the same frames
     // and the same features, the probabilities equal up to float rounding (the head's products

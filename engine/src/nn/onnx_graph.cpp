@@ -48,19 +48,19 @@ void profileAdd(const std::string& label, const Node& n, double s, const char* w
 void setOperatorProfiling(bool on) { profiling = on; }
 
 Result<std::map<std::string, Tensor>> OnnxModel::run(std::map<std::string, Tensor> inputs, const std::vector<std::string>& fetch,
-                                                     NnDevice* device) const {
-    if (!device) return run(std::move(inputs), fetch);
+                                                     NnDevice* device, const std::atomic<bool>* cancel) const {
+    if (!device) return runOn(std::move(inputs), fetch, nullptr, cancel);
     std::lock_guard lock(device->runLock());
-    return runOn(std::move(inputs), fetch, device);
+    return runOn(std::move(inputs), fetch, device, cancel);
 }
 
 Result<std::map<std::string, Tensor>> OnnxModel::run(std::map<std::string, Tensor> inputs,
                                                      const std::vector<std::string>& fetch) const {
-    return runOn(std::move(inputs), fetch, nullptr);
+    return runOn(std::move(inputs), fetch, nullptr, nullptr);
 }
 
 Result<std::map<std::string, Tensor>> OnnxModel::runOn(std::map<std::string, Tensor> inputs, const std::vector<std::string>& fetch,
-                                                       NnDevice* device) const {
+                                                       NnDevice* device, const std::atomic<bool>* cancel) const {
     const Graph& g = *m_graph;
     Values v(g.constants.begin(), g.constants.end());
     for (int id : g.inputs) {
@@ -98,6 +98,7 @@ Result<std::map<std::string, Tensor>> OnnxModel::runOn(std::map<std::string, Ten
     if (device) onDev.emplace(DeviceRun{g, *device, v, dv, keep, lastUse});
     for (size_t k = 0; k < g.nodes.size(); ++k) {
         if (!runs[k]) continue;
+        if (cancel && cancel->load(std::memory_order_relaxed)) return Status(ErrorCode::Cancelled, g.label + ": cancelled");
         const Node& n = g.nodes[k];
         const auto t0 = profile ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
         bool done = false;

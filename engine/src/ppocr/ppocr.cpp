@@ -194,14 +194,15 @@ struct PpocrEngine::Impl {
     mutable std::mutex deviceMutex;
     mutable std::string deviceNotice;
     Result<std::map<std::string, nn::Tensor>> run(const nn::OnnxModel& m, std::map<std::string, nn::Tensor> inputs,
-                                                  const std::vector<std::string>& fetch) const {
+                                                  const std::vector<std::string>& fetch,
+                                                  const std::atomic<bool>* cancel = nullptr) const {
         if (device && !device->failed) {
-            auto r = m.run(inputs, fetch, device.get());  // the inputs are kept for a retry on the CPU
+            auto r = m.run(inputs, fetch, device.get(), cancel);  // the inputs are kept for a retry on the CPU
             if (r || !device->failed) return r;
             std::lock_guard lock(deviceMutex);
             if (deviceNotice.empty()) deviceNotice = "PP-OCR on the CPU from now on: " + r.status().message();
         }
-        return m.run(std::move(inputs), fetch);
+        return m.run(std::move(inputs), fetch, nullptr, cancel);
     }
     const nn::Tensor* headW = nullptr;  // the recognizer's classifier (constants of `rec`)
     const nn::Tensor* headB = nullptr;
@@ -360,9 +361,9 @@ std::pair<int64_t, int64_t> PpocrEngine::deviceNodeCounts() const {
     return {d->device->deviceNodes, d->device->cpuNodes};
 }
 
-Result<cv::Mat> PpocrEngine::probabilityMap(const cv::Mat& bgrResized) const {
+Result<cv::Mat> PpocrEngine::probabilityMap(const cv::Mat& bgrResized, const std::atomic<bool>* cancel) const {
     static const float mean[3] = {0.485f, 0.456f, 0.406f}, stdv[3] = {0.229f, 0.224f, 0.225f};
-    auto out = d->run(*d->det, {{"x", toTensor(toBgr(bgrResized), mean, stdv)}}, {kDetOutput});
+    auto out = d->run(*d->det, {{"x", toTensor(toBgr(bgrResized), mean, stdv)}}, {kDetOutput}, cancel);
     if (!out) return out.status();
     const nn::Tensor& p = out->at(kDetOutput);
     if (p.rank() != 4 || p.shape[1] != 1) return Status(ErrorCode::Engine, "detector: unexpected output shape " + nn::shapeString(p.shape));
@@ -371,7 +372,7 @@ Result<cv::Mat> PpocrEngine::probabilityMap(const cv::Mat& bgrResized) const {
     return map;
 }
 
-Result<std::vector<std::vector<cv::Point2f>>> PpocrEngine::detect(const cv::Mat& image) const {
+Result<std::vector<std::vector<cv::Point2f>>> PpocrEngine::detect(const cv::Mat& image, const std::atomic<bool>* cancel) const {
     if (image.empty()) return Status(ErrorCode::Engine, "detector: empty image");
     const int H = image.rows, W = image.cols;
     const double ratio = std::min(1.0, double(m_options.detMaxSide) / std::max(H, W));
@@ -379,7 +380,7 @@ Result<std::vector<std::vector<cv::Point2f>>> PpocrEngine::detect(const cv::Mat&
     const int w = std::max(32, int(std::lround(W * ratio / 32.0)) * 32);
     cv::Mat resized;
     cv::resize(toBgr(image), resized, cv::Size(w, h), 0, 0, cv::INTER_AREA);
-    auto map = probabilityMap(resized);
+    auto map = probabilityMap(resized, cancel);
     if (!map) return map.status();
     const cv::Mat& prob = *map;
     cv::Mat bitmap = prob > m_options.detThreshold;
@@ -653,7 +654,7 @@ float PpocrLine::halfFrame() const {
 // Over 120 lines: detection, crops, batched recognition and words share the page's buffers and order.
 Result<PpocrPage> PpocrEngine::read(const cv::Mat& image, bool features, const std::atomic<bool>* cancel) const {
     const cv::Mat bgr = toBgr(image);  // once per page: detect() takes it as it is
-    auto quads = detect(bgr);
+    auto quads = detect(bgr, cancel);
     if (!quads) return quads.status();
     PpocrPage page;
     page.width = image.cols;
@@ -728,7 +729,7 @@ Result<PpocrPage> PpocrEngine::read(const cv::Mat& image, bool features, const s
         // (PpocrOptions::graphClassifier): ctcHead() computes the frames' choices otherwise.
         std::vector<std::string> fetch = {kRecFeatures};
         if (m_options.graphClassifier) fetch.push_back(kRecOutput);
-        auto out = d->run(*d->rec, {{"x", std::move(x)}}, fetch);
+        auto out = d->run(*d->rec, {{"x", std::move(x)}}, fetch, cancel);
         if (!out) return out.status();
         const nn::Tensor& f = out->at(kRecFeatures);
         if (f.rank() != 3 || f.shape[0] != N || f.shape[2] != kFeatureWidth)

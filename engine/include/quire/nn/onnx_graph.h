@@ -12,6 +12,7 @@
 // direct kernel.
 #pragma once
 
+#include <atomic>
 #include <map>
 #include <memory>
 #include <string>
@@ -52,14 +53,15 @@ public:
                                               const std::vector<std::string>& fetch = {}) const;
     // The same with convolutions, fused elementwise chains and Add/Sub/Mul/Div of same-shaped or
     // per-channel operands on `device` (null: the CPU alone), the other nodes on the CPU with their
-    // inputs copied back. One run at a time per device.
+    // inputs copied back. One run at a time per device. With `cancel`, a run whose flag is set
+    // stops before its next node (ErrorCode::Cancelled): a page's detector is a second of work.
     Result<std::map<std::string, Tensor>> run(std::map<std::string, Tensor> inputs, const std::vector<std::string>& fetch,
-                                              NnDevice* device) const;
+                                              NnDevice* device, const std::atomic<bool>* cancel = nullptr) const;
 
 private:
     OnnxModel();
     Result<std::map<std::string, Tensor>> runOn(std::map<std::string, Tensor> inputs, const std::vector<std::string>& fetch,
-                                                NnDevice* device) const;
+                                                NnDevice* device, const std::atomic<bool>* cancel) const;
     std::unique_ptr<Graph> m_graph;
 };
 

@@ -98,9 +98,10 @@ public:
     std::pair<int64_t, int64_t> deviceNodeCounts() const;
 
     // Detects text lines in an 8-bit gray or BGR image (probability map → boxes, reading order).
-    Result<std::vector<std::vector<cv::Point2f>>> detect(const cv::Mat& image) const;
+    // `cancel`: a set flag stops the detector between two of its nodes (ErrorCode::Cancelled).
+    Result<std::vector<std::vector<cv::Point2f>>> detect(const cv::Mat& image, const std::atomic<bool>* cancel = nullptr) const;
     // The detector's probability map for an image already resized and normalised (tests).
-    Result<cv::Mat> probabilityMap(const cv::Mat& bgrResized) const;
+    Result<cv::Mat> probabilityMap(const cv::Mat& bgrResized, const std::atomic<bool>* cancel = nullptr) const;
     // Detects and recognises a page; with `features`, keeps each line's feature sequence.
     Result<PpocrPage> read(const cv::Mat& image, bool features,
                            const std::atomic<bool>* cancel = nullptr) const;
