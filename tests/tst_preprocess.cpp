@@ -99,6 +99,19 @@ private slots:
         QCOMPARE(int(preprocessPage(spread, p).regions.size()), 2);
     }
 
+    // A cancel stops preprocessing between stages and says so; the regions are then not whole.
+    void cancelStopsBetweenStages() {
+        const cv::Mat page = textPage(someLines(10));
+        std::atomic<bool> cancel{false};
+        const PreprocessResult whole = preprocessPage(page, PreprocessParams{}, &cancel);
+        QVERIFY(!whole.cancelled);
+        QCOMPARE(int(whole.regions.size()), 1);
+        cancel = true;
+        const PreprocessResult stopped = preprocessPage(page, PreprocessParams{}, &cancel);
+        QVERIFY(stopped.cancelled);
+        QVERIFY(stopped.regions.empty());
+    }
+
     void paramsRoundTrip() {
         PreprocessParams p;
         p.deskew = false;

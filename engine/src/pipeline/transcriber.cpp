@@ -331,7 +331,7 @@ void Run::preparePages() {
         if (!job) break;
         if (!cancelled() && job->loadError && !(job->textLayer && params.pdfText == PdfTextPolicy::Keep)) {
             try {
-                job->pre = preprocessPage(job->image.image, params.preprocess);
+                job->pre = preprocessPage(job->image.image, params.preprocess, params.cancel);
                 for (const auto& region : job->pre->regions)
                     job->prepared.push_back(splitter->prepare(region.image, job->image.dpi, params.cancel));
             } catch (const std::exception& e) {
@@ -414,7 +414,8 @@ std::optional<Done> Run::recognizePage(Recognizer& rec, Job& job) {
             d.outcomes.push_back(std::move(o));
         } else {
             const PreprocessResult pre =
-                job.pre ? std::move(*job.pre) : preprocessPage(img.image, params.preprocess);
+                job.pre ? std::move(*job.pre) : preprocessPage(img.image, params.preprocess, params.cancel);
+            if (pre.cancelled) return std::nullopt;  // its regions are incomplete: the page stays queued
             if (pre.inverted) log(pageName(job.page) + ": white text on black; inverted before reading");
             if (pre.quarterTurns != 0)
                 log(pageName(job.page) + ": turned " + std::to_string(pre.quarterTurns * 90) +

@@ -274,14 +274,16 @@ Box PreparedRegion::toSource(const Box& b) const {
     }
 }
 
-PreprocessResult preprocessPage(const cv::Mat& image, const PreprocessParams& params) {
+PreprocessResult preprocessPage(const cv::Mat& image, const PreprocessParams& params, const std::atomic<bool>* cancel) {
     PreprocessResult result;
+    auto stopped = [&] { return cancel && cancel->load(std::memory_order_relaxed) && (result.cancelled = true); };
     cv::Mat gray = toGray8(image);
     const cv::Size pageSize = gray.size();
     if (params.invertNegative && looksNegative(gray)) {
         gray = 255 - gray;
         result.inverted = true;
     }
+    if (stopped()) return result;
     if (params.orient) {
         const OrientationGuess o = detectOrientation(gray);
         if (o.clockwiseQuarterTurns != 0 && o.confidence >= kOrientationConfidence) {
@@ -299,6 +301,7 @@ PreprocessResult preprocessPage(const cv::Mat& image, const PreprocessParams& pa
         if (gutter > 0) rects = {{0, 0, gutter, gray.rows}, {gutter, 0, gray.cols - gutter, gray.rows}};
     }
     for (const auto& rect : rects) {
+        if (stopped()) return result;
         PreparedRegion region;
         region.sourceRect = rect;
         region.quarterTurns = result.quarterTurns;
@@ -306,6 +309,7 @@ PreprocessResult preprocessPage(const cv::Mat& image, const PreprocessParams& pa
         // Flatten once; the skew is measured on the flat page and the flat page is rotated.
         double uneven = 0;
         const cv::Mat flat = normalizeBackground(gray(rect), &uneven);
+        if (stopped()) return result;
         if (params.deskew) region.skewDegrees = skewOfFlatPage(flat, params.maxSkewDegrees);
         // An evenly lit scan is given to the recognizer as it is (flattening it only stretched its
         // noise: -0.9 CER points on a Fraktur page); uneven light is flattened.
@@ -319,6 +323,7 @@ PreprocessResult preprocessPage(const cv::Mat& image, const PreprocessParams& pa
             region.skewDegrees = 0;
             region.image = g.clone();
         }
+        if (stopped()) return result;
         if (params.binarize) region.image = binarizeAdaptive(region.image);
         result.regions.push_back(std::move(region));
     }

@@ -2,6 +2,7 @@
 // binarisation and spread splitting. Parameters are stored per page so a re-run is reproducible.
 #pragma once
 
+#include <atomic>
 #include <opencv2/core.hpp>
 #include <string>
 #include <vector>
@@ -43,6 +44,7 @@ struct PreprocessResult {
     int quarterTurns = 0;  // clockwise quarter turns that made the page upright
     double orientationConfidence = 0;
     bool inverted = false;  // the page was a negative and was inverted
+    bool cancelled = false;  // stopped by the cancel flag between two stages: regions are incomplete
 };
 
 cv::Mat toGray8(const cv::Mat& image);
@@ -59,6 +61,9 @@ cv::Mat binarizeAdaptive(const cv::Mat& gray);
 // x of the gutter of a two-page spread, or -1 when the image is not a spread.
 int findSpreadGutter(const cv::Mat& gray);
 
-PreprocessResult preprocessPage(const cv::Mat& image, const PreprocessParams& params);
+// `cancel`: a set flag stops it between two stages (a stage is a fraction of a second on a page;
+// the whole, with orientation detection, about a second under load) with `cancelled` set.
+PreprocessResult preprocessPage(const cv::Mat& image, const PreprocessParams& params,
+                                const std::atomic<bool>* cancel = nullptr);
 
 }  // namespace quire
