@@ -223,6 +223,7 @@ private slots:
         const auto r = runCli({"transcribe", tif, "--project", project});
         QCOMPARE(r.exitCode, 2);
         QVERIFY2(r.err.contains("cut.tif"), qPrintable(r.err));
+        if (!QFileInfo::exists(project)) return;  // refused before a page was added: no empty project left
         const QJsonObject s = status(project);
         QCOMPARE(s.value("integrity").toString(), QString("ok"));
         if (s.value("pages").toInt() > 0) {
@@ -236,6 +237,13 @@ private slots:
         QCOMPARE(r.exitCode, 2);
         QVERIFY(r.err.contains("no-such-scan.tif") && r.err.contains("no such file"));
         verifyIntact();
+        // A new project given a missing input, or a bad option, is not left behind empty; a
+        // finished run leaves no lock file.
+        const QString fresh = m_dir.filePath("fresh.quire");
+        QCOMPARE(runCli({"transcribe", m_dir.filePath("no-such-scan.tif"), "--project", fresh}).exitCode, 2);
+        QCOMPARE(runCli({"transcribe", samplePdf(), "--project", fresh, "--dpi", "10"}).exitCode, 2);
+        QVERIFY(QDir(m_dir.path()).entryList({"fresh.quire*"}).isEmpty());
+        QVERIFY(!QFileInfo::exists(m_project + ".lock"));
     }
 
     void unreadableFile() {
@@ -343,6 +351,14 @@ private slots:
         QCOMPARE(s.value("pageList").toArray()[0].toObject().value("text").toString(),
                  QString("Quire keeps every page safe."));
         m_statusBefore = QJsonDocument(s).toJson();
+        // Without --json, --pages lists the pages one a line; --help names a command's options.
+        r = runCli({"status", "--project", m_project, "--pages"});
+        QCOMPARE(r.exitCode, 0);
+        QVERIFY2(r.out.startsWith("page 1: done, corrected, confidence ") && r.out.contains("good page.png p.1"), qPrintable(r.out));
+        r = runCli({"transcribe", "--help"});
+        QCOMPARE(r.exitCode, 0);
+        QVERIFY2(r.out.contains("quire-cli transcribe") && r.out.contains("--gpu-memory") && !r.out.contains("quire-cli export"),
+                 qPrintable(r.out));
     }
 };
 

@@ -12,6 +12,7 @@
 #include <cblas.h>
 
 #include <chrono>
+#include <cmath>
 #include <csignal>
 #include <cstdio>
 #include <filesystem>
@@ -55,6 +56,7 @@ const char* kUsageText =
     "      --gpu-memory: the most GPU memory the reader's decoder takes (short of it: smaller gate budgets, then the CPU).\n"
     "  quire-cli export --project P.quire --format md,docx,... --out DIR [--name book]\n"
     "  quire-cli status --project P.quire [--json] [--pages]\n"
+    "      --pages: a line for each page (with --json, each page's text too).\n"
     "  quire-cli correct --project P.quire --page N (--text-file F | --text T)\n"
     "  quire-cli pages --project P.quire (--retry N[,M...] | --skip N[,M...])\n"
     "  quire-cli restore --project P.quire [--from BACKUP]   (the newest sound backup of a damaged project)\n"
@@ -94,6 +96,21 @@ std::string duration(double secs) {
 
 void printJson(const QJsonObject& o) {
     std::cout << QJsonDocument(o).toJson(QJsonDocument::Compact).toStdString() << std::endl;
+}
+
+// The usage lines of one command (`quire-cli CMD --help`): its entries in kUsageText with their
+// continuation lines, then the exit codes.
+std::string usageOf(const std::string& cmd) {
+    std::istringstream in(kUsageText);
+    std::string line, out = "Usage:\n";
+    bool mine = false;
+    while (std::getline(in, line)) {
+        if (line.rfind("  quire-cli ", 0) == 0) mine = line.rfind("  quire-cli " + cmd + " ", 0) == 0;
+        else if (line.rfind("      ", 0) != 0 && line.rfind("    ", 0) != 0) mine = false;
+        if (mine) out += line + "\n";
+        if (line.rfind("Exit codes:", 0) == 0) out += "\n" + line + "\n";
+    }
+    return out;
 }
 
 Result<std::unique_ptr<ProjectStore>> openProject(const cli::Args& args, ProjectStore::Mode mode) {
@@ -203,12 +220,33 @@ int cmdFeatures(const cli::Args& args) {
     return kOk;
 }
 
+// A project this command created and leaves without a page is removed with the files beside it:
+// a mistyped option or a missing input must not leave an empty project behind.
+struct NewProjectCleanup {
+    fs::path path;
+    bool created = false;
+    std::unique_ptr<ProjectStore>* store = nullptr;
+    ~NewProjectCleanup() {
+        if (!created || !store || !*store) return;
+        auto c = (*store)->counts();
+        if (!c || c->pages > 0) return;
+        store->reset();  // closed first (its lock and clean-close backup go with it)
+        std::error_code ec;
+        for (const char* suffix : {"", "-wal", "-shm", "-journal", ".lock", ".inflight", ".crashed"})
+            fs::remove(path.string() + suffix, ec);
+        fs::remove_all(backupFolder(path), ec);
+    }
+};
+
 int cmdTranscribe(const cli::Args& args) {
     TranscribeParams p;
     if (Status st = cli::applyMeasurementEnvironment(p); !st) return fail(kUsage, st.message());
     for (const auto& in : args.positionals()) p.inputs.emplace_back(in);
+    std::error_code ec;
+    const bool existed = args.value("project") && fs::exists(*args.value("project"), ec);
     auto store = openProject(args, ProjectStore::Mode::OpenOrCreate);
     if (!store) return fail(exitFor(store.status()), store.status().message());
+    NewProjectCleanup cleanup{*args.value("project"), !existed, &*store};
     // Resume: settings of the last run apply unless given again.
     QJsonObject last;
     if (auto run = (*store)->lastRun(); run && run->has_value())
@@ -358,9 +396,17 @@ int cmdStatus(const cli::Args& args) {
                     po["engine"] = QString::fromStdString(layout->engine + " " + layout->engineVersion);
         }
         list.append(po);
-        if (!json && pg.status == PageStatus::Failed)
+        if (!json && args.has("pages")) {  // one line a page: where it stands, then what it came from
+            std::cout << "page " << pg.sequence << ": " << pageStatusName(pg.status) << (pg.flagged ? ", flagged" : "")
+                      << (pg.corrected ? ", corrected" : "") << (pg.proofread ? ", proofread" : "");
+            if (pg.status == PageStatus::Done) std::cout << ", confidence " << int(std::lround(pg.meanConfidence));
+            std::cout << " (" << pg.sourceFile << " p." << pg.filePage + 1 << ")";
+            if (!pg.failure.empty()) std::cout << ": " << pg.failure;
+            std::cout << "\n";
+        } else if (!json && pg.status == PageStatus::Failed) {
             std::cout << "failed: page " << pg.sequence << " (" << pg.sourceFile << " p." << pg.filePage + 1
                       << "): " << pg.failure << "\n";
+        }
     }
     if (json) {
         o["pageList"] = list;
@@ -677,6 +723,11 @@ int main(int argc, char** argv) {
         std::cerr << "quire-cli: unknown command '" << cmd << "'\n\n" << kUsage;
         return kUsage;
     }
+    for (int i = 2; i < argc; ++i)
+        if (std::string(argv[i]) == "--help" || std::string(argv[i]) == "-h") {
+            std::cout << usageOf(cmd);
+            return kOk;
+        }
     cli::Args args;
     std::string error;
     if (!args.parse(argc, argv, 2, it->second.first, it->second.second, &error)) {

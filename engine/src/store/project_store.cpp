@@ -10,6 +10,7 @@
 #include <mutex>
 #include <fcntl.h>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "quire/store/project_backups.h"
@@ -138,10 +139,13 @@ bool looksLikeSqlite(const fs::path& path, std::string* why) {
 
 // One writer process per project: an advisory lock on "<project>.lock", held while any store of
 // this process has the project open for writing (several connections of one process share it).
-// The kernel drops it when the process dies, so a killed run never leaves a stale lock.
+// The kernel drops it when the process dies, so a killed run never leaves a stale lock; a clean
+// close removes the file (unlinked while still locked: a process that opened it just before
+// finds, once it has the lock, that the name no longer leads to its file, and tries again).
 struct ProcessLock {
     int fd = -1;
     int users = 0;
+    std::string path;
 };
 std::mutex g_lockMutex;
 std::map<std::string, ProcessLock> g_locks;
@@ -156,7 +160,18 @@ Status acquireLock(const fs::path& project) {
         return Status::ok();
     }
     const std::string lockPath = project.string() + ".lock";
-    const int fd = ::open(lockPath.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    int fd = -1;
+    for (int attempt = 0; attempt < 8; ++attempt) {
+        fd = ::open(lockPath.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+        if (fd < 0) break;
+        if (flock(fd, LOCK_EX | LOCK_NB) != 0) break;
+        struct stat held {}, named {};
+        if (fstat(fd, &held) == 0 && ::stat(lockPath.c_str(), &named) == 0 && held.st_ino == named.st_ino &&
+            held.st_dev == named.st_dev)
+            break;  // locked, and still the file of that name
+        ::close(fd);  // its holder removed it as we took it: take the new one
+        fd = -1;
+    }
     if (fd < 0) {
         g_locks.erase(key);
         return Status::ok();  // cannot create a lock file (read-only folder): SQLite's own locking still applies
@@ -180,6 +195,7 @@ Status acquireLock(const fs::path& project) {
     if (ftruncate(fd, 0) == 0) (void)!pwrite(fd, info.data(), info.size(), 0);
     l.fd = fd;
     l.users = 1;
+    l.path = lockPath;
     return Status::ok();
 }
 
@@ -190,7 +206,8 @@ void releaseLock(const fs::path& project) {
     auto it = g_locks.find(key);
     if (it == g_locks.end()) return;
     if (--it->second.users == 0) {
-        ::close(it->second.fd);  // releases the flock; the file stays for the next holder
+        ::unlink(it->second.path.c_str());  // while still locked (see ProcessLock)
+        ::close(it->second.fd);
         g_locks.erase(it);
     }
 }
