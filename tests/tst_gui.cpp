@@ -2,7 +2,10 @@
 // jump to a flagged page, correct a word, reopen, export. Plus bad input and a killed GUI.
 #include <QAbstractItemModelTester>
 #include <QApplication>
+#include <QAction>
 #include <QListView>
+#include <QPlainTextEdit>
+#include <QProgressBar>
 #include <QProcess>
 #include <QSignalSpy>
 #include <QTemporaryDir>
@@ -71,13 +74,32 @@ private slots:
             QSignalSpy finished(&w, &MainWindow::runFinished);
             QVERIFY(w.newProject({samplePdf()}, m_project, true));
             QVERIFY(w.isRunning());
+            // While it runs: the page being read says so, the progress bar shows, the log names the engine.
+            auto* progressBar = w.findChild<QProgressBar*>();
+            QVERIFY(progressBar && progressBar->isVisible());
+            auto anyRunning = [&] {
+                for (int r = 0; r < w.pageModel()->rowCount(); ++r)
+                    if (w.pageModel()->data(w.pageModel()->index(r), PageListModel::StatusRole).toString() == "running") return true;
+                return false;
+            };
+            QTRY_VERIFY_WITH_TIMEOUT(anyRunning(), 60000);
+            auto* logView = w.findChild<QPlainTextEdit*>("log");
+            QVERIFY(logView && logView->toPlainText().contains("Transcription started (tesseract, languages eng)"));
             QVERIFY(finished.wait(300000));
+            QVERIFY(!anyRunning());
+            QVERIFY(!progressBar->isVisible());
             QCOMPARE(finished.first().first().toBool(), true);
             qInfo("longest GUI stall during the sample run: %d ms", w.longestStallMs());
             QVERIFY(w.pageModel()->rowCount() >= 8);
             auto counts = w.store()->counts();
             QCOMPARE(counts->done, counts->pages);
             QVERIFY2(counts->flagged > 0, "no flagged page to proofread");
+
+            // Ctrl+, opens the settings on every desktop (not only where Qt knows a Preferences key).
+            bool settingsKey = false;
+            for (QAction* a : w.findChildren<QAction*>())
+                if (a->shortcuts().contains(QKeySequence(Qt::CTRL | Qt::Key_Comma))) settingsKey = true;
+            QVERIFY(settingsKey);
 
             // F8: the first flagged page.
             w.goToRow(0);

@@ -35,6 +35,7 @@
 #include "quire/source/document_source.h"
 #include "quire/store/project_backups.h"
 #include "quire/export/exporters.h"
+#include "quire/recognizers/recognizer.h"
 #include "run_chart.h"
 #include "settings.h"
 #include "settings_dialog.h"
@@ -60,6 +61,7 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent), m_settings(std::m
     connect(&m_thread, &QThread::finished, m_worker, &QObject::deleteLater);
     connect(m_worker, &TranscriptionWorker::progress, this, &MainWindow::onProgress);
     connect(m_worker, &TranscriptionWorker::pageFinished, this, &MainWindow::onPageFinished);
+    connect(m_worker, &TranscriptionWorker::pageStarted, this, [this](qint64 pageId) { m_model->setRunning(pageId); });
     connect(m_worker, &TranscriptionWorker::textStreamed, m_editor, &PageEditor::appendStreamed);
     connect(m_worker, &TranscriptionWorker::logMessage, this, &MainWindow::log);
     connect(m_worker, &TranscriptionWorker::finished, this, &MainWindow::onRunFinished);
@@ -194,6 +196,7 @@ void MainWindow::buildLayout() {
     m_progress = new QProgressBar;
     m_progress->setMaximumWidth(260);
     m_progress->setTextVisible(true);
+    m_progress->hide();  // shown while a run goes (updateActions)
     m_progressLabel = new QLabel;
     statusBar()->addPermanentWidget(m_progressLabel);
     statusBar()->addPermanentWidget(m_progress);
@@ -236,8 +239,11 @@ void MainWindow::buildActions() {
     QAction* prevP = edit->addAction(tr("Previous Page"), this, [this] { goToRow(m_currentRow - 1); });
     prevP->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_PageUp));
     edit->addSeparator();
+    // Ctrl+, as the README says, also where the desktop defines no Preferences key (outside KDE).
+    QList<QKeySequence> settingsKeys = QKeySequence::keyBindings(QKeySequence::Preferences);
+    if (!settingsKeys.contains(QKeySequence(Qt::CTRL | Qt::Key_Comma))) settingsKeys.append(QKeySequence(Qt::CTRL | Qt::Key_Comma));
     edit->addAction(QIcon::fromTheme("preferences-system"), tr("&Settings…"), this, &MainWindow::showSettingsDialog)
-        ->setShortcut(QKeySequence::Preferences);
+        ->setShortcuts(settingsKeys);
 
     QMenu* view = menuBar()->addMenu(tr("&View"));
     view->addAction(tr("Fit &Width"), m_view, &PageView::fitWidth)->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_2));
@@ -308,6 +314,7 @@ void MainWindow::updateActions() {
     m_startAct->setEnabled(open && !m_running && !m_store->readOnly());
     m_pauseAct->setEnabled(m_running);
     m_cancelAct->setEnabled(m_running);
+    m_progress->setVisible(m_running);
     m_exportAct->setEnabled(open);
     m_proofAct->setEnabled(open && m_currentRow >= 0);
 }
@@ -585,7 +592,9 @@ void MainWindow::startRun() {
     m_stallClock.restart();  // work done before the run (e.g. creating the project) is not a stall of it
     m_chart->clear();
     m_pauseAct->setChecked(false);
-    log(tr("Transcription started (%1, languages %2)").arg("tesseract", m_settings->languages()));
+    const std::string engine = chooseEngine(req.params.recognizer.engine, req.params.recognizer.languages, nullptr,
+                                            req.params.recognizer.readerModel);
+    log(tr("Transcription started (%1, languages %2)").arg(QString::fromStdString(engine), m_settings->languages()));
     QMetaObject::invokeMethod(m_worker, [w = m_worker, req] { w->run(req); }, Qt::QueuedConnection);
     updateTitle();
     updateActions();
@@ -633,6 +642,7 @@ void MainWindow::onPageFinished(qint64 pageId, int, const QString&, bool) {
 
 void MainWindow::onRunFinished(bool ok, bool cancelled, const QString& message) {
     m_running = false;
+    m_model->setRunning(-1);
     if (!ok) showError(tr("The run stopped: %1").arg(message));
     else log(cancelled ? tr("Cancelled: %1. Start again to resume.").arg(message) : tr("Finished: %1").arg(message));
     log(tr("Longest GUI stall during the run: %1 ms").arg(m_longestStallMs));

@@ -36,6 +36,7 @@ void TranscriptionWorker::run(const RunRequest& request) {
     p.onText = [this](int64_t pageId, const std::string& piece) {
         emit textStreamed(pageId, QString::fromStdString(piece), false);
     };
+    p.onPageStarted = [this](int64_t pageId) { emit pageStarted(pageId); };
     p.onPage = [this](const PageEvent& e) {
         if (!e.text.empty()) emit textStreamed(e.page.id, QString::fromStdString(e.text), true);
         if (!e.failure.empty())

@@ -42,6 +42,7 @@ public slots:
 signals:
     void started();
     void progress(const quire::ui::RunSample& sample);
+    void pageStarted(qint64 pageId);
     void pageFinished(qint64 pageId, int sequence, const QString& status, bool flagged);
     void textStreamed(qint64 pageId, const QString& chunk, bool pageComplete);
     void logMessage(const QString& message, bool warning);

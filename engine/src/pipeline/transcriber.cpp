@@ -402,6 +402,7 @@ std::optional<Done> Run::recognizePage(Recognizer& rec, Job& job) {
     } else if (cancelled()) {
         return std::nullopt;
     } else try {
+        if (params.onPageStarted) params.onPageStarted(job.page.id);
         const PageImage& img = job.image;
         const std::string contentHash = pixelHash(img.image);
         if (job.textLayer && params.pdfText == PdfTextPolicy::Keep) {

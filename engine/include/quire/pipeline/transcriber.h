@@ -64,6 +64,8 @@ struct TranscribeParams {
     // Text of a page as an engine generates it (the reader, token by token; called from a worker
     // thread). The page's final text still comes with onPage.
     std::function<void(int64_t pageId, const std::string& piece)> onText;
+    // A worker begins reading a page (called from that thread; onPage follows when it is done).
+    std::function<void(int64_t pageId)> onPageStarted;
     const std::atomic<bool>* cancel = nullptr;
     // While set, no new page is started (pages in flight finish and are committed).
     const std::atomic<bool>* pause = nullptr;
