@@ -133,6 +133,12 @@ private slots:
         auto page = (*src)->loadPage(2);
         QVERIFY(page);
         QCOMPARE(int(cv::mean(page->image)[0] + 0.5), 200);
+        // A letter named as a page image is refused up front, naming it.
+        writeFile(path("folder/letter.png"), "Dear archivist,\n");
+        auto refused = openSource(path("folder").toStdString());
+        QVERIFY(!refused);
+        QCOMPARE(refused.status().code(), ErrorCode::UnsupportedFormat);
+        QVERIFY2(QString::fromStdString(refused.status().message()).contains("letter.png"), refused.status().message().c_str());
     }
 
     void pdfPagesRenderAtRequestedDpi() {

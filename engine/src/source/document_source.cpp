@@ -394,13 +394,18 @@ public:
         for (const auto& n : names) {
             const fs::path file = dir / n;
             auto fmt = sniff(file);
+            // A file named as an image that is not one (a letter saved as .png) is refused up front,
+            // naming it, as it would be given alone: a page that can never be read must not wait in
+            // the volume. A damaged image is an image: its page fails with the reason when read.
+            if (fmt && *fmt == FileFormat::Unknown)
+                return Status(ErrorCode::UnsupportedFormat,
+                              file.string() + ": not a PDF, TIFF, PNG, JPEG or BMP file (whatever its name says); "
+                                              "remove it from the folder " + dir.string() + " or rename it");
             int pages = 1;
             if (fmt && *fmt == FileFormat::Tiff) {
                 auto t = TiffSource::open(file, o);
                 if (t) pages = (*t)->pageCount();
             }
-            // A file that is not an image still gets a page: it fails with a named reason instead of
-            // silently vanishing from the volume.
             for (int i = 0; i < pages; ++i) src->m_pages.push_back({file, i});
         }
         if (src->m_pages.empty())
