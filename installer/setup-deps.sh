@@ -9,7 +9,7 @@ PACKAGES=(
   build-essential cmake ninja-build ccache pkg-config git
   # Qt 6.4: Core/Gui/Widgets/Concurrent/Sql/Test, QtPdf, Svg, linguist tools
   qt6-base-dev qt6-base-dev-tools qt6-pdf-dev qt6-svg-dev qt6-tools-dev qt6-tools-dev-tools
-  qt6-l10n-tools libqt6sql6-sqlite
+  qt6-l10n-tools libqt6sql6-sqlite qt6-translations-l10n
   # engine libraries
   libopencv-dev libtesseract-dev libleptonica-dev libtiff-dev libsqlite3-dev sqlite3
   libspdlog-dev libquazip1-qt6-dev libqpdf-dev libopenblas-dev libjpeg-dev
