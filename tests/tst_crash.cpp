@@ -154,6 +154,41 @@ private slots:
         QCOMPARE(runCli({"pages", "--project", project, "--skip", "2"}).exitCode, 2);  // page 2 is done, not queued
     }
 
+    // A run ended by the kernel's out-of-memory killer leaves no crash marker (SIGKILL cannot be
+    // caught); the next run tells it from a kill by hand by the killer's count, recorded when the
+    // run started. Simulated: a SIGKILL, then the recorded count lowered below the count now.
+    void outOfMemoryKillCountsAsACrash() {
+        const QString volume = m_dir.filePath("oom.tif");
+        writeTiffVolume(volume, 3, [](int p) {
+            std::vector<std::string> lines;
+            for (int l = 0; l < 24; ++l) lines.push_back("Page " + std::to_string(p + 1) + " line " + std::to_string(l) + " of the ledger");
+            return lines;
+        }, 1700, 2200, 1.4);
+        const QString project = m_dir.filePath("oom.quire");
+        QProcess p;
+        p.setProgram(QStringLiteral(QUIRE_CLI_PATH));
+        p.setArguments({"transcribe", volume, "--project", project, "--threads", "1"});
+        p.start();
+        QString err;
+        QElapsedTimer t;
+        t.start();
+        while (!err.contains("p.1): done") && t.elapsed() < 120000 && p.state() != QProcess::NotRunning) {
+            p.waitForReadyRead(100);
+            err += QString::fromUtf8(p.readAllStandardError());
+        }
+        ::kill(pid_t(p.processId()), SIGKILL);
+        p.waitForFinished();
+        std::string inflight = readFile(project + ".inflight");
+        if (inflight.rfind("# oom-kills ", 0) != 0) QSKIP("this machine tells no out-of-memory count");
+        const size_t countEnd = inflight.find(' ', 12);
+        QVERIFY(countEnd != std::string::npos);
+        writeFile(project + ".inflight", "# oom-kills -1" + inflight.substr(countEnd));
+        const auto next = runCli({"transcribe", "--project", project, "--threads", "1"});
+        QVERIFY2(next.exitCode == 0, qPrintable(next.err));
+        QVERIFY2(next.err.contains("out-of-memory killer") && next.err.contains("reading it alone"), qPrintable(next.err));
+        QVERIFY(!QFileInfo::exists(project + ".inflight"));
+    }
+
     // SIGKILL while a PDF is being opened (the helper inspecting a 3,000-page page tree) and in its
     // first pages: the project stays sound, no helper outlives the run, and the run completes.
     void killDuringPdfOpeningLeavesNothingBehind() {

@@ -536,10 +536,19 @@ Result<RunSummary> runTranscription(ProjectStore& store, const TranscribeParams&
     // crashed (its marker is there), not when it was killed or cancelled. A page that crashed the
     // engine twice is failed, not read again: it would end every later run of the project.
     const fs::path crashMarker = store.path().string() + ".crashed", inflight = store.path().string() + ".inflight";
+    // A run ended by the kernel's out-of-memory killer (SIGKILL: no marker) is told from a kill by
+    // hand by the killer's count, which grew since that run started; it counts as a crash too.
     std::error_code markerError;
-    if (fs::exists(crashMarker, markerError)) {
-        if (Status s = store.countCrashes(AttemptLog::read(inflight)); !s) return s;
+    const bool crashedBefore = fs::exists(crashMarker, markerError);
+    const bool oomKilled = !crashedBefore && fs::exists(inflight, markerError) && AttemptLog::oomKillsSince(inflight);
+    if (crashedBefore || oomKilled) {
+        const std::vector<int64_t> inFlight = AttemptLog::read(inflight);
+        if (oomKilled && !inFlight.empty())
+            log("the last run was most likely ended by the system's out-of-memory killer while it read " +
+                std::to_string(inFlight.size()) + " page(s); counted as a crash on them");
+        if (Status s = store.countCrashes(inFlight); !s) return s;
         fs::remove(crashMarker, markerError);
+        fs::remove(inflight, markerError);  // counted once (the pages' crash counts are in the project now)
     }
     auto crashed = store.quarantineCrashedPages(kCrashesToQuarantine);
     if (!crashed) return crashed.status();

@@ -8,6 +8,8 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <optional>
+#include <string>
 #include <vector>
 
 #include "quire/core/status.h"
@@ -16,10 +18,16 @@ namespace quire {
 
 class AttemptLog {
 public:
-    // Starts an empty log for this run (what a previous run left has been read before).
+    // Starts an empty log for this run (what a previous run left has been read before). Its first
+    // line records the out-of-memory killer's count at the start ("# oom-kills N SOURCE") where
+    // the system tells it (oomKillsSoFar), so the next run can tell such a kill from another.
     static Result<AttemptLog> start(const std::filesystem::path& file);
     // The page ids a run listed (empty when there is no file).
     static std::vector<int64_t> read(const std::filesystem::path& file);
+    // Whether the kernel's out-of-memory killer has ended a process (in this process's cgroup, or
+    // on the machine) since the run that left `file` started: the count its first line recorded
+    // against the same source's count now. False when either is unknown.
+    static bool oomKillsSince(const std::filesystem::path& file);
 
     AttemptLog(AttemptLog&& other) noexcept : m_fd(other.m_fd) { other.m_fd = -1; }
     AttemptLog& operator=(AttemptLog&&) = delete;
