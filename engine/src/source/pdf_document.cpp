@@ -270,12 +270,14 @@ bool isBlank(const cv::Mat& m) {
     return cv::countNonZero(gray < 160) == 0;
 }
 
-// The page through poppler: `pdftoppm -gray` writes one PGM to its output.
+// The page through poppler: `pdftoppm -gray` writes one PGM to its output. Quiet (-q): on a
+// damaged JBIG2 stream it printed millions of errors, 50 s of them for one small page (3 s
+// without). 20 s: a real scanned page takes it one to three.
 Result<cv::Mat> renderWithPoppler(const fs::path& file, int index, int width, int height, const std::atomic<bool>* cancel) {
-    auto p = Subprocess::start("pdftoppm", {"-f", std::to_string(index + 1), "-l", std::to_string(index + 1), "-scale-to-x",
+    auto p = Subprocess::start("pdftoppm", {"-q", "-f", std::to_string(index + 1), "-l", std::to_string(index + 1), "-scale-to-x",
                                             std::to_string(width), "-scale-to-y", std::to_string(height), "-gray", file.string()});
     if (!p) return p.status();
-    const auto deadline = Subprocess::Clock::now() + std::chrono::seconds(60);
+    const auto deadline = Subprocess::Clock::now() + std::chrono::seconds(20);
     std::string header;
     int fields = 0;
     // "P5" WIDTH HEIGHT MAXVAL, separated by whitespace, then one byte of whitespace and pixels.
