@@ -26,6 +26,37 @@ class TestCrash : public QObject {
     Q_OBJECT
     QTemporaryDir m_dir;
 
+    // A multi-page TIFF of full text pages ("Page N line L of the WORD").
+    QString ledgerVolume(const QString& name, int pages, const std::string& word) {
+        const QString volume = m_dir.filePath(name);
+        writeTiffVolume(volume, pages, [word](int p) {
+            std::vector<std::string> lines;
+            for (int l = 0; l < 24; ++l) lines.push_back("Page " + std::to_string(p + 1) + " line " + std::to_string(l) + " of the " + word);
+            return lines;
+        }, 1700, 2200, 1.4);
+        return volume;
+    }
+
+    // Runs `quire-cli transcribe VOLUME --project P --threads 1` until `trigger` appears in its log,
+    // waits `afterMs`, sends `sig` and waits for the end; returns the log.
+    static QString runUntil(const QString& volume, const QString& project, const QString& trigger, int afterMs, int sig) {
+        QProcess p;
+        p.setProgram(QStringLiteral(QUIRE_CLI_PATH));
+        p.setArguments({"transcribe", volume, "--project", project, "--threads", "1"});
+        p.start();
+        QString err;
+        QElapsedTimer t;
+        t.start();
+        while (!err.contains(trigger) && t.elapsed() < 120000 && p.state() != QProcess::NotRunning) {
+            p.waitForReadyRead(100);
+            err += QString::fromUtf8(p.readAllStandardError());
+        }
+        QThread::msleep(afterMs);
+        ::kill(pid_t(p.processId()), sig);
+        p.waitForFinished();
+        return err;
+    }
+
 private slots:
     void killsLoseNothing() {
         const QString volume = m_dir.filePath("register.tif");
@@ -106,31 +137,9 @@ private slots:
     // `pages --retry 2` queues it again and run 4 reads it. (Kills and cancels count no crash:
     // killsLoseNothing ends with every page done.)
     void pageThatKillsTheProcessTwiceIsQuarantined() {
-        const QString volume = m_dir.filePath("quarantine.tif");
-        writeTiffVolume(volume, 4, [](int p) {
-            std::vector<std::string> lines;
-            for (int l = 0; l < 24; ++l) lines.push_back("Page " + std::to_string(p + 1) + " line " + std::to_string(l) + " of the register");
-            return lines;
-        }, 1700, 2200, 1.4);
+        const QString volume = ledgerVolume("quarantine.tif", 4, "register");
         const QString project = m_dir.filePath("quarantine.quire");
-        // Runs quire-cli until `trigger` appears in its log, then waits `afterMs` and crashes it.
-        auto runAndCrash = [&](const QString& trigger, int afterMs) {
-            QProcess p;
-            p.setProgram(QStringLiteral(QUIRE_CLI_PATH));
-            p.setArguments({"transcribe", volume, "--project", project, "--threads", "1"});
-            p.start();
-            QString err;
-            QElapsedTimer t;
-            t.start();
-            while (!err.contains(trigger) && t.elapsed() < 120000 && p.state() != QProcess::NotRunning) {
-                p.waitForReadyRead(100);
-                err += QString::fromUtf8(p.readAllStandardError());
-            }
-            QThread::msleep(afterMs);
-            ::kill(pid_t(p.processId()), SIGSEGV);
-            p.waitForFinished();
-            return err;
-        };
+        auto runAndCrash = [&](const QString& trigger, int afterMs) { return runUntil(volume, project, trigger, afterMs, SIGSEGV); };
         QVERIFY2(runAndCrash("page 1 (quarantine.tif p.1): done", 0).contains("p.1): done"), "run 1 never committed page 1");
         auto st = runCli({"status", "--project", project, "--json"});
         QVERIFY2(st.out.contains("\"done\":1"), qPrintable(st.out));
@@ -158,26 +167,9 @@ private slots:
     // caught); the next run tells it from a kill by hand by the killer's count, recorded when the
     // run started. Simulated: a SIGKILL, then the recorded count lowered below the count now.
     void outOfMemoryKillCountsAsACrash() {
-        const QString volume = m_dir.filePath("oom.tif");
-        writeTiffVolume(volume, 3, [](int p) {
-            std::vector<std::string> lines;
-            for (int l = 0; l < 24; ++l) lines.push_back("Page " + std::to_string(p + 1) + " line " + std::to_string(l) + " of the ledger");
-            return lines;
-        }, 1700, 2200, 1.4);
+        const QString volume = ledgerVolume("oom.tif", 3, "ledger");
         const QString project = m_dir.filePath("oom.quire");
-        QProcess p;
-        p.setProgram(QStringLiteral(QUIRE_CLI_PATH));
-        p.setArguments({"transcribe", volume, "--project", project, "--threads", "1"});
-        p.start();
-        QString err;
-        QElapsedTimer t;
-        t.start();
-        while (!err.contains("p.1): done") && t.elapsed() < 120000 && p.state() != QProcess::NotRunning) {
-            p.waitForReadyRead(100);
-            err += QString::fromUtf8(p.readAllStandardError());
-        }
-        ::kill(pid_t(p.processId()), SIGKILL);
-        p.waitForFinished();
+        runUntil(volume, project, "p.1): done", 0, SIGKILL);
         std::string inflight = readFile(project + ".inflight");
         if (inflight.rfind("# oom-kills ", 0) != 0) QSKIP("this machine tells no out-of-memory count");
         const size_t countEnd = inflight.find(' ', 12);

@@ -76,6 +76,14 @@ Compared compare(DecodeSession& a, DecodeSession& b, const ModelConfig& cfg, int
     return r;
 }
 
+// The device memory an SR-SWA session on a mirror of its own holds with `p`'s budgets (weights
+// and its slots): what a small device is sized against.
+size_t mirrorSessionBytes(const std::shared_ptr<const ModelWeights>& model, AttentionParams p) {
+    p.device = StepDevice::Mirror;
+    DecodeSession probe(model, p);
+    return probe.begin({1}) && probe.stats().onDevice ? probe.stats().deviceBytes : 0;
+}
+
 }  // namespace
 
 class TestDeviceDecoder : public QObject {
@@ -335,16 +343,7 @@ private slots:
         auto model = std::make_shared<const ModelWeights>(randomModel(cfg, 53));
         AttentionParams dev = params("srswa");
         dev.device = StepDevice::Mirror;
-        size_t full = 0;
-        {
-            DecodeSession probe(model, dev);
-            QVERIFY(probe.begin({1, 5}));
-            const SessionStats st = probe.stats();
-            QVERIFY(st.onDevice);
-            QCOMPARE(st.deviceBudgetCuts, 0);
-            QCOMPARE(st.gatedPages, 2);
-            full = st.deviceBytes;
-        }
+        const size_t full = mirrorSessionBytes(model, dev);
         const size_t weights = model->parameterCount() * sizeof(float);
         QVERIFY(full > weights);
 
@@ -432,12 +431,7 @@ private slots:
         auto model = std::make_shared<const ModelWeights>(randomModel(cfg, 59));
         AttentionParams dev = params("srswa");
         dev.device = StepDevice::Mirror;
-        size_t full = 0;
-        {
-            DecodeSession probe(model, dev);
-            QVERIFY(probe.begin({1}));
-            full = probe.stats().deviceBytes;
-        }
+        const size_t full = mirrorSessionBytes(model, dev);
         const size_t weights = model->parameterCount() * sizeof(float), perSession = full - weights;
         auto shared = SharedDevice::open(model, StepDevice::Mirror, true, -1, weights + 2 * perSession - 1);
         QVERIFY(shared);
