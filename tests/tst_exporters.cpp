@@ -118,6 +118,10 @@ private slots:
         QVERIFY(alto.contains("SUBS_TYPE=\"HypPart1\" SUBS_CONTENT=\"hyphenated\""));
         QVERIFY(alto.contains("SUBS_TYPE=\"HypPart2\" SUBS_CONTENT=\"hyphenated\""));
         QVERIFY(alto.contains("<MeasurementUnit>pixel</MeasurementUnit>"));
+        // The scan by name only: the folders it lay in on this machine do not travel with an export.
+        QVERIFY2(alto.contains("<fileName>scan1.png</fileName>") && !alto.contains(m_dir.path()), qPrintable(alto.left(600)));
+        const QString page = QString::fromStdString(readFile(m_out + "/book.page/0001.xml"));
+        QVERIFY2(page.contains("imageFilename=\"scan1.png\"") && !page.contains(m_dir.path()), qPrintable(page.left(600)));
     }
 
     void hocrIsWellFormed() {

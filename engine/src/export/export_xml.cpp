@@ -2,6 +2,7 @@
 #include <QDateTime>
 #include <QString>
 
+#include <algorithm>
 #include <filesystem>
 #include <map>
 
@@ -49,7 +50,15 @@ std::string stripHyphen(const std::string& s) {
     return t.toStdString();
 }
 
-std::string pageImageName(const PageRecord& p) { return std::filesystem::path(p.sourceFile).filename().string(); }
+// The page's scan by file name, without the folders it lay in on this machine (an export travels);
+// a page of a many-page file adds "#page=N" (a PDF's open parameter; the same for a TIFF).
+std::string pageImageName(const PageRecord& p) {
+    const std::string name = std::filesystem::path(p.sourceFile).filename().string();
+    std::string ext = std::filesystem::path(p.sourceFile).extension().string();
+    std::transform(ext.begin(), ext.end(), ext.begin(), ::tolower);
+    const bool manyPages = p.filePage > 0 || ext == ".pdf" || ext == ".tif" || ext == ".tiff";
+    return manyPages ? name + "#page=" + std::to_string(p.filePage + 1) : name;
+}
 
 Box pageBox(const BookPageInput& in) {
     const PageRecord& p = in.page;
@@ -74,7 +83,7 @@ std::string toHocr(const std::vector<BookPageInput>& pages, const std::string& t
         const auto& in = pages[pi];
         const int pn = int(pi) + 1;
         out += "<div class=\"ocr_page\" id=\"page_" + num(pn) + "\" title=\"image &quot;" +
-               xmlEscape(pageImageName(in.page)) + "&quot;; " + bbox(pageBox(in)) + "; ppageno " + num(int(pi)) +
+               xmlEscape(std::filesystem::path(in.page.sourceFile).filename().string()) + "&quot;; " + bbox(pageBox(in)) + "; ppageno " + num(int(pi)) +
                "\">\n";
         int block = -1, para = -1;
         bool openArea = false, openPar = false;
@@ -123,7 +132,7 @@ std::string toAlto(const BookPageInput& in, int pageNumber, const BookPageInput*
         "<alto xmlns=\"http://www.loc.gov/standards/alto/ns-v4#\" xmlns:xlink=\"http://www.w3.org/1999/xlink\" "
         "xmlns:xsi=\"http://www.w3.org/2001/XMLSchema-instance\" xsi:schemaLocation=\"http://www.loc.gov/standards/"
         "alto/ns-v4# http://www.loc.gov/alto/v4/alto-4-4.xsd\">\n<Description>\n<MeasurementUnit>pixel</MeasurementUnit>\n"
-        "<sourceImageInformation><fileName>" + xmlEscape(in.page.sourceFile) + "</fileName></sourceImageInformation>\n"
+        "<sourceImageInformation><fileName>" + xmlEscape(pageImageName(in.page)) + "</fileName></sourceImageInformation>\n"
         "<Processing ID=\"proc1\"><processingAgency>Quire</processingAgency><processingStepSettings>engine " +
         xmlEscape(in.layout.engine + " " + in.layout.engineVersion + "; language " + in.layout.language) +
         "</processingStepSettings><processingSoftware><softwareName>Quire</softwareName><softwareVersion>"
@@ -203,7 +212,7 @@ std::string toPageXml(const BookPageInput& in) {
         "PAGE/gts/pagecontent/2019-07-15 http://schema.primaresearch.org/PAGE/gts/pagecontent/2019-07-15/"
         "pagecontent.xsd\">\n<Metadata><Creator>Quire " QUIRE_VERSION_STRING "</Creator><Created>" + now +
         "</Created><LastChange>" + now + "</LastChange></Metadata>\n<Page imageFilename=\"" +
-        xmlEscape(in.page.sourceFile) + "\" imageWidth=\"" + num(std::max(1, in.layout.width)) + "\" imageHeight=\"" +
+        xmlEscape(pageImageName(in.page)) + "\" imageWidth=\"" + num(std::max(1, in.layout.width)) + "\" imageHeight=\"" +
         num(std::max(1, in.layout.height)) + "\">\n";
     // Regions are the paragraphs, in reading order.
     std::vector<std::vector<const Line*>> regions;
