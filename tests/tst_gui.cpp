@@ -3,7 +3,10 @@
 #include <QAbstractItemModelTester>
 #include <QApplication>
 #include <QAction>
+#include <QDialog>
+#include <QLineEdit>
 #include <QListView>
+#include <QTimer>
 #include <QPlainTextEdit>
 #include <QProgressBar>
 #include <QProcess>
@@ -173,6 +176,28 @@ private slots:
         QVERIFY(w.lastError().contains("newer version of Quire"));
         QCOMPARE(w.projectPath(), m_project);
         QCOMPARE(w.pageModel()->rowCount(), pages);
+    }
+
+    // Export Book offers a folder beside the project, named after it (not the home folder).
+    void exportDialogOffersAFolderBesideTheProject() {
+        const QString project = queuedProject("beside", 1);
+        QVERIFY(!project.isEmpty());
+        MainWindow w;
+        w.show();
+        QVERIFY(w.openProject(project));
+        QAction* exportAct = nullptr;
+        for (QAction* a : w.findChildren<QAction*>())
+            if (a->shortcut() == QKeySequence(Qt::CTRL | Qt::Key_E)) exportAct = a;
+        QVERIFY(exportAct);
+        QString offered;
+        QTimer::singleShot(0, &w, [&] {
+            QTRY_VERIFY(qobject_cast<QDialog*>(QApplication::activeModalWidget()));
+            auto* dialog = qobject_cast<QDialog*>(QApplication::activeModalWidget());
+            if (auto* folder = dialog->findChild<QLineEdit*>()) offered = folder->text();
+            dialog->reject();
+        });
+        exportAct->trigger();
+        QCOMPARE(offered, m_dir.filePath("beside export"));
     }
 
     // The page list's context menu skips a queued page and reads a failed one again, in the project.

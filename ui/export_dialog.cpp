@@ -14,7 +14,7 @@
 
 namespace quire::ui {
 
-ExportDialog::ExportDialog(Settings& settings, QWidget* parent) : QDialog(parent) {
+ExportDialog::ExportDialog(Settings& settings, const QString& folder, QWidget* parent) : QDialog(parent) {
     setWindowTitle(tr("Export Book"));
     auto* layout = new QVBoxLayout(this);
     const QList<QPair<QString, QString>> formats = {
@@ -29,7 +29,7 @@ ExportDialog::ExportDialog(Settings& settings, QWidget* parent) : QDialog(parent
         layout->addWidget(box);
     }
     auto* row = new QHBoxLayout;
-    m_folder = new QLineEdit(settings.lastExportDir());
+    m_folder = new QLineEdit(folder);
     auto* browse = new QPushButton(tr("Choose…"));
     connect(browse, &QPushButton::clicked, this, [this] {
         const QString d = QFileDialog::getExistingDirectory(this, tr("Export to folder"), m_folder->text());

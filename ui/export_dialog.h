@@ -14,7 +14,8 @@ class Settings;
 class ExportDialog : public QDialog {
     Q_OBJECT
 public:
-    ExportDialog(Settings& settings, QWidget* parent = nullptr);
+    // `folder`: where the export goes unless the user chooses another.
+    ExportDialog(Settings& settings, const QString& folder, QWidget* parent = nullptr);
     QString folder() const;
     QStringList formats() const;
 

@@ -667,7 +667,6 @@ bool MainWindow::exportBook(const QString& dir, const QStringList& formats) {
         showError(QString::fromStdString(fmts.status().message()));
         return false;
     }
-    m_settings->setLastExportDir(dir);
     m_settings->setExportFormats(formats);
     QProgressDialog progress(tr("Exporting the book…"), tr("Cancel"), 0, int(fmts->size()), this);
     progress.setWindowModality(Qt::WindowModal);
@@ -736,7 +735,9 @@ void MainWindow::chooseOpenProject() {
 }
 
 void MainWindow::showExportDialog() {
-    ExportDialog dlg(*m_settings, this);
+    // Beside the project, in a folder named after it (not the home folder, nor another project's).
+    const QFileInfo project(projectPath());
+    ExportDialog dlg(*m_settings, project.absoluteDir().filePath(project.completeBaseName() + " export"), this);
     if (dlg.exec() == QDialog::Accepted) exportBook(dlg.folder(), dlg.formats());
 }
 

@@ -52,8 +52,6 @@ void Settings::addRecentProject(const QString& path) {
 }
 QString Settings::lastOpenDir() const { return m_s.value("files/lastOpenDir", QDir::homePath()).toString(); }
 void Settings::setLastOpenDir(const QString& v) { m_s.setValue("files/lastOpenDir", v); }
-QString Settings::lastExportDir() const { return m_s.value("files/lastExportDir", QDir::homePath()).toString(); }
-void Settings::setLastExportDir(const QString& v) { m_s.setValue("files/lastExportDir", v); }
 QStringList Settings::exportFormats() const {
     return m_s.value("export/formats", QStringList{"docx", "md"}).toStringList();
 }

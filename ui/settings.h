@@ -45,8 +45,6 @@ public:
     void addRecentProject(const QString& path);
     QString lastOpenDir() const;
     void setLastOpenDir(const QString& v);
-    QString lastExportDir() const;
-    void setLastExportDir(const QString& v);
     QStringList exportFormats() const;
     void setExportFormats(const QStringList& v);
 
