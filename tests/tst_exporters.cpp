@@ -154,6 +154,12 @@ private slots:
         QCOMPARE(text.exitCode, 0);
         QVERIFY2(text.out.contains("worst of times, said the hyphen"), qPrintable(text.out));  // pdftotext joins hyphens itself
         QVERIFY(text.out.contains("Archivists read every page"));
+        // Its document information: the project's name as title, Quire as producer, a date.
+        const auto info = runProgram("pdfinfo", {pdf});
+        QCOMPARE(info.exitCode, 0);
+        QVERIFY2(info.out.contains(QRegularExpression("Title: +e\\n")) && info.out.contains(QRegularExpression("Producer: +Quire ")) &&
+                     info.out.contains(QRegularExpression("CreationDate: +\\S")),
+                 qPrintable(info.out));
         // Rendered at the scan's resolution, the page is the scan: the text layer draws nothing.
         const auto render = runProgram("pdftoppm", {"-r", "300", "-f", "1", "-l", "1", "-gray", "-png", pdf,
                                                     m_dir.filePath("render")});

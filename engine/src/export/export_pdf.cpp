@@ -8,6 +8,7 @@
 #include <qpdf/QPDFPageObjectHelper.hh>
 #include <qpdf/QPDFWriter.hh>
 
+#include <QDateTime>
 #include <QString>
 
 #include <opencv2/imgproc.hpp>
@@ -268,7 +269,7 @@ void addFontResource(QPDFObjectHandle page, QPDFObjectHandle font) {
 
 }  // namespace
 
-Status writeSearchablePdf(const std::vector<BookPageInput>& pages, const fs::path& file,
+Status writeSearchablePdf(const std::vector<BookPageInput>& pages, const fs::path& file, const std::string& title,
                           const std::function<void(int, int)>& progress, const std::atomic<bool>* cancel) {
     const fs::path fontPath = findGlyphlessFont();
     if (fontPath.empty())
@@ -364,6 +365,16 @@ Status writeSearchablePdf(const std::vector<BookPageInput>& pages, const fs::pat
             }
             if (progress) progress(int(i) + 1, int(pages.size()));
         }
+        // The document information a catalogue or a PDF reader shows.
+        QPDFObjectHandle info = pdf.makeIndirectObject(QPDFObjectHandle::newDictionary());
+        if (!title.empty()) info.replaceKey("/Title", QPDFObjectHandle::newUnicodeString(title));
+        info.replaceKey("/Producer", QPDFObjectHandle::newUnicodeString("Quire " QUIRE_VERSION_STRING));
+        info.replaceKey("/Creator", QPDFObjectHandle::newUnicodeString("Quire " QUIRE_VERSION_STRING " (OCR text layer)"));
+        const std::string now =
+            QDateTime::currentDateTimeUtc().toString("'D:'yyyyMMddHHmmss'Z'").toStdString();
+        info.replaceKey("/CreationDate", QPDFObjectHandle::newString(now));
+        info.replaceKey("/ModDate", QPDFObjectHandle::newString(now));
+        pdf.getTrailer().replaceKey("/Info", info);
         QPDFWriter writer(pdf, file.c_str());
         // Filtered streams (scans, the source PDF's pages) are copied byte for byte; only our own
         // unfiltered streams (text layer, re-encoded pixels) get compressed.

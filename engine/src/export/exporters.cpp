@@ -124,7 +124,7 @@ Result<std::vector<fs::path>> exportProject(ProjectStore& store, const ExportOpt
         const auto& f = book.furniture[i];
         p.header = f.header, p.footer = f.footer, p.pageNumber = f.pageNumber;
     }
-    const std::string title = options.title.empty() ? options.baseName : options.title;
+    const std::string title = options.title.empty() ? store.path().stem().string() : options.title;
     std::vector<fs::path> written;
     const int total = int(options.formats.size());
     int done = 0;
@@ -171,7 +171,7 @@ Result<std::vector<fs::path>> exportProject(ProjectStore& store, const ExportOpt
             case ExportFormat::Pdf:
                 target = base.string() + ".pdf";
                 s = writeAtomically(target, [&](const fs::path& tmp) {
-                    return writeSearchablePdf(*pages, tmp, nullptr, options.cancel);
+                    return writeSearchablePdf(*pages, tmp, title, nullptr, options.cancel);
                 });
                 break;
         }

@@ -21,7 +21,7 @@ Result<std::vector<ExportFormat>> parseExportFormats(const std::string& csv);
 struct ExportOptions {
     std::filesystem::path outDir;
     std::string baseName = "book";
-    std::string title;  // document title in DOCX/hOCR metadata; defaults to baseName
+    std::string title;  // document title in DOCX, hOCR and PDF metadata; defaults to the project's name
     std::vector<ExportFormat> formats;
     std::function<void(int done, int total, const std::string& what)> onProgress;
     const std::atomic<bool>* cancel = nullptr;
@@ -38,7 +38,8 @@ Status writeDocx(const Book& book, const std::string& title, const std::filesyst
 std::string toHocr(const std::vector<BookPageInput>& pages, const std::string& title);
 std::string toAlto(const BookPageInput& page, int pageNumber, const BookPageInput* next);
 std::string toPageXml(const BookPageInput& page);
-Status writeSearchablePdf(const std::vector<BookPageInput>& pages, const std::filesystem::path& file,
+// `title` goes into the document information (with Quire as producer and the time of writing).
+Status writeSearchablePdf(const std::vector<BookPageInput>& pages, const std::filesystem::path& file, const std::string& title,
                           const std::function<void(int, int)>& progress, const std::atomic<bool>* cancel);
 
 // XML text with markup escaped and characters XML 1.0 forbids (controls, invalid UTF-8) dropped.
