@@ -6,6 +6,8 @@
 #include <QDialog>
 #include <QLineEdit>
 #include <QListView>
+#include <QTextBlock>
+#include <QTextLayout>
 #include <QTimer>
 #include <QPlainTextEdit>
 #include <QProgressBar>
@@ -176,6 +178,26 @@ private slots:
         QVERIFY(w.lastError().contains("newer version of Quire"));
         QCOMPARE(w.projectPath(), m_project);
         QCOMPARE(w.pageModel()->rowCount(), pages);
+    }
+
+    // English spelling accepts British and American forms; a word broken at a line end is checked
+    // whole ("possess-" / "ing" is not underlined, "possess-" / "ingx" is).
+    void spellingKnowsBothEnglishesAndLineEndBreaks() {
+        PageEditor editor;
+        editor.setSpellLanguage("eng");
+        if (!editor.spellCheckAvailable()) QSKIP("no English hunspell dictionary installed");
+        QVERIFY(!editor.isMisspelled("colored"));
+        if (QFileInfo::exists("/usr/share/hunspell/en_GB.dic")) QVERIFY(!editor.isMisspelled("coloured"));
+        QVERIFY(editor.isMisspelled("colouredx"));
+        auto underlined = [&](int block) {
+            for (const auto& range : editor.document()->findBlockByNumber(block).layout()->formats())
+                if (range.format.underlineStyle() == QTextCharFormat::SpellCheckUnderline) return true;
+            return false;
+        };
+        editor.setPage(1, "they possess-\ning the books", PageText{}, 0);
+        QVERIFY(!underlined(0) && !underlined(1));
+        editor.setPage(2, "they possess-\ningx the books", PageText{}, 0);
+        QVERIFY(underlined(0) && underlined(1));
     }
 
     // Export Book offers a folder beside the project, named after it (not the home folder).

@@ -39,27 +39,27 @@ PageEditor::PageEditor(QWidget* parent) : QPlainTextEdit(parent) {
 PageEditor::~PageEditor() = default;
 
 void PageEditor::setSpellLanguage(const QString& tesseractLanguages) {
-    m_hunspell.reset();
+    m_dictionaries.clear();
     static const QHash<QString, QStringList> dicts = {
         {"eng", {"en_US", "en_GB"}}, {"deu", {"de_DE"}}, {"frk", {"de_DE"}}, {"fra", {"fr_FR", "fr"}},
         {"spa", {"es_ES", "es"}},    {"ita", {"it_IT"}}};
     for (const QString& lang : tesseractLanguages.split('+', Qt::SkipEmptyParts)) {
         for (const QString& d : dicts.value(lang)) {
             const QString base = "/usr/share/hunspell/" + d;
-            if (QFileInfo::exists(base + ".aff") && QFileInfo::exists(base + ".dic")) {
-                m_hunspell = std::make_unique<Hunspell>((base + ".aff").toLocal8Bit().constData(),
-                                                        (base + ".dic").toLocal8Bit().constData());
-                m_highlighter->rehighlight();
-                return;
-            }
+            if (QFileInfo::exists(base + ".aff") && QFileInfo::exists(base + ".dic"))
+                m_dictionaries.push_back(std::make_unique<Hunspell>((base + ".aff").toLocal8Bit().constData(),
+                                                                    (base + ".dic").toLocal8Bit().constData()));
         }
     }
     m_highlighter->rehighlight();
 }
 
 bool PageEditor::isMisspelled(const QString& word) const {
-    if (!m_hunspell || word.isEmpty()) return false;
-    return !m_hunspell->spell(word.toStdString());
+    if (m_dictionaries.empty() || word.isEmpty()) return false;
+    const std::string w = word.toStdString();
+    for (const auto& d : m_dictionaries)
+        if (d->spell(w)) return false;
+    return true;
 }
 
 void PageEditor::setPage(qint64 pageId, const QString& text, const PageText& layout, float lowConfidence) {
@@ -188,13 +188,23 @@ void PageHighlighter::highlightBlock(const QString& text) {
     spell.setUnderlineStyle(QTextCharFormat::SpellCheckUnderline);
     spell.setUnderlineColor(QColor(220, 40, 40));
     static const QRegularExpression letters(QStringLiteral("[^\\p{L}'’-]"));
+    auto bareWord = [](QString s) { return s.remove(letters); };
     const auto toks = tokens(text);
+    // A word broken at a line end ("possess-" / "ing") is checked whole, on both lines.
+    auto brokenAtEnd = [](const QString& w) { return w.size() > 1 && (w.endsWith('-') || w.endsWith(QChar(0x00AD))); };
+    const QTextBlock prev = currentBlock().previous(), next = currentBlock().next();
+    QString prevLast, nextFirst;
+    if (prev.isValid())
+        if (const auto t = tokens(prev.text()); !t.empty()) prevLast = bareWord(prev.text().mid(t.back().start, t.back().length));
+    if (next.isValid())
+        if (const auto t = tokens(next.text()); !t.empty()) nextFirst = bareWord(next.text().mid(t.front().start, t.front().length));
     for (size_t i = 0; i < toks.size(); ++i) {
         const size_t wi = size_t(first) + i;
         if (wi < words.size() && words[wi]->confidence < m_editor->m_lowConfidence)
             setFormat(toks[i].start, toks[i].length, low);
-        QString bare = text.mid(toks[i].start, toks[i].length);
-        bare.remove(letters);
+        QString bare = bareWord(text.mid(toks[i].start, toks[i].length));
+        if (i == 0 && brokenAtEnd(prevLast)) bare = prevLast.chopped(1) + bare;
+        else if (i + 1 == toks.size() && brokenAtEnd(bare) && !nextFirst.isEmpty()) bare = bare.chopped(1) + nextFirst;
         if (m_editor->isMisspelled(bare)) {
             QTextCharFormat f = format(toks[i].start);
             f.setUnderlineStyle(QTextCharFormat::SpellCheckUnderline);

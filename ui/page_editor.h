@@ -30,8 +30,10 @@ public:
     // Streamed text of a page still being written: pieces (token by token from the reader) are
     // appended; `pageComplete` brings the page's final text, which replaces them. Never over typing.
     void appendStreamed(qint64 pageId, const QString& chunk, bool pageComplete);
+    // Every installed dictionary of the languages (English: American and British spellings both).
     void setSpellLanguage(const QString& tesseractLanguages);
-    bool spellCheckAvailable() const { return m_hunspell != nullptr; }
+    bool spellCheckAvailable() const { return !m_dictionaries.empty(); }
+    // No dictionary knows the word.
     bool isMisspelled(const QString& word) const;
 
     // Saves now what is pending (page change, focus loss, close).
@@ -59,7 +61,7 @@ private:
     float m_lowConfidence = 60;
     QTimer m_saveTimer, m_alignTimer;
     bool m_loading = false;
-    std::unique_ptr<Hunspell> m_hunspell;
+    std::vector<std::unique_ptr<Hunspell>> m_dictionaries;
     PageHighlighter* m_highlighter = nullptr;
     friend class PageHighlighter;
 };
