@@ -198,6 +198,16 @@ private slots:
         QVERIFY(!underlined(0) && !underlined(1));
         editor.setPage(2, "they possess-\ningx the books", PageText{}, 0);
         QVERIFY(underlined(0) && underlined(1));
+        // F7's walk: the next word no dictionary knows, wrapping round to the start.
+        editor.setPage(3, "the ledgr of the parish regster", PageText{}, 0);
+        QVERIFY(editor.selectNextDoubtfulWord());
+        QCOMPARE(editor.textCursor().selectedText(), QString("ledgr"));
+        QVERIFY(editor.selectNextDoubtfulWord());
+        QCOMPARE(editor.textCursor().selectedText(), QString("regster"));
+        QVERIFY(editor.selectNextDoubtfulWord());
+        QCOMPARE(editor.textCursor().selectedText(), QString("ledgr"));
+        editor.setPage(4, "the ledger of the parish", PageText{}, 0);
+        QVERIFY(!editor.selectNextDoubtfulWord());
     }
 
     // Export Book offers a folder beside the project, named after it (not the home folder).

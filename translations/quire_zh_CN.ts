@@ -186,6 +186,14 @@
         <translation>标记本页已校对(&amp;P)</translation>
     </message>
     <message>
+        <source>Next &amp;Doubtful Word</source>
+        <translation>下一个存疑的词(&amp;D)</translation>
+    </message>
+    <message>
+        <source>No doubtful word on this page</source>
+        <translation>本页没有存疑的词</translation>
+    </message>
+    <message>
         <source>&amp;Next Flagged Page</source>
         <translation>下一个已标记页(&amp;N)</translation>
     </message>

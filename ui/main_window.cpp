@@ -234,6 +234,11 @@ void MainWindow::buildActions() {
     nextF->setShortcut(QKeySequence(Qt::Key_F8));
     QAction* prevF = edit->addAction(tr("P&revious Flagged Page"), this, [this] { previousFlagged(); });
     prevF->setShortcut(QKeySequence(Qt::SHIFT | Qt::Key_F8));
+    QAction* nextDoubt = edit->addAction(tr("Next &Doubtful Word"), this, [this] {
+        m_editor->setFocus();
+        if (!m_editor->selectNextDoubtfulWord()) statusBar()->showMessage(tr("No doubtful word on this page"), 3000);
+    });
+    nextDoubt->setShortcut(QKeySequence(Qt::Key_F7));
     QAction* nextP = edit->addAction(tr("Next Page"), this, [this] { goToRow(m_currentRow + 1); });
     nextP->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_PageDown));
     QAction* prevP = edit->addAction(tr("Previous Page"), this, [this] { goToRow(m_currentRow - 1); });

@@ -156,6 +156,33 @@ const Word* PageEditor::wordAtCursor() const {
     return nullptr;
 }
 
+bool PageEditor::selectNextDoubtfulWord() {
+    const QString text = toPlainText();
+    const auto toks = tokens(text);
+    std::vector<float> confidence;
+    for (const auto& l : m_aligned.lines)
+        for (const auto& w : l.words) confidence.push_back(w.confidence);
+    static const QRegularExpression letters(QStringLiteral("[^\\p{L}'’-]"));
+    auto doubtful = [&](size_t i) {
+        if (i < confidence.size() && confidence[i] < m_lowConfidence) return true;
+        return isMisspelled(text.mid(toks[i].start, toks[i].length).remove(letters));
+    };
+    const int from = textCursor().selectionEnd();
+    size_t start = 0;
+    while (start < toks.size() && toks[start].start < from) ++start;
+    for (size_t k = 0; k < toks.size(); ++k) {
+        const size_t i = (start + k) % toks.size();
+        if (!doubtful(i)) continue;
+        QTextCursor c = textCursor();
+        c.setPosition(toks[i].start);
+        c.setPosition(toks[i].start + toks[i].length, QTextCursor::KeepAnchor);
+        setTextCursor(c);
+        ensureCursorVisible();
+        return true;
+    }
+    return false;
+}
+
 void PageEditor::selectWordWithBox(const quire::Box& box) {
     int i = 0;
     const auto toks = tokens(toPlainText());

@@ -39,6 +39,9 @@ public:
     // Saves now what is pending (page change, focus loss, close).
     void flush();
     void selectWordWithBox(const quire::Box& box);
+    // Selects the next word after the cursor that the engine was unsure of (below the
+    // low-confidence mark) or that no dictionary knows, wrapping round; false if there is none.
+    bool selectNextDoubtfulWord();
     // The aligned word under the cursor (box and confidence), if any.
     const Word* wordAtCursor() const;
     const PageText& alignedWords() const { return m_aligned; }
