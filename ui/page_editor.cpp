@@ -137,6 +137,11 @@ std::vector<Token> tokens(const QString& text) {
     }
     return out;
 }
+// A token as the dictionaries see it: letters, apostrophes and hyphens only.
+QString bareWord(QString token) {
+    static const QRegularExpression notInWords(QStringLiteral("[^\\p{L}'’-]"));
+    return token.remove(notInWords);
+}
 }  // namespace
 
 int PageEditor::tokenIndexAt(int position) const {
@@ -162,10 +167,9 @@ bool PageEditor::selectNextDoubtfulWord() {
     std::vector<float> confidence;
     for (const auto& l : m_aligned.lines)
         for (const auto& w : l.words) confidence.push_back(w.confidence);
-    static const QRegularExpression letters(QStringLiteral("[^\\p{L}'’-]"));
     auto doubtful = [&](size_t i) {
         if (i < confidence.size() && confidence[i] < m_lowConfidence) return true;
-        return isMisspelled(text.mid(toks[i].start, toks[i].length).remove(letters));
+        return isMisspelled(bareWord(text.mid(toks[i].start, toks[i].length)));
     };
     const int from = textCursor().selectionEnd();
     size_t start = 0;
@@ -214,8 +218,6 @@ void PageHighlighter::highlightBlock(const QString& text) {
     QTextCharFormat spell;
     spell.setUnderlineStyle(QTextCharFormat::SpellCheckUnderline);
     spell.setUnderlineColor(QColor(220, 40, 40));
-    static const QRegularExpression letters(QStringLiteral("[^\\p{L}'’-]"));
-    auto bareWord = [](QString s) { return s.remove(letters); };
     const auto toks = tokens(text);
     // A word broken at a line end ("possess-" / "ing") is checked whole, on both lines.
     auto brokenAtEnd = [](const QString& w) { return w.size() > 1 && (w.endsWith('-') || w.endsWith(QChar(0x00AD))); };
