@@ -3,6 +3,7 @@
 
 #include <sqlite3.h>
 
+#include "quire/store/book_search.h"
 #include "quire/store/project_store.h"
 #include "test_util.h"
 
@@ -46,6 +47,84 @@ class TestProjectStore : public QObject {
     }
 
 private slots:
+    // Find across the book: the engine's text and the newest correction of each page, in book order,
+    // with lines and UTF-16 positions an editor can select.
+    void findsPlainWholeWordAndRegexAcrossTheBook() {
+        auto store = fresh("find.quire");
+        QVERIFY(store);
+        auto pages = *store->pages();
+        PageOutcome o;
+        o.text = samplePage("Colour");
+        o.region = {0, 0, 1000, 1400};
+        QVERIFY(store->saveResult(pages[0].id, {o}));
+        QVERIFY(store->saveResult(pages[1].id, {o}));
+        QVERIFY(store->addCorrection(pages[1].id, "the colours of Mr. Smith\nand colour, F\xc3\xbc\xc3\x9f""e colour"));
+        auto count = [&](SearchQuery q) {
+            auto hits = findInBook(*store, q);
+            return hits ? int(hits->size()) : -1;
+        };
+        QCOMPARE(count({"colour", SearchMode::Plain, false}), 4);
+        QCOMPARE(count({"colour", SearchMode::Plain, true}), 3);
+        QCOMPARE(count({"colour", SearchMode::WholeWord, false}), 3);  // not "colours"
+        QCOMPARE(count({"colou?rs?\\b", SearchMode::Regex, false}), 4);
+        QCOMPARE(count({"Mr.", SearchMode::Plain, false}), 1);  // the dot is no wildcard in plain text
+        QCOMPARE(count({"M.\\. \\w+", SearchMode::Regex, true}), 1);
+        auto hits = *findInBook(*store, {"colour", SearchMode::WholeWord, false});
+        QCOMPARE(hits[0].sequence, 1);
+        QCOMPARE(hits[0].start, 0);
+        QCOMPARE(hits[1].sequence, 2);
+        QCOMPARE(hits[1].line, 2);
+        QCOMPARE(hits[1].start, 29);  // "and " after the first line and its newline
+        QCOMPARE(hits[2].start, 42);  // after "F\u00fc\u00dfe ": two UTF-16 units, not four bytes
+        QCOMPARE(QString::fromStdString(hits[2].context), QString("and colour, F\u00fc\u00dfe colour"));
+        // A limit, and queries that cannot run, refused with the reason.
+        QCOMPARE(int(findInBook(*store, {"colour", SearchMode::Plain, false}, 2)->size()), 2);
+        auto bad = findInBook(*store, {"colour(", SearchMode::Regex, false});
+        QVERIFY(!bad);
+        QCOMPARE(bad.status().code(), ErrorCode::InvalidArgument);
+        QVERIFY2(QString::fromStdString(bad.status().message()).contains("at character"), bad.status().message().c_str());
+        QVERIFY(!findInBook(*store, {"", SearchMode::Plain, false}));
+    }
+
+    // Replace across the book: one correction per page it changes, in one transaction; removing
+    // them undoes it exactly, the user's earlier corrections untouched.
+    void replaceIsACorrectionPerPageAndUndoable() {
+        auto store = fresh("replace.quire");
+        QVERIFY(store);
+        auto pages = *store->pages();
+        PageOutcome o;
+        o.text = samplePage("Colour");
+        o.region = {0, 0, 1000, 1400};
+        for (const auto& p : pages) QVERIFY(store->saveResult(p.id, {o}));
+        QVERIFY(store->addCorrection(pages[1].id, "Mr. Smith's colour and Mr. Jones"));
+        const auto before = *store->counts();
+        auto r = replaceInBook(*store, {"colour", SearchMode::WholeWord, false}, "color");
+        QVERIFY2(r, r.status().message().c_str());
+        QCOMPARE(r->hits, 3);
+        QCOMPARE(r->pages, 3);
+        QCOMPARE(*store->effectiveText(pages[0].id), std::string("color world"));
+        QCOMPARE(*store->effectiveText(pages[1].id), std::string("Mr. Smith's color and Mr. Jones"));
+        QCOMPARE(*store->engineText(pages[0].id), std::string("Colour world"));  // the engine's reading stays
+        QCOMPARE(store->counts()->corrected, 3);
+        // Groups in a regular expression's replacement.
+        auto g = replaceInBook(*store, {"Mr\\. (\\w+)", SearchMode::Regex, true}, "Mister \\1");
+        QVERIFY(g);
+        QCOMPARE(g->hits, 2);
+        QCOMPARE(*store->effectiveText(pages[1].id), std::string("Mister Smith's color and Mister Jones"));
+        // Only the listed pages, and nothing stored when nothing changes.
+        auto only = replaceInBook(*store, {"world", SearchMode::Plain, false}, "earth", {pages[2].id});
+        QCOMPARE(only->pages, 1);
+        QCOMPARE(*store->effectiveText(pages[0].id), std::string("color world"));
+        QCOMPARE(replaceInBook(*store, {"nowhere", SearchMode::Plain, false}, "x")->pages, 0);
+        // Undo, newest first: back to the user's own correction and the engine's text.
+        QVERIFY(store->removeCorrections(only->correctionIds));
+        QVERIFY(store->removeCorrections(g->correctionIds));
+        QVERIFY(store->removeCorrections(r->correctionIds));
+        QCOMPARE(*store->effectiveText(pages[1].id), std::string("Mr. Smith's colour and Mr. Jones"));
+        QCOMPARE(*store->effectiveText(pages[2].id), std::string("Colour world"));
+        QCOMPARE(store->counts()->corrected, before.corrected);
+    }
+
     void createsWithSchemaAndPragmas() {
         auto store = fresh("a.quire");
         QVERIFY(store);

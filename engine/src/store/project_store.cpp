@@ -768,6 +768,47 @@ Result<int64_t> ProjectStore::addCorrection(int64_t pageId, const std::string& t
     return id;
 }
 
+Result<std::vector<int64_t>> ProjectStore::addCorrections(const std::vector<std::pair<int64_t, std::string>>& edits) {
+    std::vector<int64_t> ids;
+    if (edits.empty()) return ids;
+    sql::Transaction tx(m_db);
+    if (!tx.status()) return tx.status();
+    for (const auto& [pageId, text] : edits) {
+        Stmt q(m_db, "INSERT INTO corrections(page_id, text) VALUES(?,?)");
+        q.bind(1, pageId).bind(2, text);
+        if (Status s = q.run(); !s) return s;
+        ids.push_back(int64_t(sqlite3_last_insert_rowid(m_db)));
+    }
+    if (Status s = tx.commit(); !s) return s;
+    (void)backupIfDue();
+    return ids;
+}
+
+Status ProjectStore::removeCorrections(const std::vector<int64_t>& ids) {
+    sql::Transaction tx(m_db);
+    if (!tx.status()) return tx.status();
+    for (int64_t id : ids) {
+        Stmt q(m_db, "DELETE FROM corrections WHERE id=?");
+        q.bind(1, id);
+        if (Status s = q.run(); !s) return s;
+    }
+    if (Status s = tx.commit(); !s) return s;
+    (void)backupIfDue();
+    return Status::ok();
+}
+
+Result<std::vector<PageTextRecord>> ProjectStore::effectiveTexts() {
+    // The newest correction of each page, else the engine's text; pages without either are empty.
+    Stmt q(m_db,
+           "SELECT p.id, coalesce((SELECT c.text FROM corrections c WHERE c.page_id=p.id ORDER BY c.id DESC LIMIT 1), "
+           "r.text, '') FROM pages p JOIN documents d ON d.id=p.document_id LEFT JOIN results r ON r.page_id=p.id "
+           "ORDER BY d.position, p.source_index, p.part");
+    std::vector<PageTextRecord> out;
+    while (q.step()) out.push_back({q.i64(0), int(out.size()) + 1, q.text(1)});
+    if (!q.status()) return q.status();
+    return out;
+}
+
 Status ProjectStore::backupIfDue() {
     if (m_readOnly || sqlite3_total_changes(m_db) == m_changesAtBackup) return Status::ok();
     if (std::chrono::steady_clock::now() - m_lastBackup < kBackupInterval) return Status::ok();

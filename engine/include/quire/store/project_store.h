@@ -73,6 +73,13 @@ struct ProjectCounts {
     int pages = 0, done = 0, queued = 0, failed = 0, flagged = 0, corrected = 0, proofread = 0;
 };
 
+// A page's effective text (corrections win over the engine's), for whole-book queries.
+struct PageTextRecord {
+    int64_t pageId = 0;
+    int sequence = 0;
+    std::string text;
+};
+
 struct CorrectionRecord {
     int64_t id = 0;
     int64_t pageId = 0;
@@ -153,6 +160,13 @@ public:
     Result<int64_t> addCorrection(int64_t pageId, const std::string& text);
     Result<std::optional<CorrectionRecord>> latestCorrection(int64_t pageId);
     Result<std::vector<CorrectionRecord>> corrections(int64_t pageId);
+    // Several pages' corrections in one transaction (a replace across the book); ids in order.
+    Result<std::vector<int64_t>> addCorrections(const std::vector<std::pair<int64_t, std::string>>& edits);
+    // Removes exactly these corrections: the undo of a user's own action (a replace across the
+    // book). The engine never calls it.
+    Status removeCorrections(const std::vector<int64_t>& ids);
+    // Every page's effective text, in book order, in one query.
+    Result<std::vector<PageTextRecord>> effectiveTexts();
     Status setProofread(int64_t pageId, bool proofread);
 
     Result<ProjectCounts> counts();
