@@ -360,6 +360,28 @@ private slots:
         QVERIFY2(r.out.contains("quire-cli transcribe") && r.out.contains("--gpu-memory") && !r.out.contains("quire-cli export"),
                  qPrintable(r.out));
     }
+
+    // find lists hits across the book; --replace stores each changed page as a correction.
+    void findAndReplace() {
+        auto r = runCli({"find", "--project", m_project, "--text", "EVERY page", "--json"});
+        QCOMPARE(r.exitCode, 0);
+        const QJsonObject o = QJsonDocument::fromJson(r.out.toUtf8()).object();
+        QCOMPARE(o.value("hits").toArray().size(), 1);
+        QCOMPARE(o.value("hits").toArray()[0].toObject().value("page").toInt(), 1);
+        QCOMPARE(o.value("hits").toArray()[0].toObject().value("start").toInt(), 12);
+        r = runCli({"find", "--project", m_project, "--text", "EVERY page", "--match-case"});
+        QVERIFY2(r.exitCode == 0 && r.out.contains("0 hits on 0 pages"), qPrintable(r.out));
+        r = runCli({"find", "--project", m_project, "--regex", "(s)afe", "--replace", "\\1ound"});
+        QVERIFY2(r.exitCode == 0 && r.out.contains("p. 1, line 1: Quire keeps every page safe.") &&
+                     r.out.contains("replaced 1 on 1 page"),
+                 qPrintable(r.out + r.err));
+        QCOMPARE(status(m_project).value("pageList").toArray()[0].toObject().value("text").toString(),
+                 QString("Quire keeps every page sound."));
+        r = runCli({"find", "--project", m_project, "--regex", "(unclosed"});
+        QVERIFY2(r.exitCode == 2 && r.err.contains("is not valid"), qPrintable(r.err));
+        QCOMPARE(runCli({"find", "--project", m_project}).exitCode, 2);
+        QCOMPARE(status(m_project).value("integrity").toString(), QString("ok"));
+    }
 };
 
 QTEST_GUILESS_MAIN(TestCli)

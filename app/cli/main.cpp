@@ -21,6 +21,7 @@
 #include <sstream>
 #include <unistd.h>
 
+#include "bench_find.h"
 #include "cli_args.h"
 #include "escaping_sink.h"
 #include "measurement_env.h"
@@ -31,6 +32,7 @@
 #include "quire/export/exporters.h"
 #include "quire/ppocr/ppocr.h"
 #include "quire/preprocess/preprocess.h"
+#include "quire/store/book_search.h"
 #include "quire/store/project_backups.h"
 #include "quire/pipeline/transcriber.h"
 
@@ -58,6 +60,9 @@ const char* kUsageText =
     "  quire-cli status --project P.quire [--json] [--pages]\n"
     "      --pages: a line for each page (with --json, each page's text too).\n"
     "  quire-cli correct --project P.quire --page N (--text-file F | --text T)\n"
+    "  quire-cli find --project P.quire (--text T | --regex R) [--whole-word] [--match-case] [--replace S] [--json]\n"
+    "      Every hit in the book's text (corrections included): page, line and the line around it.\n"
+    "      --replace: each changed page gets a correction (with --regex, \\1..\\9 are the groups).\n"
     "  quire-cli pages --project P.quire (--retry N[,M...] | --skip N[,M...])\n"
     "  quire-cli restore --project P.quire [--from BACKUP]   (the newest sound backup of a damaged project)\n"
     "      --retry queues failed pages again (a page quarantined after crashing the engine twice, too);\n"
@@ -70,6 +75,8 @@ const char* kUsageText =
     "      A batch (--batch B) is B volumes stepped together: each weight read once a step for all.\n"
     "  quire-cli bench reader IMAGE... [--lang eng] [--repeat R] [--dpi 300] [--threads 2] [--device cpu|cuda]\n"
     "      The reader's decoder against Tesseract, page by page on one core each, side by side.\n"
+    "  quire-cli bench find [--pages 300] [--json]\n"
+    "      Find all (three modes) and Replace All with its undo, timed on a generated book.\n"
     "  quire-cli --version\n"
     "\nExit codes: 0 ok, 2 bad usage or unreadable input, 3 pages of this run failed, 1 internal error.\n"
     "\nEnvironment: QUIRE_PPOCR_DIR, QUIRE_READER_MODEL (where the models are); for measurements\n"
@@ -467,6 +474,45 @@ int cmdCorrect(const cli::Args& args) {
     return kOk;
 }
 
+int cmdFind(const cli::Args& args) {
+    SearchQuery query;
+    if (args.has("text") == args.has("regex")) return fail(kUsage, "find needs one of --text T or --regex R");
+    query.pattern = args.value("text") ? *args.value("text") : *args.value("regex");
+    query.mode = args.has("regex") ? SearchMode::Regex : args.has("whole-word") ? SearchMode::WholeWord : SearchMode::Plain;
+    if (args.has("regex") && args.has("whole-word")) return fail(kUsage, "--whole-word goes with --text, not --regex");
+    query.matchCase = args.has("match-case");
+    if (auto s = BookSearch::compile(query); !s) return fail(kUsage, s.status().message());
+    const auto replacement = args.value("replace");
+    auto store = openProject(args, replacement ? ProjectStore::Mode::OpenExisting : ProjectStore::Mode::ReadOnly);
+    if (!store) return fail(exitFor(store.status()), store.status().message());
+    auto hits = findInBook(**store, query, 0, &g_cancel);
+    if (!hits) return fail(hits.status().code() == ErrorCode::Cancelled ? kInternal : exitFor(hits.status()), hits.status().message());
+    std::optional<Replacement> done;
+    if (replacement) {
+        auto r = replaceInBook(**store, query, *replacement);
+        if (!r) return fail(exitFor(r.status()), r.status().message());
+        done = *r;
+    }
+    std::set<int64_t> pagesHit;
+    for (const auto& h : *hits) pagesHit.insert(h.pageId);
+    if (args.has("json")) {
+        QJsonArray list;
+        for (const auto& h : *hits)
+            list.append(QJsonObject{{"page", h.sequence}, {"line", h.line}, {"start", h.start}, {"length", h.length},
+                                    {"context", QString::fromStdString(h.context)}});
+        QJsonObject o{{"hits", list}, {"pages", int(pagesHit.size())}};
+        if (done) o["replaced"] = QJsonObject{{"hits", done->hits}, {"pages", done->pages}};
+        printJson(o);
+        return kOk;
+    }
+    for (const auto& h : *hits) std::cout << "p. " << h.sequence << ", line " << h.line << ": " << h.context << "\n";
+    std::cout << hits->size() << (hits->size() == 1 ? " hit" : " hits") << " on " << pagesHit.size()
+              << (pagesHit.size() == 1 ? " page" : " pages") << "\n";
+    if (done) std::cout << "replaced " << done->hits << " on " << done->pages << (done->pages == 1 ? " page" : " pages")
+                        << " (each page's replacement is a correction; the page's earlier text stays in its history)\n";
+    return kOk;
+}
+
 // Page numbers as the book counts them (status --pages), comma-separated.
 std::optional<std::vector<int>> pageNumbers(const std::string& list) {
     std::vector<int> out;
@@ -711,6 +757,7 @@ int main(int argc, char** argv) {
         {"status", {{"project"}, {"json", "pages"}}},
         {"correct", {{"project", "page", "text-file", "text"}, {}}},
         {"pages", {{"project", "retry", "skip"}, {}}},
+        {"find", {{"project", "text", "regex", "replace"}, {"whole-word", "match-case", "json"}}},
         {"restore", {{"project", "from"}, {}}},
         {"devices", {{}, {}}},
         {"features", {{"out", "dpi", "lang"}, {"json"}}},
@@ -720,7 +767,7 @@ int main(int argc, char** argv) {
     };
     auto it = kOptions.find(cmd);
     if (it == kOptions.end()) {
-        std::cerr << "quire-cli: unknown command '" << cmd << "'\n\n" << kUsage;
+        std::cerr << "quire-cli: unknown command '" << cmd << "'\n\n" << kUsageText;
         return kUsage;
     }
     for (int i = 2; i < argc; ++i)
@@ -736,8 +783,9 @@ int main(int argc, char** argv) {
     }
     if (cmd == "bench") {
         if (!args.positionals().empty() && args.positionals()[0] == "reader") return cmdBenchReader(args);
+        if (args.positionals().size() == 1 && args.positionals()[0] == "find") return cli::benchFind(args);
         if (args.positionals().size() != 1 || args.positionals()[0] != "decode") {
-            std::cerr << "quire-cli bench: the benchmarks are 'decode' and 'reader'\n";
+            std::cerr << "quire-cli bench: the benchmarks are 'decode', 'reader' and 'find'\n";
             return kUsage;
         }
         return cmdBenchDecode(args);
@@ -752,6 +800,7 @@ int main(int argc, char** argv) {
         if (cmd == "status") return cmdStatus(args);
         if (cmd == "correct") return cmdCorrect(args);
         if (cmd == "pages") return cmdPages(args);
+        if (cmd == "find") return cmdFind(args);
         if (cmd == "restore") return cmdRestore(args);
         if (cmd == "features") return cmdFeatures(args);
         return cmdDevices();
