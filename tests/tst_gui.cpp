@@ -6,6 +6,7 @@
 #include <QDialog>
 #include <QLineEdit>
 #include <QListView>
+#include <QListWidget>
 #include <QTextBlock>
 #include <QTextLayout>
 #include <QTimer>
@@ -16,9 +17,12 @@
 #include <QTemporaryDir>
 #include <QTest>
 
+#include <sstream>
+
 #include <quazip.h>
 #include <quazipfile.h>
 
+#include "find_panel.h"
 #include "main_window.h"
 #include "quire/pipeline/transcriber.h"
 #include "page_editor.h"
@@ -255,6 +259,82 @@ private slots:
         auto store = ProjectStore::open(project.toStdString(), ProjectStore::Mode::ReadOnly);
         QVERIFY(store);
         QCOMPARE((*store)->counts()->queued, 3);
+    }
+
+    // Find and replace across the book, driven through the panel: a hit opens its page with the words
+    // selected, Replace goes through the editor (a correction), Replace All stores one correction per
+    // page and is undone exactly.
+    void findAndReplaceAcrossTheBook() {
+        const QString project = queuedProject("find", 3);
+        QVERIFY(!project.isEmpty());
+        const std::vector<std::vector<std::string>> texts = {
+            {"The colour of the sea"}, {"Colour and colours", "of the colour"}, {"no match here"}};
+        std::vector<int64_t> ids;
+        {
+            auto store = ProjectStore::open(project.toStdString(), ProjectStore::Mode::OpenExisting);
+            QVERIFY(store);
+            auto pages = *(*store)->pages();
+            for (size_t i = 0; i < pages.size(); ++i) {
+                PageOutcome o;
+                o.text.width = 400, o.text.height = 560, o.text.engine = "test";
+                int y = 20;
+                for (const auto& line : texts[i]) {
+                    Line l;
+                    int x = 10;
+                    std::istringstream words(line);
+                    for (std::string w; words >> w; x += int(w.size()) * 12 + 8) l.words.push_back({w, {x, y, int(w.size()) * 12, 20}, 95});
+                    o.text.lines.push_back(l);
+                    y += 30;
+                }
+                o.region = {0, 0, 400, 560};
+                QVERIFY((*store)->saveResult(pages[i].id, {o}));
+                ids.push_back(pages[i].id);
+            }
+        }
+        MainWindow w;
+        w.show();
+        QVERIFY(w.openProject(project));
+        QAction* findAct = nullptr;
+        for (QAction* a : w.findChildren<QAction*>())
+            if (a->shortcuts().contains(QKeySequence(QKeySequence::Find))) findAct = a;
+        QVERIFY(findAct);
+        findAct->trigger();
+        FindPanel* panel = w.findPanel();
+        QTRY_VERIFY(panel->isVisible());
+
+        panel->setQuery("colour", SearchMode::WholeWord, false);
+        QVERIFY(panel->findAll());
+        QCOMPARE(int(panel->hits().size()), 3);  // not "colours"
+        QCOMPARE(panel->findChild<QListWidget*>("findResults")->count(), 3);
+        panel->activateHit(1);
+        QCOMPARE(w.pageModel()->page(w.currentRow())->id, ids[1]);
+        QCOMPARE(w.editor()->textCursor().selectedText(), QString("Colour"));
+
+        // Replace: the selected hit, through the editor, saved as the page's correction.
+        panel->setReplacement("color");
+        QVERIFY(panel->replaceCurrent());
+        QVERIFY(w.editor()->toPlainText().startsWith("color and colours"));
+        QCOMPARE(int(panel->hits().size()), 2);
+        w.editor()->flush();
+        QCOMPARE(*w.store()->effectiveText(ids[1]), std::string("color and colours\nof the colour"));
+
+        // Replace All: the rest of the book; the page on screen shows it.
+        QVERIFY(panel->replaceAll());
+        QCOMPARE(*w.store()->effectiveText(ids[0]), std::string("The color of the sea"));
+        QCOMPARE(w.editor()->toPlainText(), QString("color and colours\nof the color"));
+        QVERIFY(w.pageModel()->page(0)->corrected);
+        QVERIFY(!panel->findAll() || panel->hits().empty());
+
+        // Undo Replace All: exactly what it changed, the earlier Replace kept.
+        QVERIFY(panel->undoReplaceAll());
+        QCOMPARE(*w.store()->effectiveText(ids[0]), std::string("The colour of the sea"));
+        QCOMPARE(w.editor()->toPlainText(), QString("color and colours\nof the colour"));
+        QVERIFY(!w.pageModel()->page(0)->corrected);
+
+        // A regular expression that does not compile says why.
+        panel->setQuery("colou(r", SearchMode::Regex, false);
+        QVERIFY(!panel->findAll());
+        QVERIFY2(panel->message().contains("not valid"), qPrintable(panel->message()));
     }
 
     void largeVolumeOpensAndScrolls() {

@@ -96,6 +96,87 @@
     </message>
 </context>
 <context>
+    <name>quire::ui::FindPanel</name>
+    <message>
+        <source>Find in the book</source>
+        <translation>在全书中查找</translation>
+    </message>
+    <message>
+        <source>Replace with</source>
+        <translation>替换为</translation>
+    </message>
+    <message>
+        <source>Plain text</source>
+        <translation>纯文本</translation>
+    </message>
+    <message>
+        <source>Whole words</source>
+        <translation>全词匹配</translation>
+    </message>
+    <message>
+        <source>Regular expression</source>
+        <translation>正则表达式</translation>
+    </message>
+    <message>
+        <source>A regular expression&apos;s replacement may use \1 to \9 for its groups</source>
+        <translation>正则表达式的替换文本可用 \1 到 \9 引用其分组</translation>
+    </message>
+    <message>
+        <source>Match case</source>
+        <translation>区分大小写</translation>
+    </message>
+    <message>
+        <source>Find All</source>
+        <translation>全部查找</translation>
+    </message>
+    <message>
+        <source>Replace</source>
+        <translation>替换</translation>
+    </message>
+    <message>
+        <source>Replace All</source>
+        <translation>全部替换</translation>
+    </message>
+    <message>
+        <source>Undo Replace All</source>
+        <translation>撤销全部替换</translation>
+    </message>
+    <message>
+        <source>p. %1, line %2: %3</source>
+        <translation>第 %1 页，第 %2 行：%3</translation>
+    </message>
+    <message>
+        <source>Not found in the book</source>
+        <translation>书中未找到</translation>
+    </message>
+    <message numerus="yes">
+        <source>%n hit(s)</source>
+        <translation>
+            <numerusform>%n 处</numerusform>
+        </translation>
+    </message>
+    <message numerus="yes">
+        <source>%n page(s)</source>
+        <translation>
+            <numerusform>%n 页</numerusform>
+        </translation>
+    </message>
+    <message>
+        <source>The page changed since the search; search again</source>
+        <translation>搜索之后页面已更改，请重新搜索</translation>
+    </message>
+    <message numerus="yes">
+        <source>Replaced %n hit(s)</source>
+        <translation>
+            <numerusform>已替换 %n 处</numerusform>
+        </translation>
+    </message>
+    <message>
+        <source>Replace All undone</source>
+        <translation>已撤销全部替换</translation>
+    </message>
+</context>
+<context>
     <name>quire::ui::MainWindow</name>
     <message>
         <source>Longest GUI stall during this run: %1 ms</source>
@@ -440,6 +521,14 @@
     <message>
         <source>Restored %1 from the backup taken at %2; the damaged file is kept as %3.</source>
         <translation>已从 %2 的备份恢复 %1；损坏的文件保存为 %3。</translation>
+    </message>
+    <message>
+        <source>Find and Replace</source>
+        <translation>查找和替换</translation>
+    </message>
+    <message>
+        <source>&amp;Find and Replace in Book…</source>
+        <translation>在全书中查找和替换(&amp;F)…</translation>
     </message>
 </context>
 <context>

@@ -22,11 +22,13 @@
 #include <QProgressDialog>
 #include <QSplitter>
 #include <QStatusBar>
+#include <QTextCursor>
 #include <QToolBar>
 #include <QVBoxLayout>
 #include <QtConcurrent/QtConcurrentRun>
 
 #include "export_dialog.h"
+#include "find_panel.h"
 #include "page_editor.h"
 #include "page_list_delegate.h"
 #include "page_list_model.h"
@@ -170,6 +172,41 @@ void MainWindow::buildLayout() {
         emit correctionSaved(pageId);
     });
 
+    m_find = new FindPanel;
+    m_find->setObjectName("findPanel");
+    m_findDock = new QDockWidget(tr("Find and Replace"), this);
+    m_findDock->setObjectName("findDock");
+    m_findDock->setWidget(m_find);
+    addDockWidget(Qt::RightDockWidgetArea, m_findDock);
+    m_findDock->hide();
+    connect(m_find, &FindPanel::aboutToSearch, m_editor, &PageEditor::flush);
+    connect(m_find, &FindPanel::hitActivated, this, [this](const SearchHit& hit) {
+        goToRow(m_model->rowOf(hit.pageId));
+        if (m_currentPageId != hit.pageId) return;
+        QTextCursor c(m_editor->document());
+        c.setPosition(hit.start);
+        c.setPosition(hit.start + hit.length, QTextCursor::KeepAnchor);
+        m_editor->setTextCursor(c);
+        m_editor->ensureCursorVisible();
+    });
+    connect(m_find, &FindPanel::replaceInEditor, this, [this](const SearchHit& hit, const QString& text, bool* done) {
+        // Through the editor, so the replacement is one more edit: undoable there and saved as a correction.
+        goToRow(m_model->rowOf(hit.pageId));
+        if (m_currentPageId != hit.pageId || m_editor->isReadOnly()) return;
+        QTextCursor c(m_editor->document());
+        c.setPosition(hit.start);
+        c.setPosition(hit.start + hit.length, QTextCursor::KeepAnchor);
+        c.insertText(text);
+        m_editor->setTextCursor(c);
+        *done = true;
+    });
+    connect(m_find, &FindPanel::pagesChanged, this, [this](const std::vector<int64_t>& pageIds) {
+        for (int64_t id : pageIds) {
+            if (auto rec = m_store->page(id)) m_model->updatePage(*rec);
+            if (id == m_currentPageId) loadEditor(id);
+        }
+    });
+
     m_log = new QPlainTextEdit;
     m_log->setReadOnly(true);
     m_log->setObjectName("log");
@@ -227,6 +264,10 @@ void MainWindow::buildActions() {
     undo->setShortcut(QKeySequence::Undo);
     QAction* redo = edit->addAction(tr("&Redo"), m_editor, &QPlainTextEdit::redo);
     redo->setShortcut(QKeySequence::Redo);
+    edit->addSeparator();
+    QAction* findAct = edit->addAction(QIcon::fromTheme("edit-find-replace"), tr("&Find and Replace in Book…"), this,
+                                       &MainWindow::showFind);
+    findAct->setShortcuts({QKeySequence::Find, QKeySequence::Replace, QKeySequence(Qt::CTRL | Qt::Key_H)});
     edit->addSeparator();
     m_proofAct = edit->addAction(tr("Mark Page &Proofread"), this, &MainWindow::markProofread);
     m_proofAct->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_Return));
@@ -398,6 +439,7 @@ bool MainWindow::openProject(const QString& path) {
     }
     closeProject();
     m_store = std::move(*store);
+    m_find->setStore(m_store.get());
     m_settings->addRecentProject(path);
     rebuildRecentMenu();
     // Spelling follows the languages the project was transcribed in (else the settings').
@@ -445,6 +487,7 @@ void MainWindow::closeProject() {
     m_editor->clearPage();
     m_view->clearPage();
     m_model->setPages({});
+    m_find->setStore(nullptr);
     m_store.reset();
     m_currentRow = -1;
     m_currentPageId = -1;
@@ -505,14 +548,24 @@ void MainWindow::showRow(int row) {
     m_currentRow = row;
     m_currentPageId = p->id;
     m_imageShownFor = -1;
-    auto text = m_store->effectiveText(p->id);
-    auto layout = m_store->layout(p->id);
-    m_editor->setPage(p->id, QString::fromStdString(text ? *text : std::string()), layout ? *layout : PageText(), 60.0f);
-    m_editor->setReadOnly(m_store->readOnly());
+    loadEditor(p->id);
     const PageRecord copy = *p;
     m_imageWatcher.setFuture(QtConcurrent::run([copy] { return loadPageImage(copy); }));
     updateActions();
     statusBar()->showMessage(tr("Page %1: %2").arg(p->sequence).arg(QString::fromStdString(p->sourceFile)), 4000);
+}
+
+void MainWindow::loadEditor(qint64 pageId) {
+    auto text = m_store->effectiveText(pageId);
+    auto layout = m_store->layout(pageId);
+    m_editor->setPage(pageId, QString::fromStdString(text ? *text : std::string()), layout ? *layout : PageText(), 60.0f);
+    m_editor->setReadOnly(m_store->readOnly());
+}
+
+void MainWindow::showFind() {
+    m_findDock->show();
+    m_findDock->raise();
+    m_find->focusQuery();
 }
 
 bool MainWindow::nextFlagged() {

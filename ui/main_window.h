@@ -15,6 +15,7 @@
 #include "transcription_worker.h"
 
 class QComboBox;
+class QDockWidget;
 class QLabel;
 class QListView;
 class QPlainTextEdit;
@@ -24,6 +25,7 @@ class QMenu;
 
 namespace quire::ui {
 
+class FindPanel;
 class PageListModel;
 class PageFilterProxy;
 class PageView;
@@ -56,6 +58,8 @@ public:
     QString projectPath() const;
     int currentRow() const { return m_currentRow; }
     PageEditor* editor() const { return m_editor; }
+    FindPanel* findPanel() const { return m_find; }
+    void showFind();
     PageView* pageView() const { return m_view; }
     PageListModel* pageModel() const { return m_model; }
     QListView* pageList() const { return m_list; }
@@ -82,6 +86,7 @@ private:
     void updateActions();
     void reloadPages();
     void showRow(int row);
+    void loadEditor(qint64 pageId);  // the page's effective text and words into the editor
     void showError(const QString& message);
     void log(const QString& message, bool warning = false);
     void saveUiState();
@@ -105,6 +110,8 @@ private:
     QComboBox* m_filter = nullptr;
     PageView* m_view = nullptr;
     PageEditor* m_editor = nullptr;
+    FindPanel* m_find = nullptr;
+    QDockWidget* m_findDock = nullptr;
     QPlainTextEdit* m_log = nullptr;
     RunChart* m_chart = nullptr;
     QLabel* m_stallLabel = nullptr;
