@@ -4,6 +4,7 @@
 #include <QApplication>
 #include <QAction>
 #include <QDialog>
+#include <QLabel>
 #include <QLineEdit>
 #include <QListView>
 #include <QListWidget>
@@ -116,6 +117,11 @@ private slots:
             flaggedRow = w.currentRow();
             const PageRecord* page = w.pageModel()->page(flaggedRow);
             QVERIFY(page && page->flagged);
+            // Why it is flagged, above the text.
+            auto* flagNote = w.findChild<QLabel*>("flagNote");
+            QVERIFY(flagNote && flagNote->isVisible());
+            QVERIFY2(flagNote->text().startsWith("Flagged for proofreading: ") && flagNote->text().contains("confidence"),
+                     qPrintable(flagNote->text()));
             QTRY_VERIFY_WITH_TIMEOUT(w.pageImageShown(), 30000);
 
             // Type a word at the end of the page; the correction is in the database within a second.

@@ -3,6 +3,7 @@
 
 #include <sqlite3.h>
 
+#include "quire/pipeline/transcriber.h"
 #include "quire/store/book_search.h"
 #include "quire/store/project_store.h"
 #include "test_util.h"
@@ -47,6 +48,34 @@ class TestProjectStore : public QObject {
     }
 
 private slots:
+    // A flagged page says why, in words the proofreader reads; the reason is stored with the page.
+    void flagReasonIsSaidAndStored() {
+        FlagPolicy policy;  // mean below 80, or more than 10% of words below 60
+        PageText t = samplePage("hello");  // words at 91 and 55: mean 73, half of them low
+        QCOMPARE(QString::fromStdString(policy.reason(t, 0.1)),
+                 QString("mean word confidence 73 is below 80; 50% of words are below confidence 60 (more than 10%)"));
+        t.lines[0].words[1].confidence = 89;
+        QVERIFY(policy.reason(t, 0.1).empty());
+        QVERIFY(!policy.shouldFlag(t, 0.1));
+        PageText empty;
+        QCOMPARE(policy.reason(empty, 0.2), std::string("ink on the page but no words read"));
+        QVERIFY(policy.reason(empty, 0.0).empty());  // a blank page is not doubtful
+
+        auto store = fresh("flag.quire", 2);
+        auto pages = *store->pages();
+        PageOutcome o;
+        o.text = samplePage("hello");
+        o.region = {0, 0, 1000, 1400};
+        o.flagged = true;
+        o.flagReason = policy.reason(o.text, 0.1);
+        QVERIFY(store->saveResult(pages[0].id, {o}));
+        QCOMPARE(store->page(pages[0].id)->flagReason, o.flagReason);
+        QCOMPARE((*store->pages())[0].flagReason, o.flagReason);
+        o.flagged = false;  // read again and fine: the old reason goes
+        QVERIFY(store->saveResult(pages[0].id, {o}));
+        QVERIFY(store->page(pages[0].id)->flagReason.empty());
+    }
+
     // Find across the book: the engine's text and the newest correction of each page, in book order,
     // with lines and UTF-16 positions an editor can select.
     void findsPlainWholeWordAndRegexAcrossTheBook() {
@@ -294,13 +323,14 @@ private slots:
     void migratesAVersionOneProject() {
         const QString file = m_dir.filePath("v1.quire");
         { QVERIFY(fresh("v1.quire")); }
-        // Back to schema 1: without what migrations 2-4 add.
+        // Back to schema 1: without what migrations 2-5 add.
         execSql(file, "DROP TABLE decoder_state; DROP TABLE context_pages; ALTER TABLE pages DROP COLUMN crashes; "
-                      "PRAGMA user_version=1");
+                      "ALTER TABLE pages DROP COLUMN flag_reason; PRAGMA user_version=1");
         auto store = ProjectStore::open(file.toStdString());
         QVERIFY2(store, store.status().message().c_str());
         QVERIFY((*store)->saveDecoderState(DecoderCheckpoint{"x", true, 0, {{1.f}}}));
         QCOMPARE((*store)->counts()->pages, 3);
+        QVERIFY((*store)->pages()->front().flagReason.empty());
     }
 
     void runsAreRecorded() {

@@ -530,6 +530,14 @@
         <source>&amp;Find and Replace in Book…</source>
         <translation>在全书中查找和替换(&amp;F)…</translation>
     </message>
+    <message>
+        <source>Flagged for proofreading</source>
+        <translation>已标记待校对</translation>
+    </message>
+    <message>
+        <source>Flagged for proofreading: %1</source>
+        <translation>已标记待校对：%1</translation>
+    </message>
 </context>
 <context>
     <name>quire::ui::PageListDelegate</name>
@@ -571,6 +579,10 @@
     <message>
         <source>confidence %1</source>
         <translation>置信度 %1</translation>
+    </message>
+    <message>
+        <source>Flagged: %1</source>
+        <translation>已标记：%1</translation>
     </message>
 </context>
 <context>

@@ -33,6 +33,7 @@
 #include "page_list_delegate.h"
 #include "page_list_model.h"
 #include "page_view.h"
+#include "palette_colors.h"
 #include "quire/export/book.h"
 #include "quire/source/document_source.h"
 #include "quire/store/project_backups.h"
@@ -136,9 +137,25 @@ void MainWindow::buildLayout() {
     m_view = new PageView;
     m_editor = new PageEditor;
     m_editor->setObjectName("editor");
+    // Above the editor: why the page is flagged, in the theme's warning tint.
+    m_flagNote = new QLabel;
+    m_flagNote->setObjectName("flagNote");
+    m_flagNote->setWordWrap(true);
+    m_flagNote->setAutoFillBackground(true);
+    m_flagNote->setMargin(4);
+    QPalette notePalette = m_flagNote->palette();
+    notePalette.setColor(QPalette::Window, statusColor(notePalette, "flagged"));
+    m_flagNote->setPalette(notePalette);
+    m_flagNote->hide();
+    auto* textSide = new QWidget;
+    auto* textLayout = new QVBoxLayout(textSide);
+    textLayout->setContentsMargins(0, 0, 0, 0);
+    textLayout->setSpacing(0);
+    textLayout->addWidget(m_flagNote);
+    textLayout->addWidget(m_editor, 1);
     auto* split = new QSplitter(Qt::Horizontal);
     split->addWidget(m_view);
-    split->addWidget(m_editor);
+    split->addWidget(textSide);
     split->setStretchFactor(0, 3);
     split->setStretchFactor(1, 2);
     split->setSizes({640, 460});
@@ -485,6 +502,7 @@ void MainWindow::closeProject() {
     m_editor->flush();
     saveUiState();
     m_editor->clearPage();
+    m_flagNote->hide();
     m_view->clearPage();
     m_model->setPages({});
     m_find->setStore(nullptr);
@@ -549,10 +567,22 @@ void MainWindow::showRow(int row) {
     m_currentPageId = p->id;
     m_imageShownFor = -1;
     loadEditor(p->id);
+    updateFlagNote();
     const PageRecord copy = *p;
     m_imageWatcher.setFuture(QtConcurrent::run([copy] { return loadPageImage(copy); }));
     updateActions();
     statusBar()->showMessage(tr("Page %1: %2").arg(p->sequence).arg(QString::fromStdString(p->sourceFile)), 4000);
+}
+
+void MainWindow::updateFlagNote() {
+    const PageRecord* p = m_model->page(m_currentRow);
+    if (!p || p->id != m_currentPageId || p->status != PageStatus::Done || !p->flagged || p->proofread) {
+        m_flagNote->hide();
+        return;
+    }
+    m_flagNote->setText(p->flagReason.empty() ? tr("Flagged for proofreading")
+                                              : tr("Flagged for proofreading: %1").arg(QString::fromStdString(p->flagReason)));
+    m_flagNote->show();
 }
 
 void MainWindow::loadEditor(qint64 pageId) {
@@ -597,6 +627,7 @@ void MainWindow::markProofread() {
         return;
     }
     if (auto rec = m_store->page(p->id)) m_model->updatePage(*rec);
+    updateFlagNote();
     if (m_model->page(m_currentRow)->proofread) nextFlagged();
 }
 
@@ -688,6 +719,7 @@ void MainWindow::onPageFinished(qint64 pageId, int, const QString&, bool) {
     m_model->updatePage(*rec);
     if (newRow) return;
     if (pageId == m_currentPageId) {
+        updateFlagNote();
         // The page on screen was just recognised: show its text unless the user is typing in it.
         const QString shown = m_editor->toPlainText();
         if (shown.isEmpty()) {

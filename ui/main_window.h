@@ -86,7 +86,8 @@ private:
     void updateActions();
     void reloadPages();
     void showRow(int row);
-    void loadEditor(qint64 pageId);  // the page's effective text and words into the editor
+    void loadEditor(qint64 pageId);
+    void updateFlagNote();  // the reason the current page is flagged, above the editor  // the page's effective text and words into the editor
     void showError(const QString& message);
     void log(const QString& message, bool warning = false);
     void saveUiState();
@@ -111,6 +112,7 @@ private:
     PageView* m_view = nullptr;
     PageEditor* m_editor = nullptr;
     FindPanel* m_find = nullptr;
+    QLabel* m_flagNote = nullptr;
     QDockWidget* m_findDock = nullptr;
     QPlainTextEdit* m_log = nullptr;
     RunChart* m_chart = nullptr;

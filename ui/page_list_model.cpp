@@ -69,6 +69,8 @@ QVariant PageListModel::data(const QModelIndex& index, int role) const {
             QString tip = QString::fromStdString(p.sourceFile) + tr(", page %1").arg(p.filePage + 1);
             if (p.status == PageStatus::Failed) tip += "\n" + QString::fromStdString(p.failure);
             else if (p.status == PageStatus::Done) tip += "\n" + tr("confidence %1").arg(p.meanConfidence, 0, 'f', 1);
+            if (p.status == PageStatus::Done && p.flagged && !p.flagReason.empty())
+                tip += "\n" + tr("Flagged: %1").arg(QString::fromStdString(p.flagReason));
             return tip;
         }
         case Qt::DecorationRole: {

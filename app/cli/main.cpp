@@ -395,6 +395,7 @@ int cmdStatus(const cli::Args& args) {
                        {"confidence", pg.meanConfidence}, {"skewDegrees", pg.skewDegrees},
                        {"hasTextLayer", pg.textLayer.has_value()}};
         if (!pg.failure.empty()) po["failure"] = QString::fromStdString(pg.failure);
+        if (pg.flagged && !pg.flagReason.empty()) po["flagReason"] = QString::fromStdString(pg.flagReason);
         if (args.has("pages")) {
             auto text = (*store)->effectiveText(pg.id);
             po["text"] = QString::fromStdString(text ? *text : std::string());
@@ -405,6 +406,7 @@ int cmdStatus(const cli::Args& args) {
         list.append(po);
         if (!json && args.has("pages")) {  // one line a page: where it stands, then what it came from
             std::cout << "page " << pg.sequence << ": " << pageStatusName(pg.status) << (pg.flagged ? ", flagged" : "")
+                      << (pg.flagged && !pg.flagReason.empty() ? " (" + pg.flagReason + ")" : "")
                       << (pg.corrected ? ", corrected" : "") << (pg.proofread ? ", proofread" : "");
             if (pg.status == PageStatus::Done) std::cout << ", confidence " << int(std::lround(pg.meanConfidence));
             std::cout << " (" << pg.sourceFile << " p." << pg.filePage + 1 << ")";

@@ -33,9 +33,15 @@ namespace fs = std::filesystem;
 
 namespace quire {
 
-bool FlagPolicy::shouldFlag(const PageText& text, double inkShare) const {
-    if (text.wordCount() == 0) return inkShare > 0.01;  // ink but nothing read
-    return text.meanConfidence() < meanBelow || text.lowConfidenceShare(lowWordConfidence) > lowShareAbove;
+std::string FlagPolicy::reason(const PageText& text, double inkShare) const {
+    if (text.wordCount() == 0) return inkShare > 0.01 ? "ink on the page but no words read" : "";
+    std::string why;
+    if (const double mean = text.meanConfidence(); mean < meanBelow)
+        why = "mean word confidence " + std::to_string(int(mean)) + " is below " + std::to_string(int(meanBelow));
+    if (const double share = text.lowConfidenceShare(lowWordConfidence); share > lowShareAbove)
+        why += (why.empty() ? "" : "; ") + std::to_string(int(std::lround(share * 100))) + "% of words are below confidence " +
+               std::to_string(int(lowWordConfidence)) + " (more than " + std::to_string(int(std::lround(lowShareAbove * 100))) + "%)";
+    return why;
 }
 
 std::string TranscribeParams::toJson() const {
@@ -448,7 +454,9 @@ std::optional<Done> Run::recognizePage(Recognizer& rec, Job& job) {
                 o.preprocess = params.preprocess.toJson();
                 o.contentSha256 = contentHash;
                 o.textLayer = job.textLayer;
-                o.flagged = params.flag.shouldFlag(o.text, inkShare(region.image)) || !img.doubt.empty();
+                o.flagReason = params.flag.reason(o.text, inkShare(region.image));
+                if (!img.doubt.empty()) o.flagReason += (o.flagReason.empty() ? "" : "; ") + img.doubt;
+                o.flagged = !o.flagReason.empty();
                 d.outcomes.push_back(std::move(o));
             }
         }

@@ -43,7 +43,7 @@ PageStatus parseStatus(const std::string& s) {
 }
 
 // Numbered migrations; migration i brings user_version from i to i + 1, in one transaction.
-const std::array<const char*, 4> kMigrations = {R"SQL(
+const std::array<const char*, 5> kMigrations = {R"SQL(
 CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE documents(
   id INTEGER PRIMARY KEY,
@@ -119,6 +119,10 @@ CREATE TABLE context_pages(idx INTEGER PRIMARY KEY, data BLOB NOT NULL);
 -- Runs that crashed while this page was being read: a page that crashed the engine twice is
 -- quarantined instead of ending every later run.
 ALTER TABLE pages ADD COLUMN crashes INTEGER NOT NULL DEFAULT 0;
+)SQL",
+                                                R"SQL(
+-- Why a page is flagged, in words, so the proofreader sees it (pages flagged earlier have none).
+ALTER TABLE pages ADD COLUMN flag_reason TEXT;
 )SQL"};
 
 bool looksLikeSqlite(const fs::path& path, std::string* why) {
@@ -464,7 +468,7 @@ constexpr const char* kPageColumns =
     "coalesce(p.region_x,0), coalesce(p.region_y,0), coalesce(p.region_w,0), coalesce(p.region_h,0), "
     "coalesce(p.skew_degrees,0), coalesce(p.preprocess,''), coalesce(p.content_sha256,''), p.text_layer, "
     "coalesce(p.header,''), coalesce(p.footer,''), coalesce(p.page_number,''), "
-    "coalesce((SELECT mean_confidence FROM results r WHERE r.page_id=p.id), 0), p.crashes";
+    "coalesce((SELECT mean_confidence FROM results r WHERE r.page_id=p.id), 0), p.crashes, coalesce(p.flag_reason,'')";
 
 PageRecord readPage(const Stmt& q) {
     PageRecord p;
@@ -493,6 +497,7 @@ PageRecord readPage(const Stmt& q) {
     p.pageNumber = q.text(25);
     p.meanConfidence = q.f64(26);
     p.crashes = q.i32(27);
+    p.flagReason = q.text(28);
     return p;
 }
 }  // namespace
@@ -622,13 +627,13 @@ Status ProjectStore::saveResult(int64_t pageId, const std::vector<PageOutcome>& 
             }
         }
         Stmt up(m_db,
-                "UPDATE pages SET status='done', crashes=0, flagged=?, failure=NULL, failure_kind=NULL, width=?, height=?, "
+                "UPDATE pages SET status='done', crashes=0, flagged=?, flag_reason=?, failure=NULL, failure_kind=NULL, width=?, height=?, "
                 "dpi=?, region_x=?, region_y=?, region_w=?, region_h=?, skew_degrees=?, preprocess=?, "
                 "content_sha256=?, text_layer=?, updated_at=strftime('%Y-%m-%dT%H:%M:%fZ','now') WHERE id=?");
-        up.bind(1, int(o.flagged)).bind(2, o.text.width).bind(3, o.text.height).bind(4, o.text.dpi)
-            .bind(5, o.region.x).bind(6, o.region.y).bind(7, o.region.w).bind(8, o.region.h)
-            .bind(9, o.skewDegrees).bind(10, o.preprocess).bind(11, o.contentSha256).bind(12, o.textLayer)
-            .bind(13, id);
+        up.bind(1, int(o.flagged)).bind(2, o.flagged ? o.flagReason : std::string()).bind(3, o.text.width)
+            .bind(4, o.text.height).bind(5, o.text.dpi).bind(6, o.region.x).bind(7, o.region.y).bind(8, o.region.w)
+            .bind(9, o.region.h).bind(10, o.skewDegrees).bind(11, o.preprocess).bind(12, o.contentSha256)
+            .bind(13, o.textLayer).bind(14, id);
         if (Status s = up.run(); !s) return s;
     }
     if (checkpoint)

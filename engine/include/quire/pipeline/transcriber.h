@@ -25,7 +25,9 @@ struct FlagPolicy {
     double meanBelow = 80.0;
     double lowShareAbove = 0.10;
     float lowWordConfidence = 60.0f;
-    bool shouldFlag(const PageText& text, double inkShare) const;
+    bool shouldFlag(const PageText& text, double inkShare) const { return !reason(text, inkShare).empty(); }
+    // Why the page is flagged, in words ("mean word confidence 71 is below 80"); empty when not.
+    std::string reason(const PageText& text, double inkShare) const;
 };
 
 struct RunProgress {

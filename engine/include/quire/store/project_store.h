@@ -42,6 +42,7 @@ struct PageRecord {
     int filePage = 0;        // page index inside that file
     PageStatus status = PageStatus::Queued;
     bool flagged = false;
+    std::string flagReason;  // why it is flagged, in words (FlagPolicy::reason, a doubt about the pixels)
     bool proofread = false;
     bool corrected = false;
     std::string failure;      // reason, for failed pages
@@ -65,6 +66,7 @@ struct PageOutcome {
     std::string preprocess;
     std::string contentSha256;
     bool flagged = false;
+    std::string flagReason;
     std::optional<std::string> textLayer;
     bool keptTextLayer = false;  // text is the PDF's own text layer, not recognised
 };
@@ -106,7 +108,7 @@ Status damagedProject(const std::filesystem::path& path, const std::string& deta
 
 class ProjectStore {
 public:
-    static constexpr int kSchemaVersion = 4;
+    static constexpr int kSchemaVersion = 5;
     enum class Mode { OpenOrCreate, OpenExisting, ReadOnly };
 
     // Writable opens take the project's process lock: a second process is refused with a message
