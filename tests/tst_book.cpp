@@ -1,6 +1,9 @@
+#include <QFile>
+#include <QTemporaryDir>
 #include <QTest>
 
 #include "quire/export/book.h"
+#include "quire/text/dictionary.h"
 
 using namespace quire;
 
@@ -30,6 +33,48 @@ private slots:
         std::vector<std::string> v;
         for (const auto& l : lines) v.push_back(l.toStdString());
         QCOMPARE(QString::fromStdString(joinLines(v)), joined);
+    }
+
+    // A hunspell dictionary of a few words, written for the test, so the rule does not depend on
+    // what the machine has installed.
+    void lineEndHyphenAsksTheBookThenTheDictionary() {
+        QTemporaryDir dir;
+        QFile aff(dir.filePath("en_US.aff")), dic(dir.filePath("en_US.dic"));
+        QVERIFY(aff.open(QIODevice::WriteOnly) && dic.open(QIODevice::WriteOnly));
+        aff.write("SET UTF-8\nTRY esiarntolcdugmphbyfvkwz'\n");
+        dic.write("9\nrudely\nconstructed\nsomething\nsome\nthing\nnarrator\nthe\nspoke\nhut\n");
+        aff.close(), dic.close();
+        Dictionary d = Dictionary::forLanguages("eng+xyz", dir.path().toStdString());
+        QVERIFY(d.available());
+        QCOMPARE(d.loaded(), std::vector<std::string>{"en_US"});  // en_GB is not in the folder
+        QVERIFY(d.knows("constructed") && d.knows("Something") && !d.knows("rudelyconstructed"));
+        const auto s = d.suggestions("constructd");
+        QVERIFY(!s.empty() && s.front() == "constructed");
+        QVERIFY(!d.knows("Cortez"));
+        d.addWord("Cortez");
+        QVERIFY(d.knows("Cortez"));
+
+        auto join = [&](const std::vector<std::string>& bookTexts, QStringList lines, const Dictionary* dict) {
+            const LineEndHyphen judge(bookTexts, dict);
+            std::vector<std::string> v;
+            for (const auto& l : lines) v.push_back(l.toStdString());
+            return QString::fromStdString(joinLines(v, &judge));
+        };
+        // The dictionary: a word it knows joined; two words it knows that join into none, a compound.
+        QCOMPARE(join({}, {"a rudely-", "constructed hut"}, &d), QString("a rudely-constructed hut"));
+        QCOMPARE(join({}, {"some-", "thing"}, &d), QString("something"));
+        QCOMPARE(join({}, {"the narra-", "tor spoke"}, &d), QString("the narrator spoke"));
+        // The book's own spelling comes first: "to-day" where it writes so, "today" where it does not.
+        QCOMPARE(join({"it was to-day, I think"}, {"to-", "day we go"}, &d), QString("to-day we go"));
+        QCOMPARE(join({"it was today, I think"}, {"to-", "day we go"}, &d), QString("today we go"));
+        // Half a word at a line end is no vocabulary: "rudely-" on its own line says nothing.
+        QCOMPARE(join({"a rudely-\nconstructed hut"}, {"a rudely-", "constructed hut"}, &d), QString("a rudely-constructed hut"));
+        // Without a dictionary a broken word is the rule; a soft hyphen always joins.
+        QCOMPARE(join({}, {"a rudely-", "constructed hut"}, nullptr), QString("a rudelyconstructed hut"));
+        QCOMPARE(join({}, {QString("Mon") + QChar(0x00AD), "Tezuma"}, &d), QString("MonTezuma"));
+        // The whole book: assembleBook takes the dictionary.
+        const Book book = assembleBook({page("It was a rudely-\nconstructed hut, said the narra-\ntor.")}, &d);
+        QCOMPARE(QString::fromStdString(book.paragraphs[0].text), QString("It was a rudely-constructed hut, said the narrator."));
     }
 
     void runningHeadsAndNumbersLeaveTheBody() {

@@ -220,6 +220,48 @@ private slots:
         QVERIFY(!editor.selectNextDoubtfulWord());
     }
 
+    // The context menu's spelling: suggestions replace the word (not its comma), and a word added to
+    // the project's dictionary is stored in the project and known when it is opened again.
+    void spellingSuggestsAndLearnsTheProjectsWords() {
+        const QString project = queuedProject("spelling", 1);
+        QVERIFY(!project.isEmpty());
+        {
+            auto store = ProjectStore::open(project.toStdString(), ProjectStore::Mode::OpenExisting);
+            QVERIFY((*store)->addCorrection((*store)->pages()->front().id, "the ledgr, wrote Quiremarck"));
+        }
+        Settings().setLanguages("eng");
+        {
+            MainWindow w;
+            w.show();
+            QVERIFY(w.openProject(project));
+            w.goToRow(0);
+            PageEditor* e = w.editor();
+            if (!e->spellCheckAvailable()) QSKIP("no English hunspell dictionary installed");
+            QCOMPARE(e->toPlainText(), QString("the ledgr, wrote Quiremarck"));
+            QVERIFY(e->spellingActions(0, this).isEmpty());  // "the" is spelled right
+            QList<QAction*> actions = e->spellingActions(6, this);
+            QAction* ledger = nullptr;
+            for (QAction* a : actions)
+                if (a->text() == "ledger") ledger = a;
+            QVERIFY2(ledger, "hunspell offers no \"ledger\" for \"ledgr\"");
+            QCOMPARE(actions.back()->objectName(), QString("addToDictionary"));
+            ledger->trigger();
+            QCOMPARE(e->toPlainText(), QString("the ledger, wrote Quiremarck"));
+            QVERIFY(e->isMisspelled("Quiremarck"));
+            actions = e->spellingActions(e->toPlainText().indexOf("Quiremarck") + 2, this);
+            QVERIFY(!actions.isEmpty());
+            actions.back()->trigger();
+            QVERIFY(!e->isMisspelled("Quiremarck"));
+            QCOMPARE(*w.store()->projectWords(), std::vector<std::string>{"Quiremarck"});
+            e->flush();
+            w.close();
+        }
+        MainWindow w;
+        QVERIFY(w.openProject(project));
+        QVERIFY(!w.editor()->isMisspelled("Quiremarck"));
+        QCOMPARE(*w.store()->effectiveText(w.store()->pages()->front().id), std::string("the ledger, wrote Quiremarck"));
+    }
+
     // Export Book offers a folder beside the project, named after it (not the home folder).
     void exportDialogOffersAFolderBesideTheProject() {
         const QString project = queuedProject("beside", 1);

@@ -323,14 +323,16 @@ private slots:
     void migratesAVersionOneProject() {
         const QString file = m_dir.filePath("v1.quire");
         { QVERIFY(fresh("v1.quire")); }
-        // Back to schema 1: without what migrations 2-5 add.
+        // Back to schema 1: without what migrations 2-6 add.
         execSql(file, "DROP TABLE decoder_state; DROP TABLE context_pages; ALTER TABLE pages DROP COLUMN crashes; "
-                      "ALTER TABLE pages DROP COLUMN flag_reason; PRAGMA user_version=1");
+                      "ALTER TABLE pages DROP COLUMN flag_reason; DROP TABLE dictionary; PRAGMA user_version=1");
         auto store = ProjectStore::open(file.toStdString());
         QVERIFY2(store, store.status().message().c_str());
         QVERIFY((*store)->saveDecoderState(DecoderCheckpoint{"x", true, 0, {{1.f}}}));
         QCOMPARE((*store)->counts()->pages, 3);
         QVERIFY((*store)->pages()->front().flagReason.empty());
+        QVERIFY((*store)->addProjectWord("Cortez"));
+        QCOMPARE(*(*store)->projectWords(), std::vector<std::string>{"Cortez"});
     }
 
     void runsAreRecorded() {

@@ -538,6 +538,25 @@
         <source>Flagged for proofreading: %1</source>
         <translation>已标记待校对：%1</translation>
     </message>
+    <message>
+        <source>The word could not be added to the project&apos;s dictionary: %1</source>
+        <translation>无法将该词加入项目词典：%1</translation>
+    </message>
+    <message>
+        <source>“%1” added to the project&apos;s dictionary</source>
+        <translation>已将“%1”加入项目词典</translation>
+    </message>
+</context>
+<context>
+    <name>quire::ui::PageEditor</name>
+    <message>
+        <source>No suggestions</source>
+        <translation>无建议</translation>
+    </message>
+    <message>
+        <source>Add “%1” to the Project Dictionary</source>
+        <translation>将“%1”加入项目词典</translation>
+    </message>
 </context>
 <context>
     <name>quire::ui::PageListDelegate</name>

@@ -224,6 +224,13 @@ void MainWindow::buildLayout() {
         }
     });
 
+    connect(m_editor, &PageEditor::wordAddedToDictionary, this, [this](const QString& word) {
+        if (!m_store) return;
+        if (Status s = m_store->addProjectWord(word.toStdString()); !s)
+            showError(tr("The word could not be added to the project's dictionary: %1").arg(QString::fromStdString(s.message())));
+        else log(tr("“%1” added to the project's dictionary").arg(word));
+    });
+
     m_log = new QPlainTextEdit;
     m_log->setReadOnly(true);
     m_log->setObjectName("log");
@@ -466,6 +473,8 @@ bool MainWindow::openProject(const QString& path) {
                                  .object().value("languages").toString();
         if (!used.isEmpty()) languages = used;
     }
+    auto words = m_store->projectWords();
+    m_editor->setProjectWords(words ? *words : std::vector<std::string>());
     m_editor->setSpellLanguage(languages);
     reloadPages();
     if (m_store->readOnly()) log(tr("%1 is read-only here; corrections cannot be saved.").arg(path), true);

@@ -1,11 +1,11 @@
 // The page's text editor: word ↔ box links, low-confidence tint, spelling, corrections saved as typed.
 #include "page_editor.h"
 
-#include <QFileInfo>
+#include <QAction>
+#include <QContextMenuEvent>
+#include <QMenu>
 #include <QRegularExpression>
 #include <QTextBlock>
-
-#include <hunspell/hunspell.hxx>
 
 #include "palette_colors.h"
 #include "quire/export/book.h"
@@ -39,27 +39,30 @@ PageEditor::PageEditor(QWidget* parent) : QPlainTextEdit(parent) {
 PageEditor::~PageEditor() = default;
 
 void PageEditor::setSpellLanguage(const QString& tesseractLanguages) {
-    m_dictionaries.clear();
-    static const QHash<QString, QStringList> dicts = {
-        {"eng", {"en_US", "en_GB"}}, {"deu", {"de_DE"}}, {"frk", {"de_DE"}}, {"fra", {"fr_FR", "fr"}},
-        {"spa", {"es_ES", "es"}},    {"ita", {"it_IT"}}};
-    for (const QString& lang : tesseractLanguages.split('+', Qt::SkipEmptyParts)) {
-        for (const QString& d : dicts.value(lang)) {
-            const QString base = "/usr/share/hunspell/" + d;
-            if (QFileInfo::exists(base + ".aff") && QFileInfo::exists(base + ".dic"))
-                m_dictionaries.push_back(std::make_unique<Hunspell>((base + ".aff").toLocal8Bit().constData(),
-                                                                    (base + ".dic").toLocal8Bit().constData()));
-        }
-    }
+    m_spellLanguages = tesseractLanguages;
+    rebuildDictionary();
+}
+
+void PageEditor::rebuildDictionary() {
+    m_dictionary = Dictionary::forLanguages(m_spellLanguages.toStdString());
+    for (const auto& w : m_projectWords) m_dictionary.addWord(w);
     m_highlighter->rehighlight();
 }
 
+QStringList PageEditor::dictionaryNames() const {
+    QStringList out;
+    for (const auto& n : m_dictionary.loaded()) out << QString::fromStdString(n);
+    return out;
+}
+
+void PageEditor::setProjectWords(const std::vector<std::string>& words) {
+    m_projectWords = words;
+    rebuildDictionary();  // the last project's words go
+}
+
 bool PageEditor::isMisspelled(const QString& word) const {
-    if (m_dictionaries.empty() || word.isEmpty()) return false;
-    const std::string w = word.toStdString();
-    for (const auto& d : m_dictionaries)
-        if (d->spell(w)) return false;
-    return true;
+    if (!m_dictionary.available() || word.isEmpty()) return false;
+    return !m_dictionary.knows(word.toStdString());
 }
 
 void PageEditor::setPage(qint64 pageId, const QString& text, const PageText& layout, float lowConfidence) {
@@ -143,6 +146,60 @@ QString bareWord(QString token) {
     return token.remove(notInWords);
 }
 }  // namespace
+
+QList<QAction*> PageEditor::spellingActions(int position, QObject* parent) {
+    QList<QAction*> out;
+    const QString text = toPlainText();
+    const int t = tokenIndexAt(position);
+    if (t < 0 || isReadOnly()) return out;
+    const Token tok = tokens(text)[size_t(t)];
+    // The word inside the token: from its first letter to its last (quotes, commas left alone).
+    const QString token = text.mid(tok.start, tok.length);
+    static const QRegularExpression letters(QStringLiteral("\\p{L}[\\p{L}'’-]*\\p{L}|\\p{L}"));
+    const auto m = letters.match(token);
+    if (!m.hasMatch() || m.captured(0).endsWith('-')) return out;  // a word broken at the line end: checked whole
+    const QString word = m.captured(0);
+    if (!isMisspelled(word)) return out;
+    const int start = tok.start + int(m.capturedStart()), length = int(m.capturedLength());
+    for (const auto& s : m_dictionary.suggestions(word.toStdString(), 6)) {
+        const QString suggestion = QString::fromStdString(s);
+        auto* a = new QAction(suggestion, parent);
+        connect(a, &QAction::triggered, this, [this, start, length, word, suggestion] {
+            if (toPlainText().mid(start, length) != word) return;  // the text moved since the menu opened
+            QTextCursor c(document());
+            c.setPosition(start);
+            c.setPosition(start + length, QTextCursor::KeepAnchor);
+            c.insertText(suggestion);
+        });
+        out << a;
+    }
+    if (out.isEmpty()) {
+        auto* none = new QAction(tr("No suggestions"), parent);
+        none->setEnabled(false);
+        out << none;
+    }
+    auto* add = new QAction(tr("Add “%1” to the Project Dictionary").arg(word), parent);
+    add->setObjectName("addToDictionary");
+    connect(add, &QAction::triggered, this, [this, word] {
+        m_projectWords.push_back(word.toStdString());
+        m_dictionary.addWord(word.toStdString());
+        m_highlighter->rehighlight();
+        emit wordAddedToDictionary(word);
+    });
+    out << add;
+    return out;
+}
+
+void PageEditor::contextMenuEvent(QContextMenuEvent* e) {
+    std::unique_ptr<QMenu> menu(createStandardContextMenu(e->pos()));
+    const QList<QAction*> spelling = spellingActions(cursorForPosition(e->pos()).position(), menu.get());
+    if (!spelling.isEmpty()) {
+        QAction* first = menu->actions().value(0);
+        menu->insertActions(first, spelling);
+        menu->insertSeparator(first);
+    }
+    menu->exec(e->globalPos());
+}
 
 int PageEditor::tokenIndexAt(int position) const {
     const auto toks = tokens(toPlainText());

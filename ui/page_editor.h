@@ -10,8 +10,9 @@
 #include <memory>
 
 #include "quire/core/geometry.h"
+#include "quire/text/dictionary.h"
 
-class Hunspell;
+class QAction;
 
 namespace quire::ui {
 
@@ -32,9 +33,15 @@ public:
     void appendStreamed(qint64 pageId, const QString& chunk, bool pageComplete);
     // Every installed dictionary of the languages (English: American and British spellings both).
     void setSpellLanguage(const QString& tesseractLanguages);
-    bool spellCheckAvailable() const { return !m_dictionaries.empty(); }
-    // No dictionary knows the word.
+    bool spellCheckAvailable() const { return m_dictionary.available(); }
+    QStringList dictionaryNames() const;  // e.g. en_US, en_GB
+    // The project's own words (names, old spellings), known to the spelling from now on.
+    void setProjectWords(const std::vector<std::string>& words);
+    // No dictionary knows the word, nor the project.
     bool isMisspelled(const QString& word) const;
+    // The spelling entries of the context menu for the word at `position`: hunspell's suggestions
+    // (each replaces the word) and "Add to Project Dictionary"; empty when the word is spelled right.
+    QList<QAction*> spellingActions(int position, QObject* parent);
 
     // Saves now what is pending (page change, focus loss, close).
     void flush();
@@ -50,10 +57,12 @@ public:
 
 signals:
     void correctionReady(qint64 pageId, const QString& text);
+    void wordAddedToDictionary(const QString& word);
     void wordActivated(const quire::Box& box);
 
 protected:
     void focusOutEvent(QFocusEvent* e) override;
+    void contextMenuEvent(QContextMenuEvent* e) override;
 
 private:
     void realign();
@@ -64,7 +73,10 @@ private:
     float m_lowConfidence = 60;
     QTimer m_saveTimer, m_alignTimer;
     bool m_loading = false;
-    std::vector<std::unique_ptr<Hunspell>> m_dictionaries;
+    Dictionary m_dictionary;
+    std::vector<std::string> m_projectWords;
+    QString m_spellLanguages;
+    void rebuildDictionary();
     PageHighlighter* m_highlighter = nullptr;
     friend class PageHighlighter;
 };

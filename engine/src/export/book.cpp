@@ -173,7 +173,8 @@ bool endsWithHyphen(const std::string& s) {
     return hyphen && t[t.size() - 2].isLetter();
 }
 
-std::string joinLines(const std::vector<std::string>& lines) {
+std::string joinLines(const std::vector<std::string>& lines, const LineEndHyphen* hyphens) {
+    static const QRegularExpression lastWord(QStringLiteral("([\\p{L}']+)\\W$")), firstWord(QStringLiteral("^([\\p{L}']+)"));
     QString out;
     for (size_t i = 0; i < lines.size(); ++i) {
         QString line = q(lines[i]).trimmed();
@@ -182,9 +183,15 @@ std::string joinLines(const std::vector<std::string>& lines) {
             continue;
         }
         if (endsWithHyphen(out.toStdString())) {
-            // "hyphen-" + "ated": a broken word, the hyphen goes; "Anglo-" + "Saxon": a compound,
-            // the hyphen stays; either way no space.
-            if (startsLower(lines[i])) out.chop(1);
+            // "hyphen-" + "ated": a broken word, the hyphen goes; "Anglo-" + "Saxon" and
+            // "rudely-" + "constructed": compounds, the hyphen stays; either way no space.
+            bool oneWord = startsLower(lines[i]);
+            if (out.back() == QChar(0x00AD)) oneWord = true;  // a soft hyphen only ever breaks a word
+            else if (oneWord && hyphens) {
+                const auto a = lastWord.match(out), b = firstWord.match(line);
+                if (a.hasMatch() && b.hasMatch()) oneWord = hyphens->isOneWord(a.captured(1), b.captured(1));
+            }
+            if (oneWord) out.chop(1);
             out += line;
         } else {
             out += ' ';
@@ -194,8 +201,11 @@ std::string joinLines(const std::vector<std::string>& lines) {
     return out.toStdString();
 }
 
-Book assembleBook(const std::vector<BookPageInput>& pages) {
+Book assembleBook(const std::vector<BookPageInput>& pages, const Dictionary* dictionary) {
     Book book;
+    std::vector<std::string> texts;
+    for (const auto& p : pages) texts.push_back(p.text);
+    const LineEndHyphen hyphens(texts, dictionary);
     const size_t n = pages.size();
     book.furniture.resize(n);
     std::vector<std::vector<std::vector<std::string>>> paras(n);
@@ -253,7 +263,7 @@ Book assembleBook(const std::vector<BookPageInput>& pages) {
     int pendingFirst = 0;
     auto flush = [&](int lastPage) {
         if (pendingLines.empty()) return;
-        book.paragraphs.push_back({joinLines(pendingLines), 0, pendingFirst, lastPage});
+        book.paragraphs.push_back({joinLines(pendingLines, &hyphens), 0, pendingFirst, lastPage});
         pendingLines.clear();
     };
     int lastPage = 0;
@@ -263,7 +273,7 @@ Book assembleBook(const std::vector<BookPageInput>& pages) {
             int level = 0;
             if (looksLikeHeading(para, heightRatio(i, para[0]), &level)) {
                 flush(lastPage);
-                book.paragraphs.push_back({joinLines(para), level, int(i), int(i)});
+                book.paragraphs.push_back({joinLines(para, &hyphens), level, int(i), int(i)});
                 lastPage = int(i);
                 continue;
             }

@@ -1,5 +1,6 @@
 // exportProject: the formats by name, each written under a temporary name and renamed into place.
 #include "quire/export/exporters.h"
+#include "quire/text/dictionary.h"
 
 #include <QString>
 #include <QStringList>
@@ -116,7 +117,15 @@ Result<std::vector<fs::path>> exportProject(ProjectStore& store, const ExportOpt
     }
     auto pages = loadBookPages(store);
     if (!pages) return pages.status();
-    Book book = assembleBook(*pages);
+    // The dictionaries of the languages the pages were read in, and the project's own words.
+    std::string languages;
+    for (const auto& p : *pages)
+        if (!p.layout.language.empty() && ("+" + languages + "+").find("+" + p.layout.language + "+") == std::string::npos)
+            languages += (languages.empty() ? "" : "+") + p.layout.language;
+    Dictionary dictionary = Dictionary::forLanguages(languages, options.dictionaryDir);
+    if (auto words = store.projectWords())
+        for (const auto& w : *words) dictionary.addWord(w);
+    Book book = assembleBook(*pages, &dictionary);
     // The running heads, footers and folios the book found go to the page-by-page formats; the
     // project is only read.
     for (size_t i = 0; i < pages->size(); ++i) {

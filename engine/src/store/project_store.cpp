@@ -43,7 +43,7 @@ PageStatus parseStatus(const std::string& s) {
 }
 
 // Numbered migrations; migration i brings user_version from i to i + 1, in one transaction.
-const std::array<const char*, 5> kMigrations = {R"SQL(
+const std::array<const char*, 6> kMigrations = {R"SQL(
 CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE documents(
   id INTEGER PRIMARY KEY,
@@ -123,6 +123,12 @@ ALTER TABLE pages ADD COLUMN crashes INTEGER NOT NULL DEFAULT 0;
                                                 R"SQL(
 -- Why a page is flagged, in words, so the proofreader sees it (pages flagged earlier have none).
 ALTER TABLE pages ADD COLUMN flag_reason TEXT;
+)SQL",
+                                                R"SQL(
+-- The project's own dictionary: words the proofreader added (names, old spellings).
+CREATE TABLE dictionary(
+  word TEXT PRIMARY KEY,
+  added_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ','now')));
 )SQL"};
 
 bool looksLikeSqlite(const fs::path& path, std::string* why) {
@@ -812,6 +818,21 @@ Result<std::vector<PageTextRecord>> ProjectStore::effectiveTexts() {
     while (q.step()) out.push_back({q.i64(0), int(out.size()) + 1, q.text(1)});
     if (!q.status()) return q.status();
     return out;
+}
+
+Result<std::vector<std::string>> ProjectStore::projectWords() {
+    Stmt q(m_db, "SELECT word FROM dictionary ORDER BY word");
+    std::vector<std::string> out;
+    while (q.step()) out.push_back(q.text(0));
+    if (!q.status()) return q.status();
+    return out;
+}
+
+Status ProjectStore::addProjectWord(const std::string& word) {
+    if (word.empty()) return Status(ErrorCode::InvalidArgument, "an empty word cannot go into the dictionary");
+    Stmt q(m_db, "INSERT OR IGNORE INTO dictionary(word) VALUES(?)");
+    q.bind(1, word);
+    return q.run();
 }
 
 Status ProjectStore::backupIfDue() {

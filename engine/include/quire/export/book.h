@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "quire/core/geometry.h"
+#include "quire/export/line_end_hyphen.h"
 #include "quire/store/project_store.h"
 
 namespace quire {
@@ -33,11 +34,14 @@ struct Book {
     std::vector<PageFurniture> furniture;  // one per input page
 };
 
-// Joins `a` and `b`, removing a line-end hyphen when the next part starts in lower case.
 bool endsWithHyphen(const std::string& s);
-std::string joinLines(const std::vector<std::string>& lines);
+// Lines joined by spaces; a word hyphenated at a line end is joined without the hyphen when
+// `hyphens` judges it one word (without a judge: when the next line starts in lower case); a soft
+// hyphen always goes; before a capital the hyphen stays ("Anglo-/Saxon").
+std::string joinLines(const std::vector<std::string>& lines, const LineEndHyphen* hyphens = nullptr);
 
-Book assembleBook(const std::vector<BookPageInput>& pages);
+// `dictionary` (optional) helps judge line-end hyphens, with the book's own vocabulary.
+Book assembleBook(const std::vector<BookPageInput>& pages, const Dictionary* dictionary = nullptr);
 
 // Aligns a corrected page text to the engine's words so word boxes survive a correction:
 // unchanged words keep box and confidence, changed words take the aligned box with confidence 100.

@@ -23,6 +23,7 @@ struct ExportOptions {
     std::string baseName = "book";
     std::string title;  // document title in DOCX, hOCR and PDF metadata; defaults to the project's name
     std::vector<ExportFormat> formats;
+    std::filesystem::path dictionaryDir = "/usr/share/hunspell";  // hunspell dictionaries, for line-end hyphens
     std::function<void(int done, int total, const std::string& what)> onProgress;
     const std::atomic<bool>* cancel = nullptr;
 };

@@ -108,7 +108,7 @@ Status damagedProject(const std::filesystem::path& path, const std::string& deta
 
 class ProjectStore {
 public:
-    static constexpr int kSchemaVersion = 5;
+    static constexpr int kSchemaVersion = 6;
     enum class Mode { OpenOrCreate, OpenExisting, ReadOnly };
 
     // Writable opens take the project's process lock: a second process is refused with a message
@@ -184,6 +184,10 @@ public:
     Result<std::optional<SavedDecoder>> decoderState();
     Result<std::vector<float>> contextPage(int index);
     Status clearDecoderState();  // the state and the context pages
+
+    // Words the user taught the project's spelling (names, old spellings); the exporters use them too.
+    Result<std::vector<std::string>> projectWords();
+    Status addProjectWord(const std::string& word);
 
     Result<std::string> meta(const std::string& key);
     Status setMeta(const std::string& key, const std::string& value);
