@@ -12,6 +12,7 @@ cmake --build build-fuzz -j "$(nproc)" --target fuzz_safetensors fuzz_project fu
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 mkdir -p fuzz/findings "$work/safetensors" "$work/project" "$work/exporters" "$work/onnx" "$work/decoder_state" "$work/pdf" "$work/images"
+cp fuzz/corpus/safetensors/* "$work/safetensors/"
 cp fuzz/corpus/exporters/* "$work/exporters/"
 cp fuzz/corpus/onnx/* "$work/onnx/"
 cp fuzz/corpus/pdf/* "$work/pdf/"

@@ -17,6 +17,7 @@
 #include "decoder/kernels.h"
 #include "quire/decoder/bench.h"
 #include "quire/decoder/model.h"
+#include "quire/decoder/safetensors.h"
 #include "quire/decoder/session.h"
 #include "test_util.h"
 
@@ -168,6 +169,35 @@ class TestDecoder : public QObject {
     QTemporaryDir m_dir;
 
 private slots:
+    // Hostile headers refused with the file named: offsets far beyond any integer (a fuzz finding:
+    // converting 1e60 for the message was undefined behaviour), reversed or past the end.
+    void safetensorsRefusesOffsetsOutsideTheFile_data() {
+        QTest::addColumn<QString>("offsets");
+        QTest::addColumn<QString>("said");
+        QTest::newRow("beyond any integer") << "[1e60, 22]" << "offsets 1e+60..22";
+        QTest::newRow("reversed") << "[16, 8]" << "offsets 16..8";
+        QTest::newRow("past the end") << "[0, 4096]" << "offsets 0..4096, data size 16";
+        QTest::newRow("negative") << "[-8, 8]" << "offsets -8..8";
+    }
+    void safetensorsRefusesOffsetsOutsideTheFile() {
+        QFETCH(QString, offsets);
+        QFETCH(QString, said);
+        QTemporaryDir dir;
+        const QString file = dir.filePath("m.safetensors");
+        QByteArray header = QString(R"({"a": {"dtype": "F32", "shape": [2, 2], "data_offsets": %1}})").arg(offsets).toUtf8();
+        while (header.size() % 8) header += ' ';
+        QByteArray bytes(8, 0);
+        const quint64 n = quint64(header.size());
+        std::memcpy(bytes.data(), &n, 8);
+        bytes += header + QByteArray(16, 0);
+        writeFile(file, bytes.toStdString());
+        auto st = decoder::SafeTensors::open(file.toStdString());
+        QVERIFY(!st);
+        QCOMPARE(st.status().code(), ErrorCode::Corrupt);
+        const QString message = QString::fromStdString(st.status().message());
+        QVERIFY2(message.contains(file) && message.contains(said), qPrintable(message));
+    }
+
     // The softmax and SwiGLU kernels against libm in double precision: exp within 3 ulp over the
     // whole range where it is a normal float (and about the smallest normal float below it),
     // maxima and sums right for every length (the vector loop's tail included), the same sums

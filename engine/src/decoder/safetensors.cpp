@@ -171,10 +171,12 @@ Result<std::unique_ptr<SafeTensors>> SafeTensors::open(const fs::path& path) {
         const QJsonArray offs = t.value("data_offsets").toArray();
         if (offs.size() != 2) return Status(ErrorCode::Corrupt, where + ": tensor '" + name + "' has no data_offsets");
         const double b = offs[0].toDouble(-1), e = offs[1].toDouble(-1);
+        // Offsets as written (they may be far beyond any integer type: no conversion before the check).
+        auto offset = [](double x) { return QString::number(x, 'g', 15).toStdString(); };
         if (b < 0 || e < b || e > double(dataSize))
             return Status(ErrorCode::Corrupt, where + ": tensor '" + name + "' lies outside the file (offsets " +
-                                                  std::to_string(int64_t(b)) + ".." + std::to_string(int64_t(e)) +
-                                                  ", data size " + std::to_string(dataSize) + "): truncated?");
+                                                  offset(b) + ".." + offset(e) + ", data size " +
+                                                  std::to_string(dataSize) + "): truncated?");
         v.bytes = size_t(e - b);
         if (v.bytes != size_t(elements) * dtypeSize(v.dtype))
             return Status(ErrorCode::Corrupt, where + ": tensor '" + name + "' has " + std::to_string(v.bytes) +
