@@ -54,6 +54,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     requireWellFormed(quire::toHocr({page, next}, text));
     const quire::Book book = quire::assembleBook({page, next});
     (void)quire::toMarkdown(book);
+    // Page marks land inside the paragraphs' text: every offset must be within it.
+    for (const auto& p : book.paragraphs)
+        for (const auto& s : p.pageStarts)
+            if (s.offset > p.text.size()) __builtin_trap();
+    (void)quire::toPlainText(book, true);
+    (void)quire::toMarkdown(book, true);
     if (page.layout.lines.size() < 60) (void)quire::alignCorrection(page.layout, text.substr(0, 4000));
     return 0;
 }

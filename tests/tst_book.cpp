@@ -3,6 +3,7 @@
 #include <QTest>
 
 #include "quire/export/book.h"
+#include "quire/export/exporters.h"
 #include "quire/text/dictionary.h"
 
 using namespace quire;
@@ -100,6 +101,27 @@ private slots:
                  QString("Nobody spoke at breakfast; the hyphenated word was found."));
         QCOMPARE(book.paragraphs[3].firstPage, 2);
         QCOMPARE(book.paragraphs[3].lastPage, 3);
+    }
+
+    // Page markers: where each page's body begins, cited by the number printed on it (else its
+    // place in the volume), after a word that runs across the break, blank pages included.
+    void pageMarkersCiteThePrintedPage() {
+        std::vector<BookPageInput> pages = {
+            page("CHAPTER I\nThe Start\n\nIt was a dark night and the\nwind was high.\n\n1"),
+            page("2 THE BOOK OF THINGS\n\nThen came the morning, slow and\ngrey."),
+            page("THE START 3\n\nNobody spoke at breakfast; the hyphen-"),
+            page("4 THE BOOK OF THINGS\n\nated word was found.\n\n- 4 -"),
+        };
+        const Book book = assembleBook(pages);
+        QCOMPARE(QString::fromStdString(toPlainText(book, true)),
+                 QString("[p. 1] CHAPTER I The Start\n\nIt was a dark night and the wind was high.\n\n"
+                         "[p. 2] Then came the morning, slow and grey.\n\n"
+                         "[p. 3] Nobody spoke at breakfast; the hyphenated [p. 4] word was found.\n"));
+        QVERIFY(QString::fromStdString(toMarkdown(book, true)).contains("\\[p. 2\\] Then came"));
+        QVERIFY(!QString::fromStdString(toPlainText(book)).contains("[p."));  // only when asked
+        // No printed numbers: the scan's place; a blank page is marked with the next text.
+        const Book plain = assembleBook({page("Some text that goes"), page(""), page("on and on.")});
+        QCOMPARE(QString::fromStdString(toPlainText(plain, true)), QString("[scan 1] Some text that goes [scan 2] [scan 3] on and on.\n"));
     }
 
     void finishedParagraphDoesNotRunOn() {

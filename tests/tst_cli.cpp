@@ -382,6 +382,14 @@ private slots:
         QCOMPARE(runCli({"find", "--project", m_project}).exitCode, 2);
         QCOMPARE(status(m_project).value("integrity").toString(), QString("ok"));
     }
+
+    void exportWithPageMarkers() {
+        const QString out = m_dir.filePath("marked");
+        const auto r = runCli({"export", "--project", m_project, "--format", "txt", "--out", out, "--page-markers"});
+        QVERIFY2(r.exitCode == 0, qPrintable(r.err));
+        const QString txt = QString::fromStdString(readFile(out + "/book.txt"));
+        QVERIFY2(txt.startsWith("[scan 1] Quire keeps every page"), qPrintable(txt));
+    }
 };
 
 QTEST_GUILESS_MAIN(TestCli)

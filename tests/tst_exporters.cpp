@@ -124,6 +124,24 @@ private slots:
         QVERIFY2(page.contains("imageFilename=\"scan1.png\"") && !page.contains(m_dir.path()), qPrintable(page.left(600)));
     }
 
+    // Page markers in DOCX, Markdown and text, when asked: the DOCX's in runs of their own.
+    void pageMarkersInTheFlowingFormats() {
+        ExportOptions opt;
+        opt.outDir = m_dir.filePath("marked").toStdString();
+        opt.formats = *parseExportFormats("md,txt,docx");
+        opt.pageMarkers = true;
+        QVERIFY(exportProject(*m_store, opt));
+        const QString txt = QString::fromStdString(readFile(m_dir.filePath("marked/book.txt")));
+        QVERIFY2(txt.startsWith("[scan 1] CHAPTER ONE\n") && txt.contains("\n[p. 2] Archivists read every page"), qPrintable(txt));
+        QVERIFY(QString::fromStdString(readFile(m_dir.filePath("marked/book.md"))).contains("\\[p. 2\\] Archivists"));
+        const auto xml = runProgram("python3", {"-c", "import sys, zipfile; print(zipfile.ZipFile(sys.argv[1]).read('word/document.xml').decode())",
+                                                m_dir.filePath("marked/book.docx")});
+        QCOMPARE(xml.exitCode, 0);
+        QVERIFY2(xml.out.contains("<w:r><w:rPr><w:color w:val=\"808080\"/></w:rPr><w:t xml:space=\"preserve\">[p. 2]</w:t></w:r>"
+                                  "<w:r><w:t xml:space=\"preserve\"> Archivists read"),
+                 qPrintable(xml.out));
+    }
+
     void hocrIsWellFormed() {
         const auto r = runProgram("xmllint", {"--noout", "--nonet", m_out + "/book.hocr"});
         QVERIFY2(r.exitCode == 0, qPrintable(r.err));

@@ -3,7 +3,9 @@
 #include <QAbstractItemModelTester>
 #include <QApplication>
 #include <QAction>
+#include <QCheckBox>
 #include <QDialog>
+#include <QRegularExpression>
 #include <QLabel>
 #include <QLineEdit>
 #include <QListView>
@@ -163,6 +165,11 @@ private slots:
             QVERIFY(w.exportBook(out, {"docx", "md"}));
             QVERIFY2(docxText(out + "/book.docx").contains("Quiremark"), "the correction is not in the DOCX");
             QVERIFY(QString::fromStdString(readFile(out + "/book.md")).contains("Quiremark"));
+            QVERIFY(!QString::fromStdString(readFile(out + "/book.md")).contains("\\[scan 1\\]"));
+            // With page markers: every page of the sample cited where it begins.
+            QVERIFY(w.exportBook(out, {"md"}, true));
+            const QString marked = QString::fromStdString(readFile(out + "/book.md"));
+            QVERIFY2(marked.count(QRegularExpression("\\\\\\[(p\\.|scan) [0-9ivxlc]+\\\\\\]")) >= w.pageModel()->rowCount(), qPrintable(marked.left(800)));
             w.close();
         }
     }
@@ -278,10 +285,12 @@ private slots:
             QTRY_VERIFY(qobject_cast<QDialog*>(QApplication::activeModalWidget()));
             auto* dialog = qobject_cast<QDialog*>(QApplication::activeModalWidget());
             if (auto* folder = dialog->findChild<QLineEdit*>()) offered = folder->text();
+            auto* marks = dialog->findChild<QCheckBox*>("pageMarkers");
+            if (marks) offered += " (page markers offered)";
             dialog->reject();
         });
         exportAct->trigger();
-        QCOMPARE(offered, m_dir.filePath("beside export"));
+        QCOMPARE(offered, m_dir.filePath("beside export") + " (page markers offered)");
     }
 
     // The page list's context menu skips a queued page and reads a failed one again, in the project.

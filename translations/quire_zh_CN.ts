@@ -94,6 +94,14 @@
         <source>Export</source>
         <translation>导出</translation>
     </message>
+    <message>
+        <source>Page markers ([p. 12]) in DOCX, Markdown and text</source>
+        <translation>在 DOCX、Markdown 和纯文本中加入页码标记（[p. 12]）</translation>
+    </message>
+    <message>
+        <source>Where each page begins, with the number printed on it (else its place in the volume), so passages can be cited</source>
+        <translation>标出每页开始之处，使用页面上印刷的页码（若无则用其在卷中的位置），便于引用</translation>
+    </message>
 </context>
 <context>
     <name>quire::ui::FindPanel</name>

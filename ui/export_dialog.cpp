@@ -28,6 +28,11 @@ ExportDialog::ExportDialog(Settings& settings, const QString& folder, QWidget* p
         m_boxes[key] = box;
         layout->addWidget(box);
     }
+    m_pageMarkers = new QCheckBox(tr("Page markers ([p. 12]) in DOCX, Markdown and text"));
+    m_pageMarkers->setObjectName("pageMarkers");
+    m_pageMarkers->setToolTip(tr("Where each page begins, with the number printed on it (else its place in the volume), so passages can be cited"));
+    m_pageMarkers->setChecked(settings.exportPageMarkers());
+    layout->addWidget(m_pageMarkers);
     auto* row = new QHBoxLayout;
     m_folder = new QLineEdit(folder);
     auto* browse = new QPushButton(tr("Choose…"));
@@ -48,6 +53,8 @@ ExportDialog::ExportDialog(Settings& settings, const QString& folder, QWidget* p
 }
 
 QString ExportDialog::folder() const { return m_folder->text(); }
+
+bool ExportDialog::pageMarkers() const { return m_pageMarkers->isChecked(); }
 
 QStringList ExportDialog::formats() const {
     QStringList out;

@@ -18,9 +18,11 @@ public:
     ExportDialog(Settings& settings, const QString& folder, QWidget* parent = nullptr);
     QString folder() const;
     QStringList formats() const;
+    bool pageMarkers() const;
 
 private:
     QLineEdit* m_folder;
+    QCheckBox* m_pageMarkers;
     QMap<QString, QCheckBox*> m_boxes;
 };
 

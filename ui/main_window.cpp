@@ -758,7 +758,7 @@ void MainWindow::onRunFinished(bool ok, bool cancelled, const QString& message) 
     emit runFinished(ok);
 }
 
-bool MainWindow::exportBook(const QString& dir, const QStringList& formats) {
+bool MainWindow::exportBook(const QString& dir, const QStringList& formats, bool pageMarkers) {
     if (!m_store) return false;
     m_editor->flush();
     auto fmts = parseExportFormats(formats.join(',').toStdString());
@@ -767,6 +767,7 @@ bool MainWindow::exportBook(const QString& dir, const QStringList& formats) {
         return false;
     }
     m_settings->setExportFormats(formats);
+    m_settings->setExportPageMarkers(pageMarkers);
     QProgressDialog progress(tr("Exporting the book…"), tr("Cancel"), 0, int(fmts->size()), this);
     progress.setWindowModality(Qt::WindowModal);
     progress.setMinimumDuration(300);
@@ -774,13 +775,14 @@ bool MainWindow::exportBook(const QString& dir, const QStringList& formats) {
     connect(&progress, &QProgressDialog::canceled, this, [cancel] { *cancel = true; });
     const std::string path = m_store->path().string();
     const auto formatsList = *fmts;
-    QFuture<Status> future = QtConcurrent::run([path, dir, formatsList, cancel, &progress]() -> Status {
+    QFuture<Status> future = QtConcurrent::run([path, dir, formatsList, pageMarkers, cancel, &progress]() -> Status {
         // The export thread has its own connection to the project.
         auto store = ProjectStore::open(path, ProjectStore::Mode::OpenExisting);
         if (!store) return store.status();
         ExportOptions opt;
         opt.outDir = dir.toStdString();
         opt.formats = formatsList;
+        opt.pageMarkers = pageMarkers;
         opt.cancel = cancel.get();
         opt.onProgress = [&progress](int done, int, const std::string&) {
             QMetaObject::invokeMethod(&progress, [&progress, done] { progress.setValue(done); });
@@ -837,7 +839,7 @@ void MainWindow::showExportDialog() {
     // Beside the project, in a folder named after it (not the home folder, nor another project's).
     const QFileInfo project(projectPath());
     ExportDialog dlg(*m_settings, project.absoluteDir().filePath(project.completeBaseName() + " export"), this);
-    if (dlg.exec() == QDialog::Accepted) exportBook(dlg.folder(), dlg.formats());
+    if (dlg.exec() == QDialog::Accepted) exportBook(dlg.folder(), dlg.formats(), dlg.pageMarkers());
 }
 
 void MainWindow::showSettingsDialog() {

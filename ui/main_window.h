@@ -47,7 +47,7 @@ public:
     void setPaused(bool paused);
     void cancelRun();
     bool isRunning() const { return m_running; }
-    bool exportBook(const QString& dir, const QStringList& formats);
+    bool exportBook(const QString& dir, const QStringList& formats, bool pageMarkers = false);
 
     void goToRow(int row);  // row of the page list (unfiltered)
     bool nextFlagged();

@@ -56,6 +56,8 @@ QStringList Settings::exportFormats() const {
     return m_s.value("export/formats", QStringList{"docx", "md"}).toStringList();
 }
 void Settings::setExportFormats(const QStringList& v) { m_s.setValue("export/formats", v); }
+bool Settings::exportPageMarkers() const { return m_s.value("export/pageMarkers", false).toBool(); }
+void Settings::setExportPageMarkers(bool v) { m_s.setValue("export/pageMarkers", v); }
 
 QByteArray Settings::windowGeometry() const { return m_s.value("window/geometry").toByteArray(); }
 void Settings::setWindowGeometry(const QByteArray& v) { m_s.setValue("window/geometry", v); }

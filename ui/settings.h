@@ -47,6 +47,8 @@ public:
     void setLastOpenDir(const QString& v);
     QStringList exportFormats() const;
     void setExportFormats(const QStringList& v);
+    bool exportPageMarkers() const;
+    void setExportPageMarkers(bool v);
 
     QByteArray windowGeometry() const;
     void setWindowGeometry(const QByteArray& v);

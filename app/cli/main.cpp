@@ -52,11 +52,13 @@ const char* kUsageText =
     "            [--reader-model DIR (default: $QUIRE_READER_MODEL, else the installed reader)] [--device cpu|cuda]\n"
     "            [--gpu-memory MIB] [--threads N] [--dpi 300] [--pdf-text recognize|keep] [--split none|auto]\n"
     "            [--no-deskew] [--no-normalize] [--no-orient] [--no-invert] [--binarize] [--flag-below 80] [--retry-failed]\n"
-    "            [--export md,docx,txt,hocr,alto,page,pdf --out DIR] [--json]\n"
+    "            [--export md,docx,txt,hocr,alto,page,pdf --out DIR [--page-markers]] [--json]\n"
     "      Adds the inputs (PDF, TIFF, PNG/JPEG/BMP images, folders of page images) to the project and\n"
     "      transcribes every page not yet done. Without inputs it resumes the project's queued pages.\n"
     "      --gpu-memory: the most GPU memory the reader's decoder takes (short of it: smaller gate budgets, then the CPU).\n"
-    "  quire-cli export --project P.quire --format md,docx,... --out DIR [--name book]\n"
+    "  quire-cli export --project P.quire --format md,docx,... --out DIR [--name book] [--page-markers]\n"
+    "      --page-markers: [p. 12] where each page begins in DOCX, Markdown and text (the printed number\n"
+    "      where the book shows one, else [scan N]), so passages can be cited.\n"
     "  quire-cli status --project P.quire [--json] [--pages]\n"
     "      --pages: a line for each page (with --json, each page's text too).\n"
     "  quire-cli correct --project P.quire --page N (--text-file F | --text T)\n"
@@ -127,13 +129,14 @@ Result<std::unique_ptr<ProjectStore>> openProject(const cli::Args& args, Project
 }
 
 int doExport(ProjectStore& store, const std::string& formats, const std::string& out, const std::string& name,
-             bool json) {
+             bool pageMarkers, bool json) {
     auto fmts = parseExportFormats(formats);
     if (!fmts) return fail(kUsage, fmts.status().message());
     ExportOptions opt;
     opt.outDir = out;
     opt.baseName = name;
     opt.formats = *fmts;
+    opt.pageMarkers = pageMarkers;
     opt.cancel = &g_cancel;
     opt.onProgress = [&](int done, int total, const std::string& what) {
         if (!json && what != "done") spdlog::info("export {}/{}: {}", done + 1, total, what);
@@ -352,7 +355,8 @@ int cmdTranscribe(const cli::Args& args) {
     }
     if (s.cancelled) return kInternal;
     if (exportFormats) {
-        const int rc = doExport(**store, *exportFormats, *args.value("out"), args.value("name", "book"), json);
+        const int rc = doExport(**store, *exportFormats, *args.value("out"), args.value("name", "book"),
+                                args.has("page-markers"), json);
         if (rc != kOk) return rc;
     }
     // The exit code describes this run's pages; pages that failed in earlier runs are the
@@ -367,7 +371,7 @@ int cmdExport(const cli::Args& args) {
     auto formats = args.value("format");
     auto out = args.value("out");
     if (!formats || !out) return fail(kUsage, "export needs --format FORMATS and --out DIR");
-    return doExport(**store, *formats, *out, args.value("name", "book"), args.has("json"));
+    return doExport(**store, *formats, *out, args.value("name", "book"), args.has("page-markers"), args.has("json"));
 }
 
 int cmdStatus(const cli::Args& args) {
@@ -754,8 +758,8 @@ int main(int argc, char** argv) {
         {"transcribe",
          {{"project", "lang", "engine", "reader-model", "device", "gpu-memory", "threads", "dpi", "pdf-text", "split", "flag-below",
            "export", "out", "name"},
-          {"json", "no-deskew", "no-normalize", "no-orient", "no-invert", "binarize", "retry-failed"}}},
-        {"export", {{"project", "format", "out", "name"}, {"json"}}},
+          {"json", "no-deskew", "no-normalize", "no-orient", "no-invert", "binarize", "retry-failed", "page-markers"}}},
+        {"export", {{"project", "format", "out", "name"}, {"json", "page-markers"}}},
         {"status", {{"project"}, {"json", "pages"}}},
         {"correct", {{"project", "page", "text-file", "text"}, {}}},
         {"pages", {{"project", "retry", "skip"}, {}}},

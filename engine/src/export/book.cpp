@@ -173,13 +173,14 @@ bool endsWithHyphen(const std::string& s) {
     return hyphen && t[t.size() - 2].isLetter();
 }
 
-std::string joinLines(const std::vector<std::string>& lines, const LineEndHyphen* hyphens) {
+std::string joinLines(const std::vector<std::string>& lines, const LineEndHyphen* hyphens, std::vector<size_t>* starts) {
     static const QRegularExpression lastWord(QStringLiteral("([\\p{L}']+)\\W$")), firstWord(QStringLiteral("^([\\p{L}']+)"));
     QString out;
     for (size_t i = 0; i < lines.size(); ++i) {
         QString line = q(lines[i]).trimmed();
         if (i == 0) {
             out = line;
+            if (starts) starts->push_back(0);
             continue;
         }
         if (endsWithHyphen(out.toStdString())) {
@@ -192,13 +193,39 @@ std::string joinLines(const std::vector<std::string>& lines, const LineEndHyphen
                 if (a.hasMatch() && b.hasMatch()) oneWord = hyphens->isOneWord(a.captured(1), b.captured(1));
             }
             if (oneWord) out.chop(1);
+            // The line starts inside a word: its place is after that word.
+            const qsizetype wordEnd = line.indexOf(' ');
+            if (starts) starts->push_back(size_t((out + line.left(wordEnd < 0 ? line.size() : wordEnd)).toUtf8().size()));
             out += line;
         } else {
             out += ' ';
+            if (starts) starts->push_back(size_t(out.toUtf8().size()));
             out += line;
         }
     }
     return out.toStdString();
+}
+
+std::string pageCitation(const Book& book, int page) {
+    if (page >= 0 && size_t(page) < book.furniture.size() && !book.furniture[size_t(page)].pageNumber.empty())
+        return "p. " + book.furniture[size_t(page)].pageNumber;
+    return "scan " + std::to_string(page + 1);
+}
+
+std::string withPageMarks(const Book& book, const BookParagraph& p, const std::function<std::string(const std::string&)>& mark) {
+    std::string out;
+    size_t done = 0;
+    for (const auto& s : p.pageStarts) {
+        const size_t at = std::min(s.offset, p.text.size());
+        out += p.text.substr(done, at - done);
+        // A mark inside the text stands apart from the words: "… the [p. 12] hyphenated word".
+        const std::string m = mark(pageCitation(book, s.page));
+        if (at > 0 && out.back() != ' ') out += ' ';
+        out += m;
+        if (at < p.text.size() && p.text[at] != ' ') out += ' ';
+        done = at;
+    }
+    return out + p.text.substr(done);
 }
 
 Book assembleBook(const std::vector<BookPageInput>& pages, const Dictionary* dictionary) {
@@ -260,20 +287,41 @@ Book assembleBook(const std::vector<BookPageInput>& pages, const Dictionary* dic
         return hs[hs.size() / 2] > 0 ? double(mine) / hs[hs.size() / 2] : 1.0;
     };
     std::vector<std::string> pendingLines;  // paragraph under construction (may span pages)
+    std::vector<std::vector<int>> pendingStarts;  // per pending line: the pages whose body it begins
     int pendingFirst = 0;
+    // A paragraph from `lines`; `marks[k]` lists the pages whose body begins with line k. Pages with
+    // no body text (blank, furniture only) are marked with the next page that has some.
+    std::vector<int> unmarked;
+    auto paragraph = [&](const std::vector<std::string>& lines, const std::vector<std::vector<int>>& marks, int level,
+                         int first, int last) {
+        BookParagraph bp{{}, level, first, last, {}};
+        std::vector<size_t> starts;
+        bp.text = joinLines(lines, &hyphens, &starts);
+        for (size_t k = 0; k < marks.size() && k < starts.size(); ++k)
+            for (int page : marks[k]) bp.pageStarts.push_back({starts[k], page});
+        book.paragraphs.push_back(std::move(bp));
+    };
     auto flush = [&](int lastPage) {
         if (pendingLines.empty()) return;
-        book.paragraphs.push_back({joinLines(pendingLines, &hyphens), 0, pendingFirst, lastPage});
+        paragraph(pendingLines, pendingStarts, 0, pendingFirst, lastPage);
         pendingLines.clear();
+        pendingStarts.clear();
     };
     int lastPage = 0;
     for (size_t i = 0; i < n; ++i) {
+        if (paras[i].empty()) unmarked.push_back(int(i));
         for (size_t p = 0; p < paras[i].size(); ++p) {
             const auto& para = paras[i][p];
+            std::vector<std::vector<int>> marks(para.size());
+            if (p == 0) {
+                marks[0] = std::move(unmarked);
+                unmarked.clear();
+                marks[0].push_back(int(i));
+            }
             int level = 0;
             if (looksLikeHeading(para, heightRatio(i, para[0]), &level)) {
                 flush(lastPage);
-                book.paragraphs.push_back({joinLines(para, &hyphens), level, int(i), int(i)});
+                paragraph(para, marks, level, int(i), int(i));
                 lastPage = int(i);
                 continue;
             }
@@ -290,6 +338,7 @@ Book assembleBook(const std::vector<BookPageInput>& pages, const Dictionary* dic
                 pendingFirst = int(i);
             }
             pendingLines.insert(pendingLines.end(), para.begin(), para.end());
+            pendingStarts.insert(pendingStarts.end(), marks.begin(), marks.end());
             lastPage = int(i);
         }
     }

@@ -58,21 +58,26 @@ std::string escapeMarkdown(const std::string& s) {
 
 }  // namespace
 
-std::string toMarkdown(const Book& book) {
+namespace {
+std::string bracketed(const std::string& citation) { return "[" + citation + "]"; }
+}  // namespace
+
+std::string toMarkdown(const Book& book, bool pageMarkers) {
     std::string out;
     for (const auto& p : book.paragraphs) {
         if (!out.empty()) out += "\n";
         if (p.headingLevel > 0) out += std::string(size_t(p.headingLevel), '#') + " ";
-        out += escapeMarkdown(p.text) + "\n";
+        // The brackets come out escaped ("\[p. 12\]"): literal text, never a link.
+        out += escapeMarkdown(pageMarkers ? withPageMarks(book, p, bracketed) : p.text) + "\n";
     }
     return out;
 }
 
-std::string toPlainText(const Book& book) {
+std::string toPlainText(const Book& book, bool pageMarkers) {
     std::string out;
     for (const auto& p : book.paragraphs) {
         if (!out.empty()) out += "\n";
-        out += p.text + "\n";
+        out += (pageMarkers ? withPageMarks(book, p, bracketed) : p.text) + "\n";
     }
     return out;
 }
@@ -124,7 +129,7 @@ bool writeEntry(QuaZip& zip, const char* name, const std::string& data) {
 
 }  // namespace
 
-Status writeDocx(const Book& book, const std::string& title, const std::filesystem::path& file) {
+Status writeDocx(const Book& book, const std::string& title, const std::filesystem::path& file, bool pageMarkers) {
     std::string body;
     body.reserve(book.paragraphs.size() * 400);
     bool first = true;
@@ -133,7 +138,25 @@ Status writeDocx(const Book& book, const std::string& title, const std::filesyst
         if (p.headingLevel > 0) body += "<w:pPr><w:pStyle w:val=\"Heading" + std::to_string(p.headingLevel) + "\"/></w:pPr>";
         // Chapters start on a new page, as in the printed book.
         if (p.headingLevel == 1 && !first) body += "<w:r><w:br w:type=\"page\"/></w:r>";
-        body += "<w:r><w:t xml:space=\"preserve\">" + xmlEscape(p.text) + "</w:t></w:r></w:p>\n";
+        if (!pageMarkers || p.pageStarts.empty()) {
+            body += "<w:r><w:t xml:space=\"preserve\">" + xmlEscape(p.text) + "</w:t></w:r></w:p>\n";
+        } else {
+            // Each mark a run of its own, in grey, between the runs of the text around it.
+            const std::string marked = withPageMarks(book, p, [](const std::string& c) { return "\x01[" + c + "]\x02"; });
+            size_t at = 0;
+            while (at < marked.size()) {
+                const size_t open = marked.find('\x01', at);
+                const size_t end = open == std::string::npos ? marked.size() : open;
+                if (end > at) body += "<w:r><w:t xml:space=\"preserve\">" + xmlEscape(marked.substr(at, end - at)) + "</w:t></w:r>";
+                if (open == std::string::npos) break;
+                const size_t close = marked.find('\x02', open);
+                if (close == std::string::npos) break;  // a stray control character in the text itself
+                body += "<w:r><w:rPr><w:color w:val=\"808080\"/></w:rPr><w:t xml:space=\"preserve\">" +
+                        xmlEscape(marked.substr(open + 1, close - open - 1)) + "</w:t></w:r>";
+                at = close + 1;
+            }
+            body += "</w:p>\n";
+        }
         first = false;
     }
     const std::string document =

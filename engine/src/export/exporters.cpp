@@ -146,15 +146,15 @@ Result<std::vector<fs::path>> exportProject(ProjectStore& store, const ExportOpt
         switch (f) {
             case ExportFormat::Markdown:
                 target = base.string() + ".md";
-                s = writeText(target, toMarkdown(book));
+                s = writeText(target, toMarkdown(book, options.pageMarkers));
                 break;
             case ExportFormat::Text:
                 target = base.string() + ".txt";
-                s = writeText(target, toPlainText(book));
+                s = writeText(target, toPlainText(book, options.pageMarkers));
                 break;
             case ExportFormat::Docx:
                 target = base.string() + ".docx";
-                s = writeAtomically(target, [&](const fs::path& tmp) { return writeDocx(book, title, tmp); });
+                s = writeAtomically(target, [&](const fs::path& tmp) { return writeDocx(book, title, tmp, options.pageMarkers); });
                 break;
             case ExportFormat::Hocr:
                 target = base.string() + ".hocr";

@@ -3,6 +3,7 @@
 // page breaks. Works on the effective text (corrections win over engine text).
 #pragma once
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -18,11 +19,19 @@ struct BookPageInput {
     PageText layout;   // engine layout (may be empty); used for line heights
 };
 
+// Where a page's body text begins inside a paragraph (a page break; after the word when a word
+// runs across it), for page markers.
+struct PageStart {
+    size_t offset = 0;  // byte offset into the paragraph's text
+    int page = 0;       // index into the input pages
+};
+
 struct BookParagraph {
     std::string text;
     int headingLevel = 0;  // 0 body, 1 chapter-like, 2 minor heading
     int firstPage = 0;     // index into the input pages
     int lastPage = 0;
+    std::vector<PageStart> pageStarts;  // pages whose body begins in this paragraph, in order
 };
 
 struct PageFurniture {
@@ -38,7 +47,16 @@ bool endsWithHyphen(const std::string& s);
 // Lines joined by spaces; a word hyphenated at a line end is joined without the hyphen when
 // `hyphens` judges it one word (without a judge: when the next line starts in lower case); a soft
 // hyphen always goes; before a capital the hyphen stays ("Anglo-/Saxon").
-std::string joinLines(const std::vector<std::string>& lines, const LineEndHyphen* hyphens = nullptr);
+// `starts`, when given, receives where each line begins in the result (for a word joined across
+// the break: after that word).
+std::string joinLines(const std::vector<std::string>& lines, const LineEndHyphen* hyphens = nullptr,
+                      std::vector<size_t>* starts = nullptr);
+
+// How a page is cited: "p. 12" with the number printed on it (running head or folio), else
+// "scan 13", its place in the volume.
+std::string pageCitation(const Book& book, int page);
+// The paragraph's text with `mark(citation)` inserted where each of its pages begins.
+std::string withPageMarks(const Book& book, const BookParagraph& p, const std::function<std::string(const std::string&)>& mark);
 
 // `dictionary` (optional) helps judge line-end hyphens, with the book's own vocabulary.
 Book assembleBook(const std::vector<BookPageInput>& pages, const Dictionary* dictionary = nullptr);

@@ -23,6 +23,9 @@ struct ExportOptions {
     std::string baseName = "book";
     std::string title;  // document title in DOCX, hOCR and PDF metadata; defaults to the project's name
     std::vector<ExportFormat> formats;
+    // "[p. 12]" (or "[scan 13]" where no printed number was found) where each page begins, in
+    // DOCX, Markdown and text, so a passage can be cited by the page of the printed book.
+    bool pageMarkers = false;
     std::filesystem::path dictionaryDir = "/usr/share/hunspell";  // hunspell dictionaries, for line-end hyphens
     std::function<void(int done, int total, const std::string& what)> onProgress;
     const std::atomic<bool>* cancel = nullptr;
@@ -33,9 +36,9 @@ struct ExportOptions {
 Result<std::vector<std::filesystem::path>> exportProject(ProjectStore& store, const ExportOptions& options);
 
 // Individual writers (used by exportProject; exposed for the tests and the fuzz targets).
-std::string toMarkdown(const Book& book);
-std::string toPlainText(const Book& book);
-Status writeDocx(const Book& book, const std::string& title, const std::filesystem::path& file);
+std::string toMarkdown(const Book& book, bool pageMarkers = false);
+std::string toPlainText(const Book& book, bool pageMarkers = false);
+Status writeDocx(const Book& book, const std::string& title, const std::filesystem::path& file, bool pageMarkers = false);
 std::string toHocr(const std::vector<BookPageInput>& pages, const std::string& title);
 std::string toAlto(const BookPageInput& page, int pageNumber, const BookPageInput* next);
 std::string toPageXml(const BookPageInput& page);
