@@ -51,7 +51,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     const quire::BookPageInput next = page;
     requireWellFormed(quire::toAlto(page, 1, &next));
     requireWellFormed(quire::toPageXml(page));
-    requireWellFormed(quire::toHocr({page, next}, text));
+    requireWellFormed(quire::toHocr({page, next}, {text, text, text}));
     const quire::Book book = quire::assembleBook({page, next});
     (void)quire::toMarkdown(book);
     // Page marks land inside the paragraphs' text: every offset must be within it.

@@ -5,6 +5,7 @@
 #include <QJsonDocument>
 #include <QJsonObject>
 #include <QProcess>
+#include <QRegularExpression>
 #include <QThread>
 #include <QStandardPaths>
 #include <QTemporaryDir>
@@ -381,6 +382,27 @@ private slots:
         QVERIFY2(r.exitCode == 2 && r.err.contains("is not valid"), qPrintable(r.err));
         QCOMPARE(runCli({"find", "--project", m_project}).exitCode, 2);
         QCOMPARE(status(m_project).value("integrity").toString(), QString("ok"));
+    }
+
+    // Title, author and language go into the DOCX's core properties and the PDF's information.
+    void propertiesReachTheExports() {
+        auto r = runCli({"properties", "--project", m_project, "--title", "A Tale of Two Tests", "--author", "Q. Archivist"});
+        QVERIFY2(r.exitCode == 0 && r.out.contains("title: A Tale of Two Tests") && r.out.contains("language: (not set"),
+                 qPrintable(r.out + r.err));
+        const QString out = m_dir.filePath("props");
+        r = runCli({"export", "--project", m_project, "--format", "docx,pdf", "--out", out});
+        QVERIFY2(r.exitCode == 0, qPrintable(r.err));
+        const auto core = runProgram("python3", {"-c", "import sys, zipfile; print(zipfile.ZipFile(sys.argv[1]).read('docProps/core.xml').decode())",
+                                                 out + "/book.docx"});
+        QVERIFY2(core.out.contains("<dc:title>A Tale of Two Tests</dc:title><dc:creator>Q. Archivist</dc:creator>"
+                                   "<dc:language>en</dc:language>"),
+                 qPrintable(core.out));
+        const auto info = runProgram("pdfinfo", {out + "/book.pdf"});
+        QVERIFY2(info.out.contains(QRegularExpression("Title: +A Tale of Two Tests\n")) &&
+                     info.out.contains(QRegularExpression("Author: +Q. Archivist\n")),
+                 qPrintable(info.out));
+        r = runCli({"properties", "--project", m_project, "--json"});
+        QCOMPARE(QJsonDocument::fromJson(r.out.toUtf8()).object().value("author").toString(), QString("Q. Archivist"));
     }
 
     void exportWithPageMarkers() {

@@ -293,6 +293,33 @@ private slots:
         QCOMPARE(offered, m_dir.filePath("beside export") + " (page markers offered)");
     }
 
+    // File > Project Properties: the fields typed are stored in the project.
+    void propertiesDialogStoresTheBooksData() {
+        const QString project = queuedProject("props", 1);
+        QVERIFY(!project.isEmpty());
+        MainWindow w;
+        w.show();
+        QVERIFY(w.openProject(project));
+        QAction* props = w.findChild<QAction*>("propertiesAction");
+        QVERIFY(props && props->isEnabled());
+        QString placeholder;
+        QTimer::singleShot(0, &w, [&] {
+            QTRY_VERIFY(qobject_cast<QDialog*>(QApplication::activeModalWidget()));
+            auto* dialog = qobject_cast<QDialog*>(QApplication::activeModalWidget());
+            placeholder = dialog->findChild<QLineEdit*>("title")->placeholderText();
+            QTest::keyClicks(dialog->findChild<QLineEdit*>("title"), "Colonial Florida");
+            QTest::keyClicks(dialog->findChild<QLineEdit*>("author"), "  A. Historian ");
+            dialog->accept();
+        });
+        props->trigger();
+        QCOMPARE(placeholder, QString("props"));  // the title used while none is set
+        const auto p = loadProperties(*w.store());
+        QVERIFY(p);
+        QCOMPARE(p->title, std::string("Colonial Florida"));
+        QCOMPARE(p->author, std::string("A. Historian"));
+        QVERIFY(p->language.empty());
+    }
+
     // The page list's context menu skips a queued page and reads a failed one again, in the project.
     void pageMenuSkipsAndRetries() {
         const QString project = queuedProject("menu", 3);

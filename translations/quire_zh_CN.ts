@@ -554,6 +554,14 @@
         <source>“%1” added to the project&apos;s dictionary</source>
         <translation>已将“%1”加入项目词典</translation>
     </message>
+    <message>
+        <source>Project &amp;Properties…</source>
+        <translation>项目属性(&amp;P)…</translation>
+    </message>
+    <message>
+        <source>The properties could not be saved: %1</source>
+        <translation>无法保存属性：%1</translation>
+    </message>
 </context>
 <context>
     <name>quire::ui::PageEditor</name>
@@ -610,6 +618,33 @@
     <message>
         <source>Flagged: %1</source>
         <translation>已标记：%1</translation>
+    </message>
+</context>
+<context>
+    <name>quire::ui::PropertiesDialog</name>
+    <message>
+        <source>Project Properties</source>
+        <translation>项目属性</translation>
+    </message>
+    <message>
+        <source>A BCP 47 tag such as en, de or zh-Hans; empty: the language the pages were read in</source>
+        <translation>BCP 47 语言标记，如 en、de 或 zh-Hans；留空则使用识别页面时的语言</translation>
+    </message>
+    <message>
+        <source>&amp;Title:</source>
+        <translation>标题(&amp;T)：</translation>
+    </message>
+    <message>
+        <source>&amp;Author:</source>
+        <translation>作者(&amp;A)：</translation>
+    </message>
+    <message>
+        <source>&amp;Language:</source>
+        <translation>语言(&amp;L)：</translation>
+    </message>
+    <message>
+        <source>Written into the metadata of every export (DOCX, searchable PDF, hOCR).</source>
+        <translation>写入每次导出的元数据（DOCX、可搜索 PDF、hOCR）。</translation>
     </message>
 </context>
 <context>

@@ -29,6 +29,7 @@
 
 #include "export_dialog.h"
 #include "find_panel.h"
+#include "properties_dialog.h"
 #include "page_editor.h"
 #include "page_list_delegate.h"
 #include "page_list_model.h"
@@ -279,6 +280,9 @@ void MainWindow::buildActions() {
     m_exportAct = file->addAction(QIcon::fromTheme("document-export"), tr("&Export Book…"), this,
                                   &MainWindow::showExportDialog);
     m_exportAct->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_E));
+    m_propertiesAct = file->addAction(QIcon::fromTheme("document-properties"), tr("Project &Properties…"), this,
+                                      &MainWindow::showPropertiesDialog);
+    m_propertiesAct->setObjectName("propertiesAction");
     file->addSeparator();
     QAction* quit = file->addAction(QIcon::fromTheme("application-exit"), tr("&Quit"), this, &QWidget::close);
     quit->setShortcut(QKeySequence::Quit);
@@ -386,6 +390,7 @@ void MainWindow::updateActions() {
     m_cancelAct->setEnabled(m_running);
     m_progress->setVisible(m_running);
     m_exportAct->setEnabled(open);
+    m_propertiesAct->setEnabled(open && !m_store->readOnly());
     m_proofAct->setEnabled(open && m_currentRow >= 0);
 }
 
@@ -833,6 +838,31 @@ void MainWindow::chooseOpenProject() {
     if (p.isEmpty()) return;
     m_settings->setLastOpenDir(QFileInfo(p).absolutePath());
     openProject(p);
+}
+
+bool MainWindow::setProperties(const ProjectProperties& properties) {
+    if (!m_store) return false;
+    if (Status s = saveProperties(*m_store, properties); !s) {
+        showError(tr("The properties could not be saved: %1").arg(QString::fromStdString(s.message())));
+        return false;
+    }
+    return true;
+}
+
+void MainWindow::showPropertiesDialog() {
+    if (!m_store) return;
+    auto current = loadProperties(*m_store);
+    if (!current) {
+        showError(QString::fromStdString(current.status().message()));
+        return;
+    }
+    QString languages = m_settings->languages();
+    if (auto run = m_store->lastRun(); run && run->has_value()) {
+        const QString used = QJsonDocument::fromJson(QByteArray::fromStdString((*run)->params)).object().value("languages").toString();
+        if (!used.isEmpty()) languages = used;
+    }
+    PropertiesDialog dlg(*current, QFileInfo(projectPath()).completeBaseName(), languages, this);
+    if (dlg.exec() == QDialog::Accepted) setProperties(dlg.properties());
 }
 
 void MainWindow::showExportDialog() {

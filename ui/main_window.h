@@ -11,6 +11,7 @@
 
 #include <memory>
 
+#include "quire/store/project_properties.h"
 #include "quire/store/project_store.h"
 #include "transcription_worker.h"
 
@@ -48,6 +49,7 @@ public:
     void cancelRun();
     bool isRunning() const { return m_running; }
     bool exportBook(const QString& dir, const QStringList& formats, bool pageMarkers = false);
+    bool setProperties(const ProjectProperties& properties);  // title, author, language of the book
 
     void goToRow(int row);  // row of the page list (unfiltered)
     bool nextFlagged();
@@ -101,6 +103,7 @@ private:
     void chooseNewProjectFromFolder();
     void chooseOpenProject();
     void showExportDialog();
+    void showPropertiesDialog();
     void showSettingsDialog();
 
     std::unique_ptr<Settings> m_settings;
@@ -120,6 +123,7 @@ private:
     QProgressBar* m_progress = nullptr;
     QLabel* m_progressLabel = nullptr;
     QMenu* m_recentMenu = nullptr;
+    QAction* m_propertiesAct = nullptr;
     QAction *m_startAct = nullptr, *m_pauseAct = nullptr, *m_cancelAct = nullptr, *m_exportAct = nullptr,
             *m_proofAct = nullptr;
 

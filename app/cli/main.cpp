@@ -34,6 +34,7 @@
 #include "quire/preprocess/preprocess.h"
 #include "quire/store/book_search.h"
 #include "quire/store/project_backups.h"
+#include "quire/store/project_properties.h"
 #include "quire/pipeline/transcriber.h"
 
 namespace fs = std::filesystem;
@@ -62,6 +63,8 @@ const char* kUsageText =
     "  quire-cli status --project P.quire [--json] [--pages]\n"
     "      --pages: a line for each page (with --json, each page's text too).\n"
     "  quire-cli correct --project P.quire --page N (--text-file F | --text T)\n"
+    "  quire-cli properties --project P.quire [--title T] [--author A] [--language BCP47] [--json]\n"
+    "      The book's title, author and language, written into the exports' metadata; the options set them.\n"
     "  quire-cli find --project P.quire (--text T | --regex R) [--whole-word] [--match-case] [--replace S] [--json]\n"
     "      Every hit in the book's text (corrections included): page, line and the line around it.\n"
     "      --replace: each changed page gets a correction (with --regex, \\1..\\9 are the groups).\n"
@@ -480,6 +483,29 @@ int cmdCorrect(const cli::Args& args) {
     return kOk;
 }
 
+int cmdProperties(const cli::Args& args) {
+    const bool change = args.has("title") || args.has("author") || args.has("language");
+    auto store = openProject(args, change ? ProjectStore::Mode::OpenExisting : ProjectStore::Mode::ReadOnly);
+    if (!store) return fail(exitFor(store.status()), store.status().message());
+    auto p = loadProperties(**store);
+    if (!p) return fail(kInternal, p.status().message());
+    if (auto v = args.value("title")) p->title = *v;
+    if (auto v = args.value("author")) p->author = *v;
+    if (auto v = args.value("language")) p->language = *v;
+    if (change)
+        if (Status s = saveProperties(**store, *p); !s) return fail(exitFor(s), s.message());
+    if (args.has("json")) {
+        printJson({{"title", QString::fromStdString(p->title)}, {"author", QString::fromStdString(p->author)},
+                   {"language", QString::fromStdString(p->language)}});
+        return kOk;
+    }
+    auto shown = [](const std::string& v, const char* unset) { return v.empty() ? std::string(unset) : v; };
+    std::cout << "title: " << shown(p->title, "(not set: exports use the project's name)") << "\n"
+              << "author: " << shown(p->author, "(not set)") << "\n"
+              << "language: " << shown(p->language, "(not set: exports use the languages it was read in)") << "\n";
+    return kOk;
+}
+
 int cmdFind(const cli::Args& args) {
     SearchQuery query;
     if (args.has("text") == args.has("regex")) return fail(kUsage, "find needs one of --text T or --regex R");
@@ -764,6 +790,7 @@ int main(int argc, char** argv) {
         {"correct", {{"project", "page", "text-file", "text"}, {}}},
         {"pages", {{"project", "retry", "skip"}, {}}},
         {"find", {{"project", "text", "regex", "replace"}, {"whole-word", "match-case", "json"}}},
+        {"properties", {{"project", "title", "author", "language"}, {"json"}}},
         {"restore", {{"project", "from"}, {}}},
         {"devices", {{}, {}}},
         {"features", {{"out", "dpi", "lang"}, {"json"}}},
@@ -807,6 +834,7 @@ int main(int argc, char** argv) {
         if (cmd == "correct") return cmdCorrect(args);
         if (cmd == "pages") return cmdPages(args);
         if (cmd == "find") return cmdFind(args);
+        if (cmd == "properties") return cmdProperties(args);
         if (cmd == "restore") return cmdRestore(args);
         if (cmd == "features") return cmdFeatures(args);
         return cmdDevices();

@@ -269,7 +269,7 @@ void addFontResource(QPDFObjectHandle page, QPDFObjectHandle font) {
 
 }  // namespace
 
-Status writeSearchablePdf(const std::vector<BookPageInput>& pages, const fs::path& file, const std::string& title,
+Status writeSearchablePdf(const std::vector<BookPageInput>& pages, const fs::path& file, const DocumentInfo& docInfo,
                           const std::function<void(int, int)>& progress, const std::atomic<bool>* cancel) {
     const fs::path fontPath = findGlyphlessFont();
     if (fontPath.empty())
@@ -367,7 +367,8 @@ Status writeSearchablePdf(const std::vector<BookPageInput>& pages, const fs::pat
         }
         // The document information a catalogue or a PDF reader shows.
         QPDFObjectHandle info = pdf.makeIndirectObject(QPDFObjectHandle::newDictionary());
-        if (!title.empty()) info.replaceKey("/Title", QPDFObjectHandle::newUnicodeString(title));
+        if (!docInfo.title.empty()) info.replaceKey("/Title", QPDFObjectHandle::newUnicodeString(docInfo.title));
+        if (!docInfo.author.empty()) info.replaceKey("/Author", QPDFObjectHandle::newUnicodeString(docInfo.author));
         info.replaceKey("/Producer", QPDFObjectHandle::newUnicodeString("Quire " QUIRE_VERSION_STRING));
         info.replaceKey("/Creator", QPDFObjectHandle::newUnicodeString("Quire " QUIRE_VERSION_STRING " (OCR text layer)"));
         const std::string now =
@@ -375,6 +376,8 @@ Status writeSearchablePdf(const std::vector<BookPageInput>& pages, const fs::pat
         info.replaceKey("/CreationDate", QPDFObjectHandle::newString(now));
         info.replaceKey("/ModDate", QPDFObjectHandle::newString(now));
         pdf.getTrailer().replaceKey("/Info", info);
+        // The text's language, for screen readers and text extraction.
+        if (!docInfo.language.empty()) pdf.getRoot().replaceKey("/Lang", QPDFObjectHandle::newUnicodeString(docInfo.language));
         QPDFWriter writer(pdf, file.c_str());
         // Filtered streams (scans, the source PDF's pages) are copied byte for byte; only our own
         // unfiltered streams (text layer, re-encoded pixels) get compressed.

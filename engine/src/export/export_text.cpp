@@ -129,7 +129,7 @@ bool writeEntry(QuaZip& zip, const char* name, const std::string& data) {
 
 }  // namespace
 
-Status writeDocx(const Book& book, const std::string& title, const std::filesystem::path& file, bool pageMarkers) {
+Status writeDocx(const Book& book, const DocumentInfo& info, const std::filesystem::path& file, bool pageMarkers) {
     std::string body;
     body.reserve(book.paragraphs.size() * 400);
     bool first = true;
@@ -169,8 +169,10 @@ Status writeDocx(const Book& book, const std::string& title, const std::filesyst
         "<?xml version=\"1.0\" encoding=\"UTF-8\" standalone=\"yes\"?>\n"
         "<cp:coreProperties xmlns:cp=\"http://schemas.openxmlformats.org/package/2006/metadata/core-properties\" "
         "xmlns:dc=\"http://purl.org/dc/elements/1.1/\" xmlns:dcterms=\"http://purl.org/dc/terms/\" "
-        "xmlns:xsi=\"http://www.w3.org/2001/XMLSchema-instance\"><dc:title>" + xmlEscape(title) +
-        "</dc:title><dc:creator>Quire</dc:creator><dcterms:created xsi:type=\"dcterms:W3CDTF\">" + now +
+        "xmlns:xsi=\"http://www.w3.org/2001/XMLSchema-instance\"><dc:title>" + xmlEscape(info.title) +
+        "</dc:title>" + (info.author.empty() ? std::string() : "<dc:creator>" + xmlEscape(info.author) + "</dc:creator>") +
+        (info.language.empty() ? std::string() : "<dc:language>" + xmlEscape(info.language) + "</dc:language>") +
+        "<cp:lastModifiedBy>Quire</cp:lastModifiedBy><dcterms:created xsi:type=\"dcterms:W3CDTF\">" + now +
         "</dcterms:created><dcterms:modified xsi:type=\"dcterms:W3CDTF\">" + now +
         "</dcterms:modified></cp:coreProperties>\n";
     const std::string app =

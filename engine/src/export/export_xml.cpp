@@ -68,13 +68,15 @@ Box pageBox(const BookPageInput& in) {
 
 }  // namespace
 
-std::string toHocr(const std::vector<BookPageInput>& pages, const std::string& title) {
+std::string toHocr(const std::vector<BookPageInput>& pages, const DocumentInfo& info) {
+    const std::string lang = xmlEscape(info.language.empty() ? "en" : info.language);
     std::string out =
         "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
         "<!DOCTYPE html PUBLIC \"-//W3C//DTD XHTML 1.0 Transitional//EN\" "
         "\"http://www.w3.org/TR/xhtml1/DTD/xhtml1-transitional.dtd\">\n"
-        "<html xmlns=\"http://www.w3.org/1999/xhtml\" xml:lang=\"en\" lang=\"en\">\n<head>\n<title>" + xmlEscape(title) +
-        "</title>\n<meta http-equiv=\"Content-Type\" content=\"text/html;charset=utf-8\"/>\n"
+        "<html xmlns=\"http://www.w3.org/1999/xhtml\" xml:lang=\"" + lang + "\" lang=\"" + lang + "\">\n<head>\n<title>" +
+        xmlEscape(info.title) + "</title>\n<meta http-equiv=\"Content-Type\" content=\"text/html;charset=utf-8\"/>\n" +
+        (info.author.empty() ? std::string() : "<meta name=\"author\" content=\"" + xmlEscape(info.author) + "\"/>\n") +
         "<meta name=\"ocr-system\" content=\"quire " QUIRE_VERSION_STRING "\"/>\n"
         "<meta name=\"ocr-capabilities\" content=\"ocr_page ocr_carea ocr_par ocr_line ocrx_word ocrp_wconf\"/>\n"
         "</head>\n<body>\n";

@@ -1,5 +1,6 @@
 // exportProject: the formats by name, each written under a temporary name and renamed into place.
 #include "quire/export/exporters.h"
+#include "quire/store/project_properties.h"
 #include "quire/text/dictionary.h"
 
 #include <QString>
@@ -133,7 +134,13 @@ Result<std::vector<fs::path>> exportProject(ProjectStore& store, const ExportOpt
         const auto& f = book.furniture[i];
         p.header = f.header, p.footer = f.footer, p.pageNumber = f.pageNumber;
     }
-    const std::string title = options.title.empty() ? store.path().stem().string() : options.title;
+    auto properties = loadProperties(store);
+    if (!properties) return properties.status();
+    DocumentInfo info{options.title.empty() ? properties->title : options.title,
+                      options.author.empty() ? properties->author : options.author,
+                      options.language.empty() ? properties->language : options.language};
+    if (info.title.empty()) info.title = store.path().stem().string();
+    if (info.language.empty()) info.language = languageTagOf(languages);
     std::vector<fs::path> written;
     const int total = int(options.formats.size());
     int done = 0;
@@ -154,11 +161,11 @@ Result<std::vector<fs::path>> exportProject(ProjectStore& store, const ExportOpt
                 break;
             case ExportFormat::Docx:
                 target = base.string() + ".docx";
-                s = writeAtomically(target, [&](const fs::path& tmp) { return writeDocx(book, title, tmp, options.pageMarkers); });
+                s = writeAtomically(target, [&](const fs::path& tmp) { return writeDocx(book, info, tmp, options.pageMarkers); });
                 break;
             case ExportFormat::Hocr:
                 target = base.string() + ".hocr";
-                s = writeText(target, toHocr(*pages, title));
+                s = writeText(target, toHocr(*pages, info));
                 break;
             case ExportFormat::Alto: {
                 target = base.string() + ".alto";
@@ -180,7 +187,7 @@ Result<std::vector<fs::path>> exportProject(ProjectStore& store, const ExportOpt
             case ExportFormat::Pdf:
                 target = base.string() + ".pdf";
                 s = writeAtomically(target, [&](const fs::path& tmp) {
-                    return writeSearchablePdf(*pages, tmp, title, nullptr, options.cancel);
+                    return writeSearchablePdf(*pages, tmp, info, nullptr, options.cancel);
                 });
                 break;
         }

@@ -21,7 +21,9 @@ Result<std::vector<ExportFormat>> parseExportFormats(const std::string& csv);
 struct ExportOptions {
     std::filesystem::path outDir;
     std::string baseName = "book";
-    std::string title;  // document title in DOCX, hOCR and PDF metadata; defaults to the project's name
+    // Document title, author and language (BCP 47) in DOCX, hOCR and PDF metadata; each defaults to
+    // the project's properties (project_properties.h), the title then to the project file's name.
+    std::string title, author, language;
     std::vector<ExportFormat> formats;
     // "[p. 12]" (or "[scan 13]" where no printed number was found) where each page begins, in
     // DOCX, Markdown and text, so a passage can be cited by the page of the printed book.
@@ -35,15 +37,20 @@ struct ExportOptions {
 // so a failed or cancelled export never leaves a half-written file. Returns the paths written.
 Result<std::vector<std::filesystem::path>> exportProject(ProjectStore& store, const ExportOptions& options);
 
+// The metadata the exports carry.
+struct DocumentInfo {
+    std::string title, author, language;
+};
+
 // Individual writers (used by exportProject; exposed for the tests and the fuzz targets).
 std::string toMarkdown(const Book& book, bool pageMarkers = false);
 std::string toPlainText(const Book& book, bool pageMarkers = false);
-Status writeDocx(const Book& book, const std::string& title, const std::filesystem::path& file, bool pageMarkers = false);
-std::string toHocr(const std::vector<BookPageInput>& pages, const std::string& title);
+Status writeDocx(const Book& book, const DocumentInfo& info, const std::filesystem::path& file, bool pageMarkers = false);
+std::string toHocr(const std::vector<BookPageInput>& pages, const DocumentInfo& info);
 std::string toAlto(const BookPageInput& page, int pageNumber, const BookPageInput* next);
 std::string toPageXml(const BookPageInput& page);
-// `title` goes into the document information (with Quire as producer and the time of writing).
-Status writeSearchablePdf(const std::vector<BookPageInput>& pages, const std::filesystem::path& file, const std::string& title,
+// `info` goes into the document information (with Quire as producer and the time of writing).
+Status writeSearchablePdf(const std::vector<BookPageInput>& pages, const std::filesystem::path& file, const DocumentInfo& info,
                           const std::function<void(int, int)>& progress, const std::atomic<bool>* cancel);
 
 // XML text with markup escaped and characters XML 1.0 forbids (controls, invalid UTF-8) dropped.
