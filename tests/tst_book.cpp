@@ -5,6 +5,7 @@
 #include "quire/export/book.h"
 #include "quire/export/exporters.h"
 #include "quire/text/dictionary.h"
+#include "quire/text/word_diff.h"
 
 using namespace quire;
 
@@ -122,6 +123,30 @@ private slots:
         // No printed numbers: the scan's place; a blank page is marked with the next text.
         const Book plain = assembleBook({page("Some text that goes"), page(""), page("on and on.")});
         QCOMPARE(QString::fromStdString(toPlainText(plain, true)), QString("[scan 1] Some text that goes [scan 2] [scan 3] on and on.\n"));
+    }
+
+    // Word diff for comparing page versions: words and whitespace, in order.
+    void wordDiffFindsTheChangedWords() {
+        auto show = [](const std::string& a, const std::string& b) {
+            QString s;
+            for (const auto& p : wordDiff(a, b))
+                s += (p.kind == DiffPiece::Same ? "=" : p.kind == DiffPiece::Removed ? "-" : "+") + QString::fromStdString(p.text) + "|";
+            return s;
+        };
+        QCOMPARE(show("the ledgr of the\nparish", "the ledger of the\nparish"), QString("=the |-ledgr|+ledger|= of the\nparish|"));
+        QCOMPARE(show("a b c", "a b c"), QString("=a b c|"));
+        QCOMPARE(show("", "new text"), QString("+new text|"));
+        QCOMPARE(show("old", ""), QString("-old|"));
+        QCOMPARE(show("one two three", "one three"), QString("=one |-two |=three|"));
+        // Whatever the texts, the pieces rebuild both sides.
+        const std::string a = "In 1768 the Spaniards left the harbour, and the governor wrote", b = "In 1769 the Spaniards left, and the new governor wrote home";
+        std::string before, after;
+        for (const auto& p : wordDiff(a, b)) {
+            if (p.kind != DiffPiece::Added) before += p.text;
+            if (p.kind != DiffPiece::Removed) after += p.text;
+        }
+        QCOMPARE(before, a);
+        QCOMPARE(after, b);
     }
 
     void finishedParagraphDoesNotRunOn() {

@@ -405,6 +405,23 @@ private slots:
         QCOMPARE(QJsonDocument::fromJson(r.out.toUtf8()).object().value("author").toString(), QString("Q. Archivist"));
     }
 
+    // history lists a page's versions, shows what changed, and reverts without losing one.
+    void historyListsDiffsAndReverts() {
+        auto r = runCli({"history", "--project", m_project, "--page", "1"});
+        QVERIFY2(r.exitCode == 0 && r.out.startsWith("0: engine reading (tesseract") && r.out.contains("(current)"), qPrintable(r.out + r.err));
+        const int before = int(r.out.count('\n'));
+        r = runCli({"history", "--project", m_project, "--page", "1", "--diff", "0"});
+        QVERIFY2(r.exitCode == 0 && r.out.contains("{+") && r.out.contains("[-"), qPrintable(r.out));
+        r = runCli({"history", "--project", m_project, "--page", "1", "--revert", "0"});
+        QCOMPARE(r.exitCode, 0);
+        QCOMPARE(int(r.out.count('\n')), before + 1);
+        r = runCli({"history", "--project", m_project, "--page", "1", "--diff", "0"});
+        QVERIFY2(!r.out.contains("{+") && !r.out.contains("[-"), qPrintable(r.out));  // the engine's text is current again
+        QCOMPARE(runCli({"history", "--project", m_project, "--page", "1", "--revert", "99"}).exitCode, 2);
+        QCOMPARE(runCli({"history", "--project", m_project, "--page", "0"}).exitCode, 2);
+        QCOMPARE(runCli({"history", "--project", m_project, "--page", "1", "--diff", "x"}).exitCode, 2);
+    }
+
     void exportWithPageMarkers() {
         const QString out = m_dir.filePath("marked");
         const auto r = runCli({"export", "--project", m_project, "--format", "txt", "--out", out, "--page-markers"});

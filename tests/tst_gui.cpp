@@ -15,6 +15,7 @@
 #include <QTimer>
 #include <QPlainTextEdit>
 #include <QProgressBar>
+#include <QPushButton>
 #include <QProcess>
 #include <QSignalSpy>
 #include <QTemporaryDir>
@@ -26,6 +27,7 @@
 #include <quazipfile.h>
 
 #include "find_panel.h"
+#include "page_history_dialog.h"
 #include "main_window.h"
 #include "quire/pipeline/transcriber.h"
 #include "page_editor.h"
@@ -291,6 +293,71 @@ private slots:
         });
         exportAct->trigger();
         QCOMPARE(offered, m_dir.filePath("beside export") + " (page markers offered)");
+    }
+
+    // Undo survives a visit to another page; Page History lists the engine's reading and every
+    // correction, compares, and reverts by saving the old text as a new correction.
+    void historyAndUndoAcrossPages() {
+        const QString project = queuedProject("history", 2);
+        QVERIFY(!project.isEmpty());
+        {
+            auto store = ProjectStore::open(project.toStdString(), ProjectStore::Mode::OpenExisting);
+            auto pages = *(*store)->pages();
+            for (size_t i = 0; i < pages.size(); ++i) {
+                PageOutcome o;
+                o.text.width = 400, o.text.height = 560, o.text.engine = "test";
+                Line l;
+                l.words = {{"The", {10, 20, 40, 20}, 95}, {"engine", {60, 20, 80, 20}, 95}, {"read", {150, 20, 50, 20}, 95}};
+                o.text.lines.push_back(l);
+                o.region = {0, 0, 400, 560};
+                QVERIFY((*store)->saveResult(pages[i].id, {o}));
+            }
+        }
+        MainWindow w;
+        w.show();
+        QVERIFY(w.openProject(project));
+        w.goToRow(0);
+        PageEditor* e = w.editor();
+        e->setFocus();
+        e->moveCursor(QTextCursor::End);
+        QTest::keyClicks(e, " first second");
+        e->flush();
+        QCOMPARE(e->toPlainText(), QString("The engine read first second"));
+        w.goToRow(1);
+        QCOMPARE(e->toPlainText(), QString("The engine read"));
+        QVERIFY(!e->document()->isUndoAvailable());
+        w.goToRow(0);
+        QVERIFY(e->document()->isUndoAvailable());
+        e->undo();
+        QCOMPARE(e->toPlainText(), QString("The engine read"));
+        e->flush();
+        const int64_t id = w.pageModel()->page(0)->id;
+        QCOMPARE(*w.store()->effectiveText(id), std::string("The engine read"));
+
+        auto versions = pageVersions(*w.store(), id);
+        QCOMPARE(int(versions->size()), 3);  // the engine's reading and two saved states
+        QCOMPARE((*versions)[0].text, std::string("The engine read"));
+        QAction* history = w.findChild<QAction*>("historyAction");
+        QVERIFY(history && history->isEnabled());
+        int listed = 0;
+        QString comparison;
+        QTimer::singleShot(0, &w, [&] {
+            QTRY_VERIFY(qobject_cast<QDialog*>(QApplication::activeModalWidget()));
+            auto* dialog = qobject_cast<PageHistoryDialog*>(QApplication::activeModalWidget());
+            QVERIFY(dialog);
+            listed = dialog->findChild<QListWidget*>("versions")->count();
+            dialog->selectVersion(1);  // "… first second": both words gone since
+            comparison = dialog->comparison();
+            dialog->findChild<QPushButton*>("revert")->click();
+        });
+        history->trigger();
+        QCOMPARE(listed, 3);
+        QVERIFY2(comparison.contains("second") && comparison.contains("line-through"), qPrintable(comparison));
+        QCOMPARE(e->toPlainText(), QString("The engine read first second"));  // reverted to version 1
+        QCOMPARE(*w.store()->effectiveText(id), std::string("The engine read first second"));
+        QCOMPARE(int(pageVersions(*w.store(), id)->size()), 4);  // nothing lost: the revert is one more
+        QVERIFY(w.revertCurrentPage(0));
+        QCOMPARE(e->toPlainText(), QString("The engine read"));
     }
 
     // File > Project Properties: the fields typed are stored in the project.

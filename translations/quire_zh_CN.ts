@@ -562,6 +562,18 @@
         <source>The properties could not be saved: %1</source>
         <translation>无法保存属性：%1</translation>
     </message>
+    <message>
+        <source>Page &amp;History…</source>
+        <translation>页面历史(&amp;H)…</translation>
+    </message>
+    <message>
+        <source>The page could not be reverted: %1</source>
+        <translation>无法恢复该页：%1</translation>
+    </message>
+    <message>
+        <source>Page %1 reverted to version %2</source>
+        <translation>第 %1 页已恢复为版本 %2</translation>
+    </message>
 </context>
 <context>
     <name>quire::ui::PageEditor</name>
@@ -572,6 +584,33 @@
     <message>
         <source>Add “%1” to the Project Dictionary</source>
         <translation>将“%1”加入项目词典</translation>
+    </message>
+</context>
+<context>
+    <name>quire::ui::PageHistoryDialog</name>
+    <message>
+        <source>Page %1: History</source>
+        <translation>第 %1 页：历史</translation>
+    </message>
+    <message>
+        <source>Engine reading</source>
+        <translation>引擎识别结果</translation>
+    </message>
+    <message>
+        <source>Correction %1</source>
+        <translation>校正 %1</translation>
+    </message>
+    <message>
+        <source>current</source>
+        <translation>当前</translation>
+    </message>
+    <message>
+        <source>From this version to the current text (struck: removed since; underlined: added since):</source>
+        <translation>从此版本到当前文本（删除线：此后删除；下划线：此后添加）：</translation>
+    </message>
+    <message>
+        <source>&amp;Revert to This Version</source>
+        <translation>恢复为此版本(&amp;R)</translation>
     </message>
 </context>
 <context>

@@ -29,6 +29,7 @@
 
 #include "export_dialog.h"
 #include "find_panel.h"
+#include "page_history_dialog.h"
 #include "properties_dialog.h"
 #include "page_editor.h"
 #include "page_list_delegate.h"
@@ -296,6 +297,9 @@ void MainWindow::buildActions() {
     QAction* findAct = edit->addAction(QIcon::fromTheme("edit-find-replace"), tr("&Find and Replace in Book…"), this,
                                        &MainWindow::showFind);
     findAct->setShortcuts({QKeySequence::Find, QKeySequence::Replace, QKeySequence(Qt::CTRL | Qt::Key_H)});
+    m_historyAct = edit->addAction(tr("Page &History…"), this, &MainWindow::showPageHistory);
+    m_historyAct->setObjectName("historyAction");
+    m_historyAct->setShortcut(QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_H));
     edit->addSeparator();
     m_proofAct = edit->addAction(tr("Mark Page &Proofread"), this, &MainWindow::markProofread);
     m_proofAct->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_Return));
@@ -392,6 +396,7 @@ void MainWindow::updateActions() {
     m_exportAct->setEnabled(open);
     m_propertiesAct->setEnabled(open && !m_store->readOnly());
     m_proofAct->setEnabled(open && m_currentRow >= 0);
+    m_historyAct->setEnabled(open && m_currentRow >= 0 && !m_store->readOnly());
 }
 
 void MainWindow::log(const QString& message, bool warning) {
@@ -838,6 +843,32 @@ void MainWindow::chooseOpenProject() {
     if (p.isEmpty()) return;
     m_settings->setLastOpenDir(QFileInfo(p).absolutePath());
     openProject(p);
+}
+
+bool MainWindow::revertCurrentPage(int version) {
+    if (!m_store || m_currentPageId < 0) return false;
+    m_editor->flush();
+    auto id = revertPage(*m_store, m_currentPageId, version);
+    if (!id) {
+        showError(tr("The page could not be reverted: %1").arg(QString::fromStdString(id.status().message())));
+        return false;
+    }
+    if (auto rec = m_store->page(m_currentPageId)) m_model->updatePage(*rec);
+    loadEditor(m_currentPageId);
+    log(tr("Page %1 reverted to version %2").arg(m_model->page(m_currentRow)->sequence).arg(version));
+    return true;
+}
+
+void MainWindow::showPageHistory() {
+    if (!m_store || m_currentPageId < 0) return;
+    m_editor->flush();
+    auto versions = pageVersions(*m_store, m_currentPageId);
+    if (!versions) {
+        showError(QString::fromStdString(versions.status().message()));
+        return;
+    }
+    PageHistoryDialog dlg(std::move(*versions), m_model->page(m_currentRow)->sequence, this);
+    if (dlg.exec() == QDialog::Accepted && dlg.chosenVersion() >= 0) revertCurrentPage(dlg.chosenVersion());
 }
 
 bool MainWindow::setProperties(const ProjectProperties& properties) {

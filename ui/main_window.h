@@ -50,6 +50,7 @@ public:
     bool isRunning() const { return m_running; }
     bool exportBook(const QString& dir, const QStringList& formats, bool pageMarkers = false);
     bool setProperties(const ProjectProperties& properties);  // title, author, language of the book
+    bool revertCurrentPage(int version);  // a version from Page History (pageVersions) made current again
 
     void goToRow(int row);  // row of the page list (unfiltered)
     bool nextFlagged();
@@ -104,6 +105,7 @@ private:
     void chooseOpenProject();
     void showExportDialog();
     void showPropertiesDialog();
+    void showPageHistory();
     void showSettingsDialog();
 
     std::unique_ptr<Settings> m_settings;
@@ -124,6 +126,7 @@ private:
     QLabel* m_progressLabel = nullptr;
     QMenu* m_recentMenu = nullptr;
     QAction* m_propertiesAct = nullptr;
+    QAction* m_historyAct = nullptr;
     QAction *m_startAct = nullptr, *m_pauseAct = nullptr, *m_cancelAct = nullptr, *m_exportAct = nullptr,
             *m_proofAct = nullptr;
 

@@ -33,6 +33,9 @@ PageEditor::PageEditor(QWidget* parent) : QPlainTextEdit(parent) {
     connect(this, &QPlainTextEdit::cursorPositionChanged, this, [this] {
         if (const Word* w = wordAtCursor(); w && !w->box.empty()) emit wordActivated(w->box);
     });
+    m_blank = new QTextDocument(this);
+    m_blank->setDocumentLayout(new QPlainTextDocumentLayout(m_blank));
+    setDocument(m_blank);
     m_highlighter = new PageHighlighter(this);
 }
 
@@ -73,8 +76,27 @@ void PageEditor::setPage(qint64 pageId, const QString& text, const PageText& lay
     m_lowConfidence = lowConfidence;
     m_savedText = text;
     m_lastText = text;
-    setPlainText(text);
-    document()->clearUndoRedoStacks();
+    // Each page keeps its own document while the project is open, so its undo history survives
+    // visits to other pages; a page whose text changed elsewhere (replace, revert) starts afresh.
+    QTextDocument* doc = m_documents.value(pageId);
+    if (!doc || doc->toPlainText() != text) {
+        if (doc && document() == doc) {
+            setDocument(m_blank);
+            m_highlighter->setDocument(m_blank);
+        }
+        delete doc;
+        doc = new QTextDocument(this);
+        doc->setDocumentLayout(new QPlainTextDocumentLayout(doc));
+        doc->setDefaultFont(font());
+        doc->setPlainText(text);
+        doc->clearUndoRedoStacks();
+        m_documents.insert(pageId, doc);
+    }
+    if (document() != doc) {
+        setDocument(doc);
+        m_highlighter->setDocument(doc);
+    }
+    moveCursor(QTextCursor::Start);
     m_loading = false;
     realign();
 }
@@ -82,6 +104,11 @@ void PageEditor::setPage(qint64 pageId, const QString& text, const PageText& lay
 void PageEditor::clearPage() {
     flush();
     m_loading = true;
+    // No page: the pages' documents (and their undo) go with the project.
+    setDocument(m_blank);
+    m_highlighter->setDocument(m_blank);
+    qDeleteAll(m_documents);
+    m_documents.clear();
     m_pageId = -1;
     m_layout = {};
     m_aligned = {};

@@ -3,6 +3,7 @@
 // second. Words map to their boxes on the scan in both directions.
 #pragma once
 
+#include <QHash>
 #include <QPlainTextEdit>
 #include <QSyntaxHighlighter>
 #include <QTimer>
@@ -73,6 +74,8 @@ private:
     float m_lowConfidence = 60;
     QTimer m_saveTimer, m_alignTimer;
     bool m_loading = false;
+    QHash<qint64, QTextDocument*> m_documents;  // one per page visited, owned here
+    QTextDocument* m_blank = nullptr;           // shown when no page is
     Dictionary m_dictionary;
     std::vector<std::string> m_projectWords;
     QString m_spellLanguages;

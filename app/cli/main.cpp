@@ -34,7 +34,9 @@
 #include "quire/preprocess/preprocess.h"
 #include "quire/store/book_search.h"
 #include "quire/store/project_backups.h"
+#include "quire/store/page_history.h"
 #include "quire/store/project_properties.h"
+#include "quire/text/word_diff.h"
 #include "quire/pipeline/transcriber.h"
 
 namespace fs = std::filesystem;
@@ -63,6 +65,10 @@ const char* kUsageText =
     "  quire-cli status --project P.quire [--json] [--pages]\n"
     "      --pages: a line for each page (with --json, each page's text too).\n"
     "  quire-cli correct --project P.quire --page N (--text-file F | --text T)\n"
+    "  quire-cli history --project P.quire --page N [--diff V] [--revert V] [--json]\n"
+    "      A page's versions: 0 the engine's reading, then each correction with its time. --diff V: what\n"
+    "      changed from version V to the current text; --revert V: V becomes the current text again (saved\n"
+    "      as a new correction: no version is lost).\n"
     "  quire-cli properties --project P.quire [--title T] [--author A] [--language BCP47] [--json]\n"
     "      The book's title, author and language, written into the exports' metadata; the options set them.\n"
     "  quire-cli find --project P.quire (--text T | --regex R) [--whole-word] [--match-case] [--replace S] [--json]\n"
@@ -483,6 +489,57 @@ int cmdCorrect(const cli::Args& args) {
     return kOk;
 }
 
+int cmdHistory(const cli::Args& args) {
+    auto number = [&](const char* key) -> std::optional<int> {
+        if (!args.value(key)) return std::nullopt;
+        try {
+            size_t used = 0;
+            const int n = std::stoi(*args.value(key), &used);
+            if (used == args.value(key)->size() && n >= 0) return n;
+        } catch (const std::exception&) {
+        }
+        return -1;
+    };
+    const auto page = number("page"), diff = number("diff"), revert = number("revert");
+    if (!page || *page < 1) return fail(kUsage, "history needs --page N (the page's number in the book, from 1)");
+    if ((diff && *diff < 0) || (revert && *revert < 0)) return fail(kUsage, "--diff and --revert take a version number");
+    auto store = openProject(args, revert ? ProjectStore::Mode::OpenExisting : ProjectStore::Mode::ReadOnly);
+    if (!store) return fail(exitFor(store.status()), store.status().message());
+    auto pages = (*store)->pages();
+    if (!pages) return fail(kInternal, pages.status().message());
+    if (*page > int(pages->size())) return fail(kUsage, "--page must be between 1 and " + std::to_string(pages->size()));
+    const int64_t pageId = (*pages)[size_t(*page - 1)].id;
+    if (revert) {
+        auto id = revertPage(**store, pageId, *revert);
+        if (!id) return fail(exitFor(id.status()), id.status().message());
+        spdlog::info("page {}: version {} is the current text again (correction {})", *page, *revert, *id);
+    }
+    auto versions = pageVersions(**store, pageId);
+    if (!versions) return fail(kInternal, versions.status().message());
+    if (diff && *diff >= int(versions->size()))
+        return fail(kUsage, "the page has versions 0 to " + std::to_string(versions->size() - 1));
+    if (args.has("json")) {
+        QJsonArray list;
+        for (const auto& v : *versions)
+            list.append(QJsonObject{{"version", v.number}, {"label", QString::fromStdString(v.label)},
+                                    {"createdAt", QString::fromStdString(v.createdAt)}, {"text", QString::fromStdString(v.text)}});
+        printJson({{"page", *page}, {"versions", list}});
+        return kOk;
+    }
+    if (diff) {
+        // Removed words in [-…-], added in {+…+} (as wdiff and git diff --word-diff write them).
+        for (const auto& p : wordDiff((*versions)[size_t(*diff)].text, versions->back().text))
+            std::cout << (p.kind == DiffPiece::Removed ? "[-" + p.text + "-]" : p.kind == DiffPiece::Added ? "{+" + p.text + "+}" : p.text);
+        std::cout << "\n";
+        return kOk;
+    }
+    for (const auto& v : *versions) {
+        std::cout << v.number << ": " << v.label << (v.createdAt.empty() ? "" : ", " + v.createdAt)
+                  << (&v == &versions->back() ? " (current)" : "") << "\n";
+    }
+    return kOk;
+}
+
 int cmdProperties(const cli::Args& args) {
     const bool change = args.has("title") || args.has("author") || args.has("language");
     auto store = openProject(args, change ? ProjectStore::Mode::OpenExisting : ProjectStore::Mode::ReadOnly);
@@ -791,6 +848,7 @@ int main(int argc, char** argv) {
         {"pages", {{"project", "retry", "skip"}, {}}},
         {"find", {{"project", "text", "regex", "replace"}, {"whole-word", "match-case", "json"}}},
         {"properties", {{"project", "title", "author", "language"}, {"json"}}},
+        {"history", {{"project", "page", "diff", "revert"}, {"json"}}},
         {"restore", {{"project", "from"}, {}}},
         {"devices", {{}, {}}},
         {"features", {{"out", "dpi", "lang"}, {"json"}}},
@@ -835,6 +893,7 @@ int main(int argc, char** argv) {
         if (cmd == "pages") return cmdPages(args);
         if (cmd == "find") return cmdFind(args);
         if (cmd == "properties") return cmdProperties(args);
+        if (cmd == "history") return cmdHistory(args);
         if (cmd == "restore") return cmdRestore(args);
         if (cmd == "features") return cmdFeatures(args);
         return cmdDevices();
