@@ -360,6 +360,46 @@ private slots:
         QCOMPARE(e->toPlainText(), QString("The engine read"));
     }
 
+    // F7 walks the doubtful words of the whole book: on to the next page that has one, round to the start.
+    void nextDoubtfulWordCrossesPages() {
+        const QString project = queuedProject("doubt", 3);
+        QVERIFY(!project.isEmpty());
+        const std::vector<std::vector<std::pair<std::string, float>>> texts = {
+            {{"the", 95}, {"parish", 95}, {"ledger", 95}}, {{"the", 95}, {"ledgr", 95}, {"of", 95}}, {{"a", 95}, {"quiet", 30}, {"harbour", 95}}};
+        {
+            auto store = ProjectStore::open(project.toStdString(), ProjectStore::Mode::OpenExisting);
+            auto pages = *(*store)->pages();
+            for (size_t i = 0; i < pages.size(); ++i) {
+                PageOutcome o;
+                o.text.width = 400, o.text.height = 560, o.text.engine = "test";
+                Line l;
+                int x = 10;
+                for (const auto& [w, conf] : texts[i]) {
+                    l.words.push_back({w, {x, 20, int(w.size()) * 12, 20}, conf});
+                    x += int(w.size()) * 12 + 10;
+                }
+                o.text.lines.push_back(l);
+                o.region = {0, 0, 400, 560};
+                QVERIFY((*store)->saveResult(pages[i].id, {o}));
+            }
+        }
+        MainWindow w;
+        w.show();
+        QVERIFY(w.openProject(project));
+        if (!w.editor()->spellCheckAvailable()) QSKIP("no English hunspell dictionary installed");
+        QVERIFY(QTest::qWaitForWindowActive(&w));  // F7 is a window shortcut
+        w.goToRow(0);
+        QTest::keyClick(&w, Qt::Key_F7);
+        QCOMPARE(w.currentRow(), 1);
+        QCOMPARE(w.editor()->textCursor().selectedText(), QString("ledgr"));
+        QTest::keyClick(&w, Qt::Key_F7);
+        QCOMPARE(w.currentRow(), 2);
+        QCOMPARE(w.editor()->textCursor().selectedText(), QString("quiet"));  // the engine was unsure of it
+        QTest::keyClick(&w, Qt::Key_F7);
+        QCOMPARE(w.currentRow(), 1);  // round the book
+        QCOMPARE(w.editor()->textCursor().selectedText(), QString("ledgr"));
+    }
+
     // File > Project Properties: the fields typed are stored in the project.
     void propertiesDialogStoresTheBooksData() {
         const QString project = queuedProject("props", 1);

@@ -279,10 +279,6 @@
         <translation>下一个存疑的词(&amp;D)</translation>
     </message>
     <message>
-        <source>No doubtful word on this page</source>
-        <translation>本页没有存疑的词</translation>
-    </message>
-    <message>
         <source>&amp;Next Flagged Page</source>
         <translation>下一个已标记页(&amp;N)</translation>
     </message>
@@ -573,6 +569,10 @@
     <message>
         <source>Page %1 reverted to version %2</source>
         <translation>第 %1 页已恢复为版本 %2</translation>
+    </message>
+    <message>
+        <source>No doubtful word in the book</source>
+        <translation>书中没有存疑的词</translation>
     </message>
 </context>
 <context>

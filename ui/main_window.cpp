@@ -309,7 +309,7 @@ void MainWindow::buildActions() {
     prevF->setShortcut(QKeySequence(Qt::SHIFT | Qt::Key_F8));
     QAction* nextDoubt = edit->addAction(tr("Next &Doubtful Word"), this, [this] {
         m_editor->setFocus();
-        if (!m_editor->selectNextDoubtfulWord()) statusBar()->showMessage(tr("No doubtful word on this page"), 3000);
+        if (!nextDoubtfulWord()) statusBar()->showMessage(tr("No doubtful word in the book"), 3000);
     });
     nextDoubt->setShortcut(QKeySequence(Qt::Key_F7));
     QAction* nextP = edit->addAction(tr("Next Page"), this, [this] { goToRow(m_currentRow + 1); });
@@ -615,6 +615,25 @@ void MainWindow::showFind() {
     m_findDock->show();
     m_findDock->raise();
     m_find->focusQuery();
+}
+
+bool MainWindow::nextDoubtfulWord() {
+    if (!m_store) return false;
+    if (m_editor->selectNextDoubtfulWord(false)) return true;
+    // The pages after this one, then from the start of the book round to this page.
+    const int n = m_model->rowCount();
+    for (int k = 1; k <= n; ++k) {
+        const int r = (std::max(m_currentRow, 0) + k) % n;
+        const PageRecord* p = m_model->page(r);
+        if (!p || p->status != PageStatus::Done) continue;
+        auto text = m_store->effectiveText(p->id);
+        auto layout = m_store->layout(p->id);
+        if (!text || !layout || !m_editor->hasDoubtfulWord(QString::fromStdString(*text), *layout)) continue;
+        goToRow(r);
+        m_editor->moveCursor(QTextCursor::Start);
+        return m_editor->selectNextDoubtfulWord(false);
+    }
+    return false;
 }
 
 bool MainWindow::nextFlagged() {

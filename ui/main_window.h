@@ -55,6 +55,9 @@ public:
     void goToRow(int row);  // row of the page list (unfiltered)
     bool nextFlagged();
     bool previousFlagged();
+    // F7: the next word the engine was unsure of or no dictionary knows, on this page or the next
+    // that has one (round the book); false when there is none.
+    bool nextDoubtfulWord();
     void markProofread();
     void changePageQueue(bool retry);  // the current page: retry a failed one, or skip a queued one
 

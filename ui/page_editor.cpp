@@ -245,7 +245,17 @@ const Word* PageEditor::wordAtCursor() const {
     return nullptr;
 }
 
-bool PageEditor::selectNextDoubtfulWord() {
+bool PageEditor::hasDoubtfulWord(const QString& text, const PageText& layout) const {
+    const PageText aligned = alignCorrection(layout, text.toStdString());
+    for (const auto& l : aligned.lines)
+        for (const auto& w : l.words)
+            if (w.confidence < m_lowConfidence) return true;
+    for (const auto& t : tokens(text))
+        if (isMisspelled(bareWord(text.mid(t.start, t.length)))) return true;
+    return false;
+}
+
+bool PageEditor::selectNextDoubtfulWord(bool wrap) {
     const QString text = toPlainText();
     const auto toks = tokens(text);
     std::vector<float> confidence;
@@ -259,6 +269,7 @@ bool PageEditor::selectNextDoubtfulWord() {
     size_t start = 0;
     while (start < toks.size() && toks[start].start < from) ++start;
     for (size_t k = 0; k < toks.size(); ++k) {
+        if (!wrap && start + k >= toks.size()) break;
         const size_t i = (start + k) % toks.size();
         if (!doubtful(i)) continue;
         QTextCursor c = textCursor();

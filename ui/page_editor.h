@@ -49,7 +49,10 @@ public:
     void selectWordWithBox(const quire::Box& box);
     // Selects the next word after the cursor that the engine was unsure of (below the
     // low-confidence mark) or that no dictionary knows, wrapping round; false if there is none.
-    bool selectNextDoubtfulWord();
+    bool selectNextDoubtfulWord(bool wrap = true);
+    // Whether a page's text has a word the engine was unsure of or no dictionary knows (for the
+    // walk across the book, without loading the page).
+    bool hasDoubtfulWord(const QString& text, const PageText& layout) const;
     // The aligned word under the cursor (box and confidence), if any.
     const Word* wordAtCursor() const;
     const PageText& alignedWords() const { return m_aligned; }
