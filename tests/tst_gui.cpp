@@ -6,6 +6,7 @@
 #include <QCheckBox>
 #include <QDialog>
 #include <QRegularExpression>
+#include <QGraphicsRectItem>
 #include <QLabel>
 #include <QLineEdit>
 #include <QListView>
@@ -33,6 +34,7 @@
 #include "page_editor.h"
 #include "page_list_model.h"
 #include "page_view.h"
+#include "palette_colors.h"
 #include "settings.h"
 #include "test_util.h"
 
@@ -398,6 +400,27 @@ private slots:
         QTest::keyClick(&w, Qt::Key_F7);
         QCOMPARE(w.currentRow(), 1);  // round the book
         QCOMPARE(w.editor()->textCursor().selectedText(), QString("ledgr"));
+    }
+
+    // A low-confidence word is outlined on the scan in a colour that stands out from white, yellowed
+    // and grey paper alike (contrast 3:1 or more), in light and dark themes.
+    void lowConfidenceWordsShowOnAnyPaper() {
+        PageView view;
+        PageText words;
+        words.width = 400, words.height = 200;
+        Line l;
+        l.words = {{"sure", {10, 10, 60, 20}, 95}, {"unsure", {80, 10, 80, 20}, 20}};
+        words.lines.push_back(l);
+        QImage scan(400, 200, QImage::Format_RGB32);
+        scan.fill(QColor(230, 215, 170));
+        view.setPage(scan, words, QPoint(0, 0), 60);
+        QGraphicsRectItem* sure = view.wordItem(0);
+        QGraphicsRectItem* unsure = view.wordItem(1);
+        QVERIFY(sure && unsure);
+        QVERIFY(unsure->pen().widthF() >= 2 && unsure->pen().isCosmetic());
+        QVERIFY(unsure->pen().color() != sure->pen().color());
+        for (const QColor paper : {QColor(255, 255, 255), QColor(230, 215, 170), QColor(200, 185, 140), QColor(180, 180, 180)})
+            QVERIFY2(contrastRatio(unsure->pen().color(), paper) >= 3.0, qPrintable(paper.name()));
     }
 
     // File > Project Properties: the fields typed are stored in the project.

@@ -67,8 +67,10 @@ void PageView::rebuildBoxes() {
         const bool isLow = m_wordConf[i] < m_lowConfidence;
         QColor fill = low;
         fill.setAlpha(isLow ? 70 : 0);
-        auto* r = scene()->addRect(QRectF(b.x - m_origin.x(), b.y - m_origin.y(), b.w, b.h),
-                                   QPen(boxColor(palette(), true), 0), QBrush(fill));
+        // A low word: a 2-pixel outline that shows on any paper at any zoom, over the tint.
+        QPen pen = isLow ? QPen(lowConfidenceOutline(), 2) : QPen(boxColor(palette(), true), 0);
+        pen.setCosmetic(true);
+        auto* r = scene()->addRect(QRectF(b.x - m_origin.x(), b.y - m_origin.y(), b.w, b.h), pen, QBrush(fill));
         r->setZValue(2);
         r->setData(0, int(i));
         m_wordItems.push_back(r);

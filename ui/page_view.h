@@ -23,6 +23,7 @@ public:
     void clearPage(const QString& message = {});
     void highlightWord(int index);  // -1 clears
     int highlightedWord() const { return m_highlighted; }
+    QGraphicsRectItem* wordItem(int i) const { return i >= 0 && i < int(m_wordItems.size()) ? m_wordItems[size_t(i)] : nullptr; }
 
     void fitWidth();
     void fitPage();

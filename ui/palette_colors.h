@@ -4,6 +4,9 @@
 #include <QColor>
 #include <QPalette>
 
+#include <algorithm>
+#include <cmath>
+
 namespace quire::ui {
 
 inline QColor mix(const QColor& a, const QColor& b, double t) {
@@ -16,6 +19,20 @@ inline bool isDark(const QPalette& p) { return p.color(QPalette::Base).lightness
 // Background tint of a low-confidence word: a warm hue blended into the base colour.
 inline QColor lowConfidenceColor(const QPalette& p) {
     return mix(p.color(QPalette::Base), QColor(230, 120, 20), isDark(p) ? 0.45 : 0.35);
+}
+
+// The outline of a low-confidence word on the scan: the scan is paper whatever the theme (white,
+// yellowed, grey), so a deep magenta that stands out from all of them, drawn over a light tint.
+inline QColor lowConfidenceOutline() { return QColor(176, 0, 120); }
+
+// WCAG contrast ratio of two colours (1 to 21); 3 or more reads as a visible mark.
+inline double contrastRatio(const QColor& a, const QColor& b) {
+    auto lum = [](const QColor& c) {
+        auto ch = [](double v) { return v <= 0.03928 ? v / 12.92 : std::pow((v + 0.055) / 1.055, 2.4); };
+        return 0.2126 * ch(c.redF()) + 0.7152 * ch(c.greenF()) + 0.0722 * ch(c.blueF());
+    };
+    const double la = lum(a), lb = lum(b);
+    return (std::max(la, lb) + 0.05) / (std::min(la, lb) + 0.05);
 }
 
 inline QColor boxColor(const QPalette& p, bool word) {
