@@ -28,6 +28,8 @@
 #include <quazipfile.h>
 
 #include "find_panel.h"
+#include "language_picker.h"
+#include "settings_dialog.h"
 #include "page_history_dialog.h"
 #include "main_window.h"
 #include "quire/pipeline/transcriber.h"
@@ -421,6 +423,31 @@ private slots:
         QVERIFY(unsure->pen().color() != sure->pen().color());
         for (const QColor paper : {QColor(255, 255, 255), QColor(230, 215, 170), QColor(200, 185, 140), QColor(180, 180, 180)})
             QVERIFY2(contrastRatio(unsure->pen().color(), paper) >= 3.0, qPrintable(paper.name()));
+    }
+
+    // Languages are picked from a named list, several in order; a missing model names its package.
+    void languagesArePickedByName() {
+        LanguagePicker picker({"eng", "chi_sim", "osd"});
+        QCOMPARE(LanguagePicker::packageOf("chi_sim"), QString("tesseract-ocr-chi-sim"));
+        QListWidgetItem* german = nullptr;
+        QListWidgetItem* chinese = nullptr;
+        for (int i = 0; i < picker.count(); ++i) {
+            if (picker.item(i)->data(Qt::UserRole) == "deu") german = picker.item(i);
+            if (picker.item(i)->data(Qt::UserRole) == "chi_sim") chinese = picker.item(i);
+            QVERIFY(picker.item(i)->data(Qt::UserRole) != "osd");  // not a language
+        }
+        QVERIFY(german && chinese);
+        QVERIFY(!(german->flags() & Qt::ItemIsEnabled));
+        QVERIFY2(german->text().contains("tesseract-ocr-deu"), qPrintable(german->text()));
+        picker.setLanguages("chi_sim+eng+deu");  // deu is not installed: left out
+        QCOMPARE(picker.languages(), QString("chi_sim+eng"));
+        chinese->setCheckState(Qt::Unchecked);
+        chinese->setCheckState(Qt::Checked);  // ticked again: now after English
+        QCOMPARE(picker.languages(), QString("eng+chi_sim"));
+        // The Settings dialog uses it.
+        Settings settings;
+        SettingsDialog dialog(settings);
+        QVERIFY(dialog.findChild<LanguagePicker*>("languagePicker"));
     }
 
     // File > Project Properties: the fields typed are stored in the project.

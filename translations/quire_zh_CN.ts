@@ -185,6 +185,81 @@
     </message>
 </context>
 <context>
+    <name>quire::ui::LanguagePicker</name>
+    <message>
+        <source>English</source>
+        <translation>英语</translation>
+    </message>
+    <message>
+        <source>German</source>
+        <translation>德语</translation>
+    </message>
+    <message>
+        <source>German (Fraktur)</source>
+        <translation>德语（尖角体）</translation>
+    </message>
+    <message>
+        <source>French</source>
+        <translation>法语</translation>
+    </message>
+    <message>
+        <source>Spanish</source>
+        <translation>西班牙语</translation>
+    </message>
+    <message>
+        <source>Italian</source>
+        <translation>意大利语</translation>
+    </message>
+    <message>
+        <source>Dutch</source>
+        <translation>荷兰语</translation>
+    </message>
+    <message>
+        <source>Portuguese</source>
+        <translation>葡萄牙语</translation>
+    </message>
+    <message>
+        <source>Latin</source>
+        <translation>拉丁语</translation>
+    </message>
+    <message>
+        <source>Russian</source>
+        <translation>俄语</translation>
+    </message>
+    <message>
+        <source>Polish</source>
+        <translation>波兰语</translation>
+    </message>
+    <message>
+        <source>Swedish</source>
+        <translation>瑞典语</translation>
+    </message>
+    <message>
+        <source>Danish</source>
+        <translation>丹麦语</translation>
+    </message>
+    <message>
+        <source>Chinese (simplified)</source>
+        <translation>中文（简体）</translation>
+    </message>
+    <message>
+        <source>Chinese (traditional)</source>
+        <translation>中文（繁体）</translation>
+    </message>
+    <message>
+        <source>Japanese</source>
+        <translation>日语</translation>
+    </message>
+    <message>
+        <source>Korean</source>
+        <translation>韩语</translation>
+    </message>
+    <message>
+        <source>%1 (%2): not installed, package %3</source>
+        <translation>%1（%2）：未安装，软件包 %3</translation>
+    </message>
+</context>
+<context>
     <name>quire::ui::MainWindow</name>
     <message>
         <source>Longest GUI stall during this run: %1 ms</source>
@@ -730,10 +805,6 @@
         <translation>识别引擎：</translation>
     </message>
     <message>
-        <source>Installed: %1. Combine with &apos;+&apos;, e.g. eng+chi_sim</source>
-        <translation>已安装：%1。可用“+”组合，例如 eng+chi_sim</translation>
-    </message>
-    <message>
         <source>Languages:</source>
         <translation>语言：</translation>
     </message>
@@ -836,6 +907,10 @@
     <message>
         <source>Reader model:</source>
         <translation>阅读器模型：</translation>
+    </message>
+    <message>
+        <source>Tick the book&apos;s languages, the main one first; greyed ones need their package installed</source>
+        <translation>勾选本书的语言，主要语言先选；灰色的语言需先安装其软件包</translation>
     </message>
 </context>
 <context>

@@ -14,6 +14,7 @@
 #include <QSpinBox>
 #include <QVBoxLayout>
 
+#include "language_picker.h"
 #include "quire/core/backend.h"
 #include "quire/recognizers/recognizer.h"
 #include "quire/ppocr/ppocr.h"
@@ -57,10 +58,12 @@ SettingsDialog::SettingsDialog(Settings& settings, QWidget* parent) : QDialog(pa
     };
     connect(m_engine, &QComboBox::currentIndexChanged, this, enableModel);
     enableModel();
-    m_languages = new QLineEdit(settings.languages());
     QStringList installed;
     for (const auto& l : availableTesseractLanguages()) installed << QString::fromStdString(l);
-    m_languages->setToolTip(tr("Installed: %1. Combine with '+', e.g. eng+chi_sim").arg(installed.join(", ")));
+    m_languages = new LanguagePicker(installed);
+    m_languages->setLanguages(settings.languages());
+    m_languages->setToolTip(tr("Tick the book's languages, the main one first; greyed ones need their package installed"));
+    m_languages->setMaximumHeight(150);
     form->addRow(tr("Languages:"), m_languages);
     m_threads = new QSpinBox;
     m_threads->setRange(0, 64);
@@ -121,7 +124,7 @@ SettingsDialog::SettingsDialog(Settings& settings, QWidget* parent) : QDialog(pa
 void SettingsDialog::accept() {
     m_settings.setEngine(m_engine->currentData().toString());
     m_settings.setReaderModel(m_readerModel->text().trimmed());
-    m_settings.setLanguages(m_languages->text().trimmed().isEmpty() ? "eng" : m_languages->text().trimmed());
+    m_settings.setLanguages(m_languages->languages().isEmpty() ? "eng" : m_languages->languages());
     m_settings.setThreads(m_threads->value());
     m_settings.setDevice(m_device->currentData().toString());
     m_settings.setFlagBelow(m_flag->value());

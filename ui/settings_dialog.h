@@ -11,6 +11,8 @@ class QSpinBox;
 
 namespace quire::ui {
 
+class LanguagePicker;
+
 class Settings;
 
 class SettingsDialog : public QDialog {
@@ -22,7 +24,8 @@ public:
 private:
     Settings& m_settings;
     QComboBox *m_engine, *m_device, *m_theme, *m_uiLanguage;
-    QLineEdit *m_languages, *m_readerModel;
+    LanguagePicker* m_languages;
+    QLineEdit* m_readerModel;
     QSpinBox *m_threads, *m_dpi;
     QDoubleSpinBox* m_flag;
     QCheckBox *m_deskew, *m_normalize, *m_binarize, *m_split;
