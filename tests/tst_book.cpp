@@ -15,6 +15,13 @@ BookPageInput page(const std::string& text) {
     p.text = text;
     return p;
 }
+// Four pages with running heads, folios, a chapter and a word hyphenated across a page break.
+std::vector<BookPageInput> fourPages() {
+    return {page("CHAPTER I\nThe Start\n\nIt was a dark night and the\nwind was high.\n\n1"),
+            page("2 THE BOOK OF THINGS\n\nThen came the morning, slow and\ngrey."),
+            page("THE START 3\n\nNobody spoke at breakfast; the hyphen-"),
+            page("4 THE BOOK OF THINGS\n\nated word was found.\n\n- 4 -")};
+}
 }  // namespace
 
 class TestBook : public QObject {
@@ -80,12 +87,7 @@ private slots:
     }
 
     void runningHeadsAndNumbersLeaveTheBody() {
-        std::vector<BookPageInput> pages = {
-            page("CHAPTER I\nThe Start\n\nIt was a dark night and the\nwind was high.\n\n1"),
-            page("2 THE BOOK OF THINGS\n\nThen came the morning, slow and\ngrey."),
-            page("THE START 3\n\nNobody spoke at breakfast; the hyphen-"),
-            page("4 THE BOOK OF THINGS\n\nated word was found.\n\n- 4 -"),
-        };
+        const std::vector<BookPageInput> pages = fourPages();
         const Book book = assembleBook(pages);
         QCOMPARE(QString::fromStdString(book.furniture[1].header), QString("2 THE BOOK OF THINGS"));
         QCOMPARE(QString::fromStdString(book.furniture[1].pageNumber), QString("2"));
@@ -107,12 +109,7 @@ private slots:
     // Page markers: where each page's body begins, cited by the number printed on it (else its
     // place in the volume), after a word that runs across the break, blank pages included.
     void pageMarkersCiteThePrintedPage() {
-        std::vector<BookPageInput> pages = {
-            page("CHAPTER I\nThe Start\n\nIt was a dark night and the\nwind was high.\n\n1"),
-            page("2 THE BOOK OF THINGS\n\nThen came the morning, slow and\ngrey."),
-            page("THE START 3\n\nNobody spoke at breakfast; the hyphen-"),
-            page("4 THE BOOK OF THINGS\n\nated word was found.\n\n- 4 -"),
-        };
+        const std::vector<BookPageInput> pages = fourPages();
         const Book book = assembleBook(pages);
         QCOMPARE(QString::fromStdString(toPlainText(book, true)),
                  QString("[p. 1] CHAPTER I The Start\n\nIt was a dark night and the wind was high.\n\n"

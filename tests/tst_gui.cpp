@@ -71,6 +71,36 @@ class TestGui : public QObject {
         return registerInputs(**store, params) ? project : QString();
     }
 
+    // A project of pages already read: each page a list of lines, words at confidence 95 unless
+    // written "word@30". Empty on failure.
+    QString readProject(const QString& name, const std::vector<std::vector<std::string>>& pageLines) {
+        const QString project = queuedProject(name, int(pageLines.size()));
+        if (project.isEmpty()) return {};
+        auto store = ProjectStore::open(project.toStdString(), ProjectStore::Mode::OpenExisting);
+        if (!store) return {};
+        auto pages = *(*store)->pages();
+        for (size_t i = 0; i < pages.size(); ++i) {
+            PageOutcome o;
+            o.text.width = 400, o.text.height = 560, o.text.engine = "test";
+            int y = 20;
+            for (const auto& line : pageLines[i]) {
+                Line l;
+                int x = 10;
+                std::istringstream words(line);
+                for (std::string w; words >> w; x += int(w.size()) * 12 + 8) {
+                    float conf = 95;
+                    if (const size_t at = w.find('@'); at != std::string::npos) conf = std::stof(w.substr(at + 1)), w.resize(at);
+                    l.words.push_back({w, {x, y, int(w.size()) * 12, 20}, conf});
+                }
+                o.text.lines.push_back(l);
+                y += 30;
+            }
+            o.region = {0, 0, 400, 560};
+            if (!(*store)->saveResult(pages[i].id, {o})) return {};
+        }
+        return project;
+    }
+
 private slots:
     void initTestCase() {
         Settings s;
@@ -302,21 +332,8 @@ private slots:
     // Undo survives a visit to another page; Page History lists the engine's reading and every
     // correction, compares, and reverts by saving the old text as a new correction.
     void historyAndUndoAcrossPages() {
-        const QString project = queuedProject("history", 2);
+        const QString project = readProject("history", {{"The engine read"}, {"The engine read"}});
         QVERIFY(!project.isEmpty());
-        {
-            auto store = ProjectStore::open(project.toStdString(), ProjectStore::Mode::OpenExisting);
-            auto pages = *(*store)->pages();
-            for (size_t i = 0; i < pages.size(); ++i) {
-                PageOutcome o;
-                o.text.width = 400, o.text.height = 560, o.text.engine = "test";
-                Line l;
-                l.words = {{"The", {10, 20, 40, 20}, 95}, {"engine", {60, 20, 80, 20}, 95}, {"read", {150, 20, 50, 20}, 95}};
-                o.text.lines.push_back(l);
-                o.region = {0, 0, 400, 560};
-                QVERIFY((*store)->saveResult(pages[i].id, {o}));
-            }
-        }
         MainWindow w;
         w.show();
         QVERIFY(w.openProject(project));
@@ -366,27 +383,8 @@ private slots:
 
     // F7 walks the doubtful words of the whole book: on to the next page that has one, round to the start.
     void nextDoubtfulWordCrossesPages() {
-        const QString project = queuedProject("doubt", 3);
+        const QString project = readProject("doubt", {{"the parish ledger"}, {"the ledgr of"}, {"a quiet@30 harbour"}});
         QVERIFY(!project.isEmpty());
-        const std::vector<std::vector<std::pair<std::string, float>>> texts = {
-            {{"the", 95}, {"parish", 95}, {"ledger", 95}}, {{"the", 95}, {"ledgr", 95}, {"of", 95}}, {{"a", 95}, {"quiet", 30}, {"harbour", 95}}};
-        {
-            auto store = ProjectStore::open(project.toStdString(), ProjectStore::Mode::OpenExisting);
-            auto pages = *(*store)->pages();
-            for (size_t i = 0; i < pages.size(); ++i) {
-                PageOutcome o;
-                o.text.width = 400, o.text.height = 560, o.text.engine = "test";
-                Line l;
-                int x = 10;
-                for (const auto& [w, conf] : texts[i]) {
-                    l.words.push_back({w, {x, 20, int(w.size()) * 12, 20}, conf});
-                    x += int(w.size()) * 12 + 10;
-                }
-                o.text.lines.push_back(l);
-                o.region = {0, 0, 400, 560};
-                QVERIFY((*store)->saveResult(pages[i].id, {o}));
-            }
-        }
         MainWindow w;
         w.show();
         QVERIFY(w.openProject(project));
@@ -506,31 +504,12 @@ private slots:
     // selected, Replace goes through the editor (a correction), Replace All stores one correction per
     // page and is undone exactly.
     void findAndReplaceAcrossTheBook() {
-        const QString project = queuedProject("find", 3);
+        const QString project = readProject("find", {{"The colour of the sea"}, {"Colour and colours", "of the colour"}, {"no match here"}});
         QVERIFY(!project.isEmpty());
-        const std::vector<std::vector<std::string>> texts = {
-            {"The colour of the sea"}, {"Colour and colours", "of the colour"}, {"no match here"}};
         std::vector<int64_t> ids;
         {
-            auto store = ProjectStore::open(project.toStdString(), ProjectStore::Mode::OpenExisting);
-            QVERIFY(store);
-            auto pages = *(*store)->pages();
-            for (size_t i = 0; i < pages.size(); ++i) {
-                PageOutcome o;
-                o.text.width = 400, o.text.height = 560, o.text.engine = "test";
-                int y = 20;
-                for (const auto& line : texts[i]) {
-                    Line l;
-                    int x = 10;
-                    std::istringstream words(line);
-                    for (std::string w; words >> w; x += int(w.size()) * 12 + 8) l.words.push_back({w, {x, y, int(w.size()) * 12, 20}, 95});
-                    o.text.lines.push_back(l);
-                    y += 30;
-                }
-                o.region = {0, 0, 400, 560};
-                QVERIFY((*store)->saveResult(pages[i].id, {o}));
-                ids.push_back(pages[i].id);
-            }
+            auto store = ProjectStore::open(project.toStdString(), ProjectStore::Mode::ReadOnly);
+            for (const auto& p : *(*store)->pages()) ids.push_back(p.id);
         }
         MainWindow w;
         w.show();

@@ -47,6 +47,19 @@ class TestProjectStore : public QObject {
         return std::move(*store);
     }
 
+    // Three pages, the first `read` of them read as "Colour world".
+    std::unique_ptr<ProjectStore> colourBook(const QString& name, int read) {
+        auto store = fresh(name);
+        if (!store) return nullptr;
+        PageOutcome o;
+        o.text = samplePage("Colour");
+        o.region = {0, 0, 1000, 1400};
+        auto pages = *store->pages();
+        for (int i = 0; i < read; ++i)
+            if (!store->saveResult(pages[size_t(i)].id, {o})) return nullptr;
+        return store;
+    }
+
 private slots:
     // A flagged page says why, in words the proofreader reads; the reason is stored with the page.
     void flagReasonIsSaidAndStored() {
@@ -79,14 +92,9 @@ private slots:
     // Find across the book: the engine's text and the newest correction of each page, in book order,
     // with lines and UTF-16 positions an editor can select.
     void findsPlainWholeWordAndRegexAcrossTheBook() {
-        auto store = fresh("find.quire");
+        auto store = colourBook("find.quire", 2);  // the third page not read yet: no text
         QVERIFY(store);
         auto pages = *store->pages();
-        PageOutcome o;
-        o.text = samplePage("Colour");
-        o.region = {0, 0, 1000, 1400};
-        QVERIFY(store->saveResult(pages[0].id, {o}));
-        QVERIFY(store->saveResult(pages[1].id, {o}));
         QVERIFY(store->addCorrection(pages[1].id, "the colours of Mr. Smith\nand colour, F\xc3\xbc\xc3\x9f""e colour"));
         auto count = [&](SearchQuery q) {
             auto hits = findInBook(*store, q);
@@ -118,13 +126,9 @@ private slots:
     // Replace across the book: one correction per page it changes, in one transaction; removing
     // them undoes it exactly, the user's earlier corrections untouched.
     void replaceIsACorrectionPerPageAndUndoable() {
-        auto store = fresh("replace.quire");
+        auto store = colourBook("replace.quire", 3);
         QVERIFY(store);
         auto pages = *store->pages();
-        PageOutcome o;
-        o.text = samplePage("Colour");
-        o.region = {0, 0, 1000, 1400};
-        for (const auto& p : pages) QVERIFY(store->saveResult(p.id, {o}));
         QVERIFY(store->addCorrection(pages[1].id, "Mr. Smith's colour and Mr. Jones"));
         const auto before = *store->counts();
         auto r = replaceInBook(*store, {"colour", SearchMode::WholeWord, false}, "color");
