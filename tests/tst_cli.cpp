@@ -428,6 +428,9 @@ private slots:
         QVERIFY2(r.exitCode == 0, qPrintable(r.err));
         const QString txt = QString::fromStdString(readFile(out + "/book.txt"));
         QVERIFY2(txt.startsWith("[scan 1] Quire keeps every page"), qPrintable(txt));
+        QCOMPARE(runCli({"export", "--project", m_project, "--format", "txt", "--out", out, "--pages", "1-1"}).exitCode, 0);
+        for (const char* bad : {"2", "0", "2-1", "1-x", "-3"})
+            QCOMPARE(runCli({"export", "--project", m_project, "--format", "txt", "--out", out, "--pages", bad}).exitCode, 2);
     }
 };
 

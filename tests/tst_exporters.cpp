@@ -142,6 +142,28 @@ private slots:
                  qPrintable(xml.out));
     }
 
+    // A range of the book's pages, and a range outside it refused.
+    void exportsARangeOfPages() {
+        ExportOptions opt;
+        opt.outDir = m_dir.filePath("range").toStdString();
+        opt.formats = *parseExportFormats("txt,alto");
+        opt.firstPage = opt.lastPage = 1;
+        opt.pageMarkers = true;
+        QVERIFY(exportProject(*m_store, opt));
+        QVERIFY(QString::fromStdString(readFile(m_dir.filePath("range/book.txt"))).startsWith("[scan 1] CHAPTER ONE"));
+        opt.pageMarkers = false;
+        opt.firstPage = opt.lastPage = 2;
+        QVERIFY(exportProject(*m_store, opt));
+        const QString txt = QString::fromStdString(readFile(m_dir.filePath("range/book.txt")));
+        QVERIFY2(txt.contains("Archivists read every page") && !txt.contains("CHAPTER ONE"), qPrintable(txt));
+        QCOMPARE(QDir(m_dir.filePath("range/book.alto")).entryList({"*.xml"}), QStringList{"0002.xml"});
+        opt.firstPage = 2, opt.lastPage = 3;
+        auto bad = exportProject(*m_store, opt);
+        QVERIFY(!bad);
+        QCOMPARE(bad.status().code(), ErrorCode::InvalidArgument);
+        QVERIFY2(bad.status().message().find("it has 2 pages") != std::string::npos, bad.status().message().c_str());
+    }
+
     void hocrIsWellFormed() {
         const auto r = runProgram("xmllint", {"--noout", "--nonet", m_out + "/book.hocr"});
         QVERIFY2(r.exitCode == 0, qPrintable(r.err));

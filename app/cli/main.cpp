@@ -59,7 +59,8 @@ const char* kUsageText =
     "      Adds the inputs (PDF, TIFF, PNG/JPEG/BMP images, folders of page images) to the project and\n"
     "      transcribes every page not yet done. Without inputs it resumes the project's queued pages.\n"
     "      --gpu-memory: the most GPU memory the reader's decoder takes (short of it: smaller gate budgets, then the CPU).\n"
-    "  quire-cli export --project P.quire --format md,docx,... --out DIR [--name book] [--page-markers]\n"
+    "  quire-cli export --project P.quire --format md,docx,... --out DIR [--name book] [--pages 3-17] [--page-markers]\n"
+    "      --pages: only those pages of the book (as status --pages numbers them).\n"
     "      --page-markers: [p. 12] where each page begins in DOCX, Markdown and text (the printed number\n"
     "      where the book shows one, else [scan N]), so passages can be cited.\n"
     "  quire-cli status --project P.quire [--json] [--pages]\n"
@@ -137,11 +138,33 @@ Result<std::unique_ptr<ProjectStore>> openProject(const cli::Args& args, Project
     return ProjectStore::open(*path, mode);
 }
 
+// "3-17" or "5": a range of the book's pages (1-based); nullopt when malformed.
+std::optional<std::pair<int, int>> pageRange(const std::string& s) {
+    const size_t dash = s.find('-');
+    try {
+        size_t used = 0;
+        const int a = std::stoi(s.substr(0, dash), &used);
+        if (used != (dash == std::string::npos ? s.size() : dash) || a < 1) return std::nullopt;
+        if (dash == std::string::npos) return std::pair{a, a};
+        const std::string rest = s.substr(dash + 1);
+        const int b = std::stoi(rest, &used);
+        if (used != rest.size() || b < a) return std::nullopt;
+        return std::pair{a, b};
+    } catch (const std::exception&) {
+        return std::nullopt;
+    }
+}
+
 int doExport(ProjectStore& store, const std::string& formats, const std::string& out, const std::string& name,
-             bool pageMarkers, bool json) {
+             bool pageMarkers, const std::optional<std::string>& pages, bool json) {
     auto fmts = parseExportFormats(formats);
     if (!fmts) return fail(kUsage, fmts.status().message());
     ExportOptions opt;
+    if (pages) {
+        const auto range = pageRange(*pages);
+        if (!range) return fail(kUsage, "--pages takes a page or a range of the book's pages, e.g. 3-17, not '" + *pages + "'");
+        opt.firstPage = range->first, opt.lastPage = range->second;
+    }
     opt.outDir = out;
     opt.baseName = name;
     opt.formats = *fmts;
@@ -365,7 +388,7 @@ int cmdTranscribe(const cli::Args& args) {
     if (s.cancelled) return kInternal;
     if (exportFormats) {
         const int rc = doExport(**store, *exportFormats, *args.value("out"), args.value("name", "book"),
-                                args.has("page-markers"), json);
+                                args.has("page-markers"), std::nullopt, json);
         if (rc != kOk) return rc;
     }
     // The exit code describes this run's pages; pages that failed in earlier runs are the
@@ -380,7 +403,8 @@ int cmdExport(const cli::Args& args) {
     auto formats = args.value("format");
     auto out = args.value("out");
     if (!formats || !out) return fail(kUsage, "export needs --format FORMATS and --out DIR");
-    return doExport(**store, *formats, *out, args.value("name", "book"), args.has("page-markers"), args.has("json"));
+    return doExport(**store, *formats, *out, args.value("name", "book"), args.has("page-markers"), args.value("pages"),
+                    args.has("json"));
 }
 
 int cmdStatus(const cli::Args& args) {
@@ -842,7 +866,7 @@ int main(int argc, char** argv) {
          {{"project", "lang", "engine", "reader-model", "device", "gpu-memory", "threads", "dpi", "pdf-text", "split", "flag-below",
            "export", "out", "name"},
           {"json", "no-deskew", "no-normalize", "no-orient", "no-invert", "binarize", "retry-failed", "page-markers"}}},
-        {"export", {{"project", "format", "out", "name"}, {"json", "page-markers"}}},
+        {"export", {{"project", "format", "out", "name", "pages"}, {"json", "page-markers"}}},
         {"status", {{"project"}, {"json", "pages"}}},
         {"correct", {{"project", "page", "text-file", "text"}, {}}},
         {"pages", {{"project", "retry", "skip"}, {}}},

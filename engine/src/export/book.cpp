@@ -209,7 +209,7 @@ std::string joinLines(const std::vector<std::string>& lines, const LineEndHyphen
 std::string pageCitation(const Book& book, int page) {
     if (page >= 0 && size_t(page) < book.furniture.size() && !book.furniture[size_t(page)].pageNumber.empty())
         return "p. " + book.furniture[size_t(page)].pageNumber;
-    return "scan " + std::to_string(page + 1);
+    return "scan " + std::to_string(size_t(page) < book.sequences.size() ? book.sequences[size_t(page)] : page + 1);
 }
 
 std::string withPageMarks(const Book& book, const BookParagraph& p, const std::function<std::string(const std::string&)>& mark) {
@@ -235,6 +235,7 @@ Book assembleBook(const std::vector<BookPageInput>& pages, const Dictionary* dic
     const LineEndHyphen hyphens(texts, dictionary);
     const size_t n = pages.size();
     book.furniture.resize(n);
+    for (size_t i = 0; i < n; ++i) book.sequences.push_back(pages[i].page.sequence > 0 ? pages[i].page.sequence : int(i) + 1);
     std::vector<std::vector<std::vector<std::string>>> paras(n);
     std::vector<Candidate> heads(n), foots(n);
     for (size_t i = 0; i < n; ++i) {

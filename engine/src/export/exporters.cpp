@@ -118,6 +118,15 @@ Result<std::vector<fs::path>> exportProject(ProjectStore& store, const ExportOpt
     }
     auto pages = loadBookPages(store);
     if (!pages) return pages.status();
+    if (options.firstPage > 0 || options.lastPage > 0) {
+        const int n = int(pages->size());
+        const int first = std::max(options.firstPage, 1), last = options.lastPage > 0 ? options.lastPage : n;
+        if (first > last || last > n)
+            return Status(ErrorCode::InvalidArgument, "pages " + std::to_string(first) + "-" + std::to_string(last) +
+                                                          " are not in the book (it has " + std::to_string(n) + " pages)");
+        pages->erase(pages->begin() + last, pages->end());
+        pages->erase(pages->begin(), pages->begin() + (first - 1));
+    }
     // The dictionaries of the languages the pages were read in, and the project's own words.
     std::string languages;
     for (const auto& p : *pages)
@@ -170,9 +179,10 @@ Result<std::vector<fs::path>> exportProject(ProjectStore& store, const ExportOpt
             case ExportFormat::Alto: {
                 target = base.string() + ".alto";
                 std::vector<std::pair<std::string, std::string>> files;
+                // Files named by the page's place in the book, so a range exports the same names.
                 for (size_t i = 0; i < pages->size(); ++i)
-                    files.emplace_back(pageFileName(int(i) + 1, "xml"),
-                                       toAlto((*pages)[i], int(i) + 1, i + 1 < pages->size() ? &(*pages)[i + 1] : nullptr));
+                    files.emplace_back(pageFileName(book.sequences[i], "xml"),
+                                       toAlto((*pages)[i], book.sequences[i], i + 1 < pages->size() ? &(*pages)[i + 1] : nullptr));
                 s = writeFolder(target, files);
                 break;
             }
@@ -180,7 +190,7 @@ Result<std::vector<fs::path>> exportProject(ProjectStore& store, const ExportOpt
                 target = base.string() + ".page";
                 std::vector<std::pair<std::string, std::string>> files;
                 for (size_t i = 0; i < pages->size(); ++i)
-                    files.emplace_back(pageFileName(int(i) + 1, "xml"), toPageXml((*pages)[i]));
+                    files.emplace_back(pageFileName(book.sequences[i], "xml"), toPageXml((*pages)[i]));
                 s = writeFolder(target, files);
                 break;
             }

@@ -41,6 +41,7 @@ struct PageFurniture {
 struct Book {
     std::vector<BookParagraph> paragraphs;
     std::vector<PageFurniture> furniture;  // one per input page
+    std::vector<int> sequences;            // each input page's place in the volume (1-based)
 };
 
 bool endsWithHyphen(const std::string& s);

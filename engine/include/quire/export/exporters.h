@@ -28,6 +28,8 @@ struct ExportOptions {
     // "[p. 12]" (or "[scan 13]" where no printed number was found) where each page begins, in
     // DOCX, Markdown and text, so a passage can be cited by the page of the printed book.
     bool pageMarkers = false;
+    // Only the book's pages firstPage..lastPage (1-based, inclusive); 0, 0: every page.
+    int firstPage = 0, lastPage = 0;
     std::filesystem::path dictionaryDir = "/usr/share/hunspell";  // hunspell dictionaries, for line-end hyphens
     std::function<void(int done, int total, const std::string& what)> onProgress;
     const std::atomic<bool>* cancel = nullptr;
