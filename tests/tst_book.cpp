@@ -64,7 +64,7 @@ private slots:
         QVERIFY(d.knows("Cortez"));
 
         auto join = [&](const std::vector<std::string>& bookTexts, QStringList lines, const Dictionary* dict) {
-            const LineEndHyphen judge(bookTexts, dict);
+            const HyphenJudge judge(bookTexts, dict);
             std::vector<std::string> v;
             for (const auto& l : lines) v.push_back(l.toStdString());
             return QString::fromStdString(joinLines(v, &judge));

@@ -173,7 +173,7 @@ bool endsWithHyphen(const std::string& s) {
     return hyphen && t[t.size() - 2].isLetter();
 }
 
-std::string joinLines(const std::vector<std::string>& lines, const LineEndHyphen* hyphens, std::vector<size_t>* starts) {
+std::string joinLines(const std::vector<std::string>& lines, const HyphenJudge* hyphens, std::vector<size_t>* starts) {
     static const QRegularExpression lastWord(QStringLiteral("([\\p{L}']+)\\W$")), firstWord(QStringLiteral("^([\\p{L}']+)"));
     QString out;
     for (size_t i = 0; i < lines.size(); ++i) {
@@ -232,7 +232,7 @@ Book assembleBook(const std::vector<BookPageInput>& pages, const Dictionary* dic
     Book book;
     std::vector<std::string> texts;
     for (const auto& p : pages) texts.push_back(p.text);
-    const LineEndHyphen hyphens(texts, dictionary);
+    const HyphenJudge hyphens(texts, dictionary);
     const size_t n = pages.size();
     book.furniture.resize(n);
     for (size_t i = 0; i < n; ++i) book.sequences.push_back(pages[i].page.sequence > 0 ? pages[i].page.sequence : int(i) + 1);

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "quire/core/geometry.h"
-#include "quire/export/line_end_hyphen.h"
+#include "quire/export/hyphen_judge.h"
 #include "quire/store/project_store.h"
 
 namespace quire {
@@ -50,7 +50,7 @@ bool endsWithHyphen(const std::string& s);
 // hyphen always goes; before a capital the hyphen stays ("Anglo-/Saxon").
 // `starts`, when given, receives where each line begins in the result (for a word joined across
 // the break: after that word).
-std::string joinLines(const std::vector<std::string>& lines, const LineEndHyphen* hyphens = nullptr,
+std::string joinLines(const std::vector<std::string>& lines, const HyphenJudge* hyphens = nullptr,
                       std::vector<size_t>* starts = nullptr);
 
 // How a page is cited: "p. 12" with the number printed on it (running head or folio), else

@@ -1,5 +1,5 @@
 // Line-end hyphens judged by the book's vocabulary and the dictionary (see the header).
-#include "quire/export/line_end_hyphen.h"
+#include "quire/export/hyphen_judge.h"
 
 #include <QRegularExpression>
 #include <QStringList>
@@ -18,7 +18,7 @@ const QRegularExpression& wordPattern() {
 
 }  // namespace
 
-LineEndHyphen::LineEndHyphen(const std::vector<std::string>& texts, const Dictionary* dictionary)
+HyphenJudge::HyphenJudge(const std::vector<std::string>& texts, const Dictionary* dictionary)
     : m_dictionary(dictionary) {
     for (const std::string& t : texts)
         for (const QString& line : QString::fromStdString(t).split('\n')) {
@@ -34,7 +34,7 @@ LineEndHyphen::LineEndHyphen(const std::vector<std::string>& texts, const Dictio
         }
 }
 
-bool LineEndHyphen::isOneWord(const QString& first, const QString& second) const {
+bool HyphenJudge::isOneWord(const QString& first, const QString& second) const {
     const QString joined = (first + second).toLower();
     const QString compound = first.toLower() + '-' + second.toLower();
     if (m_words.contains(joined)) return true;       // the book writes it as one word elsewhere

@@ -13,11 +13,11 @@ namespace quire {
 
 class Dictionary;
 
-class LineEndHyphen {
+class HyphenJudge {
 public:
-    LineEndHyphen() = default;
+    HyphenJudge() = default;
     // The words of `texts` (page texts, lines by '\n') not at a line end, and their compounds.
-    LineEndHyphen(const std::vector<std::string>& texts, const Dictionary* dictionary);
+    HyphenJudge(const std::vector<std::string>& texts, const Dictionary* dictionary);
 
     // `first` is the word before the hyphen, `second` the word that starts the next line (letters only).
     bool isOneWord(const QString& first, const QString& second) const;
