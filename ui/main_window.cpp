@@ -477,12 +477,7 @@ bool MainWindow::openProject(const QString& path) {
     m_settings->addRecentProject(path);
     rebuildRecentMenu();
     // Spelling follows the languages the project was transcribed in (else the settings').
-    QString languages = m_settings->languages();
-    if (auto run = m_store->lastRun(); run && run->has_value()) {
-        const QString used = QJsonDocument::fromJson(QByteArray::fromStdString((*run)->params))
-                                 .object().value("languages").toString();
-        if (!used.isEmpty()) languages = used;
-    }
+    const QString languages = projectLanguages();
     auto words = m_store->projectWords();
     m_editor->setProjectWords(words ? *words : std::vector<std::string>());
     m_editor->setSpellLanguage(languages);
@@ -899,6 +894,14 @@ bool MainWindow::setProperties(const ProjectProperties& properties) {
     return true;
 }
 
+QString MainWindow::projectLanguages() const {
+    if (auto run = m_store->lastRun(); run && run->has_value()) {
+        const QString used = QJsonDocument::fromJson(QByteArray::fromStdString((*run)->params)).object().value("languages").toString();
+        if (!used.isEmpty()) return used;
+    }
+    return m_settings->languages();
+}
+
 void MainWindow::showPropertiesDialog() {
     if (!m_store) return;
     auto current = loadProperties(*m_store);
@@ -906,12 +909,7 @@ void MainWindow::showPropertiesDialog() {
         showError(QString::fromStdString(current.status().message()));
         return;
     }
-    QString languages = m_settings->languages();
-    if (auto run = m_store->lastRun(); run && run->has_value()) {
-        const QString used = QJsonDocument::fromJson(QByteArray::fromStdString((*run)->params)).object().value("languages").toString();
-        if (!used.isEmpty()) languages = used;
-    }
-    PropertiesDialog dlg(*current, QFileInfo(projectPath()).completeBaseName(), languages, this);
+    PropertiesDialog dlg(*current, QFileInfo(projectPath()).completeBaseName(), projectLanguages(), this);
     if (dlg.exec() == QDialog::Accepted) setProperties(dlg.properties());
 }
 

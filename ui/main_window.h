@@ -109,6 +109,8 @@ private:
     void showExportDialog();
     void showPropertiesDialog();
     void showPageHistory();
+    // The languages the project was last transcribed in, else the settings'.
+    QString projectLanguages() const;
     void showSettingsDialog();
 
     std::unique_ptr<Settings> m_settings;
