@@ -11,6 +11,7 @@
 #include <QTemporaryDir>
 #include <QTest>
 
+#include <opencv2/core.hpp>
 #include <opencv2/imgcodecs.hpp>
 #include <unistd.h>
 
@@ -420,6 +421,56 @@ private slots:
         QCOMPARE(runCli({"history", "--project", m_project, "--page", "1", "--revert", "99"}).exitCode, 2);
         QCOMPARE(runCli({"history", "--project", m_project, "--page", "0"}).exitCode, 2);
         QCOMPARE(runCli({"history", "--project", m_project, "--page", "1", "--diff", "x"}).exitCode, 2);
+    }
+
+    // pages --delete/--move/--rotate change the book, --undo puts each back; a turned page is read
+    // again the right way up, and transcribe --pages reads only the pages named.
+    void pagesAreRearrangedTurnedAndUndone() {
+        const QString project = m_dir.filePath("arrange.quire");
+        QStringList inputs;
+        const char* words[] = {"Alpha leaves the harbour.", "Bravo counts the barrels.", "Charlie writes the letter."};
+        for (int i = 0; i < 3; ++i) {
+            cv::Mat page = textPage({words[i]});
+            if (i == 2) cv::rotate(page, page, cv::ROTATE_90_COUNTERCLOCKWISE);  // scanned on its side
+            inputs << m_dir.filePath(QString("arrange%1.png").arg(i + 1));
+            QVERIFY(cv::imwrite(inputs.back().toStdString(), page));
+        }
+        auto r = runCli(QStringList{"transcribe"} + inputs + QStringList{"--project", project, "--no-orient", "--threads", "1"});
+        QVERIFY2(r.exitCode == 0, qPrintable(r.err));
+        auto texts = [&] {
+            QStringList out;
+            for (const auto v : status(project).value("pageList").toArray()) out << v.toObject().value("text").toString().trimmed();
+            return out;
+        };
+        QVERIFY(!texts()[2].contains("Charlie"));
+        r = runCli({"pages", "--project", project, "--rotate", "3", "--by", "90"});
+        QVERIFY2(r.exitCode == 0 && r.err.contains("turned page 3 90° clockwise"), qPrintable(r.err));
+        QCOMPARE(status(project).value("queued").toInt(), 1);
+        r = runCli({"transcribe", "--project", project, "--pages", "3", "--no-orient", "--threads", "1"});
+        QVERIFY2(r.exitCode == 0, qPrintable(r.err));
+        QVERIFY2(texts()[2].contains("Charlie writes"), qPrintable(texts().join(" | ")));
+        QCOMPARE(status(project).value("pageList").toArray()[2].toObject().value("rotation").toInt(), 90);
+
+        QCOMPARE(runCli({"pages", "--project", project, "--move", "3", "--before", "1"}).exitCode, 0);
+        QVERIFY(texts()[0].contains("Charlie") && texts()[1].contains("Alpha"));
+        QCOMPARE(runCli({"pages", "--project", project, "--delete", "2-2"}).exitCode, 0);
+        QCOMPARE(texts().size(), 2);
+        const QString out = m_dir.filePath("arranged");
+        QCOMPARE(runCli({"export", "--project", project, "--format", "txt", "--out", out}).exitCode, 0);
+        const QString txt = QString::fromStdString(readFile(out + "/book.txt"));
+        QVERIFY2(txt.indexOf("Charlie") < txt.indexOf("Bravo") && !txt.contains("Alpha"), qPrintable(txt));
+
+        r = runCli({"pages", "--project", project, "--undo"});
+        QVERIFY2(r.exitCode == 0 && r.err.contains("undone: removed page 2"), qPrintable(r.err));
+        QCOMPARE(runCli({"pages", "--project", project, "--undo"}).exitCode, 0);
+        QVERIFY(texts()[0].contains("Alpha") && texts()[2].contains("Charlie"));
+        for (const QStringList& bad : {QStringList{"--move", "1"}, QStringList{"--rotate", "9"}, QStringList{"--rotate", "1", "--by", "45"},
+                                       QStringList{"--delete", "1", "--rotate", "2"}, QStringList{"--delete", "x"}, QStringList{}})
+            QCOMPARE(runCli(QStringList{"pages", "--project", project} + bad).exitCode, 2);
+        QCOMPARE(runCli({"pages", "--project", project, "--undo"}).exitCode, 0);  // the turn
+        r = runCli({"pages", "--project", project, "--undo"});
+        QVERIFY2(r.exitCode == 2 && r.err.contains("nothing to undo"), qPrintable(r.err));
+        QCOMPARE(status(project).value("integrity").toString(), QString("ok"));
     }
 
     void exportWithPageMarkers() {

@@ -5,6 +5,7 @@
 
 #include "quire/pipeline/transcriber.h"
 #include "quire/store/book_search.h"
+#include "quire/store/page_arrangement.h"
 #include "quire/store/project_store.h"
 #include "test_util.h"
 
@@ -327,9 +328,11 @@ private slots:
     void migratesAVersionOneProject() {
         const QString file = m_dir.filePath("v1.quire");
         { QVERIFY(fresh("v1.quire")); }
-        // Back to schema 1: without what migrations 2-6 add.
+        // Back to schema 1: without what migrations 2-7 add.
         execSql(file, "DROP TABLE decoder_state; DROP TABLE context_pages; ALTER TABLE pages DROP COLUMN crashes; "
-                      "ALTER TABLE pages DROP COLUMN flag_reason; DROP TABLE dictionary; PRAGMA user_version=1");
+                      "ALTER TABLE pages DROP COLUMN flag_reason; DROP TABLE dictionary; DROP TABLE arrangement_edits; "
+                      "ALTER TABLE pages DROP COLUMN book_order; ALTER TABLE pages DROP COLUMN removed; "
+                      "ALTER TABLE pages DROP COLUMN rotation; PRAGMA user_version=1");
         auto store = ProjectStore::open(file.toStdString());
         QVERIFY2(store, store.status().message().c_str());
         QVERIFY((*store)->saveDecoderState(DecoderCheckpoint{"x", true, 0, {{1.f}}}));
@@ -337,6 +340,119 @@ private slots:
         QVERIFY((*store)->pages()->front().flagReason.empty());
         QVERIFY((*store)->addProjectWord("Cortez"));
         QCOMPARE(*(*store)->projectWords(), std::vector<std::string>{"Cortez"});
+        // The pages keep the order they had (documents, then pages in the file) and can be moved.
+        auto pages = *(*store)->pages();
+        QCOMPARE(pages[0].filePage, 0);
+        QCOMPARE(pages[2].filePage, 2);
+        QVERIFY(movePages(**store, {pages[2].id}, 1));
+        QCOMPARE((*store)->pages()->front().filePage, 2);
+    }
+
+    // The book's arrangement: pages removed (kept, out of the book), moved, turned; each change
+    // undone in turn, also after reopening the project.
+    void pagesAreRemovedMovedTurnedAndUndone() {
+        const QString file = m_dir.filePath("arrange.quire");
+        auto store = fresh("arrange.quire", 5);
+        QVERIFY(store);
+        auto ids = [&] {
+            std::vector<int64_t> out;
+            for (const auto& p : *store->pages()) out.push_back(p.id);
+            return out;
+        };
+        const std::vector<int64_t> p = ids();  // pages 1..5
+        PageOutcome o;
+        o.region = {0, 0, 1000, 1400};
+        for (int i = 0; i < 5; ++i) {
+            o.text = samplePage("page" + std::to_string(i + 1));
+            QVERIFY(store->saveResult(p[size_t(i)], {o}));
+        }
+        QVERIFY(store->addCorrection(p[1], "corrected two"));
+
+        auto removed = removePages(*store, {p[1]});
+        QVERIFY2(removed, removed.status().message().c_str());
+        QCOMPARE(QString::fromStdString(removed->summary), QString("removed page 2"));
+        QCOMPARE(ids(), (std::vector<int64_t>{p[0], p[2], p[3], p[4]}));
+        QCOMPARE(store->counts()->pages, 4);
+        QCOMPARE(store->counts()->corrected, 0);
+        QCOMPARE(store->page(p[1])->sequence, 0);       // out of the book
+        QCOMPARE(store->page(p[3])->sequence, 3);
+        QCOMPARE(int(store->effectiveTexts()->size()), 4);
+        QCOMPARE(*store->effectiveText(p[1]), std::string("corrected two"));  // its work is kept
+        QVERIFY(!movePages(*store, {p[1]}, 1));  // a removed page is not in the book to move
+
+        auto moved = movePages(*store, {p[4], p[0]}, 2);  // pages 5 and 1 before page 2 (page 3 of the source)
+        QVERIFY2(moved, moved.status().message().c_str());
+        QCOMPARE(ids(), (std::vector<int64_t>{p[0], p[4], p[2], p[3]}));  // kept in their order: 1 before 5
+        QVERIFY(movePages(*store, {p[2]}, 5));  // to the end
+        QCOMPARE(ids(), (std::vector<int64_t>{p[0], p[4], p[3], p[2]}));
+        QCOMPARE(store->page(p[2])->sequence, 4);
+        QCOMPARE(store->effectiveTexts()->back().pageId, p[2]);
+        QVERIFY(!movePages(*store, {p[2]}, 6));  // no page 6 to go before
+        QVERIFY(!movePages(*store, {p[2], p[2]}, 1));
+
+        auto turned = rotatePages(*store, {p[3]}, 90);
+        QVERIFY2(turned, turned.status().message().c_str());
+        QCOMPARE(store->page(p[3])->rotation, 90);
+        QCOMPARE(store->page(p[3])->status, PageStatus::Queued);  // to be read again the right way up
+        QCOMPARE(*store->engineText(p[3]), std::string("page4 world"));  // until then, its reading stays
+        QVERIFY(rotatePages(*store, {p[3]}, 270));
+        QCOMPARE(store->page(p[3])->rotation, 0);
+        QVERIFY(!rotatePages(*store, {p[3]}, 45));
+
+        // A page added now follows the last page.
+        DocumentRecord more{0, "/books/more.pdf", "pdf", "hash2", 10, 0, 0};
+        QVERIFY(store->addDocument(more, {{more.path, 0}}));
+        const int64_t added = ids().back();
+        QCOMPARE(int(ids().size()), 5);
+
+        // Undone newest first, after reopening: each change's words, then the state before it.
+        store.reset();
+        auto reopened = ProjectStore::open(file.toStdString());
+        QVERIFY(reopened);
+        store = std::move(*reopened);
+        QCOMPARE(QString::fromStdString((*lastArrangement(*store))->summary), QString("turned page 3 270° clockwise"));
+        QVERIFY(undoArrangement(*store));  // the second turn
+        QCOMPARE(store->page(p[3])->rotation, 90);
+        QVERIFY(undoArrangement(*store));  // the first: never read turned, so its reading stands again
+        QCOMPARE(store->page(p[3])->rotation, 0);
+        QCOMPARE(store->page(p[3])->status, PageStatus::Done);
+        QVERIFY(undoArrangement(*store));
+        QCOMPARE(ids(), (std::vector<int64_t>{p[0], p[4], p[2], p[3], added}));
+        QVERIFY(undoArrangement(*store));
+        QCOMPARE(ids(), (std::vector<int64_t>{p[0], p[2], p[3], p[4], added}));
+        auto last = undoArrangement(*store);
+        QCOMPARE(QString::fromStdString((*last)->summary), QString("removed page 2"));
+        QCOMPARE(ids(), (std::vector<int64_t>{p[0], p[1], p[2], p[3], p[4], added}));
+        QCOMPARE(store->counts()->corrected, 1);
+        QVERIFY(!undoArrangement(*store)->has_value());  // nothing more
+        QCOMPARE(*store->integrityCheck(), std::string("ok"));
+    }
+
+    // A turn is the scan's: both halves of a split spread turn; halves moved apart are still read
+    // as one source page.
+    void spreadHalvesTurnTogetherAndAreReadOnce() {
+        auto store = fresh("spread.quire", 2);
+        QVERIFY(store);
+        const int64_t id = (*store->pages())[0].id;
+        PageOutcome left, right;
+        left.text = samplePage("left");
+        left.region = {0, 0, 500, 1400};
+        right.text = samplePage("right");
+        right.region = {500, 0, 500, 1400};
+        QVERIFY(store->saveResult(id, {left, right}));
+        auto pages = *store->pages();  // left, right, page 2
+        QVERIFY(movePages(*store, {pages[1].id}, 4));  // the right half to the end
+        QVERIFY(rotatePages(*store, {pages[0].id}, 180));
+        auto after = *store->pages();
+        QCOMPARE(after[0].rotation, 180);
+        QCOMPARE(after[2].id, pages[1].id);
+        QCOMPARE(after[2].rotation, 180);
+        auto queued = *store->queuedPages();
+        QCOMPARE(int(queued.size()), 2);  // the spread once, page 2
+        // Read again split: the halves keep their places.
+        QVERIFY(store->saveResult(queued[0].id, {left, right}));
+        QCOMPARE(store->pages()->at(2).id, pages[1].id);
+        QCOMPARE(store->pages()->at(0).id, pages[0].id);
     }
 
     void runsAreRecorded() {

@@ -20,7 +20,8 @@ QImage loadPageImage(const PageRecord& page, int dpiOverride) {
     auto img = (*src)->loadPage(page.filePage);
     if (!img) return {};
     // Only a half of a split spread is cut out; a whole page is shown as decoded.
-    const cv::Mat m = cropToRegion(img->image, page.part > 0 ? page.region : Box{}, page.dpi, opt.pdfDpi);
+    const cv::Mat m = cropToRegion(turnedClockwise(img->image, page.rotation), page.part > 0 ? page.region : Box{},
+                                   page.dpi, opt.pdfDpi);
     if (m.channels() == 3) {
         cv::Mat rgb;
         cv::cvtColor(m, rgb, cv::COLOR_BGR2RGB);

@@ -23,6 +23,8 @@
 
 #include "bench_find.h"
 #include "cli_args.h"
+#include "command_support.h"
+#include "pages_command.h"
 #include "escaping_sink.h"
 #include "measurement_env.h"
 #include "quire/core/process_tuning.h"
@@ -41,10 +43,9 @@
 
 namespace fs = std::filesystem;
 using namespace quire;
+using namespace quire::cli;
 
 namespace {
-
-enum Exit { kOk = 0, kInternal = 1, kUsage = 2, kFailedPages = 3 };
 
 std::atomic<bool> g_cancel{false};
 
@@ -55,9 +56,10 @@ const char* kUsageText =
     "            [--reader-model DIR (default: $QUIRE_READER_MODEL, else the installed reader)] [--device cpu|cuda]\n"
     "            [--gpu-memory MIB] [--threads N] [--dpi 300] [--pdf-text recognize|keep] [--split none|auto]\n"
     "            [--no-deskew] [--no-normalize] [--no-orient] [--no-invert] [--binarize] [--flag-below 80] [--retry-failed]\n"
-    "            [--export md,docx,txt,hocr,alto,page,pdf --out DIR [--page-markers]] [--json]\n"
+    "            [--pages 3-17] [--export md,docx,txt,hocr,alto,page,pdf --out DIR [--page-markers]] [--json]\n"
     "      Adds the inputs (PDF, TIFF, PNG/JPEG/BMP images, folders of page images) to the project and\n"
     "      transcribes every page not yet done. Without inputs it resumes the project's queued pages.\n"
+    "      --pages: only those pages of the book are read (and retried), as status --pages numbers them.\n"
     "      --gpu-memory: the most GPU memory the reader's decoder takes (short of it: smaller gate budgets, then the CPU).\n"
     "  quire-cli export --project P.quire --format md,docx,... --out DIR [--name book] [--pages 3-17] [--page-markers]\n"
     "      --pages: only those pages of the book (as status --pages numbers them).\n"
@@ -75,10 +77,14 @@ const char* kUsageText =
     "  quire-cli find --project P.quire (--text T | --regex R) [--whole-word] [--match-case] [--replace S] [--json]\n"
     "      Every hit in the book's text (corrections included): page, line and the line around it.\n"
     "      --replace: each changed page gets a correction (with --regex, \\1..\\9 are the groups).\n"
-    "  quire-cli pages --project P.quire (--retry N[,M...] | --skip N[,M...])\n"
-    "  quire-cli restore --project P.quire [--from BACKUP]   (the newest sound backup of a damaged project)\n"
+    "  quire-cli pages --project P.quire (--retry N | --skip N | --delete N | --move N --before K | --rotate N [--by 90|180|270]\n"
+    "            | --undo)   (N: page numbers and ranges, e.g. 3,17,20-25)\n"
     "      --retry queues failed pages again (a page quarantined after crashing the engine twice, too);\n"
-    "      --skip marks queued pages failed, so runs leave them alone until retried.\n"
+    "      --skip marks queued pages failed, so runs leave them alone until retried; --delete takes pages\n"
+    "      out of the book (their work is kept); --move puts pages before page K (K = the page count + 1:\n"
+    "      at the end); --rotate turns pages clockwise (default 90) and queues them to be read again (their\n"
+    "      corrections are kept); --undo undoes the last delete, move or rotate, also after reopening.\n"
+    "  quire-cli restore --project P.quire [--from BACKUP]   (the newest sound backup of a damaged project)\n"
     "  quire-cli devices\n"
     "  quire-cli bench decode --pages N --mode full|rswa|srswa [--device cpu|cuda] [--batch B]\n"
     "            [--shape reader|unlimited-ocr | --config FILE] [--page-tokens T] [--tokens-per-page G]\n"
@@ -97,13 +103,6 @@ const char* kUsageText =
     "QUIRE_READER_PRINTED=S,D, QUIRE_READER_STATS=1, QUIRE_READER_PIPELINE=0, QUIRE_READER_PREPARERS=1|2,\n"
     "QUIRE_NN_PROFILE=1.\n";
 
-int fail(int code, const std::string& message) {
-    spdlog::error("{}", message);
-    return code;
-}
-
-int exitFor(const Status& s) { return isInputError(s.code()) || s.code() == ErrorCode::Io ? kUsage : kInternal; }
-
 std::string duration(double secs) {
     if (secs < 0) return "?";
     const int s = int(secs + 0.5);
@@ -111,10 +110,6 @@ std::string duration(double secs) {
     if (s >= 3600) std::snprintf(buf, sizeof buf, "%dh%02dm", s / 3600, (s / 60) % 60);
     else std::snprintf(buf, sizeof buf, "%dm%02ds", s / 60, s % 60);
     return buf;
-}
-
-void printJson(const QJsonObject& o) {
-    std::cout << QJsonDocument(o).toJson(QJsonDocument::Compact).toStdString() << std::endl;
 }
 
 // The usage lines of one command (`quire-cli CMD --help`): its entries in kUsageText with their
@@ -130,29 +125,6 @@ std::string usageOf(const std::string& cmd) {
         if (line.rfind("Exit codes:", 0) == 0) out += "\n" + line + "\n";
     }
     return out;
-}
-
-Result<std::unique_ptr<ProjectStore>> openProject(const cli::Args& args, ProjectStore::Mode mode) {
-    auto path = args.value("project");
-    if (!path) return Status(ErrorCode::InvalidArgument, "--project P.quire is required");
-    return ProjectStore::open(*path, mode);
-}
-
-// "3-17" or "5": a range of the book's pages (1-based); nullopt when malformed.
-std::optional<std::pair<int, int>> pageRange(const std::string& s) {
-    const size_t dash = s.find('-');
-    try {
-        size_t used = 0;
-        const int a = std::stoi(s.substr(0, dash), &used);
-        if (used != (dash == std::string::npos ? s.size() : dash) || a < 1) return std::nullopt;
-        if (dash == std::string::npos) return std::pair{a, a};
-        const std::string rest = s.substr(dash + 1);
-        const int b = std::stoi(rest, &used);
-        if (used != rest.size() || b < a) return std::nullopt;
-        return std::pair{a, b};
-    } catch (const std::exception&) {
-        return std::nullopt;
-    }
 }
 
 int doExport(ProjectStore& store, const std::string& formats, const std::string& out, const std::string& name,
@@ -335,6 +307,11 @@ int cmdTranscribe(const cli::Args& args) {
         p.preprocess.split = *split == "auto" ? SplitMode::Auto : SplitMode::None;
     }
     p.retryFailed = args.has("retry-failed");
+    if (auto pages = args.value("pages")) {
+        const auto range = pageRange(*pages);
+        if (!range) return fail(kUsage, "--pages takes a page or a range of the book's pages, e.g. 3-17, not '" + *pages + "'");
+        p.firstPage = range->first, p.lastPage = range->second;
+    }
     const auto exportFormats = args.value("export");
     if (exportFormats && !args.value("out")) return fail(kUsage, "--export needs --out DIR");
     if (exportFormats)
@@ -430,7 +407,7 @@ int cmdStatus(const cli::Args& args) {
                        {"filePage", pg.filePage + 1}, {"part", pg.part}, {"status", pageStatusName(pg.status)},
                        {"flagged", pg.flagged}, {"corrected", pg.corrected}, {"proofread", pg.proofread},
                        {"confidence", pg.meanConfidence}, {"skewDegrees", pg.skewDegrees},
-                       {"hasTextLayer", pg.textLayer.has_value()}};
+                       {"hasTextLayer", pg.textLayer.has_value()}, {"rotation", pg.rotation}};
         if (!pg.failure.empty()) po["failure"] = QString::fromStdString(pg.failure);
         if (pg.flagged && !pg.flagReason.empty()) po["flagReason"] = QString::fromStdString(pg.flagReason);
         if (args.has("pages")) {
@@ -446,7 +423,8 @@ int cmdStatus(const cli::Args& args) {
                       << (pg.flagged && !pg.flagReason.empty() ? " (" + pg.flagReason + ")" : "")
                       << (pg.corrected ? ", corrected" : "") << (pg.proofread ? ", proofread" : "");
             if (pg.status == PageStatus::Done) std::cout << ", confidence " << int(std::lround(pg.meanConfidence));
-            std::cout << " (" << pg.sourceFile << " p." << pg.filePage + 1 << ")";
+            std::cout << " (" << pg.sourceFile << " p." << pg.filePage + 1
+                      << (pg.rotation ? ", turned " + std::to_string(pg.rotation) + "°" : std::string()) << ")";
             if (!pg.failure.empty()) std::cout << ": " << pg.failure;
             std::cout << "\n";
         } else if (!json && pg.status == PageStatus::Failed) {
@@ -627,43 +605,6 @@ int cmdFind(const cli::Args& args) {
 }
 
 // Page numbers as the book counts them (status --pages), comma-separated.
-std::optional<std::vector<int>> pageNumbers(const std::string& list) {
-    std::vector<int> out;
-    std::stringstream ss(list);
-    for (std::string item; std::getline(ss, item, ',');) {
-        try {
-            size_t used = 0;
-            const int n = std::stoi(item, &used);
-            if (used != item.size() || n < 1) return std::nullopt;
-            out.push_back(n);
-        } catch (const std::exception&) {
-            return std::nullopt;
-        }
-    }
-    if (out.empty()) return std::nullopt;
-    return out;
-}
-
-int cmdPages(const cli::Args& args) {
-    const auto retry = args.value("retry"), skip = args.value("skip");
-    if (bool(retry) == bool(skip)) return fail(kUsage, "pages needs one of --retry N[,M...] or --skip N[,M...]");
-    const auto numbers = pageNumbers(retry ? *retry : *skip);
-    if (!numbers) return fail(kUsage, "--retry and --skip take page numbers separated by commas, e.g. 3,17");
-    auto store = openProject(args, ProjectStore::Mode::OpenExisting);
-    if (!store) return fail(exitFor(store.status()), store.status().message());
-    auto pages = (*store)->pages();
-    if (!pages) return fail(kInternal, pages.status().message());
-    for (const int n : *numbers)
-        if (n > int(pages->size())) return fail(kUsage, "page " + std::to_string(n) + ": the project has " + std::to_string(pages->size()) + " pages");
-    for (const int n : *numbers) {
-        const int64_t id = (*pages)[size_t(n - 1)].id;
-        if (Status s = retry ? (*store)->retryPage(id) : (*store)->skipPage(id); !s)
-            return fail(s.code() == ErrorCode::InvalidArgument ? kUsage : kInternal, s.message());
-        spdlog::info("page {}: {}", n, retry ? "queued again; the next transcribe run reads it" : "skipped; runs leave it alone");
-    }
-    return kOk;
-}
-
 int cmdBenchDecode(const cli::Args& args) {
     using namespace quire::decoder;
     DecodeBenchParams p;
@@ -864,12 +805,12 @@ int main(int argc, char** argv) {
     static const std::map<std::string, std::pair<std::set<std::string>, std::set<std::string>>> kOptions = {
         {"transcribe",
          {{"project", "lang", "engine", "reader-model", "device", "gpu-memory", "threads", "dpi", "pdf-text", "split", "flag-below",
-           "export", "out", "name"},
+           "export", "out", "name", "pages"},
           {"json", "no-deskew", "no-normalize", "no-orient", "no-invert", "binarize", "retry-failed", "page-markers"}}},
         {"export", {{"project", "format", "out", "name", "pages"}, {"json", "page-markers"}}},
         {"status", {{"project"}, {"json", "pages"}}},
         {"correct", {{"project", "page", "text-file", "text"}, {}}},
-        {"pages", {{"project", "retry", "skip"}, {}}},
+        {"pages", {{"project", "retry", "skip", "delete", "move", "before", "rotate", "by"}, {"undo"}}},
         {"find", {{"project", "text", "regex", "replace"}, {"whole-word", "match-case", "json"}}},
         {"properties", {{"project", "title", "author", "language"}, {"json"}}},
         {"history", {{"project", "page", "diff", "revert"}, {"json"}}},
@@ -914,7 +855,7 @@ int main(int argc, char** argv) {
         if (cmd == "export") return cmdExport(args);
         if (cmd == "status") return cmdStatus(args);
         if (cmd == "correct") return cmdCorrect(args);
-        if (cmd == "pages") return cmdPages(args);
+        if (cmd == "pages") return pagesCommand(args);
         if (cmd == "find") return cmdFind(args);
         if (cmd == "properties") return cmdProperties(args);
         if (cmd == "history") return cmdHistory(args);

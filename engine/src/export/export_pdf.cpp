@@ -174,7 +174,7 @@ Result<cv::Mat> decodeRegion(const PageRecord& page, SourceCache& cache) {
     }
     auto img = cache.source->loadPage(page.filePage);
     if (!img) return img.status();
-    return cropToRegion(img->image, page.region, dpi, dpi);
+    return cropToRegion(turnedClockwise(img->image, page.rotation), page.region, dpi, dpi);
 }
 
 std::string utf16Hex(const std::string& text) {

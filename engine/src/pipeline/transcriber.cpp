@@ -303,7 +303,9 @@ void Run::loadPages() {
                 auto img = src->loadPage(page.sourceIndex);
                 if (img) job.image = std::move(*img);
                 else job.loadError = img.status();
-                if (img && src->kind() == SourceKind::Pdf) {
+                // The user's turn comes first; a PDF's text layer is in the unturned page's terms.
+                if (img && page.rotation != 0) job.image.image = turnedClockwise(job.image.image, page.rotation);
+                if (img && src->kind() == SourceKind::Pdf && page.rotation == 0) {
                     job.textLayer = src->textLayer(page.sourceIndex);
                     if (job.textLayer) ++textLayerPages[page.documentId];
                 }
@@ -538,8 +540,18 @@ Result<RunSummary> runTranscription(ProjectStore& store, const TranscribeParams&
     std::unique_ptr<Recognizer> first = std::move(made).value();
     const bool inOrder = first->carriesContext();
     if (Status s = registerInputs(store, params); !s) return s;
-    if (params.retryFailed)
+    auto inRange = [&](const PageRecord& p) {
+        return params.firstPage <= 0 || (p.sequence >= params.firstPage && p.sequence <= params.lastPage);
+    };
+    if (params.retryFailed && params.firstPage > 0) {
+        auto pages = store.pages();
+        if (!pages) return pages.status();
+        for (const auto& p : *pages)
+            if (inRange(p) && p.status == PageStatus::Failed)
+                if (Status s = store.retryPage(p.id); !s) return s;
+    } else if (params.retryFailed) {
         if (Status s = store.requeueFailed(); !s) return s;
+    }
     // The pages the last run began and did not commit: a crash is counted on them when that run
     // crashed (its marker is there), not when it was killed or cancelled. A page that crashed the
     // engine twice is failed, not read again: it would end every later run of the project.
@@ -565,6 +577,7 @@ Result<RunSummary> runTranscription(ProjectStore& store, const TranscribeParams&
             "skipped (quire-cli pages --retry " + std::to_string(p.sequence) + " reads it again)");
     auto queued = store.queuedPages();
     if (!queued) return queued.status();
+    std::erase_if(*queued, [&](const PageRecord& p) { return !inRange(p); });
     auto docs = store.documents();
     if (!docs) return docs.status();
     std::map<int64_t, std::string> docPath;

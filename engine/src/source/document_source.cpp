@@ -58,6 +58,14 @@ cv::Mat cropToRegion(const cv::Mat& page, const Box& region, int regionDpi, int 
     return r.area() > 0 ? page(r).clone() : page;
 }
 
+cv::Mat turnedClockwise(const cv::Mat& page, int degrees) {
+    if (page.empty() || (degrees != 90 && degrees != 180 && degrees != 270)) return page;
+    cv::Mat out;
+    cv::rotate(page, out, degrees == 90 ? cv::ROTATE_90_CLOCKWISE : degrees == 180 ? cv::ROTATE_180
+                                                                                     : cv::ROTATE_90_COUNTERCLOCKWISE);
+    return out;
+}
+
 bool naturalLess(const std::string& a, const std::string& b) {
     size_t i = 0, j = 0;
     while (i < a.size() && j < b.size()) {

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "quire/store/project_backups.h"
+#include "store/page_order.h"
 #include "store/sqlite_util.h"
 
 namespace fs = std::filesystem;
@@ -22,6 +23,8 @@ namespace quire {
 
 using sql::Stmt;
 using sql::Transaction;
+using sql::kBookOrder;
+using sql::renumberPages;
 
 const char* pageStatusName(PageStatus s) {
     switch (s) {
@@ -43,7 +46,7 @@ PageStatus parseStatus(const std::string& s) {
 }
 
 // Numbered migrations; migration i brings user_version from i to i + 1, in one transaction.
-const std::array<const char*, 6> kMigrations = {R"SQL(
+const std::array<const char*, 7> kMigrations = {R"SQL(
 CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE documents(
   id INTEGER PRIMARY KEY,
@@ -129,6 +132,22 @@ ALTER TABLE pages ADD COLUMN flag_reason TEXT;
 CREATE TABLE dictionary(
   word TEXT PRIMARY KEY,
   added_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ','now')));
+)SQL",
+                                                R"SQL(
+-- The user's arrangement of the book (page_arrangement.h): each page's place (book_order, numbered
+-- 1.. in the order the pages had), pages taken out of the book (kept with their work, so the
+-- removal can be undone), the turn given before reading, and the log that undoes each change.
+ALTER TABLE pages ADD COLUMN book_order REAL;
+ALTER TABLE pages ADD COLUMN removed INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE pages ADD COLUMN rotation INTEGER NOT NULL DEFAULT 0 CHECK(rotation IN (0, 90, 180, 270));
+UPDATE pages SET book_order = r.n FROM (SELECT p.id, row_number() OVER (ORDER BY d.position, p.source_index, p.part) AS n
+  FROM pages p JOIN documents d ON d.id=p.document_id) AS r WHERE r.id=pages.id;
+CREATE TABLE arrangement_edits(
+  id INTEGER PRIMARY KEY,
+  action TEXT NOT NULL,
+  summary TEXT NOT NULL,
+  undo TEXT NOT NULL,
+  created_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ','now')));
 )SQL"};
 
 bool looksLikeSqlite(const fs::path& path, std::string* why) {
@@ -422,10 +441,14 @@ Result<int64_t> ProjectStore::addDocument(const DocumentRecord& doc,
         .bind(5, int(pageFiles.size())).bind(6, pos.i32(0));
     if (Status s = ins.run(); !s) return s;
     const int64_t id = sqlite3_last_insert_rowid(m_db);
-    Stmt page(m_db, "INSERT INTO pages(document_id, source_index, source_file, file_page) VALUES(?,?,?,?)");
+    // The new pages follow the book's last page.
+    Stmt last(m_db, "SELECT coalesce(max(book_order), 0) FROM pages");
+    last.step();
+    const double after = last.f64(0);
+    Stmt page(m_db, "INSERT INTO pages(document_id, source_index, source_file, file_page, book_order) VALUES(?,?,?,?,?)");
     for (size_t i = 0; i < pageFiles.size(); ++i) {
         page.reset();
-        page.bind(1, id).bind(2, int(i)).bind(3, pageFiles[i].first).bind(4, pageFiles[i].second);
+        page.bind(1, id).bind(2, int(i)).bind(3, pageFiles[i].first).bind(4, pageFiles[i].second).bind(5, after + double(i) + 1);
         if (Status s = page.run(); !s) return s;
     }
     if (Status s = tx.commit(); !s) return s;
@@ -463,6 +486,13 @@ Status ProjectStore::requeueDocument(int64_t documentId, const std::string& sha2
     Stmt parts(m_db, "UPDATE pages SET status='queued' WHERE document_id=? AND part>0");
     parts.bind(1, documentId);
     if (Status s = parts.run(); !s) return s;
+    // Pages the file did not have before go after the document's last page, in their order.
+    Stmt place(m_db, "UPDATE pages SET book_order = coalesce((SELECT max(p2.book_order) FROM pages p2 WHERE "
+                     "p2.document_id=pages.document_id), (SELECT coalesce(max(book_order), 0) FROM pages)) + "
+                     "(source_index + 1) * 1e-6 WHERE document_id=? AND book_order IS NULL");
+    place.bind(1, documentId);
+    if (Status s = place.run(); !s) return s;
+    if (Status s = renumberPages(m_db); !s) return s;
     return tx.commit();
 }
 
@@ -474,7 +504,8 @@ constexpr const char* kPageColumns =
     "coalesce(p.region_x,0), coalesce(p.region_y,0), coalesce(p.region_w,0), coalesce(p.region_h,0), "
     "coalesce(p.skew_degrees,0), coalesce(p.preprocess,''), coalesce(p.content_sha256,''), p.text_layer, "
     "coalesce(p.header,''), coalesce(p.footer,''), coalesce(p.page_number,''), "
-    "coalesce((SELECT mean_confidence FROM results r WHERE r.page_id=p.id), 0), p.crashes, coalesce(p.flag_reason,'')";
+    "coalesce((SELECT mean_confidence FROM results r WHERE r.page_id=p.id), 0), p.crashes, coalesce(p.flag_reason,''), "
+    "p.rotation";
 
 PageRecord readPage(const Stmt& q) {
     PageRecord p;
@@ -504,14 +535,14 @@ PageRecord readPage(const Stmt& q) {
     p.meanConfidence = q.f64(26);
     p.crashes = q.i32(27);
     p.flagReason = q.text(28);
+    p.rotation = q.i32(29);
     return p;
 }
 }  // namespace
 
 Result<std::vector<PageRecord>> ProjectStore::pages() {
     const std::string sqlText = std::string("SELECT ") + kPageColumns +
-                                " FROM pages p JOIN documents d ON d.id=p.document_id "
-                                "ORDER BY d.position, p.source_index, p.part";
+                                " FROM pages p WHERE p.removed=0 ORDER BY " + kBookOrder;
     Stmt q(m_db, sqlText.c_str());
     std::vector<PageRecord> out;
     while (q.step()) {
@@ -531,12 +562,10 @@ Result<PageRecord> ProjectStore::page(int64_t pageId) {
         return Status(ErrorCode::NotFound, "no page with id " + std::to_string(pageId));
     }
     PageRecord rec = readPage(q);
-    // Its 1-based place in the book: pages before it in (document position, index, part) order.
+    // Its 1-based place in the book: the pages in the book up to it (0: removed from the book).
     Stmt seq(m_db,
-             "SELECT count(*) FROM pages p JOIN documents d ON d.id=p.document_id, "
-             "(SELECT d0.position AS pos, p0.source_index AS si, p0.part AS pt FROM pages p0 "
-             " JOIN documents d0 ON d0.id=p0.document_id WHERE p0.id=?) me "
-             "WHERE (d.position, p.source_index, p.part) <= (me.pos, me.si, me.pt)");
+             "SELECT CASE WHEN me.removed THEN 0 ELSE (SELECT count(*) FROM pages p WHERE p.removed=0 AND "
+             "(p.book_order, p.part, p.id) <= (me.book_order, me.part, me.id)) END FROM pages me WHERE me.id=?");
     seq.bind(1, pageId);
     if (seq.step()) rec.sequence = seq.i32(0);
     return rec;
@@ -546,11 +575,12 @@ Result<std::vector<PageRecord>> ProjectStore::queuedPages() {
     auto all = pages();
     if (!all) return all.status();
     std::vector<PageRecord> out;
+    std::set<std::pair<int64_t, int>> sourcePages;
     for (auto& p : *all) {
-        // A split spread is one unit of work: its first queued half stands for the source page.
+        // A split spread is one unit of work: its first queued half stands for the source page
+        // (its halves need not be neighbours: the user may have moved one).
         if (p.status != PageStatus::Queued) continue;
-        if (!out.empty() && out.back().documentId == p.documentId && out.back().sourceIndex == p.sourceIndex)
-            continue;
+        if (!sourcePages.insert({p.documentId, p.sourceIndex}).second) continue;
         out.push_back(std::move(p));
     }
     return out;
@@ -589,8 +619,10 @@ Status ProjectStore::saveResult(int64_t pageId, const std::vector<PageOutcome>& 
         if (Status s = up.run(); !s) return s;
     }
     while (rows.size() < outcomes.size()) {
-        Stmt ins(m_db, "INSERT INTO pages(document_id, source_index, part, source_file, file_page) VALUES(?,?,?,?,?)");
-        ins.bind(1, doc).bind(2, srcIndex).bind(3, int(rows.size()) + 1).bind(4, srcFile).bind(5, filePage);
+        // A new half takes the source page's place and turn (its part puts it after the first half).
+        Stmt ins(m_db, "INSERT INTO pages(document_id, source_index, part, source_file, file_page, book_order, rotation, "
+                       "removed) SELECT ?1, ?2, ?3, ?4, ?5, book_order, rotation, removed FROM pages WHERE id=?6");
+        ins.bind(1, doc).bind(2, srcIndex).bind(3, int(rows.size()) + 1).bind(4, srcFile).bind(5, filePage).bind(6, rows[0]);
         if (Status s = ins.run(); !s) return s;
         rows.push_back(sqlite3_last_insert_rowid(m_db));
     }
@@ -810,10 +842,11 @@ Status ProjectStore::removeCorrections(const std::vector<int64_t>& ids) {
 
 Result<std::vector<PageTextRecord>> ProjectStore::effectiveTexts() {
     // The newest correction of each page, else the engine's text; pages without either are empty.
-    Stmt q(m_db,
-           "SELECT p.id, coalesce((SELECT c.text FROM corrections c WHERE c.page_id=p.id ORDER BY c.id DESC LIMIT 1), "
-           "r.text, '') FROM pages p JOIN documents d ON d.id=p.document_id LEFT JOIN results r ON r.page_id=p.id "
-           "ORDER BY d.position, p.source_index, p.part");
+    const std::string sqlText =
+        std::string("SELECT p.id, coalesce((SELECT c.text FROM corrections c WHERE c.page_id=p.id ORDER BY c.id DESC "
+                    "LIMIT 1), r.text, '') FROM pages p LEFT JOIN results r ON r.page_id=p.id WHERE p.removed=0 ORDER BY ") +
+        kBookOrder;
+    Stmt q(m_db, sqlText.c_str());
     std::vector<PageTextRecord> out;
     while (q.step()) out.push_back({q.i64(0), int(out.size()) + 1, q.text(1)});
     if (!q.status()) return q.status();
@@ -873,7 +906,7 @@ Result<ProjectCounts> ProjectStore::counts() {
     Stmt q(m_db,
            "SELECT count(*), sum(status='done'), sum(status='queued'), sum(status='failed'), sum(flagged AND "
            "status='done'), sum(EXISTS(SELECT 1 FROM corrections c WHERE c.page_id=pages.id)), sum(proofread) "
-           "FROM pages");
+           "FROM pages WHERE removed=0");
     if (!q.step()) return q.status();
     return ProjectCounts{q.i32(0), q.i32(1), q.i32(2), q.i32(3), q.i32(4), q.i32(5), q.i32(6)};
 }

@@ -56,6 +56,9 @@ struct TranscribeParams {
     // -1 picks two on a machine with two cores or more, else one.
     int preparers = -1;
     bool retryFailed = false;
+    // Only the book's pages firstPage..lastPage (1-based, as the page list numbers them) are read
+    // (and retried); 0: every page.
+    int firstPage = 0, lastPage = 0;
     // Decoded pixels the pages in flight may hold together: a page waits in the loader while
     // larger ones are read (one page is always admitted). 250 MP: any number of ordinary pages
     // (an A4 page at 300 dpi is 8.7 MP), never two near the 200 MP page limit.

@@ -25,4 +25,8 @@ cv::Mat compositeOnWhite(const cv::Mat& image);
 // returns the page as it is.
 cv::Mat cropToRegion(const cv::Mat& page, const Box& region, int regionDpi, int decodedDpi);
 
+// The page turned clockwise by 0, 90, 180 or 270 degrees (a turn the user gave it); other values
+// leave it as it is.
+cv::Mat turnedClockwise(const cv::Mat& page, int degrees);
+
 }  // namespace quire

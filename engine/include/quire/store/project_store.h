@@ -56,6 +56,7 @@ struct PageRecord {
     std::string header, footer, pageNumber;  // running header/footer found by book assembly
     double meanConfidence = 0;
     int crashes = 0;  // runs that crashed while this page was being read (reset when it is committed)
+    int rotation = 0;  // clockwise degrees the user turned the page (page_arrangement.h), applied before reading
 };
 
 // What a worker produces for one region of a source page.
@@ -108,7 +109,7 @@ Status damagedProject(const std::filesystem::path& path, const std::string& deta
 
 class ProjectStore {
 public:
-    static constexpr int kSchemaVersion = 6;
+    static constexpr int kSchemaVersion = 7;
     enum class Mode { OpenOrCreate, OpenExisting, ReadOnly };
 
     // Writable opens take the project's process lock: a second process is refused with a message

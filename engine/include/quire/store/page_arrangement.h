@@ -1,0 +1,36 @@
+// The user's arrangement of the book: pages taken out, moved and turned. Each change is stored in
+// the project with what undoes it, so it can be undone later, after reopening too (quire-cli pages
+// --undo, the GUI's Undo). No page is deleted: a removed page keeps its reading and corrections.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "quire/core/status.h"
+#include "quire/store/project_store.h"
+
+namespace quire {
+
+struct ArrangementEdit {
+    int64_t id = 0;
+    std::string action;   // "remove", "move", "rotate"
+    std::string summary;  // in words: "removed pages 3 and 4"
+    std::string createdAt;
+};
+
+// Takes pages out of the book; the pages after them move up.
+Result<ArrangementEdit> removePages(ProjectStore& store, const std::vector<int64_t>& pageIds);
+// Moves pages, kept in their present order, to stand before the page now at book position `before`
+// (1-based; the page count + 1 moves them to the end).
+Result<ArrangementEdit> movePages(ProjectStore& store, const std::vector<int64_t>& pageIds, int before);
+// Turns pages clockwise by 90, 180 or 270 degrees more (both halves of a split spread: the turn is
+// the scan's). A turned page is queued to be read again; its corrections are kept and stay its text.
+Result<ArrangementEdit> rotatePages(ProjectStore& store, const std::vector<int64_t>& pageIds, int clockwiseDegrees);
+// Undoes the newest change not yet undone and forgets it; nothing when there is none.
+Result<std::optional<ArrangementEdit>> undoArrangement(ProjectStore& store);
+// The newest change not yet undone.
+Result<std::optional<ArrangementEdit>> lastArrangement(ProjectStore& store);
+
+}  // namespace quire
