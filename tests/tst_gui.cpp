@@ -11,6 +11,7 @@
 #include <QLineEdit>
 #include <QListView>
 #include <QListWidget>
+#include <QMimeData>
 #include <QTextBlock>
 #include <QTextLayout>
 #include <QTimer>
@@ -30,6 +31,7 @@
 #include "find_panel.h"
 #include "language_picker.h"
 #include "settings_dialog.h"
+#include "page_arranger.h"
 #include "page_history_dialog.h"
 #include "main_window.h"
 #include "quire/pipeline/transcriber.h"
@@ -498,6 +500,94 @@ private slots:
         auto store = ProjectStore::open(project.toStdString(), ProjectStore::Mode::ReadOnly);
         QVERIFY(store);
         QCOMPARE((*store)->counts()->queued, 3);
+    }
+
+    // The page browser turns, removes, moves (keys and dragging) and adds pages; each change is
+    // undone from the Pages menu, also after reopening; Delete in the editor stays the text's.
+    void pagesAreTurnedRemovedMovedAndUndone() {
+        const QString project = readProject("arrange", {{"alpha page"}, {"bravo page"}, {"charlie page"}, {"delta page"}});
+        QVERIFY(!project.isEmpty());
+        std::vector<qint64> ids;
+        auto order = [&](MainWindow& w) {
+            std::vector<qint64> out;
+            for (int r = 0; r < w.pageModel()->rowCount(); ++r) out.push_back(w.pageModel()->page(r)->id);
+            return out;
+        };
+        auto action = [](MainWindow& w, const char* name) {
+            for (QAction* a : w.pageList()->actions())
+                if (a->objectName() == name) return a;
+            return static_cast<QAction*>(nullptr);
+        };
+        {
+            MainWindow w;
+            w.show();
+            QVERIFY(QTest::qWaitForWindowActive(&w));
+            QVERIFY(w.openProject(project));
+            ids = order(w);
+            QCOMPARE(int(ids.size()), 4);
+            w.goToRow(1);
+            action(w, "rotateClockwiseAction")->trigger();
+            QCOMPARE(w.pageModel()->page(1)->rotation, 90);
+            QCOMPARE(w.pageModel()->page(1)->status, PageStatus::Queued);  // to be read the right way up
+            QCOMPARE(w.currentRow(), 1);
+            QTRY_VERIFY(w.pageImageShown());
+
+            // Pages 3 and 4 chosen in the list, Delete pressed there: out of the book.
+            w.pageList()->setFocus();
+            auto* sel = w.pageList()->selectionModel();
+            auto* model = w.pageList()->model();
+            sel->select(QItemSelection(model->index(2, 0), model->index(3, 0)), QItemSelectionModel::ClearAndSelect);
+            QTest::keyClick(w.pageList(), Qt::Key_Delete);
+            QCOMPARE(order(w), (std::vector<qint64>{ids[0], ids[1]}));
+            // Delete in the editor deletes text, not pages.
+            w.goToRow(0);
+            w.editor()->setFocus();
+            QTest::keyClick(w.editor(), Qt::Key_Delete);
+            QCOMPARE(w.pageModel()->rowCount(), 2);
+
+            // Page 2 dragged above page 1 (the drop the list view makes), then moved down with the keys.
+            QMimeData* dragged = model->mimeData({model->index(1, 0)});
+            QVERIFY(model->dropMimeData(dragged, Qt::MoveAction, 0, 0, {}));
+            delete dragged;
+            QTRY_COMPARE(order(w), (std::vector<qint64>{ids[1], ids[0]}));
+            QCOMPARE(w.currentRow(), 0);  // the dragged page stays the one shown
+            w.pageList()->setFocus();
+            sel->select(model->index(0, 0), QItemSelectionModel::ClearAndSelect);
+            QTest::keyClick(w.pageList(), Qt::Key_Down, Qt::ControlModifier | Qt::ShiftModifier);
+            QCOMPARE(order(w), (std::vector<qint64>{ids[0], ids[1]}));
+            QVERIFY2(action(w, "undoPageChangeAction")->text().contains("moved page 1 to the end"),
+                     qPrintable(action(w, "undoPageChangeAction")->text()));
+        }
+        // Reopened: the changes are the project's; undone one by one.
+        MainWindow w;
+        w.show();
+        QVERIFY(w.openProject(project));
+        QCOMPARE(order(w), (std::vector<qint64>{ids[0], ids[1]}));
+        QAction* undo = action(w, "undoPageChangeAction");
+        QVERIFY(undo->isEnabled());
+        undo->trigger();  // the move down
+        undo->trigger();  // the drag
+        QCOMPARE(order(w), (std::vector<qint64>{ids[0], ids[1]}));
+        undo->trigger();  // the removal
+        QCOMPARE(order(w), ids);
+        undo->trigger();  // the turn: never read turned, so its reading stands
+        QCOMPARE(w.pageModel()->page(1)->rotation, 0);
+        QCOMPARE(w.pageModel()->page(1)->status, PageStatus::Done);
+        QVERIFY(!undo->isEnabled());
+
+        // More scans, added after the current page and read at once.
+        const QString more = m_dir.filePath("arrange-more.tif");
+        writeTiffVolume(more, 1, [](int) { return std::vector<std::string>{"an added page"}; }, 400, 560, 1.0);
+        w.goToRow(0);
+        QSignalSpy finished(&w, &MainWindow::runFinished);
+        QVERIFY(w.arranger()->addScans({more}));
+        QCOMPARE(w.pageModel()->rowCount(), 5);
+        QVERIFY(QString::fromStdString(w.pageModel()->page(1)->sourceFile).endsWith("arrange-more.tif"));
+        QVERIFY(finished.wait(120000));
+        QCOMPARE(w.pageModel()->page(1)->status, PageStatus::Done);
+        QVERIFY(undo->text().contains("before page 2"));
+        QVERIFY(!w.arranger()->addScans({more}));  // in the project already: said, nothing changes
+        QVERIFY(w.lastError().contains("already"));
     }
 
     // Find and replace across the book, driven through the panel: a hit opens its page with the words

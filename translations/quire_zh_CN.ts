@@ -649,6 +649,75 @@
         <source>No doubtful word in the book</source>
         <translation>书中没有存疑的词</translation>
     </message>
+    <message>
+        <source>&amp;Pages</source>
+        <translation>页面(&amp;P)</translation>
+    </message>
+</context>
+<context>
+    <name>quire::ui::PageArranger</name>
+    <message>
+        <source>Rotate &amp;Clockwise</source>
+        <translation>顺时针旋转(&amp;C)</translation>
+    </message>
+    <message>
+        <source>Rotate C&amp;ounterclockwise</source>
+        <translation>逆时针旋转(&amp;O)</translation>
+    </message>
+    <message>
+        <source>Rotate &amp;180°</source>
+        <translation>旋转 180°(&amp;1)</translation>
+    </message>
+    <message>
+        <source>&amp;Remove from Book</source>
+        <translation>从书中移除(&amp;R)</translation>
+    </message>
+    <message>
+        <source>Move &amp;Up</source>
+        <translation>上移(&amp;U)</translation>
+    </message>
+    <message>
+        <source>Move &amp;Down</source>
+        <translation>下移(&amp;D)</translation>
+    </message>
+    <message>
+        <source>&amp;Add Scans After This Page…</source>
+        <translation>在此页后添加扫描件(&amp;A)…</translation>
+    </message>
+    <message>
+        <source>Add scans</source>
+        <translation>添加扫描件</translation>
+    </message>
+    <message>
+        <source>Scans (*.pdf *.tif *.tiff *.png *.jpg *.jpeg *.bmp);;All files (*)</source>
+        <translation>扫描件 (*.pdf *.tif *.tiff *.png *.jpg *.jpeg *.bmp);;所有文件 (*)</translation>
+    </message>
+    <message>
+        <source>U&amp;ndo Page Change</source>
+        <translation>撤销页面更改(&amp;N)</translation>
+    </message>
+    <message>
+        <source>U&amp;ndo Page Change: %1</source>
+        <translation>撤销页面更改(&amp;N)：%1</translation>
+    </message>
+    <message>
+        <source>Wait until the run ends (or cancel it) to rearrange the pages.</source>
+        <translation>请等待本次识别结束（或取消它）后再调整页面。</translation>
+    </message>
+    <message>
+        <source>These scans are in the project already.</source>
+        <translation>这些扫描件已在项目中。</translation>
+    </message>
+    <message numerus="yes">
+        <source>added %n page(s) at the end of the book</source>
+        <translation>
+            <numerusform>已在书末添加 %n 页</numerusform>
+        </translation>
+    </message>
+    <message>
+        <source>undone: %1</source>
+        <translation>已撤销：%1</translation>
+    </message>
 </context>
 <context>
     <name>quire::ui::PageEditor</name>
@@ -732,6 +801,10 @@
     <message>
         <source>Flagged: %1</source>
         <translation>已标记：%1</translation>
+    </message>
+    <message>
+        <source>, turned %1° clockwise</source>
+        <translation>，已顺时针旋转 %1°</translation>
     </message>
 </context>
 <context>

@@ -29,6 +29,7 @@
 
 #include "export_dialog.h"
 #include "find_panel.h"
+#include "page_arranger.h"
 #include "page_history_dialog.h"
 #include "properties_dialog.h"
 #include "page_editor.h"
@@ -118,7 +119,10 @@ void MainWindow::buildLayout() {
     m_list->setModel(m_proxy);
     m_list->setItemDelegate(new PageListDelegate(m_list));
     m_list->setUniformItemSizes(true);
-    m_list->setSelectionMode(QAbstractItemView::SingleSelection);
+    // Several pages can be chosen (to turn, move or remove them together) and dragged to a new place.
+    m_list->setSelectionMode(QAbstractItemView::ExtendedSelection);
+    m_list->setDragDropMode(QAbstractItemView::InternalMove);
+    m_list->setDropIndicatorShown(true);
     connect(m_list->selectionModel(), &QItemSelectionModel::currentChanged, this, [this](const QModelIndex& idx) {
         if (idx.isValid()) showRow(m_proxy->mapToSource(idx).row());
     });
@@ -323,6 +327,21 @@ void MainWindow::buildActions() {
     edit->addAction(QIcon::fromTheme("preferences-system"), tr("&Settings…"), this, &MainWindow::showSettingsDialog)
         ->setShortcuts(settingsKeys);
 
+    QMenu* pagesMenu = menuBar()->addMenu(tr("&Pages"));
+    m_arranger = new PageArranger(
+        {[this] { return m_store.get(); }, [this] { return chosenPages(); },
+         [this] {
+             const PageRecord* p = m_model->page(m_currentRow);
+             return p ? p->sequence : 0;
+         },
+         [this] { return m_running; }, [this] { return paramsFromSettings(); },
+         [this](const QString& m) { showError(m); }, [this] { m_editor->flush(); }},
+        this);
+    m_arranger->addTo(pagesMenu, m_list);
+    connect(m_arranger, &PageArranger::arranged, this, &MainWindow::onPagesArranged);
+    connect(m_arranger, &PageArranger::scansAdded, this, &MainWindow::startRun);
+    connect(m_model, &PageListModel::pagesDropped, m_arranger, &PageArranger::move);
+
     QMenu* view = menuBar()->addMenu(tr("&View"));
     view->addAction(tr("Fit &Width"), m_view, &PageView::fitWidth)->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_2));
     view->addAction(tr("Fit &Page"), m_view, &PageView::fitPage)->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_3));
@@ -397,6 +416,35 @@ void MainWindow::updateActions() {
     m_propertiesAct->setEnabled(open && !m_store->readOnly());
     m_proofAct->setEnabled(open && m_currentRow >= 0);
     m_historyAct->setEnabled(open && m_currentRow >= 0 && !m_store->readOnly());
+    if (m_arranger) m_arranger->refresh();
+}
+
+std::vector<int64_t> MainWindow::chosenPages() const {
+    std::vector<int> rows;
+    for (const QModelIndex& i : m_list->selectionModel()->selectedIndexes()) rows.push_back(m_proxy->mapToSource(i).row());
+    if (rows.empty() && m_currentRow >= 0) rows.push_back(m_currentRow);
+    std::sort(rows.begin(), rows.end());
+    std::vector<int64_t> ids;
+    for (const int r : rows)
+        if (const PageRecord* p = m_model->page(r)) ids.push_back(p->id);
+    return ids;
+}
+
+void MainWindow::onPagesArranged(const QString& summary, const std::vector<int64_t>& chosen) {
+    const qint64 keep = chosen.empty() ? m_currentPageId : chosen.front();
+    const int oldRow = m_currentRow;
+    reloadPages();
+    int row = m_model->rowOf(keep);
+    if (row < 0) row = std::clamp(oldRow, 0, std::max(0, m_model->rowCount() - 1));
+    m_currentRow = -1;  // its place or its turn changed: shown afresh
+    m_currentPageId = -1;
+    goToRow(row);
+    for (const int64_t id : chosen) {
+        const QModelIndex idx = m_proxy->mapFromSource(m_model->index(m_model->rowOf(id)));
+        if (idx.isValid()) m_list->selectionModel()->select(idx, QItemSelectionModel::Select);
+    }
+    log(summary.left(1).toUpper() + summary.mid(1));
+    updateActions();
 }
 
 void MainWindow::log(const QString& message, bool warning) {

@@ -27,6 +27,7 @@ class QMenu;
 namespace quire::ui {
 
 class FindPanel;
+class PageArranger;
 class PageListModel;
 class PageFilterProxy;
 class PageView;
@@ -65,6 +66,7 @@ public:
     int currentRow() const { return m_currentRow; }
     PageEditor* editor() const { return m_editor; }
     FindPanel* findPanel() const { return m_find; }
+    PageArranger* arranger() const { return m_arranger; }
     void showFind();
     PageView* pageView() const { return m_view; }
     PageListModel* pageModel() const { return m_model; }
@@ -93,6 +95,10 @@ private:
     void reloadPages();
     void showRow(int row);
     void loadEditor(qint64 pageId);
+    // After pages were turned, removed, moved or added: the list reloaded, the pages the change was
+    // about chosen (else the current page kept), and the change said in the log.
+    void onPagesArranged(const QString& summary, const std::vector<int64_t>& chosen);
+    std::vector<int64_t> chosenPages() const;  // the list's selected pages, in book order
     void updateFlagNote();  // the reason the current page is flagged, above the editor  // the page's effective text and words into the editor
     void showError(const QString& message);
     void log(const QString& message, bool warning = false);
@@ -122,6 +128,7 @@ private:
     PageView* m_view = nullptr;
     PageEditor* m_editor = nullptr;
     FindPanel* m_find = nullptr;
+    PageArranger* m_arranger = nullptr;
     QLabel* m_flagNote = nullptr;
     QDockWidget* m_findDock = nullptr;
     QPlainTextEdit* m_log = nullptr;

@@ -2,6 +2,10 @@
 #include "page_list_model.h"
 
 #include <QCoreApplication>
+#include <algorithm>
+#include <QDataStream>
+#include <QIODevice>
+#include <QMimeData>
 #include <QPointer>
 #include <QtConcurrent/QtConcurrentRun>
 
@@ -68,6 +72,7 @@ QVariant PageListModel::data(const QModelIndex& index, int role) const {
         case Qt::DisplayRole: return tr("Page %1").arg(p.sequence);
         case Qt::ToolTipRole: {
             QString tip = QString::fromStdString(p.sourceFile) + tr(", page %1").arg(p.filePage + 1);
+            if (p.rotation) tip += tr(", turned %1° clockwise").arg(p.rotation);
             if (p.status == PageStatus::Failed) tip += "\n" + QString::fromStdString(p.failure);
             else if (p.status == PageStatus::Done) tip += "\n" + tr("confidence %1").arg(p.meanConfidence, 0, 'f', 1);
             if (p.status == PageStatus::Done && p.flagged && !p.flagReason.empty())
@@ -112,6 +117,47 @@ void PageListModel::requestThumbnail(int row) const {
             }
         }, Qt::QueuedConnection);
     });
+}
+
+namespace {
+constexpr const char* kPagesMime = "application/x-quire-page-ids";
+}
+
+Qt::ItemFlags PageListModel::flags(const QModelIndex& index) const {
+    // Items take drops as "before this page"; the empty space below the last, "at the end".
+    const Qt::ItemFlags f = QAbstractListModel::flags(index);
+    return index.isValid() ? f | Qt::ItemIsDragEnabled | Qt::ItemIsDropEnabled : f | Qt::ItemIsDropEnabled;
+}
+
+QStringList PageListModel::mimeTypes() const { return {kPagesMime}; }
+
+QMimeData* PageListModel::mimeData(const QModelIndexList& indexes) const {
+    QList<qint64> ids;
+    QModelIndexList sorted = indexes;
+    std::sort(sorted.begin(), sorted.end(), [](const QModelIndex& a, const QModelIndex& b) { return a.row() < b.row(); });
+    for (const QModelIndex& i : sorted)
+        if (i.isValid() && i.row() < int(m_pages.size())) ids << qint64(m_pages[size_t(i.row())].id);
+    QByteArray bytes;
+    QDataStream out(&bytes, QIODevice::WriteOnly);
+    out << ids;
+    auto* data = new QMimeData;
+    data->setData(kPagesMime, bytes);
+    return data;
+}
+
+bool PageListModel::dropMimeData(const QMimeData* data, Qt::DropAction action, int row, int, const QModelIndex& parent) {
+    if (action != Qt::MoveAction || !data || !data->hasFormat(kPagesMime)) return false;
+    QList<qint64> ids;
+    QDataStream in(data->data(kPagesMime));
+    in >> ids;
+    if (ids.isEmpty()) return false;
+    // Between rows: before `row`; on an item: before it; elsewhere: at the end.
+    const int target = row >= 0 ? row : parent.isValid() ? parent.row() : int(m_pages.size());
+    const int before = target < int(m_pages.size()) ? m_pages[size_t(target)].sequence : rowCount() + 1;
+    std::vector<int64_t> pageIds(ids.begin(), ids.end());
+    // After the drop has ended: the move reloads this model.
+    QMetaObject::invokeMethod(this, [this, pageIds, before] { emit pagesDropped(pageIds, before); }, Qt::QueuedConnection);
+    return true;
 }
 
 void PageListModel::setPages(std::vector<PageRecord> pages) {

@@ -34,6 +34,14 @@ public:
     QVariant data(const QModelIndex& index, int role) const override;
     QHash<int, QByteArray> roleNames() const override;
 
+    // Pages are dragged within the list to move them: the drop asks for the move (pagesDropped),
+    // which the page arranger makes in the project.
+    Qt::ItemFlags flags(const QModelIndex& index) const override;
+    Qt::DropActions supportedDropActions() const override { return Qt::MoveAction; }
+    QStringList mimeTypes() const override;
+    QMimeData* mimeData(const QModelIndexList& indexes) const override;
+    bool dropMimeData(const QMimeData* data, Qt::DropAction action, int row, int column, const QModelIndex& parent) override;
+
     void setPages(std::vector<PageRecord> pages);
     void updatePage(const PageRecord& page);  // refresh one row (or add it, e.g. a split half)
     void setRunning(qint64 pageId);
@@ -42,6 +50,8 @@ public:
 
 signals:
     void thumbnailReady(int row);
+    // Pages dropped before book position `before` (the page count + 1: after the last page).
+    void pagesDropped(const std::vector<int64_t>& pageIds, int before);
 
 private:
     void requestThumbnail(int row) const;
