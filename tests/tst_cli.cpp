@@ -473,6 +473,36 @@ private slots:
         QCOMPARE(status(project).value("integrity").toString(), QString("ok"));
     }
 
+    // transcribe --reread reads pages again with other settings: the earlier reading stays a
+    // version, corrections stay the text unless --replace-corrections; no engine chatter on stderr.
+    void rereadWithOtherSettingsKeepsVersions() {
+        const QString project = m_dir.filePath("reread.quire");
+        auto r = runCli({"transcribe", m_good, "--project", project, "--threads", "1"});
+        QVERIFY2(r.exitCode == 0, qPrintable(r.err));
+        QCOMPARE(runCli({"correct", "--project", project, "--page", "1", "--text", "Typed by the archivist."}).exitCode, 0);
+        r = runCli({"transcribe", "--project", project, "--reread", "1", "--engine", "ppocr", "--threads", "1"});
+        QVERIFY2(r.exitCode == 0 && r.err.contains("they stay the pages' text"), qPrintable(r.err));
+        QVERIFY2(!r.err.contains("Estimating resolution"), qPrintable(r.err));
+        auto history = [&] {
+            const auto h = runCli({"history", "--project", project, "--page", "1", "--json"});
+            return QJsonDocument::fromJson(h.out.toUtf8()).object().value("versions").toArray();
+        };
+        QJsonArray versions = history();
+        QCOMPARE(versions.size(), 3);
+        QVERIFY(versions[0].toObject().value("label").toString().startsWith("earlier reading (tesseract"));
+        QVERIFY(versions[1].toObject().value("current").toBool());
+        QVERIFY(versions[2].toObject().value("label").toString().startsWith("engine reading (ppocr"));
+        QCOMPARE(status(project).value("pageList").toArray()[0].toObject().value("text").toString(), QString("Typed by the archivist."));
+        r = runCli({"transcribe", "--project", project, "--reread", "1", "--replace-corrections", "--engine", "tesseract", "--threads", "1"});
+        QVERIFY2(r.exitCode == 0 && r.err.contains("the new readings become their text"), qPrintable(r.err));
+        QVERIFY(status(project).value("pageList").toArray()[0].toObject().value("text").toString().contains("every page safe"));
+        QVERIFY(history()[1].toObject().value("label").toString().contains("set aside"));
+        QCOMPARE(runCli({"transcribe", "--project", project, "--replace-corrections"}).exitCode, 2);
+        QCOMPARE(runCli({"transcribe", "--project", project, "--reread", "2"}).exitCode, 2);
+        QCOMPARE(runCli({"transcribe", "--project", project, "--reread", "1", "--pages", "1"}).exitCode, 2);
+        QCOMPARE(status(project).value("integrity").toString(), QString("ok"));
+    }
+
     void exportWithPageMarkers() {
         const QString out = m_dir.filePath("marked");
         const auto r = runCli({"export", "--project", m_project, "--format", "txt", "--out", out, "--page-markers"});

@@ -19,6 +19,8 @@
 #include <QProgressBar>
 #include <QPushButton>
 #include <QProcess>
+#include <QRadioButton>
+#include <QComboBox>
 #include <QSignalSpy>
 #include <QTemporaryDir>
 #include <QTest>
@@ -33,6 +35,7 @@
 #include "settings_dialog.h"
 #include "page_arranger.h"
 #include "page_history_dialog.h"
+#include "reread_dialog.h"
 #include "main_window.h"
 #include "quire/pipeline/transcriber.h"
 #include "page_editor.h"
@@ -588,6 +591,54 @@ private slots:
         QVERIFY(undo->text().contains("before page 2"));
         QVERIFY(!w.arranger()->addScans({more}));  // in the project already: said, nothing changes
         QVERIFY(w.lastError().contains("already"));
+    }
+
+    // Read Again asks the engine and languages and, for pages with corrections, whether those stay
+    // the text; the earlier readings and the corrections stay in the pages' history.
+    void readAgainKeepsEarlierReadingsAndAsksAboutCorrections() {
+        const QString project = readProject("reread", {{"alpha page"}, {"bravo page"}});
+        QVERIFY(!project.isEmpty());
+        {
+            auto store = ProjectStore::open(project.toStdString(), ProjectStore::Mode::OpenExisting);
+            QVERIFY(store && (*store)->addCorrection((*(*store)->pages())[0].id, "alpha page, corrected"));
+        }
+        MainWindow w;
+        w.show();
+        QVERIFY(w.openProject(project));
+        auto* model = w.pageList()->model();
+        w.pageList()->selectionModel()->select(QItemSelection(model->index(0, 0), model->index(1, 0)),
+                                               QItemSelectionModel::ClearAndSelect);
+        QAction* reread = w.findChild<QAction*>("rereadAction");
+        QVERIFY(reread && reread->isEnabled());
+        bool asked = false;
+        QTimer::singleShot(0, &w, [&] {
+            QTRY_VERIFY(qobject_cast<RereadDialog*>(QApplication::activeModalWidget()));
+            auto* dialog = qobject_cast<RereadDialog*>(QApplication::activeModalWidget());
+            auto* engine = dialog->findChild<QComboBox*>("rereadEngine");
+            engine->setCurrentIndex(engine->findData("tesseract"));
+            auto* replace = dialog->findChild<QRadioButton*>("rereadReplaceCorrections");
+            asked = replace != nullptr;
+            if (replace) replace->setChecked(true);
+            dialog->accept();
+        });
+        QSignalSpy finished(&w, &MainWindow::runFinished);
+        reread->trigger();
+        QVERIFY(asked);
+        QVERIFY(finished.wait(120000));
+        for (int row = 0; row < 2; ++row) {
+            const int64_t id = w.pageModel()->page(row)->id;
+            QCOMPARE(w.pageModel()->page(row)->status, PageStatus::Done);
+            const auto versions = *pageVersions(*w.store(), id);
+            QCOMPARE(versions.front().kind, PageVersion::Kind::EarlierReading);
+            QCOMPARE(versions.front().text, std::string(row == 0 ? "alpha page" : "bravo page"));
+            QVERIFY(versions.back().current);
+            QVERIFY2(QString::fromStdString(*w.store()->effectiveText(id)).contains("a page"),
+                     w.store()->effectiveText(id)->c_str());
+        }
+        const auto first = *pageVersions(*w.store(), w.pageModel()->page(0)->id);
+        QCOMPARE(int(first.size()), 3);
+        QCOMPARE(first[1].kind, PageVersion::Kind::SetAsideCorrection);
+        QVERIFY(!w.pageModel()->page(0)->corrected);
     }
 
     // Find and replace across the book, driven through the panel: a hit opens its page with the words

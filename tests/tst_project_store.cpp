@@ -6,6 +6,7 @@
 #include "quire/pipeline/transcriber.h"
 #include "quire/store/book_search.h"
 #include "quire/store/page_arrangement.h"
+#include "quire/store/page_history.h"
 #include "quire/store/project_store.h"
 #include "test_util.h"
 
@@ -328,11 +329,12 @@ private slots:
     void migratesAVersionOneProject() {
         const QString file = m_dir.filePath("v1.quire");
         { QVERIFY(fresh("v1.quire")); }
-        // Back to schema 1: without what migrations 2-7 add.
+        // Back to schema 1: without what migrations 2-8 add.
         execSql(file, "DROP TABLE decoder_state; DROP TABLE context_pages; ALTER TABLE pages DROP COLUMN crashes; "
                       "ALTER TABLE pages DROP COLUMN flag_reason; DROP TABLE dictionary; DROP TABLE arrangement_edits; "
                       "ALTER TABLE pages DROP COLUMN book_order; ALTER TABLE pages DROP COLUMN removed; "
-                      "ALTER TABLE pages DROP COLUMN rotation; PRAGMA user_version=1");
+                      "ALTER TABLE pages DROP COLUMN rotation; DROP TABLE readings; ALTER TABLE corrections DROP COLUMN "
+                      "set_aside; ALTER TABLE pages DROP COLUMN reading_replaces_corrections; PRAGMA user_version=1");
         auto store = ProjectStore::open(file.toStdString());
         QVERIFY2(store, store.status().message().c_str());
         QVERIFY((*store)->saveDecoderState(DecoderCheckpoint{"x", true, 0, {{1.f}}}));
@@ -426,6 +428,55 @@ private slots:
         QCOMPARE(store->counts()->corrected, 1);
         QVERIFY(!undoArrangement(*store)->has_value());  // nothing more
         QCOMPARE(*store->integrityCheck(), std::string("ok"));
+    }
+
+    // A page read again keeps its earlier reading as a version; its corrections stay its text unless
+    // the re-read was asked to replace them, and then they stay in its history, revertible.
+    void rereadKeepsEarlierReadingsAndCorrections() {
+        auto store = fresh("reread.quire", 2);
+        QVERIFY(store);
+        const auto pages = *store->pages();
+        const int64_t id = pages[0].id;
+        PageOutcome o;
+        o.region = {0, 0, 1000, 1400};
+        o.text = samplePage("alpha");
+        QVERIFY(store->saveResult(id, {o}));
+        QVERIFY(store->addCorrection(id, "alpha, corrected"));
+
+        auto corrected = queueReread(*store, {id, pages[1].id}, false);
+        QVERIFY2(corrected, corrected.status().message().c_str());
+        QCOMPARE(*corrected, 1);  // the choice concerned one page
+        QCOMPARE(store->page(id)->status, PageStatus::Queued);
+        o.text = samplePage("beta");
+        o.text.engine = "other";
+        QVERIFY(store->saveResult(id, {o}));
+        QCOMPARE(*store->effectiveText(id), std::string("alpha, corrected"));  // the correction stays the text
+        auto versions = *pageVersions(*store, id);
+        QCOMPARE(int(versions.size()), 3);
+        QCOMPARE(versions[0].kind, PageVersion::Kind::EarlierReading);
+        QCOMPARE(versions[0].text, std::string("alpha world"));
+        QCOMPARE(QString::fromStdString(versions[0].label), QString("earlier reading (test 1)"));
+        QVERIFY(versions[1].current);
+        QCOMPARE(versions[2].text, std::string("beta world"));
+
+        QCOMPARE(*queueReread(*store, {id}, true), 1);
+        o.text = samplePage("gamma");
+        QVERIFY(store->saveResult(id, {o}));
+        QCOMPARE(*store->effectiveText(id), std::string("gamma world"));  // the new reading is the text
+        QCOMPARE(store->counts()->corrected, 0);
+        QVERIFY(!store->page(id)->corrected);
+        versions = *pageVersions(*store, id);
+        QCOMPARE(int(versions.size()), 4);
+        QCOMPARE(versions[1].kind, PageVersion::Kind::SetAsideCorrection);
+        QVERIFY(versions[3].current);
+        QVERIFY(revertPage(*store, id, 1));  // the set-aside correction is the text again
+        QCOMPARE(*store->effectiveText(id), std::string("alpha, corrected"));
+        // The same reading again adds no version; a later re-read without the choice keeps corrections.
+        QVERIFY(queueReread(*store, {id}, false));
+        QVERIFY(store->saveResult(id, {o}));
+        QCOMPARE(int(pageVersions(*store, id)->size()), 5);
+        QCOMPARE(*store->effectiveText(id), std::string("alpha, corrected"));
+        QVERIFY(!queueReread(*store, {987654}, false));
     }
 
     // A turn is the scan's: both halves of a split spread turn; halves moved apart are still read

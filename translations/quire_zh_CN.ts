@@ -45,6 +45,25 @@
     </message>
 </context>
 <context>
+    <name>quire::ui::EngineBox</name>
+    <message>
+        <source>Automatic</source>
+        <translation>自动</translation>
+    </message>
+    <message>
+        <source>Tesseract</source>
+        <translation>Tesseract</translation>
+    </message>
+    <message>
+        <source>PP-OCRv4 (neural; Chinese and mixed text)</source>
+        <translation>PP-OCRv4（神经网络；中文及中英混排）</translation>
+    </message>
+    <message>
+        <source>Quire reader (whole-volume decoder over PP-OCRv4)</source>
+        <translation>Quire 阅读器（基于 PP-OCRv4 的整卷解码器）</translation>
+    </message>
+</context>
+<context>
     <name>quire::ui::ExportDialog</name>
     <message>
         <source>Export Book</source>
@@ -653,6 +672,14 @@
         <source>&amp;Pages</source>
         <translation>页面(&amp;P)</translation>
     </message>
+    <message>
+        <source>Read &amp;Again…</source>
+        <translation>重新识别(&amp;A)…</translation>
+    </message>
+    <message>
+        <source>Wait until the run ends (or cancel it) to read pages again.</source>
+        <translation>请等待本次识别结束（或取消它）后再重新识别页面。</translation>
+    </message>
 </context>
 <context>
     <name>quire::ui::PageArranger</name>
@@ -756,6 +783,14 @@
         <source>&amp;Revert to This Version</source>
         <translation>恢复为此版本(&amp;R)</translation>
     </message>
+    <message>
+        <source>Earlier reading</source>
+        <translation>先前的识别结果</translation>
+    </message>
+    <message>
+        <source>Correction %1 (set aside for a new reading)</source>
+        <translation>校对 %1（已由新的识别结果取代）</translation>
+    </message>
 </context>
 <context>
     <name>quire::ui::PageListDelegate</name>
@@ -835,6 +870,45 @@
     </message>
 </context>
 <context>
+    <name>quire::ui::RereadDialog</name>
+    <message>
+        <source>Read Pages Again</source>
+        <translation>重新识别页面</translation>
+    </message>
+    <message numerus="yes">
+        <source>Read %n page(s) again with these settings. What the pages read now is kept in their history.</source>
+        <translation>
+            <numerusform>用以下设置重新识别 %n 页。页面当前的识别结果会保存在其历史中。</numerusform>
+        </translation>
+    </message>
+    <message>
+        <source>Recognition engine:</source>
+        <translation>识别引擎：</translation>
+    </message>
+    <message>
+        <source>Languages:</source>
+        <translation>语言：</translation>
+    </message>
+    <message numerus="yes">
+        <source>%n of these pages have your corrections</source>
+        <translation>
+            <numerusform>其中 %n 页有您的校对</numerusform>
+        </translation>
+    </message>
+    <message>
+        <source>Keep my corrections as their text (the new reading is kept as a version)</source>
+        <translation>保留我的校对作为正文（新的识别结果保存为一个版本）</translation>
+    </message>
+    <message>
+        <source>Use the new reading as their text (my corrections stay in the page history)</source>
+        <translation>使用新的识别结果作为正文（我的校对保留在页面历史中）</translation>
+    </message>
+    <message>
+        <source>&amp;Read Again</source>
+        <translation>重新识别(&amp;R)</translation>
+    </message>
+</context>
+<context>
     <name>quire::ui::RunChart</name>
     <message>
         <source>Throughput and memory appear here during a run</source>
@@ -860,18 +934,6 @@
     <message>
         <source>Settings</source>
         <translation>设置</translation>
-    </message>
-    <message>
-        <source>Automatic</source>
-        <translation>自动</translation>
-    </message>
-    <message>
-        <source>Tesseract</source>
-        <translation>Tesseract</translation>
-    </message>
-    <message>
-        <source>PP-OCRv4 (neural; Chinese and mixed text)</source>
-        <translation>PP-OCRv4（神经网络；中文及中英混排）</translation>
     </message>
     <message>
         <source>Recognition engine:</source>
@@ -956,10 +1018,6 @@
     <message>
         <source>Theme and interface language apply the next time Quire starts.</source>
         <translation>主题和界面语言将在下次启动 Quire 时生效。</translation>
-    </message>
-    <message>
-        <source>Quire reader (whole-volume decoder over PP-OCRv4)</source>
-        <translation>Quire 阅读器（基于 PP-OCRv4 的整卷解码器）</translation>
     </message>
     <message>
         <source>Installed model: %1</source>

@@ -32,6 +32,7 @@
 #include "page_arranger.h"
 #include "page_history_dialog.h"
 #include "properties_dialog.h"
+#include "reread_dialog.h"
 #include "page_editor.h"
 #include "page_list_delegate.h"
 #include "page_list_model.h"
@@ -338,6 +339,9 @@ void MainWindow::buildActions() {
          [this](const QString& m) { showError(m); }, [this] { m_editor->flush(); }},
         this);
     m_arranger->addTo(pagesMenu, m_list);
+    m_rereadAct = pagesMenu->addAction(tr("Read &Again…"), this, &MainWindow::rereadChosenPages);
+    m_rereadAct->setObjectName("rereadAction");
+    m_list->addAction(m_rereadAct);
     connect(m_arranger, &PageArranger::arranged, this, &MainWindow::onPagesArranged);
     connect(m_arranger, &PageArranger::scansAdded, this, &MainWindow::startRun);
     connect(m_model, &PageListModel::pagesDropped, m_arranger, &PageArranger::move);
@@ -417,6 +421,7 @@ void MainWindow::updateActions() {
     m_proofAct->setEnabled(open && m_currentRow >= 0);
     m_historyAct->setEnabled(open && m_currentRow >= 0 && !m_store->readOnly());
     if (m_arranger) m_arranger->refresh();
+    if (m_rereadAct) m_rereadAct->setEnabled(open && !m_running && !m_store->readOnly() && m_currentRow >= 0);
 }
 
 std::vector<int64_t> MainWindow::chosenPages() const {
@@ -751,12 +756,35 @@ TranscribeParams MainWindow::paramsFromSettings() const {
     return p;
 }
 
-void MainWindow::startRun() {
+void MainWindow::startRun() { runWith(paramsFromSettings()); }
+
+void MainWindow::rereadChosenPages() {
+    if (!m_store || m_store->readOnly()) return;
+    if (m_running) {
+        showError(tr("Wait until the run ends (or cancel it) to read pages again."));
+        return;
+    }
+    const std::vector<int64_t> chosen = chosenPages();
+    if (chosen.empty()) return;
+    int corrected = 0;
+    for (const int64_t id : chosen)
+        if (const PageRecord* p = m_model->page(m_model->rowOf(id)); p && p->corrected) ++corrected;
+    RereadDialog dlg(int(chosen.size()), corrected, m_settings->engine(), m_settings->languages(), this);
+    if (dlg.exec() != QDialog::Accepted) return;
+    TranscribeParams params = paramsFromSettings();
+    params.recognizer.engine = dlg.engine().toStdString();
+    params.recognizer.languages = dlg.languages().toStdString();
+    params.rereadPages = chosen;
+    params.rereadReplacesCorrections = dlg.replaceCorrections();
+    runWith(params);
+}
+
+void MainWindow::runWith(const TranscribeParams& params) {
     if (!m_store || m_running) return;
     m_editor->flush();
     RunRequest req;
     req.projectPath = projectPath();
-    req.params = paramsFromSettings();
+    req.params = params;
     m_running = true;
     m_longestStallMs = 0;
     m_stallClock.restart();  // work done before the run (e.g. creating the project) is not a stall of it
@@ -764,7 +792,8 @@ void MainWindow::startRun() {
     m_pauseAct->setChecked(false);
     const std::string engine = chooseEngine(req.params.recognizer.engine, req.params.recognizer.languages, nullptr,
                                             req.params.recognizer.readerModel);
-    log(tr("Transcription started (%1, languages %2)").arg(QString::fromStdString(engine), m_settings->languages()));
+    log(tr("Transcription started (%1, languages %2)")
+            .arg(QString::fromStdString(engine), QString::fromStdString(req.params.recognizer.languages)));
     QMetaObject::invokeMethod(m_worker, [w = m_worker, req] { w->run(req); }, Qt::QueuedConnection);
     updateTitle();
     updateActions();

@@ -45,7 +45,10 @@ public:
     bool newProject(const QStringList& inputs, const QString& projectPath, bool start = true);
     bool openProject(const QString& path);
     void closeProject();
-    void startRun();
+    void startRun();  // with the settings' engine and languages
+    // The chosen pages read again (Pages > Read Again…): asks the engine, the languages and, where
+    // pages have corrections, whether those stay their text; then runs.
+    void rereadChosenPages();
     void setPaused(bool paused);
     void cancelRun();
     bool isRunning() const { return m_running; }
@@ -106,6 +109,7 @@ private:
     void restoreUiState();
     void rebuildRecentMenu();
     TranscribeParams paramsFromSettings() const;
+    void runWith(const TranscribeParams& params);
     void onPageFinished(qint64 pageId, int sequence, const QString& status, bool flagged);
     void onProgress(const RunSample& s);
     void onRunFinished(bool ok, bool cancelled, const QString& message);
@@ -139,6 +143,7 @@ private:
     QMenu* m_recentMenu = nullptr;
     QAction* m_propertiesAct = nullptr;
     QAction* m_historyAct = nullptr;
+    QAction* m_rereadAct = nullptr;
     QAction *m_startAct = nullptr, *m_pauseAct = nullptr, *m_cancelAct = nullptr, *m_exportAct = nullptr,
             *m_proofAct = nullptr;
 

@@ -35,13 +35,23 @@ PageHistoryDialog::PageHistoryDialog(std::vector<PageVersion> versions, int page
     resize(900, 560);
     m_list = new QListWidget;
     m_list->setObjectName("versions");
+    int corrections = 0;
     for (const auto& v : m_versions) {
-        QString label = v.number == 0 ? tr("Engine reading") : tr("Correction %1").arg(v.number);
+        using Kind = PageVersion::Kind;
+        QString label = v.kind == Kind::Reading          ? tr("Engine reading")
+                        : v.kind == Kind::EarlierReading ? tr("Earlier reading")
+                        : v.kind == Kind::Correction     ? tr("Correction %1").arg(++corrections)
+                                                         : tr("Correction %1 (set aside for a new reading)").arg(++corrections);
+        if (v.kind == Kind::Reading || v.kind == Kind::EarlierReading) {
+            // The engine that made it: "(tesseract 5.3.0)" at the end of the store's label.
+            const QString l = QString::fromStdString(v.label);
+            if (const int at = l.indexOf(" ("); at >= 0) label += l.mid(at);
+        }
         if (!v.createdAt.empty())
             label += " · " + QDateTime::fromString(QString::fromStdString(v.createdAt), Qt::ISODateWithMs)
                                  .toLocalTime()
                                  .toString("yyyy-MM-dd HH:mm:ss");
-        if (&v == &m_versions.back()) label += " · " + tr("current");
+        if (v.current) label += " · " + tr("current");
         m_list->addItem(label);
     }
     m_diff = new QTextBrowser;
@@ -68,7 +78,7 @@ PageHistoryDialog::PageHistoryDialog(std::vector<PageVersion> versions, int page
     layout->addWidget(split, 1);
     layout->addWidget(buttons);
     connect(m_list, &QListWidget::currentRowChanged, this, &PageHistoryDialog::showComparison);
-    selectVersion(int(m_versions.size()) - 1);
+    selectVersion(currentIndex());
 }
 
 void PageHistoryDialog::selectVersion(int number) { m_list->setCurrentRow(number); }
@@ -77,8 +87,14 @@ QString PageHistoryDialog::comparison() const { return m_diff->toHtml(); }
 
 void PageHistoryDialog::showComparison(int row) {
     if (row < 0 || row >= int(m_versions.size())) return;
-    m_diff->setHtml(diffHtml(m_versions[size_t(row)].text, m_versions.back().text, palette()));
-    m_revert->setEnabled(row + 1 < int(m_versions.size()));  // the current text is already current
+    m_diff->setHtml(diffHtml(m_versions[size_t(row)].text, m_versions[size_t(currentIndex())].text, palette()));
+    m_revert->setEnabled(!m_versions[size_t(row)].current);  // the current text is already current
+}
+
+int PageHistoryDialog::currentIndex() const {
+    for (size_t i = 0; i < m_versions.size(); ++i)
+        if (m_versions[i].current) return int(i);
+    return int(m_versions.size()) - 1;
 }
 
 }  // namespace quire::ui

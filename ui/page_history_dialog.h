@@ -1,4 +1,4 @@
-// Edit > Page History: the page's versions (the engine's reading, each correction), what changed
+// Edit > Page History: the page's versions (the engine's readings, each correction), what changed
 // from a version to the current text, and reverting to one (saved as a new correction).
 #pragma once
 
@@ -24,6 +24,7 @@ public:
 
 private:
     void showComparison(int row);
+    int currentIndex() const;  // the version that is the page's text now
     std::vector<PageVersion> m_versions;
     QListWidget* m_list;
     QTextBrowser* m_diff;

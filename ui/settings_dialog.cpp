@@ -1,6 +1,8 @@
 // The Settings dialog: engine, languages, threads, device, flagging, preprocessing, theme, language.
 #include "settings_dialog.h"
 
+#include "engine_box.h"
+
 #include <QCheckBox>
 #include <QComboBox>
 #include <QDialogButtonBox>
@@ -26,14 +28,7 @@ namespace quire::ui {
 SettingsDialog::SettingsDialog(Settings& settings, QWidget* parent) : QDialog(parent), m_settings(settings) {
     setWindowTitle(tr("Settings"));
     auto* form = new QFormLayout;
-    m_engine = new QComboBox;
-    m_engine->addItem(tr("Automatic"), "auto");
-    m_engine->addItem(tr("Tesseract"), "tesseract");
-    m_engine->addItem(tr("PP-OCRv4 (neural; Chinese and mixed text)"), "ppocr");
-    if (auto models = findPpocrModels(qEnvironmentVariable("QUIRE_PPOCR_DIR").toStdString()); !models)
-        m_engine->setItemData(2, QString::fromStdString(models.status().message()), Qt::ToolTipRole);
-    m_engine->addItem(tr("Quire reader (whole-volume decoder over PP-OCRv4)"), "reader");
-    m_engine->setCurrentIndex(std::max(0, m_engine->findData(settings.engine())));
+    m_engine = new EngineBox(settings.engine());
     form->addRow(tr("Recognition engine:"), m_engine);
     // The reader's model folder: empty means the model installed with Quire.
     m_readerModel = new QLineEdit(settings.readerModel());

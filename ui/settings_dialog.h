@@ -11,6 +11,7 @@ class QSpinBox;
 
 namespace quire::ui {
 
+class EngineBox;
 class LanguagePicker;
 
 class Settings;
@@ -23,7 +24,8 @@ public:
 
 private:
     Settings& m_settings;
-    QComboBox *m_engine, *m_device, *m_theme, *m_uiLanguage;
+    QComboBox *m_device, *m_theme, *m_uiLanguage;
+    EngineBox* m_engine;
     LanguagePicker* m_languages;
     QLineEdit* m_readerModel;
     QSpinBox *m_threads, *m_dpi;

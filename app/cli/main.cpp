@@ -56,10 +56,14 @@ const char* kUsageText =
     "            [--reader-model DIR (default: $QUIRE_READER_MODEL, else the installed reader)] [--device cpu|cuda]\n"
     "            [--gpu-memory MIB] [--threads N] [--dpi 300] [--pdf-text recognize|keep] [--split none|auto]\n"
     "            [--no-deskew] [--no-normalize] [--no-orient] [--no-invert] [--binarize] [--flag-below 80] [--retry-failed]\n"
-    "            [--pages 3-17] [--export md,docx,txt,hocr,alto,page,pdf --out DIR [--page-markers]] [--json]\n"
+    "            [--pages 3-17 | --reread 3-17 [--replace-corrections]]\n"
+    "            [--export md,docx,txt,hocr,alto,page,pdf --out DIR [--page-markers]] [--json]\n"
     "      Adds the inputs (PDF, TIFF, PNG/JPEG/BMP images, folders of page images) to the project and\n"
     "      transcribes every page not yet done. Without inputs it resumes the project's queued pages.\n"
     "      --pages: only those pages of the book are read (and retried), as status --pages numbers them.\n"
+    "      --reread: those pages are read again with this run's settings (--engine, --lang, ...); each page's\n"
+    "      reading now stays a version (history). Corrections stay the text unless --replace-corrections (then\n"
+    "      the new reading is the text, the corrections kept in the history).\n"
     "      --gpu-memory: the most GPU memory the reader's decoder takes (short of it: smaller gate budgets, then the CPU).\n"
     "  quire-cli export --project P.quire --format md,docx,... --out DIR [--name book] [--pages 3-17] [--page-markers]\n"
     "      --pages: only those pages of the book (as status --pages numbers them).\n"
@@ -307,10 +311,22 @@ int cmdTranscribe(const cli::Args& args) {
         p.preprocess.split = *split == "auto" ? SplitMode::Auto : SplitMode::None;
     }
     p.retryFailed = args.has("retry-failed");
-    if (auto pages = args.value("pages")) {
+    if (args.has("pages") && args.has("reread")) return fail(kUsage, "--reread names the pages to read; --pages is not needed with it");
+    if (args.has("replace-corrections") && !args.has("reread")) return fail(kUsage, "--replace-corrections goes with --reread");
+    if (auto pages = args.value("pages") ? args.value("pages") : args.value("reread")) {
         const auto range = pageRange(*pages);
-        if (!range) return fail(kUsage, "--pages takes a page or a range of the book's pages, e.g. 3-17, not '" + *pages + "'");
+        if (!range)
+            return fail(kUsage, std::string(args.has("pages") ? "--pages" : "--reread") +
+                                    " takes a page or a range of the book's pages, e.g. 3-17, not '" + *pages + "'");
         p.firstPage = range->first, p.lastPage = range->second;
+    }
+    if (args.has("reread")) {
+        auto pages = (*store)->pages();
+        if (!pages) return fail(kInternal, pages.status().message());
+        if (p.lastPage > int(pages->size()))
+            return fail(kUsage, "--reread " + *args.value("reread") + ": the book has " + std::to_string(pages->size()) + " pages");
+        for (int n = p.firstPage; n <= p.lastPage; ++n) p.rereadPages.push_back((*pages)[size_t(n - 1)].id);
+        p.rereadReplacesCorrections = args.has("replace-corrections");
     }
     const auto exportFormats = args.value("export");
     if (exportFormats && !args.value("out")) return fail(kUsage, "--export needs --out DIR");
@@ -524,20 +540,22 @@ int cmdHistory(const cli::Args& args) {
         QJsonArray list;
         for (const auto& v : *versions)
             list.append(QJsonObject{{"version", v.number}, {"label", QString::fromStdString(v.label)},
-                                    {"createdAt", QString::fromStdString(v.createdAt)}, {"text", QString::fromStdString(v.text)}});
+                                    {"createdAt", QString::fromStdString(v.createdAt)}, {"text", QString::fromStdString(v.text)},
+                                    {"current", v.current}});
         printJson({{"page", *page}, {"versions", list}});
         return kOk;
     }
     if (diff) {
         // Removed words in [-…-], added in {+…+} (as wdiff and git diff --word-diff write them).
-        for (const auto& p : wordDiff((*versions)[size_t(*diff)].text, versions->back().text))
+        const auto current = std::find_if(versions->begin(), versions->end(), [](const PageVersion& v) { return v.current; });
+        for (const auto& p : wordDiff((*versions)[size_t(*diff)].text, current->text))
             std::cout << (p.kind == DiffPiece::Removed ? "[-" + p.text + "-]" : p.kind == DiffPiece::Added ? "{+" + p.text + "+}" : p.text);
         std::cout << "\n";
         return kOk;
     }
     for (const auto& v : *versions) {
         std::cout << v.number << ": " << v.label << (v.createdAt.empty() ? "" : ", " + v.createdAt)
-                  << (&v == &versions->back() ? " (current)" : "") << "\n";
+                  << (v.current ? " (current)" : "") << "\n";
     }
     return kOk;
 }
@@ -805,8 +823,9 @@ int main(int argc, char** argv) {
     static const std::map<std::string, std::pair<std::set<std::string>, std::set<std::string>>> kOptions = {
         {"transcribe",
          {{"project", "lang", "engine", "reader-model", "device", "gpu-memory", "threads", "dpi", "pdf-text", "split", "flag-below",
-           "export", "out", "name", "pages"},
-          {"json", "no-deskew", "no-normalize", "no-orient", "no-invert", "binarize", "retry-failed", "page-markers"}}},
+           "export", "out", "name", "pages", "reread"},
+          {"json", "no-deskew", "no-normalize", "no-orient", "no-invert", "binarize", "retry-failed", "page-markers",
+           "replace-corrections"}}},
         {"export", {{"project", "format", "out", "name", "pages"}, {"json", "page-markers"}}},
         {"status", {{"project"}, {"json", "pages"}}},
         {"correct", {{"project", "page", "text-file", "text"}, {}}},

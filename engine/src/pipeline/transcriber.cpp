@@ -22,6 +22,7 @@
 #include "pipeline/crash_marker.h"
 #include "pipeline/pixel_budget.h"
 #include "quire/store/attempt_log.h"
+#include "quire/store/page_history.h"
 
 #ifdef __linux__
 #include <sys/resource.h>
@@ -543,6 +544,15 @@ Result<RunSummary> runTranscription(ProjectStore& store, const TranscribeParams&
     auto inRange = [&](const PageRecord& p) {
         return params.firstPage <= 0 || (p.sequence >= params.firstPage && p.sequence <= params.lastPage);
     };
+    if (!params.rereadPages.empty()) {
+        auto corrected = queueReread(store, params.rereadPages, params.rereadReplacesCorrections);
+        if (!corrected) return corrected.status();
+        if (*corrected > 0)
+            log(std::to_string(*corrected) + " of the pages read again have corrections: " +
+                (params.rereadReplacesCorrections
+                     ? "the new readings become their text; the corrections stay in their history"
+                     : "they stay the pages' text; the new readings are kept as versions"));
+    }
     if (params.retryFailed && params.firstPage > 0) {
         auto pages = store.pages();
         if (!pages) return pages.status();

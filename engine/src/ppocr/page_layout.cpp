@@ -27,6 +27,7 @@ std::vector<LayoutLine> tesseractLines(const cv::Mat& gray, std::map<int, Box>& 
     std::vector<LayoutLine> lines;
     tesseract::TessBaseAPI api;
     api.InitForAnalysePage();
+    api.SetVariable("debug_file", "/dev/null");  // "Estimating resolution as ..." stays off the user's terminal
     api.SetPageSegMode(tesseract::PSM_AUTO);
     api.SetImage(gray.data, gray.cols, gray.rows, 1, int(gray.step));
     std::unique_ptr<tesseract::PageIterator> it(api.AnalyseLayout());

@@ -46,7 +46,7 @@ PageStatus parseStatus(const std::string& s) {
 }
 
 // Numbered migrations; migration i brings user_version from i to i + 1, in one transaction.
-const std::array<const char*, 7> kMigrations = {R"SQL(
+const std::array<const char*, 8> kMigrations = {R"SQL(
 CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE documents(
   id INTEGER PRIMARY KEY,
@@ -148,6 +148,20 @@ CREATE TABLE arrangement_edits(
   summary TEXT NOT NULL,
   undo TEXT NOT NULL,
   created_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ','now')));
+)SQL",
+                                                R"SQL(
+-- A page read again keeps its earlier readings as versions (page_history.h). A re-read asked to
+-- replace the page's corrections sets them aside: kept in the history, no longer its text.
+CREATE TABLE readings(
+  id INTEGER PRIMARY KEY,
+  page_id INTEGER NOT NULL REFERENCES pages(id) ON DELETE CASCADE,
+  engine TEXT NOT NULL, engine_version TEXT NOT NULL, language TEXT NOT NULL,
+  text TEXT NOT NULL, mean_confidence REAL NOT NULL,
+  read_at TEXT NOT NULL,
+  replaced_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ','now')));
+CREATE INDEX readings_page ON readings(page_id, id);
+ALTER TABLE corrections ADD COLUMN set_aside INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE pages ADD COLUMN reading_replaces_corrections INTEGER NOT NULL DEFAULT 0;
 )SQL"};
 
 bool looksLikeSqlite(const fs::path& path, std::string* why) {
@@ -499,7 +513,7 @@ Status ProjectStore::requeueDocument(int64_t documentId, const std::string& sha2
 namespace {
 constexpr const char* kPageColumns =
     "p.id, p.document_id, p.source_index, p.part, p.source_file, p.file_page, p.status, p.flagged, "
-    "p.proofread, EXISTS(SELECT 1 FROM corrections c WHERE c.page_id=p.id), coalesce(p.failure,''), "
+    "p.proofread, EXISTS(SELECT 1 FROM corrections c WHERE c.page_id=p.id AND NOT c.set_aside), coalesce(p.failure,''), "
     "coalesce(p.failure_kind,''), coalesce(p.width,0), coalesce(p.height,0), coalesce(p.dpi,0), "
     "coalesce(p.region_x,0), coalesce(p.region_y,0), coalesce(p.region_w,0), coalesce(p.region_h,0), "
     "coalesce(p.skew_degrees,0), coalesce(p.preprocess,''), coalesce(p.content_sha256,''), p.text_layer, "
@@ -641,6 +655,19 @@ Status ProjectStore::saveResult(int64_t pageId, const std::vector<PageOutcome>& 
         Stmt del(m_db, "DELETE FROM lines WHERE page_id=?");
         del.bind(1, id);
         if (Status s = del.run(); !s) return s;
+        // A page read again: its earlier reading stays a version (unless the new one says the same).
+        Stmt keep(m_db,
+                  "INSERT INTO readings(page_id, engine, engine_version, language, text, mean_confidence, read_at) "
+                  "SELECT page_id, engine, engine_version, language, text, mean_confidence, created_at FROM results "
+                  "WHERE page_id=?1 AND (text IS NOT ?2 OR engine IS NOT ?3 OR language IS NOT ?4)");
+        keep.bind(1, id).bind(2, o.text.plainText()).bind(3, o.text.engine).bind(4, o.text.language);
+        if (Status s = keep.run(); !s) return s;
+        // Asked for (page_history.h, queueReread): the new reading becomes the text; the corrections
+        // stay in the history.
+        Stmt aside(m_db, "UPDATE corrections SET set_aside=1 WHERE page_id=?1 AND "
+                         "(SELECT reading_replaces_corrections FROM pages WHERE id=?1)");
+        aside.bind(1, id);
+        if (Status s = aside.run(); !s) return s;
         Stmt res(m_db,
                  "INSERT OR REPLACE INTO results(page_id, engine, engine_version, language, text, mean_confidence, "
                  "low_confidence_share) VALUES(?,?,?,?,?,?,?)");
@@ -665,7 +692,7 @@ Status ProjectStore::saveResult(int64_t pageId, const std::vector<PageOutcome>& 
             }
         }
         Stmt up(m_db,
-                "UPDATE pages SET status='done', crashes=0, flagged=?, flag_reason=?, failure=NULL, failure_kind=NULL, width=?, height=?, "
+                "UPDATE pages SET status='done', crashes=0, reading_replaces_corrections=0, flagged=?, flag_reason=?, failure=NULL, failure_kind=NULL, width=?, height=?, "
                 "dpi=?, region_x=?, region_y=?, region_w=?, region_h=?, skew_degrees=?, preprocess=?, "
                 "content_sha256=?, text_layer=?, updated_at=strftime('%Y-%m-%dT%H:%M:%fZ','now') WHERE id=?");
         up.bind(1, int(o.flagged)).bind(2, o.flagged ? o.flagReason : std::string()).bind(3, o.text.width)
@@ -843,7 +870,7 @@ Status ProjectStore::removeCorrections(const std::vector<int64_t>& ids) {
 Result<std::vector<PageTextRecord>> ProjectStore::effectiveTexts() {
     // The newest correction of each page, else the engine's text; pages without either are empty.
     const std::string sqlText =
-        std::string("SELECT p.id, coalesce((SELECT c.text FROM corrections c WHERE c.page_id=p.id ORDER BY c.id DESC "
+        std::string("SELECT p.id, coalesce((SELECT c.text FROM corrections c WHERE c.page_id=p.id AND NOT c.set_aside ORDER BY c.id DESC "
                     "LIMIT 1), r.text, '') FROM pages p LEFT JOIN results r ON r.page_id=p.id WHERE p.removed=0 ORDER BY ") +
         kBookOrder;
     Stmt q(m_db, sqlText.c_str());
@@ -880,18 +907,18 @@ Status ProjectStore::backupIfDue() {
 }
 
 Result<std::optional<CorrectionRecord>> ProjectStore::latestCorrection(int64_t pageId) {
-    Stmt q(m_db, "SELECT id, page_id, text, created_at FROM corrections WHERE page_id=? ORDER BY id DESC LIMIT 1");
+    Stmt q(m_db, "SELECT id, page_id, text, created_at, set_aside FROM corrections WHERE page_id=? AND NOT set_aside ORDER BY id DESC LIMIT 1");
     q.bind(1, pageId);
-    if (q.step()) return std::optional<CorrectionRecord>(CorrectionRecord{q.i64(0), q.i64(1), q.text(2), q.text(3)});
+    if (q.step()) return std::optional<CorrectionRecord>(CorrectionRecord{q.i64(0), q.i64(1), q.text(2), q.text(3), q.i32(4) != 0});
     if (!q.status()) return q.status();
     return std::optional<CorrectionRecord>();
 }
 
 Result<std::vector<CorrectionRecord>> ProjectStore::corrections(int64_t pageId) {
-    Stmt q(m_db, "SELECT id, page_id, text, created_at FROM corrections WHERE page_id=? ORDER BY id");
+    Stmt q(m_db, "SELECT id, page_id, text, created_at, set_aside FROM corrections WHERE page_id=? ORDER BY id");
     q.bind(1, pageId);
     std::vector<CorrectionRecord> out;
-    while (q.step()) out.push_back({q.i64(0), q.i64(1), q.text(2), q.text(3)});
+    while (q.step()) out.push_back({q.i64(0), q.i64(1), q.text(2), q.text(3), q.i32(4) != 0});
     if (!q.status()) return q.status();
     return out;
 }
@@ -905,7 +932,7 @@ Status ProjectStore::setProofread(int64_t pageId, bool proofread) {
 Result<ProjectCounts> ProjectStore::counts() {
     Stmt q(m_db,
            "SELECT count(*), sum(status='done'), sum(status='queued'), sum(status='failed'), sum(flagged AND "
-           "status='done'), sum(EXISTS(SELECT 1 FROM corrections c WHERE c.page_id=pages.id)), sum(proofread) "
+           "status='done'), sum(EXISTS(SELECT 1 FROM corrections c WHERE c.page_id=pages.id AND NOT c.set_aside)), sum(proofread) "
            "FROM pages WHERE removed=0");
     if (!q.step()) return q.status();
     return ProjectCounts{q.i32(0), q.i32(1), q.i32(2), q.i32(3), q.i32(4), q.i32(5), q.i32(6)};

@@ -59,6 +59,11 @@ struct TranscribeParams {
     // Only the book's pages firstPage..lastPage (1-based, as the page list numbers them) are read
     // (and retried); 0: every page.
     int firstPage = 0, lastPage = 0;
+    // Pages read again by this run (done or failed ones too), once its engine is ready; their
+    // readings now stay versions (page_history.h, queueReread). Their corrections stay the text
+    // unless rereadReplacesCorrections.
+    std::vector<int64_t> rereadPages;
+    bool rereadReplacesCorrections = false;
     // Decoded pixels the pages in flight may hold together: a page waits in the loader while
     // larger ones are read (one page is always admitted). 250 MP: any number of ordinary pages
     // (an A4 page at 300 dpi is 8.7 MP), never two near the 200 MP page limit.

@@ -88,6 +88,7 @@ struct CorrectionRecord {
     int64_t pageId = 0;
     std::string text;
     std::string createdAt;
+    bool setAside = false;  // a re-read's new reading became the text instead (page_history.h)
 };
 
 // The last decoder checkpoint saved, and the page it was saved with.
@@ -109,7 +110,7 @@ Status damagedProject(const std::filesystem::path& path, const std::string& deta
 
 class ProjectStore {
 public:
-    static constexpr int kSchemaVersion = 7;
+    static constexpr int kSchemaVersion = 8;
     enum class Mode { OpenOrCreate, OpenExisting, ReadOnly };
 
     // Writable opens take the project's process lock: a second process is refused with a message
@@ -159,10 +160,11 @@ public:
     // The corrected text when there is one, else the engine's text.
     Result<std::string> effectiveText(int64_t pageId);
 
-    // Corrections: each edit is kept with its time; the newest one wins.
+    // Corrections: each edit is kept with its time; the newest one wins (corrections a re-read set
+    // aside are kept, for the history, and no longer count).
     Result<int64_t> addCorrection(int64_t pageId, const std::string& text);
     Result<std::optional<CorrectionRecord>> latestCorrection(int64_t pageId);
-    Result<std::vector<CorrectionRecord>> corrections(int64_t pageId);
+    Result<std::vector<CorrectionRecord>> corrections(int64_t pageId);  // set aside ones too
     // Several pages' corrections in one transaction (a replace across the book); ids in order.
     Result<std::vector<int64_t>> addCorrections(const std::vector<std::pair<int64_t, std::string>>& edits);
     // Removes exactly these corrections: the undo of a user's own action (a replace across the
