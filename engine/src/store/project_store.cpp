@@ -351,18 +351,24 @@ Result<std::unique_ptr<ProjectStore>> ProjectStore::open(const fs::path& path, M
                       path.string() + ": the project was written by a newer version of Quire (schema " +
                           std::to_string(userVersion) + "; this version reads up to " +
                           std::to_string(kSchemaVersion) + "); update Quire to open it");
+    // From here a damaged file can fail any statement, depending on which of its pages are hit: it
+    // is reported as damaged, with the newest sound backup, whichever statement found it.
+    auto damaged = [&](const Status& s) {
+        const int code = sqlite3_extended_errcode(store->m_db) & 0xff;
+        return code == SQLITE_CORRUPT || code == SQLITE_NOTADB ? damagedProject(path, s.message()) : s;
+    };
     if (!readOnly) {
-        if (Status s = store->exec("PRAGMA journal_mode=WAL"); !s) return s;
-        if (Status s = store->exec("PRAGMA synchronous=FULL"); !s) return s;
+        if (Status s = store->exec("PRAGMA journal_mode=WAL"); !s) return damaged(s);
+        if (Status s = store->exec("PRAGMA synchronous=FULL"); !s) return damaged(s);
     }
-    if (Status s = store->exec("PRAGMA foreign_keys=ON"); !s) return s;
+    if (Status s = store->exec("PRAGMA foreign_keys=ON"); !s) return damaged(s);
     if (userVersion < kSchemaVersion) {
         if (readOnly && userVersion == 0)
             return Status(ErrorCode::Corrupt, path.string() + ": the project was never initialised (was the disk full "
                                                               "when it was created?)");
         if (readOnly)
             return Status(ErrorCode::Unreadable, path.string() + ": the project needs an upgrade but is read-only");
-        if (Status s = store->migrate(); !s) return s;
+        if (Status s = store->migrate(); !s) return damaged(s);
     }
     if (!readOnly) {
         // A damaged file is found before anything is written to it, and the newest sound backup is
