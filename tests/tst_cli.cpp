@@ -510,6 +510,11 @@ private slots:
         const QString txt = QString::fromStdString(readFile(out + "/book.txt"));
         QVERIFY2(txt.startsWith("[scan 1] Quire keeps every page"), qPrintable(txt));
         QCOMPARE(runCli({"export", "--project", m_project, "--format", "txt", "--out", out, "--pages", "1-1"}).exitCode, 0);
+        // --pdfa goes with the searchable PDF, which then passes the PDF/A-2b check.
+        QCOMPARE(runCli({"export", "--project", m_project, "--format", "md", "--out", out, "--pdfa"}).exitCode, 2);
+        QCOMPARE(runCli({"export", "--project", m_project, "--format", "pdf", "--out", out, "--pdfa"}).exitCode, 0);
+        const auto check = runProgram("/usr/bin/python3", {sourceDir() + "/tools/pdfa_check.py", out + "/book.pdf"});
+        QVERIFY2(check.exitCode == 0, qPrintable(check.out + check.err));
         for (const char* bad : {"2", "0", "2-1", "1-x", "-3"})
             QCOMPARE(runCli({"export", "--project", m_project, "--format", "txt", "--out", out, "--pages", bad}).exitCode, 2);
     }

@@ -216,6 +216,91 @@ private slots:
                  qPrintable(QString("%1 vs %2").arg(QFileInfo(pdf).size()).arg(scans)));
     }
 
+    // PDF/A-2b on request: it passes tools/pdfa_check.py (the rules veraPDF checks that such a file
+    // touches, the ICC profile read by littlecms); a page from a source PDF is stored as an image;
+    // the text stays searchable. The plain export fails the same check.
+    void searchablePdfAsPdfA2b() {
+        auto store = ProjectStore::open(m_dir.filePath("pdfa.quire").toStdString());
+        QVERIFY(store);
+        fillProject(**store, "pdfa");
+        DocumentRecord d{0, samplePdf().toStdString(), "pdf", "hs", 1, 0, 0};
+        QVERIFY((*store)->addDocument(d, {{d.path, 0}}));
+        PageOutcome o;
+        o.text = makeLayout({"CHAPTER I", "The parish register of a small town"}, 1650, 2550);
+        o.text.dpi = 300;
+        o.region = {0, 0, 1650, 2550};
+        QVERIFY((*store)->saveResult((*(*store)->pages())[2].id, {o}));
+        ExportOptions opt;
+        opt.outDir = m_dir.filePath("pdfa").toStdString();
+        opt.formats = {ExportFormat::Pdf};
+        opt.title = "A Tale & <Tests>";
+        opt.author = "Q. Archivist";
+        opt.language = "en-GB";
+        opt.pdfA = true;
+        auto written = exportProject(**store, opt);
+        QVERIFY2(written, written.status().message().c_str());
+        const QString pdf = m_dir.filePath("pdfa/book.pdf");
+        const QString checker = sourceDir() + "/tools/pdfa_check.py";
+        const auto check = runProgram("/usr/bin/python3", {checker, pdf});
+        QVERIFY2(check.exitCode == 0 && check.out.isEmpty(), qPrintable(check.out + check.err));
+        const auto plain = runProgram("/usr/bin/python3", {checker, m_out + "/book.pdf"});
+        QVERIFY2(plain.exitCode == 1 && plain.out.contains("no /Metadata") && plain.out.contains("output intent"),
+                 qPrintable(plain.out + plain.err));
+        const auto info = runProgram("pdfinfo", {pdf});
+        QVERIFY2(info.out.contains(QRegularExpression("Pages: +3\n")) &&
+                     info.out.contains(QRegularExpression("Title: +A Tale & <Tests>\n")),
+                 qPrintable(info.out));
+        const auto fonts = runProgram("pdffonts", {pdf});
+        // One font, embedded (emb yes), whole (sub no), with a Unicode map (uni yes).
+        QVERIFY2(fonts.out.count("\n") == 3 && fonts.out.contains(QRegularExpression("GlyphLessFont +CID TrueType +Identity-H +yes +no +yes")),
+                 qPrintable(fonts.out));
+        const auto text = runProgram("pdftotext", {pdf, "-"});
+        QVERIFY(text.out.contains("Archivists read every page") && text.out.contains("parish register"));
+        // The source PDF's page became an image of the scan, not a copy of the page.
+        const auto images = runProgram("pdfimages", {"-list", pdf});
+        QCOMPARE(int(images.out.count(QRegularExpression("\\n +[123] +\\d+ image"))), 3);
+    }
+
+    // Specks the engine read as punctuation (low confidence, no letter or digit) leave the body of
+    // every export; a confidently read spaced dash stays, and a corrected page stays as typed.
+    void specksLeaveTheBody() {
+        auto store = ProjectStore::open(m_dir.filePath("specks.quire").toStdString());
+        QVERIFY(store);
+        for (int i = 0; i < 2; ++i) {
+            DocumentRecord d{0, "/scans/specks" + std::to_string(i) + ".png", "image", "s" + std::to_string(i), 1, 0, 0};
+            QVERIFY((*store)->addDocument(d, {{d.path, 0}}));
+        }
+        auto specks = [](const std::vector<std::string>& lines) {
+            PageText t = makeLayout(lines, 1700, 2200);
+            for (auto& l : t.lines)
+                for (auto& w : l.words)
+                    if (w.text == "__" || w.text == "-" || w.text == "." || w.text == ",") w.confidence = 31;
+            return t;
+        };
+        const auto pages = *(*store)->pages();
+        PageOutcome o;
+        o.region = {0, 0, 1700, 2200};
+        o.text = specks({"A __ single lamp, and the - temptation", "of the incident. . It was , over", "-", "a word — well read"});
+        o.text.lines[3].words[2].confidence = 92;  // the dash, read with confidence
+        QVERIFY((*store)->saveResult(pages[0].id, {o}));
+        o.text = specks({"Typed - by hand"});
+        QVERIFY((*store)->saveResult(pages[1].id, {o}));
+        QVERIFY((*store)->addCorrection(pages[1].id, "Typed - by hand ."));
+        ExportOptions opt;
+        opt.outDir = m_dir.filePath("specks").toStdString();
+        opt.formats = {ExportFormat::Text, ExportFormat::Hocr};
+        auto written = exportProject(**store, opt);
+        QVERIFY2(written, written.status().message().c_str());
+        const QString txt = QString::fromStdString(readFile(m_dir.filePath("specks/book.txt")));
+        QVERIFY2(txt.contains("A single lamp, and the temptation of the incident. It was over a word — well read"), qPrintable(txt));
+        QVERIFY2(txt.contains("Typed - by hand ."), qPrintable(txt));
+        QVERIFY(!txt.contains("__"));
+        const QString hocr = QString::fromStdString(readFile(m_dir.filePath("specks/book.hocr")));
+        QVERIFY2(hocr.contains(">single<") && !hocr.contains(">__<"), qPrintable(hocr));
+        // The project keeps what the engine read: the specks leave only the exports.
+        QVERIFY((*store)->engineText(pages[0].id)->find("__") != std::string::npos);
+    }
+
     void correctionsWinInEveryExport() {
         const int64_t id = (*m_store->pages())[1].id;
         QVERIFY(m_store->addCorrection(id, "2 A TALE OF TESTS\n\nArchivists read every leaf & check\neach <word> \"twice\"."));

@@ -43,6 +43,10 @@
         <source>A project, or scans with --new.</source>
         <translation>一个项目，或配合 --new 使用的扫描文件。</translation>
     </message>
+    <message>
+        <source>With --screenshot: find:WORDS, history, reread or pages (the view to capture).</source>
+        <translation>与 --screenshot 一起使用：find:词语、history、reread 或 pages（要截取的视图）。</translation>
+    </message>
 </context>
 <context>
     <name>quire::ui::EngineBox</name>
@@ -120,6 +124,14 @@
     <message>
         <source>Where each page begins, with the number printed on it (else its place in the volume), so passages can be cited</source>
         <translation>标出每页开始之处，使用页面上印刷的页码（若无则用其在卷中的位置），便于引用</translation>
+    </message>
+    <message>
+        <source>Searchable PDF as PDF/A-2b (for long-term archiving)</source>
+        <translation>可搜索 PDF 采用 PDF/A-2b（用于长期存档）</translation>
+    </message>
+    <message>
+        <source>ISO 19005-2: the metadata and colour profile an archive asks for; every page is stored as an image</source>
+        <translation>ISO 19005-2：档案馆要求的元数据和色彩配置文件；每页都以图像保存</translation>
     </message>
 </context>
 <context>

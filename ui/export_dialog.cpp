@@ -33,6 +33,11 @@ ExportDialog::ExportDialog(Settings& settings, const QString& folder, QWidget* p
     m_pageMarkers->setToolTip(tr("Where each page begins, with the number printed on it (else its place in the volume), so passages can be cited"));
     m_pageMarkers->setChecked(settings.exportPageMarkers());
     layout->addWidget(m_pageMarkers);
+    m_pdfA = new QCheckBox(tr("Searchable PDF as PDF/A-2b (for long-term archiving)"));
+    m_pdfA->setObjectName("pdfA");
+    m_pdfA->setToolTip(tr("ISO 19005-2: the metadata and colour profile an archive asks for; every page is stored as an image"));
+    m_pdfA->setChecked(settings.exportPdfA());
+    layout->addWidget(m_pdfA);
     auto* row = new QHBoxLayout;
     m_folder = new QLineEdit(folder);
     auto* browse = new QPushButton(tr("Choose…"));
@@ -55,6 +60,8 @@ ExportDialog::ExportDialog(Settings& settings, const QString& folder, QWidget* p
 QString ExportDialog::folder() const { return m_folder->text(); }
 
 bool ExportDialog::pageMarkers() const { return m_pageMarkers->isChecked(); }
+
+bool ExportDialog::pdfA() const { return m_pdfA->isChecked(); }
 
 QStringList ExportDialog::formats() const {
     QStringList out;

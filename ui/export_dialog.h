@@ -19,10 +19,11 @@ public:
     QString folder() const;
     QStringList formats() const;
     bool pageMarkers() const;
+    bool pdfA() const;  // the searchable PDF as PDF/A-2b
 
 private:
     QLineEdit* m_folder;
-    QCheckBox* m_pageMarkers;
+    QCheckBox *m_pageMarkers, *m_pdfA;
     QMap<QString, QCheckBox*> m_boxes;
 };
 

@@ -101,6 +101,10 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent), m_settings(std::m
     });
     restoreGeometry(m_settings->windowGeometry());
     restoreState(m_settings->windowState());
+    // The Log and Engine panels stay out of the way until there is something to say (log()), at the
+    // size the user left them.
+    m_logDock->hide();
+    m_engineDock->hide();
     updateTitle();
     updateActions();
 }
@@ -241,7 +245,7 @@ void MainWindow::buildLayout() {
     m_log = new QPlainTextEdit;
     m_log->setReadOnly(true);
     m_log->setObjectName("log");
-    auto* logDock = new QDockWidget(tr("Log"), this);
+    auto* logDock = m_logDock = new QDockWidget(tr("Log"), this);
     logDock->setObjectName("logDock");
     logDock->setWidget(m_log);
     addDockWidget(Qt::BottomDockWidgetArea, logDock);
@@ -252,7 +256,7 @@ void MainWindow::buildLayout() {
     auto* el = new QVBoxLayout(engine);
     el->addWidget(m_chart);
     el->addWidget(m_stallLabel);
-    auto* engineDock = new QDockWidget(tr("Engine"), this);
+    auto* engineDock = m_engineDock = new QDockWidget(tr("Engine"), this);
     engineDock->setObjectName("engineDock");
     engineDock->setWidget(engine);
     addDockWidget(Qt::BottomDockWidgetArea, engineDock);
@@ -352,6 +356,9 @@ void MainWindow::buildActions() {
     view->addAction(tr("&Actual Size"), m_view, &PageView::actualSize)->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_1));
     view->addAction(tr("Zoom &In"), m_view, [this] { m_view->zoomBy(1.25); })->setShortcut(QKeySequence::ZoomIn);
     view->addAction(tr("Zoom &Out"), m_view, [this] { m_view->zoomBy(0.8); })->setShortcut(QKeySequence::ZoomOut);
+    view->addSeparator();
+    view->addAction(m_logDock->toggleViewAction());
+    view->addAction(m_engineDock->toggleViewAction());
 
     QMenu* run = menuBar()->addMenu(tr("&Run"));
     m_startAct = run->addAction(QIcon::fromTheme("media-playback-start"), tr("&Start / Resume"), this, &MainWindow::startRun);
@@ -453,6 +460,11 @@ void MainWindow::onPagesArranged(const QString& summary, const std::vector<int64
 }
 
 void MainWindow::log(const QString& message, bool warning) {
+    if (m_log->document()->isEmpty() && !m_logDock->isVisible()) {
+        m_engineDock->show();
+        m_logDock->show();
+        m_logDock->raise();
+    }
     m_log->appendPlainText(QDateTime::currentDateTime().toString("HH:mm:ss ") + (warning ? tr("warning: ") : QString()) + message);
 }
 
@@ -859,7 +871,7 @@ void MainWindow::onRunFinished(bool ok, bool cancelled, const QString& message) 
     emit runFinished(ok);
 }
 
-bool MainWindow::exportBook(const QString& dir, const QStringList& formats, bool pageMarkers) {
+bool MainWindow::exportBook(const QString& dir, const QStringList& formats, bool pageMarkers, bool pdfA) {
     if (!m_store) return false;
     m_editor->flush();
     auto fmts = parseExportFormats(formats.join(',').toStdString());
@@ -869,6 +881,7 @@ bool MainWindow::exportBook(const QString& dir, const QStringList& formats, bool
     }
     m_settings->setExportFormats(formats);
     m_settings->setExportPageMarkers(pageMarkers);
+    m_settings->setExportPdfA(pdfA);
     QProgressDialog progress(tr("Exporting the book…"), tr("Cancel"), 0, int(fmts->size()), this);
     progress.setWindowModality(Qt::WindowModal);
     progress.setMinimumDuration(300);
@@ -876,7 +889,7 @@ bool MainWindow::exportBook(const QString& dir, const QStringList& formats, bool
     connect(&progress, &QProgressDialog::canceled, this, [cancel] { *cancel = true; });
     const std::string path = m_store->path().string();
     const auto formatsList = *fmts;
-    QFuture<Status> future = QtConcurrent::run([path, dir, formatsList, pageMarkers, cancel, &progress]() -> Status {
+    QFuture<Status> future = QtConcurrent::run([path, dir, formatsList, pageMarkers, pdfA, cancel, &progress]() -> Status {
         // The export thread has its own connection to the project.
         auto store = ProjectStore::open(path, ProjectStore::Mode::OpenExisting);
         if (!store) return store.status();
@@ -884,6 +897,7 @@ bool MainWindow::exportBook(const QString& dir, const QStringList& formats, bool
         opt.outDir = dir.toStdString();
         opt.formats = formatsList;
         opt.pageMarkers = pageMarkers;
+        opt.pdfA = pdfA;
         opt.cancel = cancel.get();
         opt.onProgress = [&progress](int done, int, const std::string&) {
             QMetaObject::invokeMethod(&progress, [&progress, done] { progress.setValue(done); });
@@ -994,7 +1008,7 @@ void MainWindow::showExportDialog() {
     // Beside the project, in a folder named after it (not the home folder, nor another project's).
     const QFileInfo project(projectPath());
     ExportDialog dlg(*m_settings, project.absoluteDir().filePath(project.completeBaseName() + " export"), this);
-    if (dlg.exec() == QDialog::Accepted) exportBook(dlg.folder(), dlg.formats(), dlg.pageMarkers());
+    if (dlg.exec() == QDialog::Accepted) exportBook(dlg.folder(), dlg.formats(), dlg.pageMarkers(), dlg.pdfA());
 }
 
 void MainWindow::showSettingsDialog() {

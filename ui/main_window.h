@@ -52,7 +52,7 @@ public:
     void setPaused(bool paused);
     void cancelRun();
     bool isRunning() const { return m_running; }
-    bool exportBook(const QString& dir, const QStringList& formats, bool pageMarkers = false);
+    bool exportBook(const QString& dir, const QStringList& formats, bool pageMarkers = false, bool pdfA = false);
     bool setProperties(const ProjectProperties& properties);  // title, author, language of the book
     bool revertCurrentPage(int version);  // a version from Page History (pageVersions) made current again
 
@@ -136,6 +136,7 @@ private:
     QLabel* m_flagNote = nullptr;
     QDockWidget* m_findDock = nullptr;
     QPlainTextEdit* m_log = nullptr;
+    QDockWidget *m_logDock = nullptr, *m_engineDock = nullptr;
     RunChart* m_chart = nullptr;
     QLabel* m_stallLabel = nullptr;
     QProgressBar* m_progress = nullptr;

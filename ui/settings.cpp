@@ -58,6 +58,8 @@ QStringList Settings::exportFormats() const {
 void Settings::setExportFormats(const QStringList& v) { m_s.setValue("export/formats", v); }
 bool Settings::exportPageMarkers() const { return m_s.value("export/pageMarkers", false).toBool(); }
 void Settings::setExportPageMarkers(bool v) { m_s.setValue("export/pageMarkers", v); }
+bool Settings::exportPdfA() const { return m_s.value("export/pdfA", false).toBool(); }
+void Settings::setExportPdfA(bool v) { m_s.setValue("export/pdfA", v); }
 
 QByteArray Settings::windowGeometry() const { return m_s.value("window/geometry").toByteArray(); }
 void Settings::setWindowGeometry(const QByteArray& v) { m_s.setValue("window/geometry", v); }

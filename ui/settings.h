@@ -49,6 +49,8 @@ public:
     void setExportFormats(const QStringList& v);
     bool exportPageMarkers() const;
     void setExportPageMarkers(bool v);
+    bool exportPdfA() const;
+    void setExportPdfA(bool v);
 
     QByteArray windowGeometry() const;
     void setWindowGeometry(const QByteArray& v);

@@ -11,6 +11,7 @@
 
 #include <cblas.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <csignal>
@@ -57,7 +58,7 @@ const char* kUsageText =
     "            [--gpu-memory MIB] [--threads N] [--dpi 300] [--pdf-text recognize|keep] [--split none|auto]\n"
     "            [--no-deskew] [--no-normalize] [--no-orient] [--no-invert] [--binarize] [--flag-below 80] [--retry-failed]\n"
     "            [--pages 3-17 | --reread 3-17 [--replace-corrections]]\n"
-    "            [--export md,docx,txt,hocr,alto,page,pdf --out DIR [--page-markers]] [--json]\n"
+    "            [--export md,docx,txt,hocr,alto,page,pdf --out DIR [--page-markers] [--pdfa]] [--json]\n"
     "      Adds the inputs (PDF, TIFF, PNG/JPEG/BMP images, folders of page images) to the project and\n"
     "      transcribes every page not yet done. Without inputs it resumes the project's queued pages.\n"
     "      --pages: only those pages of the book are read (and retried), as status --pages numbers them.\n"
@@ -65,10 +66,11 @@ const char* kUsageText =
     "      reading now stays a version (history). Corrections stay the text unless --replace-corrections (then\n"
     "      the new reading is the text, the corrections kept in the history).\n"
     "      --gpu-memory: the most GPU memory the reader's decoder takes (short of it: smaller gate budgets, then the CPU).\n"
-    "  quire-cli export --project P.quire --format md,docx,... --out DIR [--name book] [--pages 3-17] [--page-markers]\n"
+    "  quire-cli export --project P.quire --format md,docx,... --out DIR [--name book] [--pages 3-17] [--page-markers] [--pdfa]\n"
     "      --pages: only those pages of the book (as status --pages numbers them).\n"
     "      --page-markers: [p. 12] where each page begins in DOCX, Markdown and text (the printed number\n"
     "      where the book shows one, else [scan N]), so passages can be cited.\n"
+    "      --pdfa: the searchable PDF as PDF/A-2b, for long-term archiving (every page an image).\n"
     "  quire-cli status --project P.quire [--json] [--pages]\n"
     "      --pages: a line for each page (with --json, each page's text too).\n"
     "  quire-cli correct --project P.quire --page N (--text-file F | --text T)\n"
@@ -131,8 +133,9 @@ std::string usageOf(const std::string& cmd) {
     return out;
 }
 
-int doExport(ProjectStore& store, const std::string& formats, const std::string& out, const std::string& name,
-             bool pageMarkers, const std::optional<std::string>& pages, bool json) {
+// The export: formats, folder, --name, --page-markers and --pdfa from `args`; `pages` a range or all.
+int doExport(ProjectStore& store, const std::string& formats, const cli::Args& args, const std::optional<std::string>& pages,
+             bool json) {
     auto fmts = parseExportFormats(formats);
     if (!fmts) return fail(kUsage, fmts.status().message());
     ExportOptions opt;
@@ -141,10 +144,13 @@ int doExport(ProjectStore& store, const std::string& formats, const std::string&
         if (!range) return fail(kUsage, "--pages takes a page or a range of the book's pages, e.g. 3-17, not '" + *pages + "'");
         opt.firstPage = range->first, opt.lastPage = range->second;
     }
-    opt.outDir = out;
-    opt.baseName = name;
+    opt.outDir = *args.value("out");
+    opt.baseName = args.value("name", "book");
     opt.formats = *fmts;
-    opt.pageMarkers = pageMarkers;
+    opt.pageMarkers = args.has("page-markers");
+    opt.pdfA = args.has("pdfa");
+    if (opt.pdfA && std::find(fmts->begin(), fmts->end(), ExportFormat::Pdf) == fmts->end())
+        return fail(kUsage, "--pdfa is for the searchable PDF: add pdf to the formats");
     opt.cancel = &g_cancel;
     opt.onProgress = [&](int done, int total, const std::string& what) {
         if (!json && what != "done") spdlog::info("export {}/{}: {}", done + 1, total, what);
@@ -380,8 +386,7 @@ int cmdTranscribe(const cli::Args& args) {
     }
     if (s.cancelled) return kInternal;
     if (exportFormats) {
-        const int rc = doExport(**store, *exportFormats, *args.value("out"), args.value("name", "book"),
-                                args.has("page-markers"), std::nullopt, json);
+        const int rc = doExport(**store, *exportFormats, args, std::nullopt, json);
         if (rc != kOk) return rc;
     }
     // The exit code describes this run's pages; pages that failed in earlier runs are the
@@ -396,8 +401,7 @@ int cmdExport(const cli::Args& args) {
     auto formats = args.value("format");
     auto out = args.value("out");
     if (!formats || !out) return fail(kUsage, "export needs --format FORMATS and --out DIR");
-    return doExport(**store, *formats, *out, args.value("name", "book"), args.has("page-markers"), args.value("pages"),
-                    args.has("json"));
+    return doExport(**store, *formats, args, args.value("pages"), args.has("json"));
 }
 
 int cmdStatus(const cli::Args& args) {
@@ -825,8 +829,8 @@ int main(int argc, char** argv) {
          {{"project", "lang", "engine", "reader-model", "device", "gpu-memory", "threads", "dpi", "pdf-text", "split", "flag-below",
            "export", "out", "name", "pages", "reread"},
           {"json", "no-deskew", "no-normalize", "no-orient", "no-invert", "binarize", "retry-failed", "page-markers",
-           "replace-corrections"}}},
-        {"export", {{"project", "format", "out", "name", "pages"}, {"json", "page-markers"}}},
+           "replace-corrections", "pdfa"}}},
+        {"export", {{"project", "format", "out", "name", "pages"}, {"json", "page-markers", "pdfa"}}},
         {"status", {{"project"}, {"json", "pages"}}},
         {"correct", {{"project", "page", "text-file", "text"}, {}}},
         {"pages", {{"project", "retry", "skip", "delete", "move", "before", "rotate", "by"}, {"undo"}}},

@@ -417,6 +417,24 @@ PageText alignCorrection(const PageText& layout, const std::string& corrected) {
     return out;
 }
 
+bool isSpeck(const Word& w) {
+    if (w.confidence >= kSpeckConfidence) return false;
+    for (const QChar c : q(w.text))
+        if (c.isLetterOrNumber()) return false;
+    return true;
+}
+
+bool dropSpecks(PageText& layout) {
+    bool dropped = false;
+    for (auto& line : layout.lines) {
+        const size_t before = line.words.size();
+        std::erase_if(line.words, isSpeck);
+        dropped |= line.words.size() != before;
+    }
+    std::erase_if(layout.lines, [](const Line& l) { return l.words.empty(); });
+    return dropped;
+}
+
 Result<std::vector<BookPageInput>> loadBookPages(ProjectStore& store) {
     auto pages = store.pages();
     if (!pages) return pages.status();
@@ -431,6 +449,8 @@ Result<std::vector<BookPageInput>> loadBookPages(ProjectStore& store) {
         in.text = std::move(*text);
         in.layout = std::move(*layout);
         if (p.corrected) in.layout = alignCorrection(in.layout, in.text);
+        // The engine's specks leave the body; a page the user corrected is theirs, as typed.
+        else if (dropSpecks(in.layout)) in.text = in.layout.plainText();
         in.page = std::move(p);
         out.push_back(std::move(in));
     }

@@ -20,6 +20,7 @@
 
 #include "quire/source/document_source.h"
 #include "quire/export/exporters.h"
+#include "export/srgb_profile.h"
 
 namespace fs = std::filesystem;
 
@@ -269,8 +270,55 @@ void addFontResource(QPDFObjectHandle page, QPDFObjectHandle font) {
 
 }  // namespace
 
+namespace {
+
+// XMP metadata for PDF/A-2b: the conformance, and the document information again (PDF/A wants
+// both to say the same).
+std::string xmpMetadata(const DocumentInfo& docInfo, const std::string& creator, const std::string& producer,
+                        const std::string& when) {
+    std::string x = "<?xpacket begin=\"\xEF\xBB\xBF\" id=\"W5M0MpCehiHzreSzNTczkc9d\"?>\n"
+                    "<x:xmpmeta xmlns:x=\"adobe:ns:meta/\"><rdf:RDF xmlns:rdf=\"http://www.w3.org/1999/02/22-rdf-syntax-ns#\">\n"
+                    "<rdf:Description rdf:about=\"\" xmlns:pdfaid=\"http://www.aiim.org/pdfa/ns/id/\" "
+                    "xmlns:dc=\"http://purl.org/dc/elements/1.1/\" xmlns:xmp=\"http://ns.adobe.com/xap/1.0/\" "
+                    "xmlns:pdf=\"http://ns.adobe.com/pdf/1.3/\">\n"
+                    "<pdfaid:part>2</pdfaid:part><pdfaid:conformance>B</pdfaid:conformance>\n";
+    if (!docInfo.title.empty())
+        x += "<dc:title><rdf:Alt><rdf:li xml:lang=\"x-default\">" + xmlEscape(docInfo.title) + "</rdf:li></rdf:Alt></dc:title>\n";
+    if (!docInfo.author.empty())
+        x += "<dc:creator><rdf:Seq><rdf:li>" + xmlEscape(docInfo.author) + "</rdf:li></rdf:Seq></dc:creator>\n";
+    if (!docInfo.language.empty())
+        x += "<dc:language><rdf:Bag><rdf:li>" + xmlEscape(docInfo.language) + "</rdf:li></rdf:Bag></dc:language>\n";
+    x += "<dc:format>application/pdf</dc:format>\n<xmp:CreatorTool>" + xmlEscape(creator) + "</xmp:CreatorTool>\n"
+         "<xmp:CreateDate>" + when + "</xmp:CreateDate><xmp:ModifyDate>" + when + "</xmp:ModifyDate><xmp:MetadataDate>" +
+         when + "</xmp:MetadataDate>\n<pdf:Producer>" + xmlEscape(producer) + "</pdf:Producer>\n"
+         "</rdf:Description>\n</rdf:RDF></x:xmpmeta>\n";
+    // Padding lets an editor rewrite the packet in place, as XMP recommends.
+    for (int i = 0; i < 20; ++i) x += std::string(99, ' ') + "\n";
+    return x + "<?xpacket end=\"w\"?>";
+}
+
+// What PDF/A-2b asks of the catalogue: the XMP metadata (unfiltered) and the sRGB output intent that
+// gives DeviceRGB and DeviceGray their meaning.
+void makePdfA(QPDF& pdf, const std::string& xmp) {
+    auto metadata = pdf.makeIndirectObject(QPDFObjectHandle::newStream(&pdf, xmp));
+    metadata.getDict().replaceKey("/Type", QPDFObjectHandle::newName("/Metadata"));
+    metadata.getDict().replaceKey("/Subtype", QPDFObjectHandle::newName("/XML"));
+    pdf.getRoot().replaceKey("/Metadata", metadata);
+    auto profile = QPDFObjectHandle::newStream(&pdf, srgbIccProfile());
+    profile.getDict().replaceKey("/N", QPDFObjectHandle::newInteger(3));
+    auto intent = QPDFObjectHandle::parse(
+        "<< /Type /OutputIntent /S /GTS_PDFA1 /OutputConditionIdentifier (sRGB IEC61966-2.1) "
+        "/RegistryName (http://www.color.org) /Info (sRGB IEC61966-2.1) >>");
+    intent.replaceKey("/DestOutputProfile", pdf.makeIndirectObject(profile));
+    auto intents = QPDFObjectHandle::newArray();
+    intents.appendItem(pdf.makeIndirectObject(intent));
+    pdf.getRoot().replaceKey("/OutputIntents", intents);
+}
+
+}  // namespace
+
 Status writeSearchablePdf(const std::vector<BookPageInput>& pages, const fs::path& file, const DocumentInfo& docInfo,
-                          const std::function<void(int, int)>& progress, const std::atomic<bool>* cancel) {
+                          const std::function<void(int, int)>& progress, const std::atomic<bool>* cancel, bool pdfA) {
     const fs::path fontPath = findGlyphlessFont();
     if (fontPath.empty())
         return Status(ErrorCode::Io, "searchable PDF: Tesseract's glyph-less font pdf.ttf was not found in its "
@@ -289,7 +337,9 @@ Status writeSearchablePdf(const std::vector<BookPageInput>& pages, const fs::pat
             const double dpi = page.dpi > 0 ? page.dpi : 300;
             const double s = 72.0 / dpi;
             const bool whole = page.region.w <= 0 || page.part == 0;
-            if (whole && isPdfFile(page.sourceFile)) {
+            // A source PDF's page passes through as it is, unless the file must be PDF/A: then its
+            // scan is rendered like any other (its fonts, transparency and the rest are not ours to vouch for).
+            if (whole && isPdfFile(page.sourceFile) && !pdfA) {
                 auto& src = sources[page.sourceFile];
                 if (!src) {
                     src = std::make_unique<QPDF>();
@@ -369,15 +419,17 @@ Status writeSearchablePdf(const std::vector<BookPageInput>& pages, const fs::pat
         QPDFObjectHandle info = pdf.makeIndirectObject(QPDFObjectHandle::newDictionary());
         if (!docInfo.title.empty()) info.replaceKey("/Title", QPDFObjectHandle::newUnicodeString(docInfo.title));
         if (!docInfo.author.empty()) info.replaceKey("/Author", QPDFObjectHandle::newUnicodeString(docInfo.author));
-        info.replaceKey("/Producer", QPDFObjectHandle::newUnicodeString("Quire " QUIRE_VERSION_STRING));
-        info.replaceKey("/Creator", QPDFObjectHandle::newUnicodeString("Quire " QUIRE_VERSION_STRING " (OCR text layer)"));
-        const std::string now =
-            QDateTime::currentDateTimeUtc().toString("'D:'yyyyMMddHHmmss'Z'").toStdString();
+        const std::string producer = "Quire " QUIRE_VERSION_STRING, creator = "Quire " QUIRE_VERSION_STRING " (OCR text layer)";
+        info.replaceKey("/Producer", QPDFObjectHandle::newUnicodeString(producer));
+        info.replaceKey("/Creator", QPDFObjectHandle::newUnicodeString(creator));
+        const QDateTime time = QDateTime::currentDateTimeUtc();
+        const std::string now = time.toString("'D:'yyyyMMddHHmmss'Z'").toStdString();
         info.replaceKey("/CreationDate", QPDFObjectHandle::newString(now));
         info.replaceKey("/ModDate", QPDFObjectHandle::newString(now));
         pdf.getTrailer().replaceKey("/Info", info);
         // The text's language, for screen readers and text extraction.
         if (!docInfo.language.empty()) pdf.getRoot().replaceKey("/Lang", QPDFObjectHandle::newUnicodeString(docInfo.language));
+        if (pdfA) makePdfA(pdf, xmpMetadata(docInfo, creator, producer, time.toString(Qt::ISODate).toStdString()));
         QPDFWriter writer(pdf, file.c_str());
         // Filtered streams (scans, the source PDF's pages) are copied byte for byte; only our own
         // unfiltered streams (text layer, re-encoded pixels) get compressed.

@@ -197,7 +197,7 @@ Result<std::vector<fs::path>> exportProject(ProjectStore& store, const ExportOpt
             case ExportFormat::Pdf:
                 target = base.string() + ".pdf";
                 s = writeAtomically(target, [&](const fs::path& tmp) {
-                    return writeSearchablePdf(*pages, tmp, info, nullptr, options.cancel);
+                    return writeSearchablePdf(*pages, tmp, info, nullptr, options.cancel, options.pdfA);
                 });
                 break;
         }

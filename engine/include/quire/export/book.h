@@ -66,7 +66,16 @@ Book assembleBook(const std::vector<BookPageInput>& pages, const Dictionary* dic
 // unchanged words keep box and confidence, changed words take the aligned box with confidence 100.
 PageText alignCorrection(const PageText& layout, const std::string& corrected);
 
-// Loads every page of the project with its effective text and layout, in book order.
+// Specks: a word the engine read from dirt on the scan, nothing but punctuation or symbols ("__",
+// "-", ".") at a confidence below kSpeckConfidence (the flag policy's low-word line); a spaced dash
+// read with confidence stays.
+constexpr float kSpeckConfidence = 60.0f;
+bool isSpeck(const Word& w);
+// Removes a page's specks (and lines left empty); true when there were any.
+bool dropSpecks(PageText& layout);
+
+// Loads every page of the project with its effective text and layout, in book order; pages without
+// corrections lose their specks.
 Result<std::vector<BookPageInput>> loadBookPages(ProjectStore& store);
 
 }  // namespace quire

@@ -28,6 +28,9 @@ struct ExportOptions {
     // "[p. 12]" (or "[scan 13]" where no printed number was found) where each page begins, in
     // DOCX, Markdown and text, so a passage can be cited by the page of the printed book.
     bool pageMarkers = false;
+    // The searchable PDF as PDF/A-2b (ISO 19005-2, level B) for long-term archiving: XMP metadata, an
+    // sRGB output intent, every page an image (a source PDF's pages are rendered, not copied).
+    bool pdfA = false;
     // Only the book's pages firstPage..lastPage (1-based, inclusive); 0, 0: every page.
     int firstPage = 0, lastPage = 0;
     std::filesystem::path dictionaryDir = "/usr/share/hunspell";  // hunspell dictionaries, for line-end hyphens
@@ -51,9 +54,10 @@ Status writeDocx(const Book& book, const DocumentInfo& info, const std::filesyst
 std::string toHocr(const std::vector<BookPageInput>& pages, const DocumentInfo& info);
 std::string toAlto(const BookPageInput& page, int pageNumber, const BookPageInput* next);
 std::string toPageXml(const BookPageInput& page);
-// `info` goes into the document information (with Quire as producer and the time of writing).
+// `info` goes into the document information (with Quire as producer and the time of writing);
+// `pdfA`: PDF/A-2b (ExportOptions::pdfA).
 Status writeSearchablePdf(const std::vector<BookPageInput>& pages, const std::filesystem::path& file, const DocumentInfo& info,
-                          const std::function<void(int, int)>& progress, const std::atomic<bool>* cancel);
+                          const std::function<void(int, int)>& progress, const std::atomic<bool>* cancel, bool pdfA = false);
 
 // XML text with markup escaped and characters XML 1.0 forbids (controls, invalid UTF-8) dropped.
 std::string xmlEscape(const std::string& s);
