@@ -5,6 +5,7 @@
 #include <QAction>
 #include <QCheckBox>
 #include <QDialog>
+#include <QDockWidget>
 #include <QRegularExpression>
 #include <QGraphicsRectItem>
 #include <QLabel>
@@ -231,7 +232,7 @@ private slots:
         // A project from a newer Quire is refused with a message.
         const QString newer = m_dir.filePath("newer.quire");
         QVERIFY(QFile::copy(m_project, newer));
-        QCOMPARE(runProgram("sqlite3", {newer, "PRAGMA user_version=7"}).exitCode, 0);
+        QCOMPARE(runProgram("sqlite3", {newer, "PRAGMA user_version=99"}).exitCode, 0);
         QVERIFY(!w.openProject(newer));
         QVERIFY(w.lastError().contains("newer version of Quire"));
         QCOMPARE(w.projectPath(), m_project);
@@ -495,7 +496,11 @@ private slots:
             if (a->objectName() == "retryPageAction") retry = a;
         }
         QVERIFY(skip && retry);
+        // The Log panel stays out of the way until it has something to say.
+        auto* logDock = w.findChild<QDockWidget*>("logDock");
+        QVERIFY(logDock && !logDock->isVisible());
         skip->trigger();
+        QVERIFY(logDock->isVisible());
         QCOMPARE(w.pageModel()->page(1)->status, PageStatus::Failed);
         QVERIFY(w.pageModel()->page(1)->failure.find("skipped on request") != std::string::npos);
         retry->trigger();

@@ -390,6 +390,7 @@ private slots:
         QCOMPARE(store->page(p[2])->sequence, 4);
         QCOMPARE(store->effectiveTexts()->back().pageId, p[2]);
         QVERIFY(!movePages(*store, {p[2]}, 6));  // no page 6 to go before
+        QCOMPARE(movePages(*store, {p[2]}, 4)->id, int64_t(0));  // there already: nothing to undo
         QVERIFY(!movePages(*store, {p[2], p[2]}, 1));
 
         auto turned = rotatePages(*store, {p[3]}, 90);

@@ -79,6 +79,7 @@ bool PageArranger::done(const Result<ArrangementEdit>& edit, const std::vector<i
         m_context.showError(QString::fromStdString(edit.status().message()));
         return false;
     }
+    if (edit->id == 0) return false;  // nothing changed (pages dropped where they were)
     refresh();
     emit arranged(QString::fromStdString(edit->summary), chosen);
     return true;

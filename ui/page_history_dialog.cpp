@@ -65,6 +65,7 @@ PageHistoryDialog::PageHistoryDialog(std::vector<PageVersion> versions, int page
     split->addWidget(m_list);
     split->addWidget(right);
     split->setStretchFactor(1, 3);
+    split->setSizes({380, 520});  // room for "Earlier reading (ppocr PP-OCRv4) · date · current"
     m_revert = new QPushButton(tr("&Revert to This Version"));
     m_revert->setObjectName("revert");
     auto* buttons = new QDialogButtonBox(QDialogButtonBox::Close);

@@ -80,7 +80,7 @@ int pagesCommand(const Args& args) {
     if (!edit) return fail(edit.status().code() == ErrorCode::InvalidArgument ? kUsage : kInternal, edit.status().message());
     spdlog::info("{}{}", edit->summary,
                  option == "rotate" ? "; queued to be read again (the next transcribe run reads them)" : "");
-    spdlog::info("quire-cli pages --undo puts it back");
+    if (edit->id != 0) spdlog::info("quire-cli pages --undo puts it back");
     return kOk;
 }
 

@@ -2,13 +2,15 @@
 //
 //   quire [PROJECT.quire]                      open a project
 //   quire --new INPUT... --project P.quire     create a project from scans and start transcribing
-//   quire --screenshot FILE.png [--project P] [--page N] [--theme light|dark]
+//   quire --screenshot FILE.png [--project P] [--page N] [--theme light|dark] [--show find:WORDS|history|reread|pages]
 //                                              save a picture of the main window and quit
 #include <QApplication>
 #include <QCommandLineParser>
 #include <QDir>
 #include <QLibraryInfo>
+#include <QListView>
 #include <QLocale>
+#include <QMenu>
 #include <QStyle>
 #include <QStyleFactory>
 #include <QTimer>
@@ -18,7 +20,12 @@
 #include <cstdlib>
 #include <unistd.h>
 
+#include "find_panel.h"
 #include "main_window.h"
+#include "page_history_dialog.h"
+#include "page_list_model.h"
+#include "reread_dialog.h"
+#include "quire/store/page_history.h"
 #include "page_editor.h"
 #include "quire/core/process_tuning.h"
 #include "settings.h"
@@ -93,8 +100,9 @@ int main(int argc, char** argv) {
     QCommandLineOption shotOpt("screenshot", QApplication::translate("main", "Save a screenshot of the window and quit."), "png");
     QCommandLineOption themeOpt("theme", QApplication::translate("main", "light, dark or system (overrides the setting)."), "theme");
     QCommandLineOption langOpt("ui-language", QApplication::translate("main", "Interface language, e.g. zh_CN."), "lang");
+    QCommandLineOption showOpt("show", QApplication::translate("main", "With --screenshot: find:WORDS, history, reread or pages (the view to capture)."), "view");
     QCommandLineOption typeOpt("type-into-editor", QApplication::translate("main", "Type this text into the editor (tests)."), "text");
-    parser.addOptions({projectOpt, newOpt, startOpt, pageOpt, shotOpt, themeOpt, langOpt, typeOpt});
+    parser.addOptions({projectOpt, newOpt, startOpt, pageOpt, shotOpt, showOpt, themeOpt, langOpt, typeOpt});
     parser.addPositionalArgument("inputs", QApplication::translate("main", "A project, or scans with --new."));
     parser.process(app);
 
@@ -141,9 +149,34 @@ int main(int argc, char** argv) {
         });
     }
     if (parser.isSet(shotOpt)) {
-        const QString file = parser.value(shotOpt);
-        auto shoot = [&window, file] {
-            window.grab().save(file);
+        const QString file = parser.value(shotOpt), view = parser.value(showOpt);
+        auto shoot = [&window, file, view] {
+            QWidget* shown = &window;  // a dialog is captured on its own
+            if (view.startsWith("find:")) {
+                window.showFind();
+                window.findPanel()->setQuery(view.mid(5), quire::SearchMode::WholeWord, false);
+                window.findPanel()->findAll();
+                window.findPanel()->activateHit(0);
+            } else if (view == "history" && window.store() && window.pageModel()->page(window.currentRow())) {
+                const auto* page = window.pageModel()->page(window.currentRow());
+                if (auto versions = quire::pageVersions(*window.store(), page->id)) {
+                    auto* dialog = new quire::ui::PageHistoryDialog(std::move(*versions), page->sequence, &window);
+                    dialog->selectVersion(0);  // the oldest reading, compared with the text now
+                    shown = dialog;
+                }
+            } else if (view == "reread") {
+                shown = new quire::ui::RereadDialog(3, 1, "ppocr", "eng+lat", &window);
+            } else if (view == "pages") {
+                window.pageList()->selectionModel()->select(
+                    QItemSelection(window.pageList()->model()->index(1, 0), window.pageList()->model()->index(2, 0)),
+                    QItemSelectionModel::ClearAndSelect);
+                auto* menu = new QMenu(&window);
+                menu->addActions(window.pageList()->actions());
+                shown = menu;
+            }
+            if (shown != &window) shown->show();
+            QApplication::processEvents();
+            shown->grab().save(file);
             QApplication::quit();
         };
         auto* timeout = new QTimer(&window);

@@ -108,6 +108,10 @@ Result<ArrangementEdit> movePages(ProjectStore& store, const std::vector<int64_t
         }
     }
     order.insert(order.begin() + long(at), moved.begin(), moved.end());
+    // Already in place (a page dropped where it was): nothing to do, nothing to undo.
+    if (std::equal(order.begin(), order.end(), rows.begin(), rows.end(),
+                   [](int64_t id, const std::pair<int64_t, double>& row) { return id == row.first; }))
+        return ArrangementEdit{0, "move", "the pages are there already", ""};
     std::ostringstream undo;
     undo.precision(17);
     for (const auto& [id, o] : rows) undo << id << ' ' << o << '\n';

@@ -23,7 +23,8 @@ struct ArrangementEdit {
 // Takes pages out of the book; the pages after them move up.
 Result<ArrangementEdit> removePages(ProjectStore& store, const std::vector<int64_t>& pageIds);
 // Moves pages, kept in their present order, to stand before the page now at book position `before`
-// (1-based; the page count + 1 moves them to the end).
+// (1-based; the page count + 1 moves them to the end). Pages already there: an edit with id 0,
+// nothing recorded.
 Result<ArrangementEdit> movePages(ProjectStore& store, const std::vector<int64_t>& pageIds, int before);
 // Turns pages clockwise by 90, 180 or 270 degrees more (both halves of a split spread: the turn is
 // the scan's). A turned page is queued to be read again; its corrections are kept and stay its text.
