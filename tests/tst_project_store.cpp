@@ -49,6 +49,23 @@ class TestProjectStore : public QObject {
         return std::move(*store);
     }
 
+    // A spread read as two halves, "left" and "right".
+    static std::vector<PageOutcome> spreadHalves() {
+        PageOutcome left, right;
+        left.text = samplePage("left");
+        left.region = {0, 0, 500, 1400};
+        right.text = samplePage("right");
+        right.region = {500, 0, 500, 1400};
+        return {left, right};
+    }
+
+    // Two source pages, the first read as a spread split in halves.
+    std::unique_ptr<ProjectStore> splitSpread(const QString& name) {
+        auto store = fresh(name, 2);
+        if (!store || !store->saveResult((*store->pages())[0].id, spreadHalves())) return nullptr;
+        return store;
+    }
+
     // Three pages, the first `read` of them read as "Colour world".
     std::unique_ptr<ProjectStore> colourBook(const QString& name, int read) {
         auto store = fresh(name);
@@ -214,15 +231,8 @@ private slots:
     }
 
     void splitSpreadBecomesTwoPages() {
-        auto store = fresh("c.quire", 2);
+        auto store = splitSpread("c.quire");
         QVERIFY(store);
-        const int64_t id = (*store->pages())[0].id;
-        PageOutcome left, right;
-        left.text = samplePage("left");
-        left.region = {0, 0, 500, 1400};
-        right.text = samplePage("right");
-        right.region = {500, 0, 500, 1400};
-        QVERIFY(store->saveResult(id, {left, right}));
         auto pages = store->pages();
         QCOMPARE(int(pages->size()), 3);
         QCOMPARE((*pages)[0].part, 1);
@@ -483,15 +493,8 @@ private slots:
     // A turn is the scan's: both halves of a split spread turn; halves moved apart are still read
     // as one source page.
     void spreadHalvesTurnTogetherAndAreReadOnce() {
-        auto store = fresh("spread.quire", 2);
+        auto store = splitSpread("spread.quire");
         QVERIFY(store);
-        const int64_t id = (*store->pages())[0].id;
-        PageOutcome left, right;
-        left.text = samplePage("left");
-        left.region = {0, 0, 500, 1400};
-        right.text = samplePage("right");
-        right.region = {500, 0, 500, 1400};
-        QVERIFY(store->saveResult(id, {left, right}));
         auto pages = *store->pages();  // left, right, page 2
         QVERIFY(movePages(*store, {pages[1].id}, 4));  // the right half to the end
         QVERIFY(rotatePages(*store, {pages[0].id}, 180));
@@ -502,7 +505,7 @@ private slots:
         auto queued = *store->queuedPages();
         QCOMPARE(int(queued.size()), 2);  // the spread once, page 2
         // Read again split: the halves keep their places.
-        QVERIFY(store->saveResult(queued[0].id, {left, right}));
+        QVERIFY(store->saveResult(queued[0].id, spreadHalves()));
         QCOMPARE(store->pages()->at(2).id, pages[1].id);
         QCOMPARE(store->pages()->at(0).id, pages[0].id);
     }
