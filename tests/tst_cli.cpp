@@ -450,6 +450,13 @@ private slots:
         QVERIFY2(r.exitCode == 0, qPrintable(r.err));
         QVERIFY2(texts()[2].contains("Charlie writes"), qPrintable(texts().join(" | ")));
         QCOMPARE(status(project).value("pageList").toArray()[2].toObject().value("rotation").toInt(), 90);
+        // The searchable PDF shows the turned scan, its words over it.
+        const QString turned = m_dir.filePath("turned");
+        QCOMPARE(runCli({"export", "--project", project, "--format", "pdf", "--out", turned}).exitCode, 0);
+        const auto size = runProgram("pdfinfo", {"-f", "3", "-l", "3", turned + "/book.pdf"});
+        const auto m = QRegularExpression("Page +3 size: +([0-9.]+) x ([0-9.]+)").match(size.out);
+        QVERIFY2(m.hasMatch() && m.captured(1).toDouble() < m.captured(2).toDouble(), qPrintable(size.out));  // upright again
+        QVERIFY(runProgram("pdftotext", {"-f", "3", "-l", "3", turned + "/book.pdf", "-"}).out.contains("Charlie"));
 
         QCOMPARE(runCli({"pages", "--project", project, "--move", "3", "--before", "1"}).exitCode, 0);
         QVERIFY(texts()[0].contains("Charlie") && texts()[1].contains("Alpha"));

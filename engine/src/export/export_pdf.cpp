@@ -337,9 +337,10 @@ Status writeSearchablePdf(const std::vector<BookPageInput>& pages, const fs::pat
             const double dpi = page.dpi > 0 ? page.dpi : 300;
             const double s = 72.0 / dpi;
             const bool whole = page.region.w <= 0 || page.part == 0;
-            // A source PDF's page passes through as it is, unless the file must be PDF/A: then its
-            // scan is rendered like any other (its fonts, transparency and the rest are not ours to vouch for).
-            if (whole && isPdfFile(page.sourceFile) && !pdfA) {
+            // A source PDF's page passes through as it is, unless the file must be PDF/A (then its
+            // scan is rendered like any other: its fonts, transparency and the rest are not ours to
+            // vouch for) or the user turned the page (the words are where the turned scan has them).
+            if (whole && isPdfFile(page.sourceFile) && !pdfA && page.rotation == 0) {
                 auto& src = sources[page.sourceFile];
                 if (!src) {
                     src = std::make_unique<QPDF>();
@@ -363,7 +364,8 @@ Status writeSearchablePdf(const std::vector<BookPageInput>& pages, const fs::pat
                 QPDFObjectHandle image = pdf.makeIndirectObject(QPDFObjectHandle::newStream(&pdf));
                 int w = 0, h = 0;
                 // Only single-image PNG/JPEG files can pass through; a multi-page TIFF is never read whole.
-                std::string bytes = whole && isPngOrJpeg(page.sourceFile) ? readFile(page.sourceFile) : std::string();
+                std::string bytes = whole && page.rotation == 0 && isPngOrJpeg(page.sourceFile) ? readFile(page.sourceFile)
+                                                                                              : std::string();
                 const auto png = whole ? pngPassThrough(bytes) : std::nullopt;
                 const auto jpg = whole && !png ? jpegInfo(bytes) : std::nullopt;
                 auto dict = image.getDict();
