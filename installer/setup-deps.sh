@@ -20,7 +20,7 @@ PACKAGES=(
   # test oracles: DOCX -> text, PDF -> text, XML schema validation
   libreoffice-writer-nogui poppler-utils libxml2-utils qpdf
   # desktop application: spell checking, offscreen screenshots, desktop-file and AppStream checks
-  libhunspell-dev hunspell-en-us hunspell-en-gb desktop-file-utils appstream
+  libhunspell-dev hunspell-en-us hunspell-en-gb hunspell-de-de desktop-file-utils appstream
   # libFuzzer targets: clang and its sanitizer/fuzzer runtime
   clang libclang-rt-14-dev
   # sample-volume generator and accuracy tooling (Debian's python, not pyenv's)

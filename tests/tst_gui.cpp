@@ -269,6 +269,27 @@ private slots:
         QVERIFY(!editor.selectNextDoubtfulWord());
     }
 
+    // Spelling follows the languages each page was read in: a page read again in German is checked
+    // in German, the others in the project's languages.
+    void spellingFollowsEachPagesLanguages() {
+        const QString project = readProject("languages", {{"the parish register"}, {"das Kirchenbuch der Gemeinde"}});
+        QVERIFY(!project.isEmpty());
+        // As Read Again in German would have left them (the engines record the languages they read with).
+        QCOMPARE(runProgram("sqlite3", {project, "UPDATE results SET language='eng'; UPDATE results SET language='deu' "
+                                                 "WHERE page_id=(SELECT max(page_id) FROM results)"}).exitCode, 0);
+        MainWindow w;
+        w.show();
+        QVERIFY(w.openProject(project));
+        w.goToRow(1);
+        QCOMPARE(w.editor()->spellLanguage(), QString("deu"));
+        if (QFileInfo::exists("/usr/share/hunspell/de_DE.dic")) {
+            QVERIFY(!w.editor()->isMisspelled("Kirchenbuch"));
+            QVERIFY(w.editor()->isMisspelled("Kirchenbuchx"));
+        }
+        w.goToRow(0);
+        QCOMPARE(w.editor()->spellLanguage(), QString("eng"));
+    }
+
     // The context menu's spelling: suggestions replace the word (not its comma), and a word added to
     // the project's dictionary is stored in the project and known when it is opened again.
     void spellingSuggestsAndLearnsTheProjectsWords() {

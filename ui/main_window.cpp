@@ -667,6 +667,10 @@ void MainWindow::updateFlagNote() {
 void MainWindow::loadEditor(qint64 pageId) {
     auto text = m_store->effectiveText(pageId);
     auto layout = m_store->layout(pageId);
+    // Spelling in the languages this page was read in (a page read again in German is checked in
+    // German), else the project's.
+    const QString languages = layout && !layout->language.empty() ? QString::fromStdString(layout->language) : projectLanguages();
+    if (languages != m_editor->spellLanguage()) m_editor->setSpellLanguage(languages);
     m_editor->setPage(pageId, QString::fromStdString(text ? *text : std::string()), layout ? *layout : PageText(), 60.0f);
     m_editor->setReadOnly(m_store->readOnly());
 }

@@ -34,6 +34,7 @@ public:
     void appendStreamed(qint64 pageId, const QString& chunk, bool pageComplete);
     // Every installed dictionary of the languages (English: American and British spellings both).
     void setSpellLanguage(const QString& tesseractLanguages);
+    const QString& spellLanguage() const { return m_spellLanguages; }
     bool spellCheckAvailable() const { return m_dictionary.available(); }
     QStringList dictionaryNames() const;  // e.g. en_US, en_GB
     // The project's own words (names, old spellings), known to the spelling from now on.
