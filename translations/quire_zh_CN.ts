@@ -757,6 +757,10 @@
         <source>undone: %1</source>
         <translation>已撤销：%1</translation>
     </message>
+    <message>
+        <source>; Run → Start reads it again the right way up (its corrections stay)</source>
+        <translation>；“运行 → 开始”会按正确方向重新识别（其校对保留）</translation>
+    </message>
 </context>
 <context>
     <name>quire::ui::PageEditor</name>

@@ -74,14 +74,14 @@ bool PageArranger::ready() {
     return true;
 }
 
-bool PageArranger::done(const Result<ArrangementEdit>& edit, const std::vector<int64_t>& chosen) {
+bool PageArranger::done(const Result<ArrangementEdit>& edit, const std::vector<int64_t>& chosen, const QString& note) {
     if (!edit) {
         m_context.showError(QString::fromStdString(edit.status().message()));
         return false;
     }
     if (edit->id == 0) return false;  // nothing changed (pages dropped where they were)
     refresh();
-    emit arranged(QString::fromStdString(edit->summary), chosen);
+    emit arranged(QString::fromStdString(edit->summary) + note, chosen);
     return true;
 }
 
@@ -89,7 +89,8 @@ bool PageArranger::rotate(int clockwiseDegrees) {
     if (!ready()) return false;
     const auto chosen = m_context.chosenPages();
     if (chosen.empty()) return false;
-    return done(rotatePages(*m_context.store(), chosen, clockwiseDegrees), chosen);
+    return done(rotatePages(*m_context.store(), chosen, clockwiseDegrees), chosen,
+                tr("; Run → Start reads it again the right way up (its corrections stay)"));
 }
 
 bool PageArranger::removeChosen() {

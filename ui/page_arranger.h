@@ -58,7 +58,8 @@ signals:
 
 private:
     bool ready();  // a writable project and no run reading
-    bool done(const Result<ArrangementEdit>& edit, const std::vector<int64_t>& chosen);
+    // Says what changed (`note` added to the change's words) or what went wrong.
+    bool done(const Result<ArrangementEdit>& edit, const std::vector<int64_t>& chosen, const QString& note = {});
 
     Context m_context;
     QWidget* m_parent;
