@@ -108,6 +108,20 @@ private slots:
         QVERIFY(store->page(pages[0].id)->flagReason.empty());
     }
 
+    // A page whose type looks like Fraktur, read without a Fraktur model, is doubted in words that
+    // say what would read it; with one, or on a weak guess, or in Latin type, it is not.
+    void scriptDoubtNamesWhatWouldReadThePage() {
+        QCOMPARE(QString::fromStdString(scriptDoubt("Fraktur", 6.25, "tesseract", "eng")),
+                 QString("the type looks like Fraktur (script confidence 6.2), which the languages eng do not read; "
+                         "read it again with Tesseract and German (Fraktur), frk"));
+        QVERIFY(QString::fromStdString(scriptDoubt("Fraktur", 13.6, "ppocr", "frk")).contains("ppocr does not read"));
+        QVERIFY(scriptDoubt("Fraktur", 6.25, "tesseract", "eng+frk").empty());
+        QVERIFY(scriptDoubt("Fraktur", 6.25, "auto", "deu_latf").empty());
+        QVERIFY(scriptDoubt("Fraktur", 1.5, "tesseract", "eng").empty());  // below kScriptConfidence
+        QVERIFY(scriptDoubt("Latin", 90, "tesseract", "eng").empty());
+        QVERIFY(scriptDoubt("", 0, "tesseract", "eng").empty());  // orientation detection did not run
+    }
+
     // Find across the book: the engine's text and the newest correction of each page, in book order,
     // with lines and UTF-16 positions an editor can select.
     void findsPlainWholeWordAndRegexAcrossTheBook() {

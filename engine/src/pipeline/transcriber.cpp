@@ -13,14 +13,17 @@
 
 #include <chrono>
 #include <condition_variable>
+#include <cstdio>
 #include <cstdlib>
 #include <map>
 #include <mutex>
+#include <sstream>
 #include <thread>
 
 #include "pipeline/bounded_queue.h"
 #include "pipeline/crash_marker.h"
 #include "pipeline/pixel_budget.h"
+#include "quire/preprocess/orientation.h"
 #include "quire/store/attempt_log.h"
 #include "quire/store/page_history.h"
 
@@ -43,6 +46,23 @@ std::string FlagPolicy::reason(const PageText& text, double inkShare) const {
         why += (why.empty() ? "" : "; ") + std::to_string(int(std::lround(share * 100))) + "% of words are below confidence " +
                std::to_string(int(lowWordConfidence)) + " (more than " + std::to_string(int(std::lround(lowShareAbove * 100))) + "%)";
     return why;
+}
+
+std::string scriptDoubt(const std::string& script, double confidence, const std::string& engine,
+                        const std::string& languages) {
+    if (script != "Fraktur" || confidence < kScriptConfidence) return {};
+    bool fraktur = false;
+    std::stringstream codes(languages);
+    for (std::string code; std::getline(codes, code, '+');)
+        fraktur |= code == "frk" || code == "deu_latf" || code == "script/Fraktur" || code == "Fraktur";
+    const bool tesseract = engine == "tesseract" || engine == "auto";  // auto reads Latin scripts with Tesseract
+    if (tesseract && fraktur) return {};
+    char conf[16];
+    std::snprintf(conf, sizeof conf, "%.1f", confidence);
+    return std::string("the type looks like Fraktur (script confidence ") + conf + "), which " +
+           (tesseract ? "the languages " + languages + " do not read"
+                                  : engine + " does not read") +
+           "; read it again with Tesseract and German (Fraktur), frk";
 }
 
 std::string TranscribeParams::toJson() const {
@@ -427,6 +447,9 @@ std::optional<Done> Run::recognizePage(Recognizer& rec, Job& job) {
                 job.pre ? std::move(*job.pre) : preprocessPage(img.image, params.preprocess, params.cancel);
             if (pre.cancelled) return std::nullopt;  // its regions are incomplete: the page stays queued
             if (pre.inverted) log(pageName(job.page) + ": white text on black; inverted before reading");
+            const std::string typeDoubt =
+                scriptDoubt(pre.script, pre.scriptConfidence, params.recognizer.engine, params.recognizer.languages);
+            if (!typeDoubt.empty()) log(pageName(job.page) + ": " + typeDoubt);
             if (pre.quarterTurns != 0)
                 log(pageName(job.page) + ": turned " + std::to_string(pre.quarterTurns * 90) +
                     "° clockwise before reading (it was scanned " + (pre.quarterTurns == 2 ? "upside down" : "on its side") +
@@ -459,6 +482,7 @@ std::optional<Done> Run::recognizePage(Recognizer& rec, Job& job) {
                 o.textLayer = job.textLayer;
                 o.flagReason = params.flag.reason(o.text, inkShare(region.image));
                 if (!img.doubt.empty()) o.flagReason += (o.flagReason.empty() ? "" : "; ") + img.doubt;
+                if (!typeDoubt.empty()) o.flagReason += (o.flagReason.empty() ? "" : "; ") + typeDoubt;
                 o.flagged = !o.flagReason.empty();
                 d.outcomes.push_back(std::move(o));
             }

@@ -50,6 +50,8 @@ OrientationGuess detectOrientation(const cv::Mat& gray) {
         // quarter to the left); making it upright takes the rest of the circle clockwise.
         g.clockwiseQuarterTurns = ((360 - degrees) % 360 + 45) / 90 % 4;
         g.confidence = conf;
+        if (script) g.script = script;
+        g.scriptConfidence = scriptConf;
     }
     osd.api->Clear();
     return g;

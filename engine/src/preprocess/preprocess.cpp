@@ -294,6 +294,8 @@ PreprocessResult preprocessPage(const cv::Mat& image, const PreprocessParams& pa
             result.quarterTurns = o.clockwiseQuarterTurns;
         }
         result.orientationConfidence = o.confidence;
+        result.script = o.script;
+        result.scriptConfidence = o.scriptConfidence;
     }
     std::vector<cv::Rect> rects{{0, 0, gray.cols, gray.rows}};
     if (params.split == SplitMode::Auto) {

@@ -30,6 +30,12 @@ struct FlagPolicy {
     std::string reason(const PageText& text, double inkShare) const;
 };
 
+// A doubt about the type: the page looks like Fraktur (Tesseract's OSD, at kScriptConfidence or
+// more) but is read by an engine or with languages that have no Fraktur model (Tesseract's frk,
+// deu_latf or script/Fraktur). In words, with what would read it; empty when there is none.
+std::string scriptDoubt(const std::string& script, double confidence, const std::string& engine,
+                        const std::string& languages);
+
 struct RunProgress {
     int total = 0, done = 0, failed = 0, flagged = 0;
     int processedThisRun = 0;

@@ -43,6 +43,8 @@ struct PreprocessResult {
     std::vector<PreparedRegion> regions;  // one, or two for a split spread (left, right)
     int quarterTurns = 0;  // clockwise quarter turns that made the page upright
     double orientationConfidence = 0;
+    std::string script;  // the script orientation detection saw (empty when it did not run)
+    double scriptConfidence = 0;
     bool inverted = false;  // the page was a negative and was inverted
     bool cancelled = false;  // stopped by the cancel flag between two stages: regions are incomplete
 };
