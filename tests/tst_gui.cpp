@@ -560,6 +560,7 @@ private slots:
             QCOMPARE(w.pageModel()->page(1)->status, PageStatus::Queued);  // to be read the right way up
             QCOMPARE(w.currentRow(), 1);
             QTRY_VERIFY(w.pageImageShown());
+            QVERIFY(!w.pageView()->wordItem(0));  // the old reading's boxes would lie across the turned scan
 
             // Pages 3 and 4 chosen in the list, Delete pressed there: out of the book.
             w.pageList()->setFocus();
@@ -661,10 +662,29 @@ private slots:
             QVERIFY2(QString::fromStdString(*w.store()->effectiveText(id)).contains("a page"),
                      w.store()->effectiveText(id)->c_str());
         }
+        // The page on screen shows its new reading, and its words over the scan.
+        QCOMPARE(w.currentRow(), 0);
+        QTRY_VERIFY(w.editor()->toPlainText().contains("a page") && !w.editor()->toPlainText().contains("alpha"));
+        QTRY_VERIFY(w.pageImageShown() && w.pageView()->wordItem(0));
         const auto first = *pageVersions(*w.store(), w.pageModel()->page(0)->id);
         QCOMPARE(int(first.size()), 3);
         QCOMPARE(first[1].kind, PageVersion::Kind::SetAsideCorrection);
         QVERIFY(!w.pageModel()->page(0)->corrected);
+
+        // Read again keeping a correction: the page on screen still shows the correction afterwards.
+        QVERIFY(w.store()->addCorrection(w.pageModel()->page(0)->id, "typed by the archivist"));
+        w.goToRow(1);
+        w.goToRow(0);
+        QCOMPARE(w.editor()->toPlainText(), QString("typed by the archivist"));
+        w.pageList()->selectionModel()->select(model->index(0, 0), QItemSelectionModel::ClearAndSelect);
+        QTimer::singleShot(0, &w, [&] {
+            QTRY_VERIFY(qobject_cast<RereadDialog*>(QApplication::activeModalWidget()));
+            qobject_cast<RereadDialog*>(QApplication::activeModalWidget())->accept();  // corrections kept
+        });
+        reread->trigger();
+        QVERIFY(finished.wait(120000));
+        QTRY_COMPARE(w.editor()->toPlainText(), QString("typed by the archivist"));
+        QCOMPARE(*w.store()->effectiveText(w.pageModel()->page(0)->id), std::string("typed by the archivist"));
     }
 
     // Find and replace across the book, driven through the panel: a hit opens its page with the words

@@ -95,7 +95,9 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent), m_settings(std::m
             return;
         }
         const QPoint origin = p->part > 0 ? QPoint(p->region.x, p->region.y) : QPoint();
-        m_view->setPage(img, m_editor->alignedWords(), origin, 60.0f);
+        // A queued page's words belong to a reading about to be replaced (after a turn, they would
+        // not even lie on the scan): the scan is shown without them until it is read.
+        m_view->setPage(img, p->status == PageStatus::Queued ? PageText() : m_editor->alignedWords(), origin, 60.0f);
         m_imageShownFor = p->id;
         emit pageShown(m_currentRow);
     });
@@ -846,9 +848,9 @@ void MainWindow::onPageFinished(qint64 pageId, int, const QString&, bool) {
     if (newRow) return;
     if (pageId == m_currentPageId) {
         updateFlagNote();
-        // The page on screen was just recognised: show its text unless the user is typing in it.
-        const QString shown = m_editor->toPlainText();
-        if (shown.isEmpty()) {
+        // The page on screen was just recognised (read again, say): show its text and words, unless
+        // the user is typing in it.
+        if (!m_editor->hasUnsavedTyping()) {
             m_currentPageId = -1;
             showRow(m_model->rowOf(pageId));
         }

@@ -47,6 +47,8 @@ public:
 
     // Saves now what is pending (page change, focus loss, close).
     void flush();
+    // Typing not yet saved as a correction (flush saves it).
+    bool hasUnsavedTyping() const { return m_pageId >= 0 && toPlainText() != m_savedText; }
     void selectWordWithBox(const quire::Box& box);
     // Selects the next word after the cursor that the engine was unsure of (below the
     // low-confidence mark) or that no dictionary knows, wrapping round; false if there is none.
