@@ -19,7 +19,6 @@
 #include "language_picker.h"
 #include "quire/core/backend.h"
 #include "quire/recognizers/recognizer.h"
-#include "quire/ppocr/ppocr.h"
 #include "quire/reader/reader.h"
 #include "settings.h"
 

@@ -55,4 +55,25 @@ std::optional<std::vector<int>> pageNumbers(const std::string& list) {
     return out;
 }
 
+Result<std::optional<std::pair<int, int>>> pageRangeOption(const Args& args, const std::string& option) {
+    const auto value = args.value(option);
+    if (!value) return std::optional<std::pair<int, int>>();
+    const auto range = pageRange(*value);
+    if (!range)
+        return Status(ErrorCode::InvalidArgument,
+                      "--" + option + " takes a page or a range of the book's pages, e.g. 3-17, not '" + *value + "'");
+    return std::optional<std::pair<int, int>>(*range);
+}
+
+Result<std::vector<int64_t>> idsOfPages(const std::vector<PageRecord>& book, const std::vector<int>& numbers) {
+    std::vector<int64_t> ids;
+    for (const int n : numbers) {
+        if (n < 1 || n > int(book.size()))
+            return Status(ErrorCode::InvalidArgument,
+                          "page " + std::to_string(n) + ": the book has " + std::to_string(book.size()) + " pages");
+        ids.push_back(book[size_t(n - 1)].id);
+    }
+    return ids;
+}
+
 }  // namespace quire::cli

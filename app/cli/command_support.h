@@ -30,5 +30,10 @@ Result<std::unique_ptr<ProjectStore>> openProject(const Args& args, ProjectStore
 std::optional<std::pair<int, int>> pageRange(const std::string& s);
 // "3,17,20-25": page numbers (1-based) in the order given, ranges expanded; nullopt when malformed.
 std::optional<std::vector<int>> pageNumbers(const std::string& list);
+// An option that takes a range of the book's pages (--pages 3-17): the range, nothing when the
+// option is not given, or a message naming the option and what it takes.
+Result<std::optional<std::pair<int, int>>> pageRangeOption(const Args& args, const std::string& option);
+// The ids of the book's pages numbered `numbers` (1-based), or the number the book lacks.
+Result<std::vector<int64_t>> idsOfPages(const std::vector<PageRecord>& book, const std::vector<int>& numbers);
 
 }  // namespace quire::cli

@@ -134,16 +134,12 @@ std::string usageOf(const std::string& cmd) {
 }
 
 // The export: formats, folder, --name, --page-markers and --pdfa from `args`; `pages` a range or all.
-int doExport(ProjectStore& store, const std::string& formats, const cli::Args& args, const std::optional<std::string>& pages,
-             bool json) {
+int doExport(ProjectStore& store, const std::string& formats, const cli::Args& args,
+             const std::optional<std::pair<int, int>>& pages, bool json) {
     auto fmts = parseExportFormats(formats);
     if (!fmts) return fail(kUsage, fmts.status().message());
     ExportOptions opt;
-    if (pages) {
-        const auto range = pageRange(*pages);
-        if (!range) return fail(kUsage, "--pages takes a page or a range of the book's pages, e.g. 3-17, not '" + *pages + "'");
-        opt.firstPage = range->first, opt.lastPage = range->second;
-    }
+    if (pages) opt.firstPage = pages->first, opt.lastPage = pages->second;
     opt.outDir = *args.value("out");
     opt.baseName = args.value("name", "book");
     opt.formats = *fmts;
@@ -319,19 +315,17 @@ int cmdTranscribe(const cli::Args& args) {
     p.retryFailed = args.has("retry-failed");
     if (args.has("pages") && args.has("reread")) return fail(kUsage, "--reread names the pages to read; --pages is not needed with it");
     if (args.has("replace-corrections") && !args.has("reread")) return fail(kUsage, "--replace-corrections goes with --reread");
-    if (auto pages = args.value("pages") ? args.value("pages") : args.value("reread")) {
-        const auto range = pageRange(*pages);
-        if (!range)
-            return fail(kUsage, std::string(args.has("pages") ? "--pages" : "--reread") +
-                                    " takes a page or a range of the book's pages, e.g. 3-17, not '" + *pages + "'");
-        p.firstPage = range->first, p.lastPage = range->second;
-    }
+    const auto range = pageRangeOption(args, args.has("reread") ? "reread" : "pages");
+    if (!range) return fail(kUsage, range.status().message());
+    if (*range) p.firstPage = (*range)->first, p.lastPage = (*range)->second;
     if (args.has("reread")) {
         auto pages = (*store)->pages();
         if (!pages) return fail(kInternal, pages.status().message());
-        if (p.lastPage > int(pages->size()))
-            return fail(kUsage, "--reread " + *args.value("reread") + ": the book has " + std::to_string(pages->size()) + " pages");
-        for (int n = p.firstPage; n <= p.lastPage; ++n) p.rereadPages.push_back((*pages)[size_t(n - 1)].id);
+        std::vector<int> numbers;
+        for (int n = p.firstPage; n <= p.lastPage; ++n) numbers.push_back(n);
+        auto ids = idsOfPages(*pages, numbers);
+        if (!ids) return fail(kUsage, "--reread: " + ids.status().message());
+        p.rereadPages = std::move(*ids);
         p.rereadReplacesCorrections = args.has("replace-corrections");
     }
     const auto exportFormats = args.value("export");
@@ -401,7 +395,9 @@ int cmdExport(const cli::Args& args) {
     auto formats = args.value("format");
     auto out = args.value("out");
     if (!formats || !out) return fail(kUsage, "export needs --format FORMATS and --out DIR");
-    return doExport(**store, *formats, args, args.value("pages"), args.has("json"));
+    const auto range = pageRangeOption(args, "pages");
+    if (!range) return fail(kUsage, range.status().message());
+    return doExport(**store, *formats, args, *range, args.has("json"));
 }
 
 int cmdStatus(const cli::Args& args) {

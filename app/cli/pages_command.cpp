@@ -17,14 +17,7 @@ Result<std::vector<int64_t>> chosenPages(const std::vector<PageRecord>& pages, c
     if (!numbers)
         return Status(ErrorCode::InvalidArgument,
                       "--" + option + " takes page numbers and ranges separated by commas, e.g. 3,17,20-25, not '" + list + "'");
-    std::vector<int64_t> ids;
-    for (const int n : *numbers) {
-        if (n > int(pages.size()))
-            return Status(ErrorCode::InvalidArgument,
-                          "page " + std::to_string(n) + ": the book has " + std::to_string(pages.size()) + " pages");
-        ids.push_back(pages[size_t(n - 1)].id);
-    }
-    return ids;
+    return idsOfPages(pages, *numbers);
 }
 
 int retryOrSkip(ProjectStore& store, const std::vector<PageRecord>& pages, bool retry, const std::string& list) {

@@ -16,30 +16,24 @@ using sql::Transaction;
 
 namespace {
 
-// "page 3", "pages 3 and 4", "pages 3, 4 and 9": the pages' places in the book, in words.
-std::string pageList(ProjectStore& store, const std::vector<int64_t>& ids) {
-    std::vector<int> seq;
-    for (const int64_t id : ids)
-        if (auto p = store.page(id); p && p->sequence > 0) seq.push_back(p->sequence);
-    std::sort(seq.begin(), seq.end());
-    if (seq.empty()) return "no page";
-    std::string out = seq.size() == 1 ? "page " : "pages ";
-    for (size_t i = 0; i < seq.size(); ++i)
-        out += (i == 0 ? "" : i + 1 == seq.size() ? " and " : ", ") + std::to_string(seq[i]);
-    return out;
-}
-
-// Every id must be a page of the project, each once.
-Status checkPages(ProjectStore& store, const std::vector<int64_t>& ids) {
+// The chosen pages in words, "page 3", "pages 3 and 4", "pages 3, 4 and 9" (their places in the
+// book), once each id is found to be a page in the book, chosen once.
+Result<std::string> chosenPages(ProjectStore& store, const std::vector<int64_t>& ids) {
     if (ids.empty()) return Status(ErrorCode::InvalidArgument, "no page chosen");
     if (std::set<int64_t>(ids.begin(), ids.end()).size() != ids.size())
         return Status(ErrorCode::InvalidArgument, "a page is chosen twice");
+    std::vector<int> seq;
     for (const int64_t id : ids) {
         auto p = store.page(id);
         if (!p) return p.status();
         if (p->sequence == 0) return Status(ErrorCode::InvalidArgument, "a chosen page was removed from the book");
+        seq.push_back(p->sequence);
     }
-    return Status::ok();
+    std::sort(seq.begin(), seq.end());
+    std::string out = seq.size() == 1 ? "page " : "pages ";
+    for (size_t i = 0; i < seq.size(); ++i)
+        out += (i == 0 ? "" : i + 1 == seq.size() ? " and " : ", ") + std::to_string(seq[i]);
+    return out;
 }
 
 Result<ArrangementEdit> record(sqlite3* db, const std::string& action, const std::string& summary, const std::string& undo) {
@@ -52,8 +46,9 @@ Result<ArrangementEdit> record(sqlite3* db, const std::string& action, const std
 }  // namespace
 
 Result<ArrangementEdit> removePages(ProjectStore& store, const std::vector<int64_t>& pageIds) {
-    if (Status s = checkPages(store, pageIds); !s) return s;
-    const std::string summary = "removed " + pageList(store, pageIds);
+    const auto chosen = chosenPages(store, pageIds);
+    if (!chosen) return chosen.status();
+    const std::string summary = "removed " + *chosen;
     sqlite3* db = store.handle();
     Transaction tx(db);
     if (!tx.status()) return tx.status();
@@ -72,14 +67,15 @@ Result<ArrangementEdit> removePages(ProjectStore& store, const std::vector<int64
 }
 
 Result<ArrangementEdit> movePages(ProjectStore& store, const std::vector<int64_t>& pageIds, int before) {
-    if (Status s = checkPages(store, pageIds); !s) return s;
+    const auto chosen = chosenPages(store, pageIds);
+    if (!chosen) return chosen.status();
     auto book = store.pages();
     if (!book) return book.status();
     if (before < 1 || before > int(book->size()) + 1)
         return Status(ErrorCode::InvalidArgument, "the book has pages 1 to " + std::to_string(book->size()) +
                                                       "; pages can go before page 1 to " + std::to_string(book->size() + 1));
     const int64_t target = before <= int(book->size()) ? (*book)[size_t(before - 1)].id : 0;
-    std::string summary = "moved " + pageList(store, pageIds) +
+    std::string summary = "moved " + *chosen +
                           (target ? " before page " + std::to_string(before) : std::string(" to the end"));
     sqlite3* db = store.handle();
     Transaction tx(db);
@@ -131,8 +127,9 @@ Result<ArrangementEdit> rotatePages(ProjectStore& store, const std::vector<int64
     if (clockwiseDegrees != 90 && clockwiseDegrees != 180 && clockwiseDegrees != 270)
         return Status(ErrorCode::InvalidArgument, "a page turns by 90, 180 or 270 degrees clockwise, not " +
                                                       std::to_string(clockwiseDegrees));
-    if (Status s = checkPages(store, pageIds); !s) return s;
-    const std::string summary = "turned " + pageList(store, pageIds) + " " + std::to_string(clockwiseDegrees) + "° clockwise";
+    const auto chosen = chosenPages(store, pageIds);
+    if (!chosen) return chosen.status();
+    const std::string summary = "turned " + *chosen + " " + std::to_string(clockwiseDegrees) + "° clockwise";
     sqlite3* db = store.handle();
     Transaction tx(db);
     if (!tx.status()) return tx.status();

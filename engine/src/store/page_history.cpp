@@ -36,12 +36,12 @@ Result<std::vector<PageVersion>> pageVersions(ProjectStore& store, int64_t pageI
                        c.setAside ? "correction (set aside for a new reading)" : "correction", c.createdAt, std::move(c.text)});
     // In the order they were made (ISO times sort as text; a page never read sorts first).
     std::stable_sort(out.begin(), out.end(), [](const PageVersion& a, const PageVersion& b) { return a.createdAt < b.createdAt; });
+    // The text now: the newest correction in force, else the reading.
     PageVersion* current = nullptr;
-    for (auto& v : out) {
-        if (v.kind == Kind::Correction && (!current || current->kind != Kind::Correction || v.correctionId > current->correctionId))
-            current = &v;
+    for (auto& v : out)
+        if (v.kind == Kind::Correction && (!current || v.correctionId > current->correctionId)) current = &v;
+    for (auto& v : out)
         if (v.kind == Kind::Reading && !current) current = &v;
-    }
     for (size_t i = 0; i < out.size(); ++i) out[i].number = int(i);
     if (current) current->current = true;
     return out;
