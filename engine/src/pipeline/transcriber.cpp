@@ -221,6 +221,18 @@ namespace {
 // prepare stage runs the page-only part ahead on `preparers` threads, handing pages on in the
 // volume's order; `threads` workers recognise; the calling thread commits each finished page in
 // its own transaction.
+// The run's preprocessing, with the languages that confirm a proposed turn by reading: the run's
+// where Tesseract has them, else English.
+PreprocessParams preprocessOfRun(const TranscribeParams& params) {
+    PreprocessParams p = params.preprocess;
+    if (p.orient && p.orientLanguages.empty()) {
+        const std::string& dir = params.recognizer.tessdataDir;
+        if (checkTesseractLanguages(params.recognizer.languages, dir)) p.orientLanguages = params.recognizer.languages;
+        else if (checkTesseractLanguages("eng", dir)) p.orientLanguages = "eng";
+    }
+    return p;
+}
+
 class Run {
 public:
     Run(ProjectStore& store, const TranscribeParams& params, Recognizer& first, AttemptLog* attempts,
@@ -228,7 +240,8 @@ public:
         : store(store), params(params), first(&first), attempts(attempts), queued(std::move(queued)),
           docPath(std::move(docPath)), threads(threads), preparers(preparers),
           splitter(preparers > 0 ? &first : nullptr), jobs(size_t(threads) + 1), done(size_t(threads) + 1),
-          activeWorkers(threads), preparersLeft(preparers), pixels(params.pixelBudget) {}
+          activeWorkers(threads), preparersLeft(preparers), pixels(params.pixelBudget),
+          preprocess(preprocessOfRun(params)) {}
 
     // Runs every page; the summary's counts are this run's (the caller adds the project's).
     RunSummary execute() {
@@ -288,6 +301,7 @@ private:
     int64_t taken = 0, handedOn = 0;
     std::atomic<int> activeWorkers, preparersLeft;
     PixelBudget pixels;
+    const PreprocessParams preprocess;  // params.preprocess and the languages that confirm a turn
     std::mutex initMutex;
     bool firstTaken = false;
 };
@@ -360,7 +374,7 @@ void Run::preparePages() {
         if (!job) break;
         if (!cancelled() && job->loadError && !(job->textLayer && params.pdfText == PdfTextPolicy::Keep)) {
             try {
-                job->pre = preprocessPage(job->image.image, params.preprocess, params.cancel);
+                job->pre = preprocessPage(job->image.image, preprocess, params.cancel);
                 for (const auto& region : job->pre->regions)
                     job->prepared.push_back(splitter->prepare(region.image, job->image.dpi, params.cancel));
             } catch (const std::exception& e) {
@@ -444,16 +458,23 @@ std::optional<Done> Run::recognizePage(Recognizer& rec, Job& job) {
             d.outcomes.push_back(std::move(o));
         } else {
             const PreprocessResult pre =
-                job.pre ? std::move(*job.pre) : preprocessPage(img.image, params.preprocess, params.cancel);
+                job.pre ? std::move(*job.pre) : preprocessPage(img.image, preprocess, params.cancel);
             if (pre.cancelled) return std::nullopt;  // its regions are incomplete: the page stays queued
             if (pre.inverted) log(pageName(job.page) + ": white text on black; inverted before reading");
             const std::string typeDoubt =
                 scriptDoubt(pre.script, pre.scriptConfidence, params.recognizer.engine, params.recognizer.languages);
             if (!typeDoubt.empty()) log(pageName(job.page) + ": " + typeDoubt);
+            if (pre.keptUpright)
+                log(pageName(job.page) + ": left as it is: it reads better upright than turned (mean word confidence " +
+                    std::to_string(int(pre.uprightReading)) + " against " + std::to_string(int(pre.turnedReading)) + ")");
             if (pre.quarterTurns != 0)
                 log(pageName(job.page) + ": turned " + std::to_string(pre.quarterTurns * 90) +
                     "° clockwise before reading (it was scanned " + (pre.quarterTurns == 2 ? "upside down" : "on its side") +
-                    "; orientation confidence " + std::to_string(int(pre.orientationConfidence)) + ")");
+                    "; orientation confidence " + std::to_string(int(pre.orientationConfidence)) +
+                    (pre.turnedReading >= 0 ? "; it reads at " + std::to_string(int(pre.turnedReading)) +
+                                                  " turned against " + std::to_string(int(pre.uprightReading))
+                                            : std::string()) +
+                    ")");
             for (size_t r = 0; r < pre.regions.size(); ++r) {
                 const auto& region = pre.regions[r];
                 std::function<void(const std::string&)> stream;

@@ -1,5 +1,5 @@
-// Orientation by Tesseract's OSD on a reduced page (one API per thread, loaded once), and the
-// negative test on a reduced page's dark share.
+// Orientation by Tesseract's OSD on a reduced page (one API per thread, loaded once), a proposed
+// turn confirmed by reading a band of the page both ways, and the negative test on a dark share.
 #include "quire/preprocess/orientation.h"
 
 #include <tesseract/baseapi.h>
@@ -7,6 +7,7 @@
 
 #include <opencv2/imgproc.hpp>
 
+#include <map>
 #include <memory>
 
 #include "quire/preprocess/preprocess.h"
@@ -28,9 +29,57 @@ struct OsdApi {
     ~OsdApi() { api->End(); }
 };
 
+// One recognizer per thread and language set, loaded on the first proposed turn.
+tesseract::TessBaseAPI* readerFor(const std::string& languages) {
+    struct Apis {
+        std::map<std::string, std::unique_ptr<tesseract::TessBaseAPI>> byLanguages;
+        ~Apis() {
+            for (auto& [_, api] : byLanguages)
+                if (api) api->End();
+        }
+    };
+    thread_local Apis apis;
+    auto& api = apis.byLanguages[languages];
+    if (!api) {
+        auto fresh = std::make_unique<tesseract::TessBaseAPI>();
+        if (fresh->Init(nullptr, languages.c_str(), tesseract::OEM_LSTM_ONLY) != 0) return nullptr;
+        fresh->SetPageSegMode(tesseract::PSM_SINGLE_BLOCK);  // PSM_AUTO would itself turn vertical lines
+        fresh->SetVariable("debug_file", "/dev/null");
+        api = std::move(fresh);
+    }
+    return api.get();
+}
+
+// Mean word confidence reading the quarter of the page's height that holds the most ink.
+double bandReading(const cv::Mat& gray, tesseract::TessBaseAPI& api) {
+    cv::Mat ink, rows;
+    cv::threshold(gray, ink, 0, 1, cv::THRESH_BINARY_INV | cv::THRESH_OTSU);
+    cv::reduce(ink, rows, 1, cv::REDUCE_SUM, CV_64F);
+    const int h = std::max(1, gray.rows / 4);
+    double sum = 0, best = -1;
+    int top = 0;
+    for (int y = 0; y < gray.rows; ++y) {
+        sum += rows.at<double>(y, 0) - (y >= h ? rows.at<double>(y - h, 0) : 0);
+        if (y >= h - 1 && sum > best) best = sum, top = y - h + 1;
+    }
+    const cv::Mat band = gray(cv::Rect(0, top, gray.cols, std::min(h, gray.rows - top))).clone();
+    api.SetImage(band.data, band.cols, band.rows, 1, int(band.step));
+    api.SetSourceResolution(300);
+    const double conf = api.MeanTextConf();
+    api.Clear();
+    return conf;
+}
+
+cv::Mat turnedClockwise(const cv::Mat& gray, int quarterTurns) {
+    static const cv::RotateFlags kTurn[] = {cv::ROTATE_90_CLOCKWISE, cv::ROTATE_180, cv::ROTATE_90_COUNTERCLOCKWISE};
+    cv::Mat out;
+    cv::rotate(gray, out, kTurn[quarterTurns - 1]);
+    return out;
+}
+
 }  // namespace
 
-OrientationGuess detectOrientation(const cv::Mat& gray) {
+OrientationGuess detectOrientation(const cv::Mat& gray, const std::string& languages) {
     thread_local OsdApi osd;
     OrientationGuess g;
     if (!osd.ready) {
@@ -48,12 +97,33 @@ OrientationGuess detectOrientation(const cv::Mat& gray) {
     if (osd.api->DetectOrientationScript(&degrees, &conf, &script, &scriptConf)) {
         // Tesseract gives the text's orientation counter-clockwise (270 for a page turned a
         // quarter to the left); making it upright takes the rest of the circle clockwise.
-        g.clockwiseQuarterTurns = ((360 - degrees) % 360 + 45) / 90 % 4;
+        g.proposedQuarterTurns = ((360 - degrees) % 360 + 45) / 90 % 4;
         g.confidence = conf;
         if (script) g.script = script;
         g.scriptConfidence = scriptConf;
     }
     osd.api->Clear();
+    // With a reading check OSD's weaker proposals are tried too: the check keeps wrong ones out.
+    if (g.proposedQuarterTurns == 0 || g.confidence < kCheckedProposalConfidence) return g;
+    tesseract::TessBaseAPI* api = languages.empty() ? nullptr : readerFor(languages);
+    if (!api) {  // OSD alone
+        if (g.confidence >= kOrientationConfidence) g.clockwiseQuarterTurns = g.proposedQuarterTurns;
+        return g;
+    }
+    // The proposal and its opposite (OSD confuses the two sides) against the page as it is.
+    const int proposed = g.proposedQuarterTurns;
+    // At most 3,500 px a side (a 200-megapixel scan must not be copied whole three times).
+    const cv::Mat read = downscale(gray, std::min(1.0, 3500.0 / std::max(gray.cols, gray.rows)));
+    g.uprightReading = bandReading(read, *api);
+    int best = 0;
+    double bestReading = g.uprightReading;
+    for (int turns : {proposed, (proposed + 2) % 4}) {
+        if (turns == 0) continue;
+        const double r = bandReading(turnedClockwise(read, turns), *api);
+        if (r > bestReading) best = turns, bestReading = r;
+    }
+    g.turnedReading = bestReading;
+    if (best != 0 && bestReading >= g.uprightReading + kTurnReadingMargin) g.clockwiseQuarterTurns = best;
     return g;
 }
 

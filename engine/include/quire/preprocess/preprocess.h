@@ -22,6 +22,9 @@ struct PreprocessParams {
     SplitMode split = SplitMode::None;
     bool orient = true;          // turn pages scanned sideways or upside down (orientation.h)
     bool invertNegative = true;  // invert white-on-black pages
+    // Tesseract languages that confirm a proposed turn by reading (the run's; not stored: a setting
+    // of the run, not of the page). Empty: OSD's confidence alone decides.
+    std::string orientLanguages;
 
     std::string toJson() const;
     static Result<PreprocessParams> fromJson(const std::string& json);
@@ -45,6 +48,9 @@ struct PreprocessResult {
     double orientationConfidence = 0;
     std::string script;  // the script orientation detection saw (empty when it did not run)
     double scriptConfidence = 0;
+    // OSD proposed a turn that reading the page did not confirm (mean word confidence as it is and turned).
+    bool keptUpright = false;
+    double uprightReading = -1, turnedReading = -1;
     bool inverted = false;  // the page was a negative and was inverted
     bool cancelled = false;  // stopped by the cancel flag between two stages: regions are incomplete
 };
