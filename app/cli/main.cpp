@@ -622,7 +622,7 @@ int cmdFind(const cli::Args& args) {
     return kOk;
 }
 
-// Page numbers as the book counts them (status --pages), comma-separated.
+// `bench decode`: a volume of generated pages decoded with the chosen attention, KV and speed per checkpoint.
 int cmdBenchDecode(const cli::Args& args) {
     using namespace quire::decoder;
     DecodeBenchParams p;

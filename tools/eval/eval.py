@@ -60,7 +60,7 @@ def split_image(image):
     return path, (int(page) if page else 1)
 
 
-def run_quire(cli, rows, base, threads, lang, workdir, dpi, engine, reader_model=None):
+def run_quire(cli, rows, base, threads, lang, workdir, dpi, engine, reader_model=None, extra=()):
     project = os.path.join(workdir, f"eval-{lang}-{engine}.quire")
     files = []
     for r in rows:
@@ -70,7 +70,7 @@ def run_quire(cli, rows, base, threads, lang, workdir, dpi, engine, reader_model
             files.append(full)
     start = time.monotonic()
     proc = subprocess.run([cli, "transcribe", *files, "--project", project, "--lang", lang, "--threads",
-                           str(threads), "--dpi", str(dpi), "--engine", engine, "--json"]
+                           str(threads), "--dpi", str(dpi), "--engine", engine, "--json", *extra]
                           + (["--reader-model", reader_model] if reader_model else []), capture_output=True, text=True)
     elapsed = time.monotonic() - start
     if proc.returncode not in (0, 3):
@@ -121,6 +121,7 @@ def main():
                     help="comma-separated quire-cli recognizers to measure side by side (tesseract,ppocr,reader,auto)")
     ap.add_argument("--reader-model", help="the reader model folder, for --engines reader")
     ap.add_argument("--no-tesseract-cli", action="store_true")
+    ap.add_argument("--quire-args", default="", help="more quire-cli transcribe options, space-separated (e.g. --no-deskew)")
     ap.add_argument("--markdown", help="also write the tables as Markdown to this file")
     ap.add_argument("--hyp-dir", help="write each engine's page texts here")
     args = ap.parse_args()
@@ -151,7 +152,7 @@ def main():
             tl = LANG.get(lang, lang)
             for e in quire_engines:
                 h, t = run_quire(os.path.abspath(args.quire_cli), lrows, base, args.threads, tl, tmp, args.dpi, e,
-                                 args.reader_model)
+                                 args.reader_model, args.quire_args.split())
                 hyps[label[e]].update(h)
                 seconds[label[e]] += t
             if "tesseract-cli" in hyps:

@@ -9,6 +9,7 @@
 #include <set>
 #include <sstream>
 
+#include "quire/recognizers/line_stitch.h"
 #include "quire/recognizers/recognizer.h"
 
 namespace fs = std::filesystem;
@@ -116,6 +117,7 @@ public:
             page.lines.back().words.push_back(std::move(w));
         } while (it->Next(W));
         std::erase_if(page.lines, [](const Line& l) { return l.words.empty(); });
+        stitchSplitLines(page);
         m_api->Clear();
         return page;
     }
