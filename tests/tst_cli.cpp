@@ -467,6 +467,23 @@ private slots:
         const QString txt = QString::fromStdString(readFile(out + "/book.txt"));
         QVERIFY2(txt.indexOf("Charlie") < txt.indexOf("Bravo") && !txt.contains("Alpha"), qPrintable(txt));
 
+        // A removed page is put back out of order: not the last removed.
+        QCOMPARE(runCli({"pages", "--project", project, "--delete", "2"}).exitCode, 0);  // Bravo too
+        r = runCli({"pages", "--project", project, "--removed"});
+        QVERIFY2(r.exitCode == 0 && r.out.contains("removed 1: " + inputs[0] + " p.1") &&
+                     r.out.contains("removed 2: " + inputs[1] + " p.1"), qPrintable(r.out + r.err));
+        r = runCli({"pages", "--project", project, "--removed", "--json"});
+        QCOMPARE(QJsonDocument::fromJson(r.out.toUtf8()).object().value("removedPages").toArray().size(), 2);
+        QCOMPARE(runCli({"pages", "--project", project, "--restore", "3"}).exitCode, 2);
+        r = runCli({"pages", "--project", project, "--restore", "1"});
+        QVERIFY2(r.exitCode == 0 && r.err.contains("put back page 2"), qPrintable(r.err));
+        QCOMPARE(texts().size(), 2);
+        QVERIFY(texts()[1].contains("Alpha"));
+        r = runCli({"pages", "--project", project, "--undo"});
+        QVERIFY2(r.exitCode == 0 && r.err.contains("undone: put back page 2"), qPrintable(r.err));
+        QCOMPARE(runCli({"pages", "--project", project, "--undo"}).exitCode, 0);  // Bravo's removal
+        QVERIFY(texts().size() == 2 && texts()[1].contains("Bravo"));
+
         r = runCli({"pages", "--project", project, "--undo"});
         QVERIFY2(r.exitCode == 0 && r.err.contains("undone: removed page 2"), qPrintable(r.err));
         QCOMPARE(runCli({"pages", "--project", project, "--undo"}).exitCode, 0);

@@ -11,6 +11,7 @@
 #include <QLabel>
 #include <QLineEdit>
 #include <QListView>
+#include <QMenu>
 #include <QListWidget>
 #include <QMimeData>
 #include <QTextBlock>
@@ -595,6 +596,16 @@ private slots:
         QCOMPARE(order(w), (std::vector<qint64>{ids[0], ids[1]}));
         QAction* undo = action(w, "undoPageChangeAction");
         QVERIFY(undo->isEnabled());
+        // One of the two removed pages put back on its own, from the Pages menu, and taken out again.
+        auto* putBack = w.findChild<QMenu*>("restorePagesMenu");
+        QVERIFY(putBack && putBack->isEnabled());
+        emit putBack->aboutToShow();
+        QCOMPARE(putBack->actions().size(), 2);
+        putBack->actions()[1]->trigger();  // the fourth scan: where it stood (the second scan went to the end)
+        QCOMPARE(order(w), (std::vector<qint64>{ids[0], ids[3], ids[1]}));
+        QVERIFY2(undo->text().contains("put back page 2"), qPrintable(undo->text()));
+        undo->trigger();
+        QCOMPARE(order(w), (std::vector<qint64>{ids[0], ids[1]}));
         undo->trigger();  // the move down
         undo->trigger();  // the drag
         QCOMPARE(order(w), (std::vector<qint64>{ids[0], ids[1]}));

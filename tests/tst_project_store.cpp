@@ -455,6 +455,46 @@ private slots:
         QCOMPARE(*store->integrityCheck(), std::string("ok"));
     }
 
+    // Removed pages are put back in any order, each where it stood among the pages now in the book
+    // (Undo only takes back the last change); putting back is a change Undo takes back too.
+    void removedPagesArePutBackInAnyOrder() {
+        auto store = fresh("restore.quire", 5);
+        QVERIFY(store);
+        auto ids = [&] {
+            std::vector<int64_t> out;
+            for (const auto& pg : *store->pages()) out.push_back(pg.id);
+            return out;
+        };
+        const std::vector<int64_t> p = ids();
+        QVERIFY(store->addCorrection(p[3], "corrected four"));
+        QVERIFY(removePages(*store, {p[1]}));
+        QVERIFY(removePages(*store, {p[3]}));
+        QVERIFY(movePages(*store, {p[4]}, 1));  // page 5 first: 5 1 3
+        auto removed = removedPages(*store);
+        QVERIFY(removed);
+        QCOMPARE(int(removed->size()), 2);
+        QCOMPARE((*removed)[0].id, p[1]);  // in the order they stood
+        QCOMPARE((*removed)[1].sequence, 0);
+        QVERIFY(!restorePages(*store, {p[0]}));  // in the book already
+        QVERIFY(!restorePages(*store, {}));
+
+        auto back = restorePages(*store, {p[1]});  // the earlier removal, past the move and the later one
+        QVERIFY2(back, back.status().message().c_str());
+        QCOMPARE(QString::fromStdString(back->summary), QString("put back page 3"));
+        QCOMPARE(ids(), (std::vector<int64_t>{p[4], p[0], p[1], p[2]}));
+        QCOMPARE(int(removedPages(*store)->size()), 1);
+        QVERIFY(restorePages(*store, {p[3]}));
+        QCOMPARE(ids(), (std::vector<int64_t>{p[4], p[0], p[1], p[2], p[3]}));
+        QCOMPARE(*store->effectiveText(p[3]), std::string("corrected four"));  // its work came back with it
+        QCOMPARE(store->counts()->corrected, 1);
+
+        auto undone = undoArrangement(*store);
+        QCOMPARE(QString::fromStdString((*undone)->summary), QString("put back page 5"));
+        QCOMPARE(ids(), (std::vector<int64_t>{p[4], p[0], p[1], p[2]}));
+        QCOMPARE(store->page(p[3])->sequence, 0);
+        QCOMPARE(*store->integrityCheck(), std::string("ok"));
+    }
+
     // A page read again keeps its earlier reading as a version; its corrections stay its text unless
     // the re-read was asked to replace them, and then they stay in its history, revertible.
     void rereadKeepsEarlierReadingsAndCorrections() {

@@ -761,6 +761,14 @@
         <source>; Run → Start reads it again the right way up (its corrections stay)</source>
         <translation>；“运行 → 开始”会按正确方向重新识别（其校对保留）</translation>
     </message>
+    <message>
+        <source>Put &amp;Back a Removed Page</source>
+        <translation>放回已移除的页面(&amp;B)</translation>
+    </message>
+    <message>
+        <source>%1, page %2</source>
+        <translation>%1，第 %2 页</translation>
+    </message>
 </context>
 <context>
     <name>quire::ui::PageEditor</name>

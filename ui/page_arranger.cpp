@@ -3,6 +3,7 @@
 
 #include <QAction>
 #include <QFileDialog>
+#include <QFileInfo>
 #include <QMenu>
 #include <QWidget>
 
@@ -38,6 +39,19 @@ PageArranger::PageArranger(Context context, QWidget* parent)
         if (!files.isEmpty()) addScans(files);
     });
     m_undo = make(tr("U&ndo Page Change"), "undoPageChangeAction", {}, [this] { undo(); });
+    m_restore = new QMenu(tr("Put &Back a Removed Page"), parent);
+    m_restore->setObjectName("restorePagesMenu");
+    connect(m_restore, &QMenu::aboutToShow, this, [this] {
+        m_restore->clear();
+        ProjectStore* store = m_context.store();
+        auto removed = store ? removedPages(*store) : Result<std::vector<PageRecord>>(std::vector<PageRecord>{});
+        if (!removed) return;
+        for (const auto& pg : *removed) {
+            const QString name = QFileInfo(QString::fromStdString(pg.sourceFile)).fileName();
+            auto* a = m_restore->addAction(tr("%1, page %2").arg(name).arg(pg.filePage + 1));
+            connect(a, &QAction::triggered, this, [this, id = pg.id] { restore(id); });
+        }
+    });
     // Delete and the moves act on the page list only: in the editor those keys are the text's.
     for (QAction* a : {m_remove, m_up, m_down}) a->setShortcutContext(Qt::WidgetWithChildrenShortcut);
 }
@@ -48,6 +62,7 @@ void PageArranger::addTo(QMenu* menu, QWidget* list) {
     menu->addActions({m_up, m_down, m_remove});
     menu->addSeparator();
     menu->addAction(m_add);
+    menu->addMenu(m_restore);
     menu->addAction(m_undo);
     list->addActions({m_clockwise, m_counter, m_remove, m_up, m_down, m_undo});
 }
@@ -59,6 +74,10 @@ void PageArranger::refresh() {
     std::optional<ArrangementEdit> last;
     if (store)
         if (auto l = lastArrangement(*store)) last = *l;
+    bool anyRemoved = false;
+    if (store)
+        if (auto removed = removedPages(*store)) anyRemoved = !removed->empty();
+    m_restore->setEnabled(can && anyRemoved);
     m_undo->setEnabled(can && last.has_value());
     m_undo->setText(last ? tr("U&ndo Page Change: %1").arg(QString::fromStdString(last->summary)) : tr("U&ndo Page Change"));
 }
@@ -172,6 +191,11 @@ bool PageArranger::undo() {
     refresh();
     emit arranged(tr("undone: %1").arg(QString::fromStdString((*undone)->summary)), {});
     return true;
+}
+
+bool PageArranger::restore(int64_t pageId) {
+    if (!ready()) return false;
+    return done(restorePages(*m_context.store(), {pageId}), {pageId});
 }
 
 }  // namespace quire::ui

@@ -1,5 +1,5 @@
 // The page browser's arrangement actions: turn, remove, move (also by dragging in the list), add
-// scans after the current page, and undo the last such change. Each change is stored in the
+// scans after the current page, put back any removed page, and undo the last such change. Each change is stored in the
 // project (page_arrangement.h), so Undo works after reopening it too.
 #pragma once
 
@@ -50,6 +50,7 @@ public:
     bool moveChosenBy(int step);  // -1: up one page, +1: down one
     bool addScans(const QStringList& files);  // after the current page; the run that reads them follows
     bool undo();
+    bool restore(int64_t pageId);  // a removed page, back where it stood
 
 signals:
     // The book's pages changed; `chosen` are the pages the change was about (reselect them).
@@ -63,6 +64,7 @@ private:
 
     Context m_context;
     QWidget* m_parent;
+    QMenu* m_restore = nullptr;  // the removed pages, filled when it opens
     QAction *m_clockwise = nullptr, *m_counter = nullptr, *m_half = nullptr, *m_remove = nullptr, *m_up = nullptr,
             *m_down = nullptr, *m_add = nullptr, *m_undo = nullptr;
 };

@@ -84,12 +84,14 @@ const char* kUsageText =
     "      Every hit in the book's text (corrections included): page, line and the line around it.\n"
     "      --replace: each changed page gets a correction (with --regex, \\1..\\9 are the groups).\n"
     "  quire-cli pages --project P.quire (--retry N | --skip N | --delete N | --move N --before K | --rotate N [--by 90|180|270]\n"
-    "            | --undo)   (N: page numbers and ranges, e.g. 3,17,20-25)\n"
+    "            | --undo | --removed [--json] | --restore R)   (N: page numbers and ranges, e.g. 3,17,20-25)\n"
     "      --retry queues failed pages again (a page quarantined after crashing the engine twice, too);\n"
     "      --skip marks queued pages failed, so runs leave them alone until retried; --delete takes pages\n"
     "      out of the book (their work is kept); --move puts pages before page K (K = the page count + 1:\n"
     "      at the end); --rotate turns pages clockwise (default 90) and queues them to be read again (their\n"
-    "      corrections are kept); --undo undoes the last delete, move or rotate, also after reopening.\n"
+    "      corrections are kept); --undo undoes the last delete, move, rotate or restore, also after reopening.\n"
+    "      --removed lists the removed pages, numbered; --restore R puts back removed pages by those numbers\n"
+    "      (any of them, not only the last removed), each where it stood among the pages in the book.\n"
     "  quire-cli restore --project P.quire [--from BACKUP]   (the newest sound backup of a damaged project)\n"
     "  quire-cli devices\n"
     "  quire-cli bench decode --pages N --mode full|rswa|srswa [--device cpu|cuda] [--batch B]\n"
@@ -829,7 +831,7 @@ int main(int argc, char** argv) {
         {"export", {{"project", "format", "out", "name", "pages"}, {"json", "page-markers", "pdfa"}}},
         {"status", {{"project"}, {"json", "pages"}}},
         {"correct", {{"project", "page", "text-file", "text"}, {}}},
-        {"pages", {{"project", "retry", "skip", "delete", "move", "before", "rotate", "by"}, {"undo"}}},
+        {"pages", {{"project", "retry", "skip", "delete", "move", "before", "rotate", "by", "restore"}, {"undo", "removed", "json"}}},
         {"find", {{"project", "text", "regex", "replace"}, {"whole-word", "match-case", "json"}}},
         {"properties", {{"project", "title", "author", "language"}, {"json"}}},
         {"history", {{"project", "page", "diff", "revert"}, {"json"}}},

@@ -1,7 +1,12 @@
 // quire-cli pages: one action per call; page numbers are the book's, as status --pages lists them.
 #include "pages_command.h"
 
+#include <QJsonArray>
+#include <QJsonObject>
+
 #include <spdlog/spdlog.h>
+
+#include <iostream>
 
 #include "command_support.h"
 #include "quire/store/page_arrangement.h"
@@ -33,14 +38,54 @@ int retryOrSkip(ProjectStore& store, const std::vector<PageRecord>& pages, bool 
     return kOk;
 }
 
+// --removed: the pages out of the book, numbered for --restore, with what they came from.
+int listRemoved(ProjectStore& store, bool json) {
+    auto removed = removedPages(store);
+    if (!removed) return fail(kInternal, removed.status().message());
+    QJsonArray list;
+    for (size_t i = 0; i < removed->size(); ++i) {
+        const PageRecord& pg = (*removed)[i];
+        list.append(QJsonObject{{"removed", int(i + 1)}, {"id", qint64(pg.id)},
+                                {"file", QString::fromStdString(pg.sourceFile)}, {"filePage", pg.filePage + 1},
+                                {"part", pg.part}});
+        if (!json) std::cout << "removed " << i + 1 << ": " << pg.sourceFile << " p." << pg.filePage + 1 << "\n";
+    }
+    if (json) printJson(QJsonObject{{"removedPages", list}});
+    else if (removed->empty()) std::cout << "no page is removed from the book\n";
+    return kOk;
+}
+
+// --restore R: the removed pages numbered as --removed lists them, put back.
+int restore(ProjectStore& store, const std::string& list) {
+    auto removed = removedPages(store);
+    if (!removed) return fail(kInternal, removed.status().message());
+    const auto numbers = pageNumbers(list);
+    if (!numbers)
+        return fail(kUsage, "--restore takes the numbers pages --removed lists, e.g. 1,3, not '" + list + "'");
+    std::vector<int64_t> ids;
+    for (const int n : *numbers) {
+        if (n < 1 || n > int(removed->size()))
+            return fail(kUsage, removed->empty() ? std::string("no page is removed from the book")
+                                                 : "pages --removed lists removed pages 1 to " +
+                                                       std::to_string(removed->size()) + ", not " + std::to_string(n));
+        ids.push_back((*removed)[size_t(n - 1)].id);
+    }
+    auto edit = restorePages(store, ids);
+    if (!edit) return fail(edit.status().code() == ErrorCode::InvalidArgument ? kUsage : kInternal, edit.status().message());
+    spdlog::info("{}; quire-cli pages --undo removes it again", edit->summary);
+    return kOk;
+}
+
 }  // namespace
 
 int pagesCommand(const Args& args) {
-    static const char* kActions[] = {"retry", "skip", "delete", "move", "rotate", "undo"};
+    static const char* kActions[] = {"retry", "skip", "delete", "move", "rotate", "undo", "removed", "restore"};
     int actions = 0;
     for (const char* a : kActions) actions += args.has(a);
     if (actions != 1)
-        return fail(kUsage, "pages needs one of --retry, --skip, --delete, --move (with --before K), --rotate or --undo");
+        return fail(kUsage, "pages needs one of --retry, --skip, --delete, --move (with --before K), --rotate, --undo, "
+                            "--removed or --restore");
+    if (args.has("json") && !args.has("removed")) return fail(kUsage, "--json goes with --removed");
     if (args.has("before") != args.has("move")) return fail(kUsage, "--move N[,M...] goes with --before K (and only with it)");
     if (args.has("by") && !args.has("rotate")) return fail(kUsage, "--by goes with --rotate");
     int degrees = 90, before = 0;
@@ -57,10 +102,12 @@ int pagesCommand(const Args& args) {
     if (!pages) return fail(kInternal, pages.status().message());
     if (auto v = args.value("retry")) return retryOrSkip(project, *pages, true, *v);
     if (auto v = args.value("skip")) return retryOrSkip(project, *pages, false, *v);
+    if (args.has("removed")) return listRemoved(project, args.has("json"));
+    if (auto v = args.value("restore")) return restore(project, *v);
     if (args.has("undo")) {
         auto undone = undoArrangement(project);
         if (!undone) return fail(kInternal, undone.status().message());
-        if (!*undone) return fail(kUsage, "nothing to undo: the pages were not removed, moved or turned");
+        if (!*undone) return fail(kUsage, "nothing to undo: the pages were not removed, moved, turned or put back");
         spdlog::info("undone: {} ({})", (*undone)->summary, (*undone)->createdAt);
         return kOk;
     }

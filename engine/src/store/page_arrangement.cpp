@@ -166,6 +166,51 @@ Result<ArrangementEdit> rotatePages(ProjectStore& store, const std::vector<int64
     return edit;
 }
 
+Result<std::vector<PageRecord>> removedPages(ProjectStore& store) {
+    std::vector<int64_t> ids;
+    {
+        const std::string sqlText = std::string("SELECT p.id FROM pages p WHERE p.removed=1 ORDER BY ") + sql::kBookOrder;
+        Stmt q(store.handle(), sqlText.c_str());
+        while (q.step()) ids.push_back(q.i64(0));
+        if (!q.status()) return q.status();
+    }
+    std::vector<PageRecord> out;
+    for (const int64_t id : ids) {
+        auto p = store.page(id);
+        if (!p) return p.status();
+        out.push_back(std::move(*p));
+    }
+    return out;
+}
+
+Result<ArrangementEdit> restorePages(ProjectStore& store, const std::vector<int64_t>& pageIds) {
+    if (pageIds.empty()) return Status(ErrorCode::InvalidArgument, "no page chosen");
+    if (std::set<int64_t>(pageIds.begin(), pageIds.end()).size() != pageIds.size())
+        return Status(ErrorCode::InvalidArgument, "a page is chosen twice");
+    for (const int64_t id : pageIds) {
+        auto p = store.page(id);
+        if (!p) return p.status();
+        if (p->sequence != 0) return Status(ErrorCode::InvalidArgument, "a chosen page is in the book already");
+    }
+    sqlite3* db = store.handle();
+    Transaction tx(db);
+    if (!tx.status()) return tx.status();
+    std::string undo;
+    Stmt q(db, "UPDATE pages SET removed=0 WHERE id=?");
+    for (const int64_t id : pageIds) {
+        q.reset();
+        q.bind(1, id);
+        if (Status s = q.run(); !s) return s;
+        undo += std::to_string(id) + "\n";
+    }
+    const auto places = chosenPages(store, pageIds);  // their places now that they are back
+    if (!places) return places.status();
+    auto edit = record(db, "restore", "put back " + *places, undo);
+    if (!edit) return edit.status();
+    if (Status s = tx.commit(); !s) return s;
+    return edit;
+}
+
 Result<std::optional<ArrangementEdit>> lastArrangement(ProjectStore& store) {
     Stmt q(store.handle(), "SELECT id, action, summary, created_at FROM arrangement_edits ORDER BY id DESC LIMIT 1");
     if (!q.step()) {
@@ -190,8 +235,8 @@ Result<std::optional<ArrangementEdit>> undoArrangement(ProjectStore& store) {
         std::istringstream f(line);
         int64_t id = 0;
         if (!(f >> id)) continue;
-        if (edit.action == "remove") {
-            Stmt up(db, "UPDATE pages SET removed=0 WHERE id=?");
+        if (edit.action == "remove" || edit.action == "restore") {
+            Stmt up(db, edit.action == "remove" ? "UPDATE pages SET removed=0 WHERE id=?" : "UPDATE pages SET removed=1 WHERE id=?");
             up.bind(1, id);
             if (Status s = up.run(); !s) return s;
         } else if (edit.action == "move") {

@@ -15,7 +15,7 @@ namespace quire {
 
 struct ArrangementEdit {
     int64_t id = 0;
-    std::string action;   // "remove", "move", "rotate"
+    std::string action;   // "remove", "move", "rotate", "restore"
     std::string summary;  // in words: "removed pages 3 and 4"
     std::string createdAt;
 };
@@ -29,6 +29,11 @@ Result<ArrangementEdit> movePages(ProjectStore& store, const std::vector<int64_t
 // Turns pages clockwise by 90, 180 or 270 degrees more (both halves of a split spread: the turn is
 // the scan's). A turned page is queued to be read again; its corrections are kept and stay its text.
 Result<ArrangementEdit> rotatePages(ProjectStore& store, const std::vector<int64_t>& pageIds, int clockwiseDegrees);
+// The pages taken out of the book, in the order they stood in it (each with sequence 0).
+Result<std::vector<PageRecord>> removedPages(ProjectStore& store);
+// Puts removed pages back where they stood among the pages now in the book, in any order, not only
+// the last removed (that is Undo's).
+Result<ArrangementEdit> restorePages(ProjectStore& store, const std::vector<int64_t>& pageIds);
 // Undoes the newest change not yet undone and forgets it; nothing when there is none.
 Result<std::optional<ArrangementEdit>> undoArrangement(ProjectStore& store);
 // The newest change not yet undone.
