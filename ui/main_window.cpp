@@ -19,7 +19,6 @@
 #include <QMimeData>
 #include <QPlainTextEdit>
 #include <QProgressBar>
-#include <QProgressDialog>
 #include <QSplitter>
 #include <QStatusBar>
 #include <QTextCursor>
@@ -28,6 +27,7 @@
 #include <QtConcurrent/QtConcurrentRun>
 
 #include "export_dialog.h"
+#include "export_progress.h"
 #include "find_panel.h"
 #include "page_arranger.h"
 #include "page_history_dialog.h"
@@ -888,36 +888,12 @@ bool MainWindow::exportBook(const QString& dir, const QStringList& formats, bool
     m_settings->setExportFormats(formats);
     m_settings->setExportPageMarkers(pageMarkers);
     m_settings->setExportPdfA(pdfA);
-    QProgressDialog progress(tr("Exporting the book…"), tr("Cancel"), 0, int(fmts->size()), this);
-    progress.setWindowModality(Qt::WindowModal);
-    progress.setMinimumDuration(300);
-    auto cancel = std::make_shared<std::atomic<bool>>(false);
-    connect(&progress, &QProgressDialog::canceled, this, [cancel] { *cancel = true; });
-    const std::string path = m_store->path().string();
-    const auto formatsList = *fmts;
-    QFuture<Status> future = QtConcurrent::run([path, dir, formatsList, pageMarkers, pdfA, cancel, &progress]() -> Status {
-        // The export thread has its own connection to the project.
-        auto store = ProjectStore::open(path, ProjectStore::Mode::OpenExisting);
-        if (!store) return store.status();
-        ExportOptions opt;
-        opt.outDir = dir.toStdString();
-        opt.formats = formatsList;
-        opt.pageMarkers = pageMarkers;
-        opt.pdfA = pdfA;
-        opt.cancel = cancel.get();
-        opt.onProgress = [&progress](int done, int, const std::string&) {
-            QMetaObject::invokeMethod(&progress, [&progress, done] { progress.setValue(done); });
-        };
-        auto r = exportProject(**store, opt);
-        return r ? Status::ok() : r.status();
-    });
-    QFutureWatcher<Status> watcher;
-    QEventLoop loop;
-    connect(&watcher, &QFutureWatcher<Status>::finished, &loop, &QEventLoop::quit);
-    watcher.setFuture(future);
-    if (!future.isFinished()) loop.exec();
-    progress.setValue(progress.maximum());
-    const Status s = future.result();
+    ExportOptions opt;
+    opt.outDir = dir.toStdString();
+    opt.formats = *fmts;
+    opt.pageMarkers = pageMarkers;
+    opt.pdfA = pdfA;
+    const Status s = exportWithProgress(m_store->path().string(), opt, this);
     if (!s) {
         if (s.code() != ErrorCode::Cancelled) showError(tr("Export failed: %1").arg(QString::fromStdString(s.message())));
         return false;
