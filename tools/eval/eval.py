@@ -60,6 +60,22 @@ def split_image(image):
     return path, (int(page) if page else 1)
 
 
+def read_manifest(path, sets=""):
+    """The manifest's rows as dicts (with "key" = set/page), only those of `sets` (comma-separated) if given."""
+    rows = []
+    with open(path, encoding="utf-8") as f:
+        header = f.readline().rstrip("\n").split("\t")
+        for line in f:
+            if not line.strip():
+                continue
+            r = dict(zip(header, line.rstrip("\n").split("\t")))
+            if sets and r["set"] not in sets.split(","):
+                continue
+            r["key"] = f'{r["set"]}/{r["page"]}'
+            rows.append(r)
+    return rows
+
+
 def run_quire(cli, rows, base, threads, lang, workdir, dpi, engine, reader_model=None, extra=()):
     project = os.path.join(workdir, f"eval-{lang}-{engine}.quire")
     files = []
@@ -127,17 +143,7 @@ def main():
     args = ap.parse_args()
 
     base = os.path.dirname(os.path.abspath(args.manifest))
-    rows = []
-    with open(args.manifest, encoding="utf-8") as f:
-        header = f.readline().rstrip("\n").split("\t")
-        for line in f:
-            if not line.strip():
-                continue
-            r = dict(zip(header, line.rstrip("\n").split("\t")))
-            if args.sets and r["set"] not in args.sets.split(","):
-                continue
-            r["key"] = f'{r["set"]}/{r["page"]}'
-            rows.append(r)
+    rows = read_manifest(args.manifest, args.sets)
     by_lang = collections.defaultdict(list)
     for r in rows:
         by_lang[r["language"]].append(r)

@@ -103,14 +103,7 @@ def main():
     ap.add_argument("--markdown", help="also write the table as Markdown to this file")
     args = ap.parse_args()
     base = os.path.dirname(os.path.abspath(args.manifest))
-    rows = []
-    with open(args.manifest, encoding="utf-8") as f:
-        header = f.readline().rstrip("\n").split("\t")
-        for line in f:
-            if line.strip():
-                r = dict(zip(header, line.rstrip("\n").split("\t")))
-                if not args.sets or r["set"] in args.sets.split(","):
-                    rows.append(r)
+    rows = ev.read_manifest(args.manifest, args.sets)
     by_lang = collections.defaultdict(list)
     for r in rows:
         by_lang[r["language"]].append(r)

@@ -43,6 +43,19 @@ Result<ArrangementEdit> record(sqlite3* db, const std::string& action, const std
     return ArrangementEdit{q.i64(0), action, summary, q.text(1)};
 }
 
+// Takes pages out of the book or puts them back; the ids, one a line, undo it.
+Result<std::string> setRemoved(sqlite3* db, const std::vector<int64_t>& pageIds, bool removed) {
+    std::string undo;
+    Stmt q(db, "UPDATE pages SET removed=? WHERE id=?");
+    for (const int64_t id : pageIds) {
+        q.reset();
+        q.bind(1, removed ? 1 : 0).bind(2, id);
+        if (Status s = q.run(); !s) return s;
+        undo += std::to_string(id) + "\n";
+    }
+    return undo;
+}
+
 }  // namespace
 
 Result<ArrangementEdit> removePages(ProjectStore& store, const std::vector<int64_t>& pageIds) {
@@ -52,15 +65,9 @@ Result<ArrangementEdit> removePages(ProjectStore& store, const std::vector<int64
     sqlite3* db = store.handle();
     Transaction tx(db);
     if (!tx.status()) return tx.status();
-    std::string undo;
-    Stmt q(db, "UPDATE pages SET removed=1 WHERE id=?");
-    for (const int64_t id : pageIds) {
-        q.reset();
-        q.bind(1, id);
-        if (Status s = q.run(); !s) return s;
-        undo += std::to_string(id) + "\n";
-    }
-    auto edit = record(db, "remove", summary, undo);
+    const auto undo = setRemoved(db, pageIds, true);
+    if (!undo) return undo.status();
+    auto edit = record(db, "remove", summary, *undo);
     if (!edit) return edit.status();
     if (Status s = tx.commit(); !s) return s;
     return edit;
@@ -195,17 +202,11 @@ Result<ArrangementEdit> restorePages(ProjectStore& store, const std::vector<int6
     sqlite3* db = store.handle();
     Transaction tx(db);
     if (!tx.status()) return tx.status();
-    std::string undo;
-    Stmt q(db, "UPDATE pages SET removed=0 WHERE id=?");
-    for (const int64_t id : pageIds) {
-        q.reset();
-        q.bind(1, id);
-        if (Status s = q.run(); !s) return s;
-        undo += std::to_string(id) + "\n";
-    }
+    const auto undo = setRemoved(db, pageIds, false);
+    if (!undo) return undo.status();
     const auto places = chosenPages(store, pageIds);  // their places now that they are back
     if (!places) return places.status();
-    auto edit = record(db, "restore", "put back " + *places, undo);
+    auto edit = record(db, "restore", "put back " + *places, *undo);
     if (!edit) return edit.status();
     if (Status s = tx.commit(); !s) return s;
     return edit;
@@ -236,9 +237,7 @@ Result<std::optional<ArrangementEdit>> undoArrangement(ProjectStore& store) {
         int64_t id = 0;
         if (!(f >> id)) continue;
         if (edit.action == "remove" || edit.action == "restore") {
-            Stmt up(db, edit.action == "remove" ? "UPDATE pages SET removed=0 WHERE id=?" : "UPDATE pages SET removed=1 WHERE id=?");
-            up.bind(1, id);
-            if (Status s = up.run(); !s) return s;
+            if (auto s = setRemoved(db, {id}, edit.action == "restore"); !s) return s.status();
         } else if (edit.action == "move") {
             double order = 0;
             f >> order;
