@@ -68,7 +68,8 @@ void applyTheme(const QString& theme) {
 void installTranslators(QApplication& app, const QString& choice) {
     const QLocale locale = choice == QLatin1String("system") ? QLocale::system() : QLocale(choice);
     auto* quire = new QTranslator(&app);
-    if (quire->load(locale, "quire", "_", ":/i18n")) app.installTranslator(quire);
+    // A language Quire has no translation for gets the English text, with English plural forms.
+    if (quire->load(locale, "quire", "_", ":/i18n") || quire->load("quire_en", ":/i18n")) app.installTranslator(quire);
     auto* qt = new QTranslator(&app);
     if (qt->load(locale, "qtbase", "_", QLibraryInfo::path(QLibraryInfo::TranslationsPath))) app.installTranslator(qt);
 }
