@@ -464,7 +464,7 @@ std::optional<Done> Run::recognizePage(Recognizer& rec, Job& job) {
             const std::string typeDoubt =
                 scriptDoubt(pre.script, pre.scriptConfidence, params.recognizer.engine, params.recognizer.languages);
             if (!typeDoubt.empty()) log(pageName(job.page) + ": " + typeDoubt);
-            if (pre.keptUpright)
+            if (pre.turnDeclined())
                 log(pageName(job.page) + ": left as it is: it reads better upright than turned (mean word confidence " +
                     std::to_string(int(pre.uprightReading)) + " against " + std::to_string(int(pre.turnedReading)) + ")");
             if (pre.quarterTurns != 0)

@@ -11,6 +11,7 @@
 #include <memory>
 
 #include "quire/preprocess/preprocess.h"
+#include "quire/source/page_image.h"
 
 namespace quire {
 
@@ -70,13 +71,6 @@ double bandReading(const cv::Mat& gray, tesseract::TessBaseAPI& api) {
     return conf;
 }
 
-cv::Mat turnedClockwise(const cv::Mat& gray, int quarterTurns) {
-    static const cv::RotateFlags kTurn[] = {cv::ROTATE_90_CLOCKWISE, cv::ROTATE_180, cv::ROTATE_90_COUNTERCLOCKWISE};
-    cv::Mat out;
-    cv::rotate(gray, out, kTurn[quarterTurns - 1]);
-    return out;
-}
-
 }  // namespace
 
 OrientationGuess detectOrientation(const cv::Mat& gray, const std::string& languages) {
@@ -119,7 +113,7 @@ OrientationGuess detectOrientation(const cv::Mat& gray, const std::string& langu
     double bestReading = g.uprightReading;
     for (int turns : {proposed, (proposed + 2) % 4}) {
         if (turns == 0) continue;
-        const double r = bandReading(turnedClockwise(read, turns), *api);
+        const double r = bandReading(turnedClockwise(read, turns * 90), *api);
         if (r > bestReading) best = turns, bestReading = r;
     }
     g.turnedReading = bestReading;

@@ -11,6 +11,7 @@
 #include <cmath>
 
 #include "quire/preprocess/orientation.h"
+#include "quire/source/page_image.h"
 
 namespace quire {
 
@@ -286,14 +287,8 @@ PreprocessResult preprocessPage(const cv::Mat& image, const PreprocessParams& pa
     if (stopped()) return result;
     if (params.orient) {
         const OrientationGuess o = detectOrientation(gray, params.orientLanguages);
-        if (o.clockwiseQuarterTurns != 0) {
-            static const cv::RotateFlags kTurn[] = {cv::ROTATE_90_CLOCKWISE, cv::ROTATE_180, cv::ROTATE_90_COUNTERCLOCKWISE};
-            cv::Mat turned;
-            cv::rotate(gray, turned, kTurn[o.clockwiseQuarterTurns - 1]);
-            gray = turned;
-            result.quarterTurns = o.clockwiseQuarterTurns;
-        }
-        result.keptUpright = o.uprightReading >= 0 && o.clockwiseQuarterTurns == 0;
+        gray = turnedClockwise(gray, o.clockwiseQuarterTurns * 90);
+        result.quarterTurns = o.clockwiseQuarterTurns;
         result.uprightReading = o.uprightReading;
         result.turnedReading = o.turnedReading;
         result.orientationConfidence = o.confidence;

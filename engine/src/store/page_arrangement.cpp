@@ -16,12 +16,18 @@ using sql::Transaction;
 
 namespace {
 
-// The chosen pages in words, "page 3", "pages 3 and 4", "pages 3, 4 and 9" (their places in the
-// book), once each id is found to be a page in the book, chosen once.
-Result<std::string> chosenPages(ProjectStore& store, const std::vector<int64_t>& ids) {
+// At least one page chosen, none twice.
+Status checkChoice(const std::vector<int64_t>& ids) {
     if (ids.empty()) return Status(ErrorCode::InvalidArgument, "no page chosen");
     if (std::set<int64_t>(ids.begin(), ids.end()).size() != ids.size())
         return Status(ErrorCode::InvalidArgument, "a page is chosen twice");
+    return Status::ok();
+}
+
+// The chosen pages in words, "page 3", "pages 3 and 4", "pages 3, 4 and 9" (their places in the
+// book), once each id is found to be a page in the book, chosen once.
+Result<std::string> chosenPages(ProjectStore& store, const std::vector<int64_t>& ids) {
+    if (Status s = checkChoice(ids); !s) return s;
     std::vector<int> seq;
     for (const int64_t id : ids) {
         auto p = store.page(id);
@@ -191,9 +197,7 @@ Result<std::vector<PageRecord>> removedPages(ProjectStore& store) {
 }
 
 Result<ArrangementEdit> restorePages(ProjectStore& store, const std::vector<int64_t>& pageIds) {
-    if (pageIds.empty()) return Status(ErrorCode::InvalidArgument, "no page chosen");
-    if (std::set<int64_t>(pageIds.begin(), pageIds.end()).size() != pageIds.size())
-        return Status(ErrorCode::InvalidArgument, "a page is chosen twice");
+    if (Status s = checkChoice(pageIds); !s) return s;
     for (const int64_t id : pageIds) {
         auto p = store.page(id);
         if (!p) return p.status();

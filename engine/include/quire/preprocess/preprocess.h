@@ -48,9 +48,11 @@ struct PreprocessResult {
     double orientationConfidence = 0;
     std::string script;  // the script orientation detection saw (empty when it did not run)
     double scriptConfidence = 0;
-    // OSD proposed a turn that reading the page did not confirm (mean word confidence as it is and turned).
-    bool keptUpright = false;
+    // Where OSD proposed a turn and reading checked it: mean word confidence as it is and turned
+    // (-1: not checked).
     double uprightReading = -1, turnedReading = -1;
+    // OSD proposed a turn that reading the page did not confirm.
+    bool turnDeclined() const { return uprightReading >= 0 && quarterTurns == 0; }
     bool inverted = false;  // the page was a negative and was inverted
     bool cancelled = false;  // stopped by the cancel flag between two stages: regions are incomplete
 };
