@@ -109,15 +109,13 @@ OrientationGuess detectOrientation(const cv::Mat& gray, const std::string& langu
     // At most 3,500 px a side (a 200-megapixel scan must not be copied whole three times).
     const cv::Mat read = downscale(gray, std::min(1.0, 3500.0 / std::max(gray.cols, gray.rows)));
     g.uprightReading = bandReading(read, *api);
-    int best = 0;
-    double bestReading = g.uprightReading;
+    int best = 0;  // the turn that reads best, and its reading
     for (int turns : {proposed, (proposed + 2) % 4}) {
         if (turns == 0) continue;
         const double r = bandReading(turnedClockwise(read, turns * 90), *api);
-        if (r > bestReading) best = turns, bestReading = r;
+        if (r > g.turnedReading) best = turns, g.turnedReading = r;
     }
-    g.turnedReading = bestReading;
-    if (best != 0 && bestReading >= g.uprightReading + kTurnReadingMargin) g.clockwiseQuarterTurns = best;
+    if (best != 0 && g.turnedReading >= g.uprightReading + kTurnReadingMargin) g.clockwiseQuarterTurns = best;
     return g;
 }
 
