@@ -473,6 +473,7 @@ private slots:
         auto removed = removedPages(*store);
         QVERIFY(removed);
         QCOMPARE(int(removed->size()), 2);
+        QCOMPARE(*removedPageCount(*store), 2);
         QCOMPARE((*removed)[0].id, p[1]);  // in the order they stood
         QCOMPARE((*removed)[1].sequence, 0);
         QVERIFY(!restorePages(*store, {p[0]}));  // in the book already

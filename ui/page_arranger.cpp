@@ -76,7 +76,7 @@ void PageArranger::refresh() {
         if (auto l = lastArrangement(*store)) last = *l;
     bool anyRemoved = false;
     if (store)
-        if (auto removed = removedPages(*store)) anyRemoved = !removed->empty();
+        if (auto removed = removedPageCount(*store)) anyRemoved = *removed > 0;
     m_restore->setEnabled(can && anyRemoved);
     m_undo->setEnabled(can && last.has_value());
     m_undo->setText(last ? tr("U&ndo Page Change: %1").arg(QString::fromStdString(last->summary)) : tr("U&ndo Page Change"));

@@ -196,6 +196,12 @@ Result<std::vector<PageRecord>> removedPages(ProjectStore& store) {
     return out;
 }
 
+Result<int> removedPageCount(ProjectStore& store) {
+    Stmt q(store.handle(), "SELECT count(*) FROM pages WHERE removed=1");
+    if (!q.step()) return q.status() ? Status(ErrorCode::Database, "removed pages not counted") : q.status();
+    return q.i32(0);
+}
+
 Result<ArrangementEdit> restorePages(ProjectStore& store, const std::vector<int64_t>& pageIds) {
     if (Status s = checkChoice(pageIds); !s) return s;
     for (const int64_t id : pageIds) {

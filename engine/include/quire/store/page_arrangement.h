@@ -31,6 +31,8 @@ Result<ArrangementEdit> movePages(ProjectStore& store, const std::vector<int64_t
 Result<ArrangementEdit> rotatePages(ProjectStore& store, const std::vector<int64_t>& pageIds, int clockwiseDegrees);
 // The pages taken out of the book, in the order they stood in it (each with sequence 0).
 Result<std::vector<PageRecord>> removedPages(ProjectStore& store);
+// How many pages are out of the book (one query: for enabling a menu as the window changes).
+Result<int> removedPageCount(ProjectStore& store);
 // Puts removed pages back where they stood among the pages now in the book, in any order, not only
 // the last removed (that is Undo's).
 Result<ArrangementEdit> restorePages(ProjectStore& store, const std::vector<int64_t>& pageIds);
