@@ -11,7 +11,6 @@ then the first column top to bottom, then the second). Deterministic.
 """
 import os
 import random
-import re
 import sys
 
 from PIL import Image, ImageDraw, ImageFont
@@ -29,23 +28,9 @@ def words():
     return " ".join(body).split()
 
 
-def justified_lines(ws, font, width):
-    """Greedy line breaking; each line but a paragraph's last is spread to the full width."""
-    lines, cur = [], []
-    for w in ws:
-        trial = " ".join(cur + [w])
-        if cur and font.getlength(trial) > width:
-            lines.append(cur)
-            cur = [w]
-        else:
-            cur.append(w)
-    if cur:
-        lines.append(cur)
-    return lines
-
-
 def take_lines(ws, pos, font, width, rows):
-    """`rows` full lines of words from ws[pos:]; returns them and the position after them."""
+    """Greedy line breaking of ws[pos:]: at most `rows` lines (the last one short only where the
+    words ran out); returns them and the position after them."""
     lines, cur = [], []
     while len(lines) < rows and pos < len(ws):
         if cur and font.getlength(" ".join(cur + [ws[pos]])) > width:
@@ -54,6 +39,8 @@ def take_lines(ws, pos, font, width, rows):
         else:
             cur.append(ws[pos])
             pos += 1
+    if cur and len(lines) < rows:  # the words ran out
+        return lines + [cur], pos
     return lines, pos - len(cur)
 
 
@@ -90,7 +77,7 @@ def page(name, out, rng, ws, columns, heading, font_path, size, skew):
         d.text(((w - big.getlength(title)) / 2, y), title, font=big, fill=0)
         truth.append(title)
         y += int(size * 3)
-        intro = justified_lines(ws[pos:pos + 45], font, text_w)
+        intro, _ = take_lines(ws[pos:pos + 45], 0, font, text_w, len(ws))
         y = draw_lines(d, intro, font, margin, y, text_w, leading) + leading
         truth += [" ".join(line) for line in intro]
         pos += 45
