@@ -138,6 +138,48 @@ void releaseLock(const fs::path& project) {
     }
 }
 
+// A new project appears whole or not at all: its schema is written to "<project>.creating" in one
+// transaction, synced, and renamed into place, so a process killed while creating it leaves no
+// half-made project behind (a leftover ".creating" file is replaced by the next attempt).
+Status createProjectFile(const fs::path& path) {
+    const fs::path tmp = fs::path(path.string() + ".creating");
+    const fs::path tmpJournal = fs::path(tmp.string() + "-journal");
+    std::error_code ec;
+    fs::remove(tmp, ec);
+    fs::remove(tmpJournal, ec);  // a stale journal would otherwise be "rolled back" into the new file
+    sqlite3* db = nullptr;
+    auto fail = [&](const std::string& what) {
+        Status s = sql::dbError(db, path.string() + ": cannot create the project (" + what + ")");
+        sqlite3_close(db);
+        fs::remove(tmp, ec);
+        return s;
+    };
+    if (sqlite3_open_v2(tmp.c_str(), &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, nullptr) != SQLITE_OK)
+        return fail("open");
+    std::string script = "PRAGMA synchronous=FULL; BEGIN IMMEDIATE;";
+    for (const char* step : sql::kMigrations) script += step;
+    script += "PRAGMA user_version=" + std::to_string(ProjectStore::kSchemaVersion) +
+              "; PRAGMA application_id=" + std::to_string(kApplicationId) + "; COMMIT;";
+    if (sqlite3_exec(db, script.c_str(), nullptr, nullptr, nullptr) != SQLITE_OK) return fail("schema");
+    if (sqlite3_close(db) != SQLITE_OK) return fail("close");
+    db = nullptr;
+    if (const int fd = ::open(tmp.c_str(), O_RDONLY); fd >= 0) {
+        (void)::fsync(fd);
+        ::close(fd);
+    }
+    fs::rename(tmp, path, ec);
+    if (ec) {
+        fs::remove(tmp, ec);
+        return Status(ErrorCode::Io, path.string() + ": cannot create the project (" + ec.message() + ")");
+    }
+    const fs::path dir = path.parent_path().empty() ? fs::path(".") : path.parent_path();
+    if (const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY); fd >= 0) {
+        (void)::fsync(fd);
+        ::close(fd);
+    }
+    return Status::ok();
+}
+
 }  // namespace
 
 Result<std::unique_ptr<ProjectStore>> ProjectStore::open(const fs::path& path, Mode mode) {
@@ -165,6 +207,9 @@ Result<std::unique_ptr<ProjectStore>> ProjectStore::open(const fs::path& path, M
     if (!readOnly) {
         if (Status s = acquireLock(path); !s) return s;
         store->m_locked = true;
+        if (!exists || fs::file_size(path, ec) == 0) {
+            if (Status s = createProjectFile(path); !s) return s;
+        }
     }
     int flags = readOnly ? SQLITE_OPEN_READONLY
                          : SQLITE_OPEN_READWRITE | (mode == Mode::OpenOrCreate ? SQLITE_OPEN_CREATE : 0);
@@ -302,16 +347,15 @@ Status ProjectStore::exec(const char* sqlText) {
 Status ProjectStore::migrate() {
     Stmt v(m_db, "PRAGMA user_version");
     v.step();
-    for (int from = v.i32(0); from < kSchemaVersion; ++from) {
-        Transaction tx(m_db);
-        if (!tx.status()) return tx.status();
+    // One transaction for the whole upgrade: a process killed midway leaves the old version.
+    Transaction tx(m_db);
+    if (!tx.status()) return tx.status();
+    for (int from = v.i32(0); from < kSchemaVersion; ++from)
         if (Status s = exec(sql::kMigrations[size_t(from)]); !s) return s;
-        const std::string bump = "PRAGMA user_version=" + std::to_string(from + 1) +
-                                 "; PRAGMA application_id=" + std::to_string(kApplicationId);
-        if (Status s = exec(bump.c_str()); !s) return s;
-        if (Status s = tx.commit(); !s) return s;
-    }
-    return Status::ok();
+    const std::string bump = "PRAGMA user_version=" + std::to_string(kSchemaVersion) +
+                             "; PRAGMA application_id=" + std::to_string(kApplicationId);
+    if (Status s = exec(bump.c_str()); !s) return s;
+    return tx.commit();
 }
 
 Result<std::optional<DocumentRecord>> ProjectStore::findDocument(const std::string& absPath) {
