@@ -13,6 +13,9 @@ PACKAGES=(
   # engine libraries
   libopencv-dev libtesseract-dev libleptonica-dev libtiff-dev libsqlite3-dev sqlite3
   libspdlog-dev libquazip1-qt6-dev libqpdf-dev libopenblas-dev libjpeg-dev
+  # quire-server: HTTP (cpp-httplib), the shared queue (hiredis; redis-server for the tests);
+  # curl runs docs/API.md's examples in the tests
+  libcpp-httplib-dev libhiredis-dev redis-server curl
   # ONNX model files of the PP-OCR front-end: parsed with libonnx's protobuf classes
   libonnx-dev libprotobuf-dev python3-onnx
   # recognition languages

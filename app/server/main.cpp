@@ -1,0 +1,89 @@
+// quire-server: Quire's engine, project store and exporters behind an HTTP API (docs/API.md).
+#include <httplib.h>
+#include <QCoreApplication>
+
+#include <csignal>
+#include <cstdlib>
+#include <iostream>
+#include <thread>
+#include <unistd.h>
+
+#include <spdlog/spdlog.h>
+
+#include "http_api.h"
+#include "job_board.h"
+#include "quire/core/process_tuning.h"
+#include "quire/source/document_source.h"
+#include "server_metrics.h"
+#include "server_options.h"
+
+namespace {
+httplib::Server* g_server = nullptr;
+}
+
+int main(int argc, char** argv) {
+    // One single-threaded Tesseract per worker (as quire-cli): OpenMP reads its limit at load time.
+    if (!std::getenv("OMP_THREAD_LIMIT")) {
+        setenv("OMP_THREAD_LIMIT", "1", 1);
+        execv("/proc/self/exe", argv);
+    }
+    for (int i = 1; i < argc; ++i)
+        if (std::string(argv[i]) == "--help" || std::string(argv[i]) == "-h") {
+            std::cout << quire::server::kServerUsage;
+            return 0;
+        }
+    quire::tuneHeapForLargeBuffers();
+    QCoreApplication app(argc, argv);  // Qt's JSON and file classes; no event loop runs
+    spdlog::set_pattern("%Y-%m-%dT%H:%M:%S %^%l%$: %v");
+    auto options = quire::server::parseServerOptions(argc, argv, std::getenv("QUIRE_SERVER_TOKEN"));
+    if (!options) {
+        std::cerr << "quire-server: " << options.status().message() << "\n\n" << quire::server::kServerUsage;
+        return 2;
+    }
+    quire::RecognizerOptions engine;
+    if (const char* v = std::getenv("QUIRE_PPOCR_DIR")) engine.ppocrDir = v;
+    if (const char* v = std::getenv("QUIRE_READER_MODEL")) engine.readerModel = v;
+
+    quire::server::ServerMetrics metrics;
+    quire::server::JobBoard board(*options, engine, quire::pdfHelperIn(QCoreApplication::applicationDirPath().toStdString()),
+                                  metrics);
+    if (auto s = board.start(); !s) {
+        std::cerr << "quire-server: " << s.message() << "\n";
+        return 1;
+    }
+    std::unique_ptr<httplib::Server> server;
+    if (!options->tlsCert.empty()) {
+        auto tls = std::make_unique<httplib::SSLServer>(options->tlsCert.c_str(), options->tlsKey.c_str());
+        if (!tls->is_valid()) {
+            std::cerr << "quire-server: cannot use the certificate " << options->tlsCert << " with the key " << options->tlsKey << "\n";
+            return 2;
+        }
+        server = std::move(tls);
+    } else {
+        server = std::make_unique<httplib::Server>();
+    }
+    server->set_payload_max_length(options->maxBodyBytes);
+    server->new_task_queue = [] { return new httplib::ThreadPool(32); };  // event streams hold a thread each
+    quire::server::installRoutes(*server, board, metrics, *options);
+    g_server = server.get();
+    std::signal(SIGTERM, [](int) { g_server->stop(); });
+    std::signal(SIGINT, [](int) { g_server->stop(); });
+    std::signal(SIGPIPE, SIG_IGN);
+    int port = options->port;
+    if (port == 0) {
+        port = server->bind_to_any_port(options->host);
+    } else if (!server->bind_to_port(options->host, port)) {
+        port = -1;
+    }
+    if (port < 0) {
+        std::cerr << "quire-server: cannot listen on " << options->host << ":" << options->port << "\n";
+        return 1;
+    }
+    // The line a supervisor (or a test) waits for; with --port 0 it says which port was given.
+    spdlog::info("listening on {}://{}:{} (data {})", options->tlsCert.empty() ? "http" : "https", options->host, port,
+                 options->dataDir.string());
+    server->listen_after_bind();
+    spdlog::info("stopping: running jobs resume at the next start");
+    board.stop();
+    return 0;
+}
