@@ -14,8 +14,8 @@ PACKAGES=(
   libopencv-dev libtesseract-dev libleptonica-dev libtiff-dev libsqlite3-dev sqlite3
   libspdlog-dev libquazip1-qt6-dev libqpdf-dev libopenblas-dev libjpeg-dev
   # quire-server: HTTP (cpp-httplib), the shared queue (hiredis; redis-server for the tests);
-  # curl runs docs/API.md's examples in the tests
-  libcpp-httplib-dev libhiredis-dev redis-server curl
+  # curl runs docs/API.md's examples in the tests, python3-yaml reads installer/k8s (tools/k8s_check.py)
+  libcpp-httplib-dev libhiredis-dev redis-server curl python3-yaml
   # ONNX model files of the PP-OCR front-end: parsed with libonnx's protobuf classes
   libonnx-dev libprotobuf-dev python3-onnx
   # recognition languages
@@ -42,6 +42,11 @@ if ((${#missing[@]})); then
   export DEBIAN_FRONTEND=noninteractive
   $SUDO apt-get update -qq
   $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+  # The tests start their own Redis on a free loopback port: the system service the package
+  # starts is not needed, so a Redis installed by this script is stopped and not started at boot.
+  if [[ " ${missing[*]} " == *" redis-server "* ]] && command -v systemctl >/dev/null && systemctl is-system-running >/dev/null 2>&1; then
+    $SUDO systemctl disable --now redis-server >/dev/null 2>&1 || true
+  fi
 else
   echo "setup-deps: all ${#PACKAGES[@]} packages present"
 fi

@@ -459,6 +459,25 @@ private slots:
         QCOMPARE(c->Get("/v1/jobs/" + ids[5] + "/export?format=txt")->status, 200);
     }
 
+    // installer/k8s passes the offline check (kind by kind, references, quire-server's options),
+    // and the check finds a manifest broken on purpose.
+    void kubernetesManifestsAreSound() {
+        const QString check = sourceDir() + "/tools/k8s_check.py";
+        const auto good = runProgram("/usr/bin/python3", {check, sourceDir() + "/installer/k8s", "--server", QUIRE_SERVER_PATH});
+        QVERIFY2(good.exitCode == 0, qPrintable(good.out + good.err));
+        const QString bad = data("k8s-broken");
+        QDir().mkpath(bad);
+        for (const QString& f : QDir(sourceDir() + "/installer/k8s").entryList({"*.yaml"}))
+            QVERIFY(QFile::copy(sourceDir() + "/installer/k8s/" + f, bad + "/" + f));
+        std::string workers = readFile(bad + "/workers.yaml");
+        workers.replace(workers.find("\"--claim-after\""), 15, "\"--claim-later\"");
+        QFile::remove(bad + "/workers.yaml");
+        writeFile(bad + "/workers.yaml", workers);
+        const auto broken = runProgram("/usr/bin/python3", {check, bad, "--server", QUIRE_SERVER_PATH});
+        QCOMPARE(broken.exitCode, 1);
+        QVERIFY2(broken.out.contains("quire-server takes no option --claim-later"), qPrintable(broken.out));
+    }
+
     // Every shell example in docs/API.md runs against a live server and succeeds.
     void apiDocExamplesRun() {
         Server s;
