@@ -15,8 +15,10 @@
 #include <QTextStream>
 #include <QThread>
 
+#include <atomic>
 #include <memory>
 #include <netinet/in.h>
+#include <thread>
 #include <opencv2/imgcodecs.hpp>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -353,6 +355,43 @@ private slots:
         const QJsonObject done = waitForJob(*c, id);
         QCOMPARE(done.value("state").toString(), QString("done"));
         QCOMPARE(done.value("done").toInt(), 9);
+        QVERIFY2(c->Get("/v1/jobs/" + id + "/export?format=md")->body == m_cliMarkdown, "the resumed job's export differs");
+    }
+
+    // SIGTERM while a job runs and a client follows its events: the server stops (the stream
+    // ends, it does not wait for the job), exits 0, and the job is done after a restart.
+    void terminateStopsWithAStreamOpen() {
+        std::string id;
+        {
+            Server s;
+            QVERIFY2(s.start(data("term"), {"--threads", "1"}), qPrintable(s.log));
+            auto c = s.client();
+            auto r = c->Post("/v1/jobs", form(samplePdf()));
+            QCOMPARE(r->status, 202);
+            id = json(r->body).value("id").toString().toStdString();
+            std::atomic<int> pageEvents{0};
+            std::thread follower([&] {
+                s.client()->Get(("/v1/jobs/" + id + "/events").c_str(), [&](const char* d, size_t n) {
+                    if (std::string(d, n).find("event: page") != std::string::npos) ++pageEvents;
+                    return true;
+                });
+            });
+            QElapsedTimer t;
+            t.start();
+            while (pageEvents == 0 && t.elapsed() < 300000) QThread::msleep(20);
+            s.process.terminate();
+            const bool stopped = s.process.waitForFinished(120000);
+            follower.join();
+            QVERIFY2(stopped, "the server did not stop on SIGTERM");
+            QCOMPARE(s.process.exitCode(), 0);
+            QVERIFY(s.output().contains("stopping: running jobs resume at the next start"));
+        }
+        Server again;
+        QVERIFY2(again.start(data("term")), qPrintable(again.log));
+        auto c = again.client();
+        QVERIFY2(json(c->Get("/v1/jobs/" + id)->body).value("done").toInt() < 9, "the stop waited for the whole job");
+        const QJsonObject done = waitForJob(*c, id);
+        QCOMPARE(done.value("state").toString(), QString("done"));
         QVERIFY2(c->Get("/v1/jobs/" + id + "/export?format=md")->body == m_cliMarkdown, "the resumed job's export differs");
     }
 

@@ -2,6 +2,8 @@
 #include <httplib.h>
 #include <QCoreApplication>
 
+#include <pthread.h>
+
 #include <csignal>
 #include <cstdlib>
 #include <iostream>
@@ -17,9 +19,6 @@
 #include "server_metrics.h"
 #include "server_options.h"
 
-namespace {
-httplib::Server* g_server = nullptr;
-}
 
 int main(int argc, char** argv) {
     // One single-threaded Tesseract per worker (as quire-cli): OpenMP reads its limit at load time.
@@ -32,6 +31,14 @@ int main(int argc, char** argv) {
             std::cout << quire::server::kServerUsage;
             return 0;
         }
+    // SIGTERM and SIGINT are taken by one thread (sigwait, below), never by a handler: stopping
+    // takes locks and joins threads, which a signal handler may not.
+    sigset_t stopSignals;
+    sigemptyset(&stopSignals);
+    sigaddset(&stopSignals, SIGTERM);
+    sigaddset(&stopSignals, SIGINT);
+    pthread_sigmask(SIG_BLOCK, &stopSignals, nullptr);
+    std::signal(SIGPIPE, SIG_IGN);
     quire::tuneHeapForLargeBuffers();
     QCoreApplication app(argc, argv);  // Qt's JSON and file classes; no event loop runs
     spdlog::set_pattern("%Y-%m-%dT%H:%M:%S %^%l%$: %v");
@@ -65,10 +72,6 @@ int main(int argc, char** argv) {
     server->set_payload_max_length(options->maxBodyBytes);
     server->new_task_queue = [] { return new httplib::ThreadPool(32); };  // event streams hold a thread each
     quire::server::installRoutes(*server, board, metrics, *options);
-    g_server = server.get();
-    std::signal(SIGTERM, [](int) { g_server->stop(); });
-    std::signal(SIGINT, [](int) { g_server->stop(); });
-    std::signal(SIGPIPE, SIG_IGN);
     int port = options->port;
     if (port == 0) {
         port = server->bind_to_any_port(options->host);
@@ -82,8 +85,20 @@ int main(int argc, char** argv) {
     // The line a supervisor (or a test) waits for; with --port 0 it says which port was given.
     spdlog::info("listening on {}://{}:{} (data {})", options->tlsCert.empty() ? "http" : "https", options->host, port,
                  options->dataDir.string());
-    server->listen_after_bind();
-    spdlog::info("stopping: running jobs resume at the next start");
-    board.stop();
-    return 0;
+    // The jobs stop first (event streams end with them), then the listener; the pages in flight
+    // are committed, and running jobs resume at the next start.
+    std::thread stopper([&] {
+        int signal = 0;
+        sigwait(&stopSignals, &signal);
+        spdlog::info("stopping: running jobs resume at the next start");
+        board.stop();
+        server->stop();
+    });
+    const bool listened = server->listen_after_bind();
+    if (!listened) {
+        spdlog::error("the listener failed");
+        pthread_kill(stopper.native_handle(), SIGTERM);  // wakes the stopper
+    }
+    stopper.join();
+    return listened ? 0 : 1;
 }

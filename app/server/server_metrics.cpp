@@ -65,9 +65,9 @@ std::string ServerMetrics::prometheusText(const Snapshot& s) {
     for (const auto& t : m_recentTokens) tokensLastMinute += t.second;
     metric("quire_pages_per_second", "gauge", "Pages finished per second over the last minute.");
     o << "quire_pages_per_second " << double(pagesLastMinute) / 60.0 << '\n';
-    metric("quire_tokens_per_second", "gauge", "Reader tokens generated per second over the last minute.");
+    metric("quire_tokens_per_second", "gauge", "Text tokens the reader wrote per second over the last minute.");
     o << "quire_tokens_per_second " << double(tokensLastMinute) / 60.0 << '\n';
-    metric("quire_tokens_total", "counter", "Reader tokens generated.");
+    metric("quire_tokens_total", "counter", "Text tokens the reader wrote (characters, spaces, paragraph breaks).");
     o << "quire_tokens_total " << m_tokens << '\n';
     metric("quire_page_seconds", "histogram", "Time to read one page.");
     for (size_t i = 0; i < kBuckets.size(); ++i)
