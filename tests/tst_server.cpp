@@ -395,6 +395,40 @@ private slots:
         QVERIFY2(c->Get("/v1/jobs/" + id + "/export?format=md")->body == m_cliMarkdown, "the resumed job's export differs");
     }
 
+    // Retention: a finished job's uploads go first (its text and exports stay), then the job;
+    // a job still being read keeps everything meanwhile.
+    void retentionNeverTouchesAJobInProgress() {
+        Server s;
+        QVERIFY2(s.start(data("retention"), {"--retain-hours", "0.003", "--keep-inputs-hours", "0.0003", "--workers", "2",
+                                             "--threads", "1"}),
+                 qPrintable(s.log));
+        auto c = s.client();
+        const QString png = data("short.png");
+        QVERIFY(cv::imwrite(png.toStdString(), textPage({"A short job that is soon forgotten."})));
+        auto shortJob = c->Post("/v1/jobs", form(png));
+        httplib::MultipartFormDataItems twice = form(samplePdf());
+        twice.push_back(twice.front());
+        auto longJob = c->Post("/v1/jobs", twice);
+        QVERIFY(shortJob && longJob && shortJob->status == 202 && longJob->status == 202);
+        const std::string shortId = json(shortJob->body).value("id").toString().toStdString();
+        const std::string longId = json(longJob->body).value("id").toString().toStdString();
+        const QString jobs = data("retention/jobs/");
+        QCOMPARE(waitForJob(*c, shortId).value("state").toString(), QString("done"));
+        QElapsedTimer t;
+        t.start();
+        while (QFileInfo::exists(jobs + QString::fromStdString(shortId) + "/inputs") && t.elapsed() < 60000) QThread::msleep(50);
+        QVERIFY2(!QFileInfo::exists(jobs + QString::fromStdString(shortId) + "/inputs"), "the uploads were kept");
+        auto md = c->Get("/v1/jobs/" + shortId + "/export?format=md");
+        QVERIFY2(md->status == 200 && md->body.find("forgotten") != std::string::npos, md->body.c_str());
+        while (c->Get("/v1/jobs/" + shortId)->status != 404 && t.elapsed() < 120000) QThread::msleep(100);
+        QCOMPARE(c->Get("/v1/jobs/" + shortId)->status, 404);
+        QVERIFY(!QFileInfo::exists(jobs + QString::fromStdString(shortId)));
+        const QJsonObject running = json(c->Get("/v1/jobs/" + longId)->body);
+        QVERIFY2(running.value("state").toString() == "running", "the long job ended before the short one was removed: nothing was shown");
+        QVERIFY(QFileInfo::exists(jobs + QString::fromStdString(longId) + "/inputs"));
+        QCOMPARE(waitForJob(*c, longId).value("done").toInt(), 18);
+    }
+
     // The CLI's bad-input corpus uploaded one file at a time: the refused ones are answered with a
     // 4xx naming the file, the others accepted (and cancelled); the server goes on serving.
     void hostileUploadsAreAnsweredInWords() {

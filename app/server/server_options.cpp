@@ -12,7 +12,8 @@ namespace quire::server {
 const char* const kServerUsage =
     "usage: quire-server --data DIR [--port N] [--host ADDR] [--token-file F] [--input-dir DIR]\n"
     "                    [--workers N] [--threads N] [--max-queue N] [--max-pages N] [--sync-max-pages N]\n"
-    "                    [--max-body-mb N] [--memory-guard SHARE] [--retain-hours H] [--tls-cert F --tls-key F]\n"
+    "                    [--max-body-mb N] [--memory-guard SHARE] [--retain-hours H] [--keep-inputs-hours H]\n"
+    "                    [--tls-cert F --tls-key F]\n"
     "                    [--redis HOST:PORT [--worker] [--claim-after S]]\n"
     "\n"
     "Quire's engine behind an HTTP API (docs/API.md). Listens on 127.0.0.1 unless --host says otherwise.\n"
@@ -39,7 +40,7 @@ Result<ServerOptions> parseServerOptions(int argc, char** argv, const char* envT
     std::map<std::string, std::string> v;
     static const char* kNames[] = {"data", "port", "host", "token-file", "input-dir", "workers", "threads", "max-queue",
                                    "max-pages", "sync-max-pages", "sync-wait", "max-body-mb", "memory-guard",
-                                   "retain-hours", "tls-cert", "tls-key", "redis", "claim-after"};
+                                   "retain-hours", "keep-inputs-hours", "tls-cert", "tls-key", "redis", "claim-after"};
     for (int i = 1; i < argc; ++i) {
         std::string a = argv[i];
         if (a.rfind("--", 0) != 0) return usage("unexpected argument '" + a + "'");
@@ -83,6 +84,8 @@ Result<ServerOptions> parseServerOptions(int argc, char** argv, const char* envT
         return usage("--memory-guard takes a share of the machine's memory above 0 and up to 1 (got '" + v["memory-guard"] + "')");
     if (v.count("retain-hours") && (!number(v["retain-hours"], &o.retainHours) || o.retainHours < 0))
         return usage("--retain-hours takes hours, 0 or more (got '" + v["retain-hours"] + "')");
+    if (v.count("keep-inputs-hours") && (!number(v["keep-inputs-hours"], &o.keepInputsHours) || o.keepInputsHours < 0))
+        return usage("--keep-inputs-hours takes hours, 0 or more (got '" + v["keep-inputs-hours"] + "')");
     if (v.count("host")) o.host = v["host"];
     if (v.count("redis")) o.redis = v["redis"];
     if (o.worker && o.redis.empty()) return usage("--worker takes jobs from a shared queue: give --redis HOST:PORT");

@@ -26,6 +26,7 @@ struct ServerOptions {
     int syncWaitSeconds = 600;        // how long a synchronous call waits for its pages
     double memoryGuardShare = 0.85;   // resident memory over this share of the machine's: new work refused
     double retainHours = 0;           // finished jobs removed after this long (0: kept)
+    double keepInputsHours = 0;       // a finished job's uploads removed after this long (0: kept with the job)
     // Scale-out: jobs go to a Redis stream (redis_queue.h) instead of this process's queue; only
     // servers started with --worker read them. dataDir is then a folder every server shares.
     std::string redis;                // HOST:PORT; empty: the local queue
