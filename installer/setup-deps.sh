@@ -14,8 +14,9 @@ PACKAGES=(
   libopencv-dev libtesseract-dev libleptonica-dev libtiff-dev libsqlite3-dev sqlite3
   libspdlog-dev libquazip1-qt6-dev libqpdf-dev libopenblas-dev libjpeg-dev
   # quire-server: HTTP (cpp-httplib), the shared queue (hiredis; redis-server for the tests);
-  # curl runs docs/API.md's examples in the tests, python3-yaml reads installer/k8s (tools/k8s_check.py)
-  libcpp-httplib-dev libhiredis-dev redis-server curl python3-yaml
+  # curl runs docs/API.md's examples in the tests, python3-yaml reads installer/k8s (tools/k8s_check.py),
+  # openssl makes the TLS test's certificate
+  libcpp-httplib-dev libhiredis-dev redis-server curl python3-yaml openssl
   # ONNX model files of the PP-OCR front-end: parsed with libonnx's protobuf classes
   libonnx-dev libprotobuf-dev python3-onnx
   # recognition languages

@@ -52,7 +52,7 @@ struct Server {
         if (!process.waitForStarted()) return false;
         QElapsedTimer t;
         t.start();
-        static const QRegularExpression listening("listening on http://127.0.0.1:(\\d+)");
+        static const QRegularExpression listening("listening on https?://127.0.0.1:(\\d+)");
         while (t.elapsed() < 60000) {
             QThread::msleep(50);
             if (auto m = listening.match(output()); m.hasMatch()) {
@@ -197,6 +197,36 @@ private slots:
         QVERIFY(s.process.waitForFinished(30000));
         QVERIFY2(!s.output().contains(kToken), "the token was logged");
         QVERIFY(s.output().contains("GET /v1/jobs 401"));
+    }
+
+    // With a certificate and key the server speaks HTTPS (and not plain HTTP); a key that does
+    // not go with the certificate is refused at the start.
+    void tlsWhenACertificateIsGiven() {
+        const QString cert = data("tls-cert.pem"), key = data("tls-key.pem");
+        const auto gen = runProgram("openssl", {"req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj", "/CN=127.0.0.1",
+                                                "-keyout", key, "-out", cert});
+        QVERIFY2(gen.exitCode == 0, qPrintable(gen.err));
+        Server s;
+        QVERIFY2(s.start(data("tls"), {"--tls-cert", cert, "--tls-key", key}), qPrintable(s.log));
+        QVERIFY(s.output().contains("listening on https://"));
+        httplib::SSLClient tls("127.0.0.1", s.port);
+        tls.set_ca_cert_path(cert.toLocal8Bit().constData());
+        tls.enable_server_certificate_verification(true);
+        tls.set_bearer_token_auth(kToken);
+        auto health = tls.Get("/healthz");
+        QVERIFY2(health && health->status == 200, health ? "" : httplib::to_string(health.error()).c_str());
+        QCOMPARE(tls.Get("/v1/jobs")->status, 200);
+        QVERIFY(!s.client()->Get("/healthz"));  // plain HTTP gets no answer
+        const QString otherKey = data("other-key.pem");
+        QCOMPARE(runProgram("openssl", {"genrsa", "-out", otherKey, "2048"}).exitCode, 0);
+        QProcess p;
+        QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
+        env.insert("QUIRE_SERVER_TOKEN", kToken);
+        p.setProcessEnvironment(env);
+        p.start(QStringLiteral(QUIRE_SERVER_PATH), {"--data", data("tls2"), "--port", "0", "--tls-cert", cert, "--tls-key", otherKey});
+        QVERIFY(p.waitForFinished(60000));
+        QCOMPARE(p.exitCode(), 2);
+        QVERIFY(QString::fromUtf8(p.readAllStandardError()).contains("cannot use the certificate"));
     }
 
     // A server without a token does not start, and says how to give one.

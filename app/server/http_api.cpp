@@ -161,13 +161,9 @@ void installRoutes(httplib::Server& server, JobBoard& board, ServerMetrics& metr
 
     server.Get("/healthz", [](const httplib::Request&, httplib::Response& res) { res.set_content("ok\n", "text/plain"); });
     server.Get("/readyz", [&board](const httplib::Request&, httplib::Response& res) {
-        if (board.ready()) {
-            res.set_content("ready\n", "text/plain");
-            return;
-        }
-        const auto why = board.admission();
-        res.status = 503;
-        res.set_content(why ? why->message + "\n" : std::string("starting\n"), "text/plain");
+        const std::string why = board.unreadiness();
+        if (!why.empty()) res.status = 503;
+        res.set_content((why.empty() ? std::string("ready") : why) + "\n", "text/plain");
     });
     server.Get("/metrics", [&board, &metrics](const httplib::Request&, httplib::Response& res) {
         res.set_content(metrics.prometheusText(board.snapshot()), "text/plain; version=0.0.4");

@@ -116,6 +116,8 @@ Status JobBoard::start() {
     if (ec || !fs::is_directory(jobsDir()))
         return Status(ErrorCode::Io, jobsDir().string() + ": cannot create the jobs folder (" + ec.message() + ")");
     if (access(jobsDir().c_str(), W_OK) != 0) return Status(ErrorCode::Io, jobsDir().string() + ": not writable");
+    // The default engine's model (Tesseract's English) must be there for the server to be ready.
+    if (Status s = checkTesseractLanguages("eng", m_engineDefaults.tessdataDir); !s) m_modelsMissing = s.message();
     if (!m_options.redis.empty()) {
         char host[256] = {};
         gethostname(host, sizeof host - 1);
@@ -729,12 +731,14 @@ ServerMetrics::Snapshot JobBoard::snapshot() const {
     return s;
 }
 
-bool JobBoard::ready() const {
+std::string JobBoard::unreadiness() const {
     {
         std::lock_guard lock(m_mutex);
-        if (!m_started) return false;
+        if (!m_started) return "starting";
     }
-    return !admission().has_value();
+    if (!m_modelsMissing.empty()) return m_modelsMissing;
+    if (auto refusal = admission()) return refusal->message;
+    return {};
 }
 
 void JobBoard::cleanup() {

@@ -99,7 +99,8 @@ public:
     Result<std::filesystem::path> exportFile(const std::string& id, ExportFormat format);
 
     ServerMetrics::Snapshot snapshot() const;
-    bool ready() const;
+    // Why the server is not ready for work (starting, a model missing, new work refused); empty when it is.
+    std::string unreadiness() const;
 
 private:
     struct Job;
@@ -132,6 +133,7 @@ private:
     mutable std::mutex m_sharedMutex;
     std::atomic<bool> m_stopping{false};
     bool m_started = false;
+    std::string m_modelsMissing;
     int m_running = 0;
 };
 
