@@ -331,6 +331,22 @@ private slots:
         QCOMPARE(json(c->Get("/v1/jobs")->body).value("jobs").toArray().size(), 0);
     }
 
+    // --device cuda: the reader's jobs compute on the GPU where there is one; without one the
+    // server says so at the start and reads on the CPU (the same text).
+    void readerOnTheDeviceOrTheCpu() {
+        Server s;
+        QVERIFY2(s.start(data("device"), {"--device", "cuda"}), qPrintable(s.log));
+        const QString png = data("device-page.png");
+        QVERIFY(cv::imwrite(png.toStdString(), textPage({"The reader reads this line", "on whatever device it has."})));
+        auto r = s.client()->Post("/v1/transcribe", form(png, "engine", "reader"));
+        QVERIFY(r);
+        QCOMPARE(r->status, 200);
+        const QString text = json(r->body).value("results").toArray().at(0).toObject().value("text").toString();
+        QVERIFY2(text.contains("reader reads"), qPrintable(text));
+        QVERIFY(s.output().contains("--device cuda: "));
+        QVERIFY(s.client()->Get("/metrics")->body.find("quire_memory_guarded_bytes{memory=") != std::string::npos);
+    }
+
     // Over the body limit: 413 with the limit in words; over the queue: 429 with Retry-After.
     void limitsAreKept() {
         Server s;

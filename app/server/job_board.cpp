@@ -265,11 +265,12 @@ Status JobBoard::persist(const Job& job) const {
 
 std::optional<Refusal> JobBoard::admission() const {
     if (m_stopping) return Refusal{503, "shutting_down", "the server is shutting down", 10};
-    const int64_t limit = memoryLimitBytes();
-    if (limit > 0 && double(residentBytes()) > m_options.memoryGuardShare * double(limit))
+    const GuardedMemory memory = guardedMemory(m_options.device);
+    if (memory.totalBytes > 0 && double(memory.usedBytes) > m_options.memoryGuardShare * double(memory.totalBytes))
         return Refusal{503, "memory_guard",
-                       "the server holds more than " + std::to_string(int(m_options.memoryGuardShare * 100)) +
-                           "% of the machine's memory; try again later",
+                       std::string(memory.gpu ? "the GPU's memory is" : "the server holds") + " more than " +
+                           std::to_string(int(m_options.memoryGuardShare * 100)) +
+                           (memory.gpu ? "% in use" : "% of the machine's memory") + "; try again later",
                        30};
     const long long waiting = queueDepth();
     if (waiting < 0) return Refusal{503, "queue_unavailable", "the shared queue (Redis) does not answer", 10};
@@ -580,6 +581,8 @@ void JobBoard::runJob(const std::shared_ptr<Job>& job) {
     p.recognizer = m_engineDefaults;
     p.recognizer.engine = chooseEngine(job->request.engine, job->request.languages, nullptr, m_engineDefaults.readerModel);
     p.recognizer.languages = job->request.languages;
+    p.recognizer.device = m_options.device;
+    p.recognizer.deviceMemoryMiB = m_options.gpuMemoryMiB;
     p.source.pdfHelper = m_pdfHelper;
     const int cores = int(std::max(1u, std::thread::hardware_concurrency()));
     p.threads = m_options.threadsPerJob > 0 ? m_options.threadsPerJob : std::max(1, cores / m_options.workers);
@@ -717,8 +720,11 @@ Result<fs::path> JobBoard::exportFile(const std::string& id, ExportFormat format
 ServerMetrics::Snapshot JobBoard::snapshot() const {
     ServerMetrics::Snapshot s;
     s.residentBytes = residentBytes();
-    s.guardBytes = int64_t(m_options.memoryGuardShare * double(memoryLimitBytes()));
-    s.guardActive = s.guardBytes > 0 && s.residentBytes > s.guardBytes;
+    const GuardedMemory memory = guardedMemory(m_options.device);
+    s.guardOnGpu = memory.gpu;
+    s.guardedUsedBytes = memory.usedBytes;
+    s.guardBytes = int64_t(m_options.memoryGuardShare * double(memory.totalBytes));
+    s.guardActive = s.guardBytes > 0 && memory.usedBytes > s.guardBytes;
     std::unique_lock lock(m_mutex);
     for (const char* state : {"queued", "running", "done", "failed", "cancelled"}) s.jobsByState[state] = 0;
     for (const auto& [id, job] : m_jobs) {

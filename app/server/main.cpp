@@ -14,6 +14,7 @@
 
 #include "http_api.h"
 #include "job_board.h"
+#include "quire/core/backend.h"
 #include "quire/core/process_tuning.h"
 #include "quire/source/document_source.h"
 #include "server_metrics.h"
@@ -46,6 +47,12 @@ int main(int argc, char** argv) {
     if (!options) {
         std::cerr << "quire-server: " << options.status().message() << "\n\n" << quire::server::kServerUsage;
         return 2;
+    }
+    if (options->device == "cuda") {
+        std::string why;
+        const auto gpus = quire::gpuDevices(&why);
+        if (gpus.empty()) spdlog::warn("--device cuda: no GPU ({}); jobs are read on the CPU", why);
+        else spdlog::info("--device cuda: {} ({} MiB); the memory guard watches its memory", gpus.front().name, gpus.front().totalBytes >> 20);
     }
     quire::RecognizerOptions engine;
     if (const char* v = std::getenv("QUIRE_PPOCR_DIR")) engine.ppocrDir = v;

@@ -5,6 +5,8 @@
 #include <string>
 #include <unistd.h>
 
+#include "quire/core/backend.h"
+
 namespace quire::server {
 
 int64_t residentBytes() {
@@ -27,6 +29,15 @@ int64_t memoryLimitBytes() {
         }
     }
     return limit > 0 ? limit : 0;
+}
+
+GuardedMemory guardedMemory(const std::string& device) {
+    if (device == "cuda") {
+        const auto gpus = gpuDevices();
+        if (!gpus.empty() && gpus.front().totalBytes > 0)
+            return {int64_t(gpus.front().totalBytes - gpus.front().freeBytes), int64_t(gpus.front().totalBytes), true};
+    }
+    return {residentBytes(), memoryLimitBytes(), false};
 }
 
 }  // namespace quire::server

@@ -82,7 +82,9 @@ std::string ServerMetrics::prometheusText(const Snapshot& s) {
         o << "quire_requests_refused_total{reason=\"" << r << "\"} " << m_refusals[r] << '\n';
     metric("quire_memory_resident_bytes", "gauge", "Resident memory of the server process.");
     o << "quire_memory_resident_bytes " << s.residentBytes << '\n';
-    metric("quire_memory_guard_bytes", "gauge", "Resident memory above which new work is refused.");
+    metric("quire_memory_guarded_bytes", "gauge", "Memory in use that the guard watches (memory=\"gpu\" or \"resident\").");
+    o << "quire_memory_guarded_bytes{memory=\"" << (s.guardOnGpu ? "gpu" : "resident") << "\"} " << s.guardedUsedBytes << '\n';
+    metric("quire_memory_guard_bytes", "gauge", "Memory in use above which new work is refused.");
     o << "quire_memory_guard_bytes " << s.guardBytes << '\n';
     metric("quire_memory_guard_active", "gauge", "1 while new work is refused for memory.");
     o << "quire_memory_guard_active " << (s.guardActive ? 1 : 0) << '\n';

@@ -23,8 +23,9 @@ public:
     struct Snapshot {
         int queued = 0, running = 0;
         std::map<std::string, int> jobsByState;
-        int64_t residentBytes = 0, guardBytes = 0;
-        bool guardActive = false;
+        int64_t residentBytes = 0;
+        int64_t guardedUsedBytes = 0, guardBytes = 0;  // the memory the guard watches (the GPU's or this process's)
+        bool guardOnGpu = false, guardActive = false;
         int64_t pagesInFlight = 0;
     };
     std::string prometheusText(const Snapshot& now);

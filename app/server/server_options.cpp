@@ -14,7 +14,7 @@ const char* const kServerUsage =
     "                    [--workers N] [--threads N] [--max-queue N] [--max-pages N] [--sync-max-pages N]\n"
     "                    [--max-body-mb N] [--memory-guard SHARE] [--retain-hours H] [--keep-inputs-hours H]\n"
     "                    [--tls-cert F --tls-key F]\n"
-    "                    [--redis HOST:PORT [--worker] [--claim-after S]]\n"
+    "                    [--redis HOST:PORT [--worker] [--claim-after S]] [--device cpu|cuda [--gpu-memory MIB]]\n"
     "\n"
     "Quire's engine behind an HTTP API (docs/API.md). Listens on 127.0.0.1 unless --host says otherwise.\n"
     "Every endpoint but /healthz and /readyz needs 'Authorization: Bearer TOKEN'; the token is the first\n"
@@ -40,7 +40,7 @@ Result<ServerOptions> parseServerOptions(int argc, char** argv, const char* envT
     std::map<std::string, std::string> v;
     static const char* kNames[] = {"data", "port", "host", "token-file", "input-dir", "workers", "threads", "max-queue",
                                    "max-pages", "sync-max-pages", "sync-wait", "max-body-mb", "memory-guard",
-                                   "retain-hours", "keep-inputs-hours", "tls-cert", "tls-key", "redis", "claim-after"};
+                                   "retain-hours", "keep-inputs-hours", "tls-cert", "tls-key", "redis", "claim-after", "device", "gpu-memory"};
     for (int i = 1; i < argc; ++i) {
         std::string a = argv[i];
         if (a.rfind("--", 0) != 0) return usage("unexpected argument '" + a + "'");
@@ -87,6 +87,14 @@ Result<ServerOptions> parseServerOptions(int argc, char** argv, const char* envT
     if (v.count("keep-inputs-hours") && (!number(v["keep-inputs-hours"], &o.keepInputsHours) || o.keepInputsHours < 0))
         return usage("--keep-inputs-hours takes hours, 0 or more (got '" + v["keep-inputs-hours"] + "')");
     if (v.count("host")) o.host = v["host"];
+    if (v.count("device")) {
+        o.device = v["device"];
+        if (o.device != "cpu" && o.device != "cuda") return usage("--device takes cpu or cuda (got '" + o.device + "')");
+    }
+    int gpuMemory = 0;
+    if (Status s = integer("gpu-memory", 0, 1 << 24, &gpuMemory); !s) return s;
+    o.gpuMemoryMiB = size_t(gpuMemory);
+    if (o.gpuMemoryMiB > 0 && o.device != "cuda") return usage("--gpu-memory is for --device cuda");
     if (v.count("redis")) o.redis = v["redis"];
     if (o.worker && o.redis.empty()) return usage("--worker takes jobs from a shared queue: give --redis HOST:PORT");
     if (v.count("input-dir")) {

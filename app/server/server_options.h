@@ -24,7 +24,9 @@ struct ServerOptions {
     int maxPagesInFlight = 20000;     // pages of queued and running jobs together; beyond them 429
     int syncMaxPages = 20;            // POST /v1/transcribe takes documents up to this many pages
     int syncWaitSeconds = 600;        // how long a synchronous call waits for its pages
-    double memoryGuardShare = 0.85;   // resident memory over this share of the machine's: new work refused
+    double memoryGuardShare = 0.85;   // memory over this share (the GPU's with --device cuda): new work refused
+    std::string device = "cpu";       // where PP-OCR and the reader compute: "cpu" or "cuda" (a GPU)
+    size_t gpuMemoryMiB = 0;          // with cuda: the most device memory one job's decoder may hold (0: all)
     double retainHours = 0;           // finished jobs removed after this long (0: kept)
     double keepInputsHours = 0;       // a finished job's uploads removed after this long (0: kept with the job)
     // Scale-out: jobs go to a Redis stream (redis_queue.h) instead of this process's queue; only
