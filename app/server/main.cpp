@@ -31,6 +31,9 @@ int main(int argc, char** argv) {
         if (std::string(argv[i]) == "--help" || std::string(argv[i]) == "-h") {
             std::cout << quire::server::kServerUsage;
             return 0;
+        } else if (std::string(argv[i]) == "--version") {
+            std::cout << "quire-server " << QUIRE_VERSION_STRING << "\n";
+            return 0;
         }
     // SIGTERM and SIGINT are taken by one thread (sigwait, below), never by a handler: stopping
     // takes locks and joins threads, which a signal handler may not.
