@@ -331,6 +331,23 @@ private slots:
         QCOMPARE(json(c->Get("/v1/jobs")->body).value("jobs").toArray().size(), 0);
     }
 
+    // A synchronous call whose pages take longer than --sync-wait: 504, the job is cancelled and
+    // not kept.
+    void slowSyncCallIsCancelled() {
+        Server s;
+        QVERIFY2(s.start(data("sync-slow"), {"--sync-wait", "1", "--threads", "1"}), qPrintable(s.log));
+        auto c = s.client();
+        auto r = c->Post("/v1/transcribe", form(samplePdf()));
+        QVERIFY(r);
+        QCOMPARE(r->status, 504);
+        QVERIFY(json(r->body).value("error").toString().contains("POST /v1/jobs"));
+        QElapsedTimer t;
+        t.start();
+        while (!json(c->Get("/v1/jobs")->body).value("jobs").toArray().isEmpty() && t.elapsed() < 120000) QThread::msleep(100);
+        QCOMPARE(json(c->Get("/v1/jobs")->body).value("jobs").toArray().size(), 0);
+        QVERIFY(QDir(data("sync-slow/jobs")).entryList(QDir::Dirs | QDir::NoDotAndDotDot).isEmpty());
+    }
+
     // --device cuda: the reader's jobs compute on the GPU where there is one; without one the
     // server says so at the start and reads on the CPU (the same text).
     void readerOnTheDeviceOrTheCpu() {

@@ -640,6 +640,7 @@ void JobBoard::runJob(const std::shared_ptr<Job>& job) {
             if (auto written = exportFile(job->id, f); !written)
                 spdlog::warn("job {}: export {}: {}", job->id, exportFormatName(f), written.status().message());
     spdlog::info("job {} {}: {} of {} pages done, {} failed", job->id, jobStateName(job->state), job->done, job->pages, job->failed);
+    if (job->request.sync && job->state == JobState::Cancelled) remove(job->id);  // its caller was answered 504 and left
 }
 
 Result<std::string> JobBoard::pageJson(const std::string& id, int n) {
