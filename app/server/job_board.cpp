@@ -518,6 +518,11 @@ void JobBoard::redisWorker(int index) {
         }
         if (!*entry) continue;
         const RedisQueue::Entry e = **entry;
+        if (e.jobId.size() != 16 || e.jobId.find_first_not_of("0123456789abcdef") != std::string::npos) {
+            spdlog::warn("the queue holds '{}', not a job id; dropped", e.jobId.substr(0, 40));
+            (void)queue->ack(e.streamId);
+            continue;
+        }
         auto loaded = load(jobsDir() / e.jobId);
         if (!loaded || !*loaded) {
             spdlog::warn("job {} from the queue: {}; dropped", e.jobId, loaded ? "no such job in the shared folder" : loaded.status().message());
