@@ -31,6 +31,12 @@ namespace {
 
 const char* kToken = "tst-server-token-0123456789";
 
+// A server or Redis started by a test dies with the test, even when the test itself crashes:
+// started through util-linux's setpriv, which asks for SIGKILL when its parent dies, then execs it.
+void startDyingWithTheTest(QProcess& p, const QString& program, const QStringList& args) {
+    p.start("setpriv", QStringList{"--pdeathsig", "KILL", "--", program} + args);
+}
+
 QJsonObject json(const std::string& body) { return QJsonDocument::fromJson(QByteArray::fromStdString(body)).object(); }
 
 // A running quire-server and a client that carries the token. Its log goes to a file (a pipe
@@ -48,7 +54,7 @@ struct Server {
         QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
         env.insert("QUIRE_SERVER_TOKEN", kToken);
         process.setProcessEnvironment(env);
-        process.start(QStringLiteral(QUIRE_SERVER_PATH), QStringList{"--data", data, "--port", "0"} + extra);
+        startDyingWithTheTest(process, QStringLiteral(QUIRE_SERVER_PATH), QStringList{"--data", data, "--port", "0"} + extra);
         if (!process.waitForStarted()) return false;
         QElapsedTimer t;
         t.start();
@@ -132,8 +138,8 @@ struct Redis {
         if (port <= 0) return false;
         QDir().mkpath(dir);
         process.setProcessChannelMode(QProcess::MergedChannels);
-        process.start("redis-server", {"--port", QString::number(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-                                       "--dir", dir});
+        startDyingWithTheTest(process, "redis-server",
+                              {"--port", QString::number(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", dir});
         QElapsedTimer t;
         t.start();
         QString out;
