@@ -1,5 +1,6 @@
 #include <QTemporaryDir>
 #include <QTest>
+#include <QThread>
 
 #include <sqlite3.h>
 
@@ -500,6 +501,9 @@ private slots:
     // the re-read was asked to replace them, and then they stay in its history, revertible.
     void rereadKeepsEarlierReadingsAndCorrections() {
         auto store = fresh("reread.quire", 2);
+        // Versions are listed in the order of their times, to the millisecond: each step here
+        // waits one out, as a person's steps always do (a clean-clone run once saw a tie).
+        auto tick = [] { QThread::msleep(3); };
         QVERIFY(store);
         const auto pages = *store->pages();
         const int64_t id = pages[0].id;
@@ -507,7 +511,9 @@ private slots:
         o.region = {0, 0, 1000, 1400};
         o.text = samplePage("alpha");
         QVERIFY(store->saveResult(id, {o}));
+        tick();
         QVERIFY(store->addCorrection(id, "alpha, corrected"));
+        tick();
 
         auto corrected = queueReread(*store, {id, pages[1].id}, false);
         QVERIFY2(corrected, corrected.status().message().c_str());
@@ -516,6 +522,7 @@ private slots:
         o.text = samplePage("beta");
         o.text.engine = "other";
         QVERIFY(store->saveResult(id, {o}));
+        tick();
         QCOMPARE(*store->effectiveText(id), std::string("alpha, corrected"));  // the correction stays the text
         auto versions = *pageVersions(*store, id);
         QCOMPARE(int(versions.size()), 3);
@@ -528,6 +535,7 @@ private slots:
         QCOMPARE(*queueReread(*store, {id}, true), 1);
         o.text = samplePage("gamma");
         QVERIFY(store->saveResult(id, {o}));
+        tick();
         QCOMPARE(*store->effectiveText(id), std::string("gamma world"));  // the new reading is the text
         QCOMPARE(store->counts()->corrected, 0);
         QVERIFY(!store->page(id)->corrected);
@@ -536,6 +544,7 @@ private slots:
         QCOMPARE(versions[1].kind, PageVersion::Kind::SetAsideCorrection);
         QVERIFY(versions[3].current);
         QVERIFY(revertPage(*store, id, 1));  // the set-aside correction is the text again
+        tick();
         QCOMPARE(*store->effectiveText(id), std::string("alpha, corrected"));
         // The same reading again adds no version; a later re-read without the choice keeps corrections.
         QVERIFY(queueReread(*store, {id}, false));
