@@ -138,6 +138,27 @@ void releaseLock(const fs::path& project) {
     }
 }
 
+// Brings the schema from user_version `from` to the newest in one transaction: a process killed
+// midway leaves the version it had (and a new file, version 0, no tables).
+Status applyMigrations(sqlite3* db, int from, const std::string& context) {
+    Transaction tx(db);
+    if (!tx.status()) return tx.status();
+    std::string script;
+    for (int v = from; v < ProjectStore::kSchemaVersion; ++v) script += sql::kMigrations[size_t(v)];
+    script += "PRAGMA user_version=" + std::to_string(ProjectStore::kSchemaVersion) +
+              "; PRAGMA application_id=" + std::to_string(kApplicationId) + ";";
+    if (sqlite3_exec(db, script.c_str(), nullptr, nullptr, nullptr) != SQLITE_OK) return sql::dbError(db, context);
+    return tx.commit();
+}
+
+// fsync of a file or a folder (its entries: a rename into it), for what must survive a power cut.
+void syncToDisk(const fs::path& path, int flags) {
+    if (const int fd = ::open(path.c_str(), flags); fd >= 0) {
+        (void)::fsync(fd);
+        ::close(fd);
+    }
+}
+
 // A new project appears whole or not at all: its schema is written to "<project>.creating" in one
 // transaction, synced, and renamed into place, so a process killed while creating it leaves no
 // half-made project behind (a leftover ".creating" file is replaced by the next attempt).
@@ -148,35 +169,25 @@ Status createProjectFile(const fs::path& path) {
     fs::remove(tmp, ec);
     fs::remove(tmpJournal, ec);  // a stale journal would otherwise be "rolled back" into the new file
     sqlite3* db = nullptr;
-    auto fail = [&](const std::string& what) {
-        Status s = sql::dbError(db, path.string() + ": cannot create the project (" + what + ")");
+    auto discard = [&](Status s) {
         sqlite3_close(db);
         fs::remove(tmp, ec);
         return s;
     };
+    auto fail = [&](const std::string& what) { return discard(sql::dbError(db, path.string() + ": cannot create the project (" + what + ")")); };
     if (sqlite3_open_v2(tmp.c_str(), &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, nullptr) != SQLITE_OK)
         return fail("open");
-    std::string script = "PRAGMA synchronous=FULL; BEGIN IMMEDIATE;";
-    for (const char* step : sql::kMigrations) script += step;
-    script += "PRAGMA user_version=" + std::to_string(ProjectStore::kSchemaVersion) +
-              "; PRAGMA application_id=" + std::to_string(kApplicationId) + "; COMMIT;";
-    if (sqlite3_exec(db, script.c_str(), nullptr, nullptr, nullptr) != SQLITE_OK) return fail("schema");
+    if (sqlite3_exec(db, "PRAGMA synchronous=FULL", nullptr, nullptr, nullptr) != SQLITE_OK) return fail("synchronous");
+    if (Status s = applyMigrations(db, 0, path.string() + ": cannot create the project (schema)"); !s) return discard(s);
     if (sqlite3_close(db) != SQLITE_OK) return fail("close");
     db = nullptr;
-    if (const int fd = ::open(tmp.c_str(), O_RDONLY); fd >= 0) {
-        (void)::fsync(fd);
-        ::close(fd);
-    }
+    syncToDisk(tmp, O_RDONLY);
     fs::rename(tmp, path, ec);
     if (ec) {
         fs::remove(tmp, ec);
         return Status(ErrorCode::Io, path.string() + ": cannot create the project (" + ec.message() + ")");
     }
-    const fs::path dir = path.parent_path().empty() ? fs::path(".") : path.parent_path();
-    if (const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY); fd >= 0) {
-        (void)::fsync(fd);
-        ::close(fd);
-    }
+    syncToDisk(path.parent_path().empty() ? fs::path(".") : path.parent_path(), O_RDONLY | O_DIRECTORY);
     return Status::ok();
 }
 
@@ -296,7 +307,7 @@ Result<std::unique_ptr<ProjectStore>> ProjectStore::open(const fs::path& path, M
                                                               "when it was created?)");
         if (readOnly)
             return Status(ErrorCode::Unreadable, path.string() + ": the project needs an upgrade but is read-only");
-        if (Status s = store->migrate(); !s) return damaged(s);
+        if (Status s = applyMigrations(store->m_db, userVersion, path.string()); !s) return damaged(s);
     }
     if (!readOnly) {
         // A damaged file is found before anything is written to it, and the newest sound backup is
@@ -342,20 +353,6 @@ Status ProjectStore::exec(const char* sqlText) {
         return s;
     }
     return Status::ok();
-}
-
-Status ProjectStore::migrate() {
-    Stmt v(m_db, "PRAGMA user_version");
-    v.step();
-    // One transaction for the whole upgrade: a process killed midway leaves the old version.
-    Transaction tx(m_db);
-    if (!tx.status()) return tx.status();
-    for (int from = v.i32(0); from < kSchemaVersion; ++from)
-        if (Status s = exec(sql::kMigrations[size_t(from)]); !s) return s;
-    const std::string bump = "PRAGMA user_version=" + std::to_string(kSchemaVersion) +
-                             "; PRAGMA application_id=" + std::to_string(kApplicationId);
-    if (Status s = exec(bump.c_str()); !s) return s;
-    return tx.commit();
 }
 
 Result<std::optional<DocumentRecord>> ProjectStore::findDocument(const std::string& absPath) {

@@ -207,7 +207,6 @@ public:
 
 private:
     ProjectStore() = default;
-    Status migrate();
     Status exec(const char* sql);
     Status writeCheckpoint(const DecoderCheckpoint& checkpoint, int64_t lastPageId);  // inside a transaction
     // Fails every queued part of `p`'s source page with `reason` (a quarantine, a skip).
