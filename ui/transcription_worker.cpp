@@ -1,18 +1,11 @@
 // The engine's worker on its own thread: runs a transcription, reports through queued signals.
 #include "transcription_worker.h"
 
-#include <QFile>
-#include <unistd.h>
+#include "quire/core/process_memory.h"
 
 namespace quire::ui {
 
-double residentMiB() {
-    QFile f(QStringLiteral("/proc/self/statm"));
-    if (!f.open(QIODevice::ReadOnly)) return 0;
-    const QList<QByteArray> parts = f.readAll().split(' ');
-    if (parts.size() < 2) return 0;
-    return parts[1].toDouble() * double(sysconf(_SC_PAGESIZE)) / (1024.0 * 1024.0);
-}
+double residentMiB() { return double(residentBytes()) / (1024.0 * 1024.0); }
 
 TranscriptionWorker::TranscriptionWorker(QObject* parent) : QObject(parent) {
     qRegisterMetaType<quire::ui::RunRequest>();

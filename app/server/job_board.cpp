@@ -18,6 +18,7 @@
 #include <spdlog/spdlog.h>
 
 #include "memory_guard.h"
+#include "quire/core/process_memory.h"
 #include "quire/pipeline/transcriber.h"
 #include "quire/store/project_store.h"
 
@@ -266,7 +267,7 @@ Status JobBoard::persist(const Job& job) const {
 std::optional<Refusal> JobBoard::admission() const {
     if (m_stopping) return Refusal{503, "shutting_down", "the server is shutting down", 10};
     const GuardedMemory memory = guardedMemory(m_options.device);
-    if (memory.totalBytes > 0 && double(memory.usedBytes) > m_options.memoryGuardShare * double(memory.totalBytes))
+    if (memory.over(m_options.memoryGuardShare))
         return Refusal{503, "memory_guard",
                        std::string(memory.gpu ? "the GPU's memory is" : "the server holds") + " more than " +
                            std::to_string(int(m_options.memoryGuardShare * 100)) +
@@ -729,8 +730,8 @@ ServerMetrics::Snapshot JobBoard::snapshot() const {
     const GuardedMemory memory = guardedMemory(m_options.device);
     s.guardOnGpu = memory.gpu;
     s.guardedUsedBytes = memory.usedBytes;
-    s.guardBytes = int64_t(m_options.memoryGuardShare * double(memory.totalBytes));
-    s.guardActive = s.guardBytes > 0 && memory.usedBytes > s.guardBytes;
+    s.guardBytes = memory.guardBytes(m_options.memoryGuardShare);
+    s.guardActive = memory.over(m_options.memoryGuardShare);
     std::unique_lock lock(m_mutex);
     for (const char* state : {"queued", "running", "done", "failed", "cancelled"}) s.jobsByState[state] = 0;
     for (const auto& [id, job] : m_jobs) {

@@ -1,5 +1,5 @@
-// How much memory the server holds and may hold: resident memory of this process against the
-// machine's (or its cgroup's limit, in a container), for the guard that refuses new work.
+// What quire-server's memory guard watches: the GPU's memory with --device cuda where there is a
+// GPU, else this process's resident memory against the machine's (or its container's limit).
 #pragma once
 
 #include <cstdint>
@@ -7,15 +7,12 @@
 
 namespace quire::server {
 
-int64_t residentBytes();
-// The smaller of physical memory and the cgroup v2/v1 limit; 0 when unknown.
-int64_t memoryLimitBytes();
-
-// Memory in use and in all, of the memory the guard watches: the first GPU's with `device`
-// "cuda" where there is one, else this process's resident memory against the machine's.
 struct GuardedMemory {
     int64_t usedBytes = 0, totalBytes = 0;
     bool gpu = false;
+    // Memory in use above which new work is refused: `share` of the whole (0 when unknown).
+    int64_t guardBytes(double share) const { return int64_t(share * double(totalBytes)); }
+    bool over(double share) const { return totalBytes > 0 && usedBytes > guardBytes(share); }
 };
 GuardedMemory guardedMemory(const std::string& device);
 
