@@ -19,10 +19,11 @@ namespace {
 
 const char* kJson = "application/json";
 
+std::string compact(const QJsonObject& o) { return QJsonDocument(o).toJson(QJsonDocument::Compact).toStdString(); }
+
 void sendError(httplib::Response& res, int status, const std::string& message) {
     res.status = status;
-    res.set_content(QJsonDocument(QJsonObject{{"error", QString::fromStdString(message)}}).toJson(QJsonDocument::Compact).toStdString(),
-                    kJson);
+    res.set_content(compact(QJsonObject{{"error", QString::fromStdString(message)}}), kJson);
 }
 
 void sendRefusal(httplib::Response& res, const Refusal& r, ServerMetrics& metrics) {
@@ -68,8 +69,6 @@ QJsonObject viewJson(const JobView& v) {
     if (v.queuePosition > 0) o["queuePosition"] = v.queuePosition;
     return o;
 }
-
-std::string compact(const QJsonObject& o) { return QJsonDocument(o).toJson(QJsonDocument::Compact).toStdString(); }
 
 // The multipart form of POST /v1/jobs and /v1/transcribe: `file` parts, or a `path` under the
 // input folder; `lang`, `engine`, `formats`. Nothing is written here.
@@ -217,9 +216,10 @@ void installRoutes(httplib::Server& server, JobBoard& board, ServerMetrics& metr
         res.set_content(compact(viewJson(*board.view(req.matches[1]))), kJson);
     });
     server.Get(R"(/v1/jobs/([0-9a-f]{16})/pages/(\d{1,9}))", [&board](const httplib::Request& req, httplib::Response& res) {
-        auto page = board.pageJson(req.matches[1], std::stoi(req.matches[2]));
+        const int n = std::stoi(req.matches[2]);
+        auto page = board.pagesJson(req.matches[1], n, n);
         if (!page) return sendError(res, statusFor(page.status()), page.status().message());
-        res.set_content(*page, kJson);
+        res.set_content(compact(page->first().toObject()), kJson);
     });
     server.Get(R"(/v1/jobs/([0-9a-f]{16})/export)", [&board](const httplib::Request& req, httplib::Response& res) {
         const std::string id = req.matches[1];
@@ -281,12 +281,8 @@ void installRoutes(httplib::Server& server, JobBoard& board, ServerMetrics& metr
                                            " seconds; send long documents to POST /v1/jobs");
         }
         QJsonObject o = viewJson(*v);
-        QJsonArray pages;
-        for (int n = 1; n <= v->pages; ++n) {
-            auto page = board.pageJson(job->id, n);
-            if (page) pages.append(QJsonDocument::fromJson(QByteArray::fromStdString(*page)).object());
-        }
-        o["results"] = pages;
+        auto pages = v->pages > 0 ? board.pagesJson(job->id, 1, v->pages) : Result<QJsonArray>(QJsonArray());
+        o["results"] = pages ? *pages : QJsonArray();
         o.remove("id");
         board.remove(job->id);
         if (v->state == JobState::Failed) res.status = 500;

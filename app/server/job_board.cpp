@@ -75,6 +75,24 @@ std::string storedName(size_t index, const std::string& name) {
     return std::to_string(index + 1) + "-" + (out.empty() ? "upload" : out);
 }
 
+// A job's id as newJobId makes it: what may name a folder under DATA/jobs.
+bool isJobId(const std::string& id) { return id.size() == 16 && id.find_first_not_of("0123456789abcdef") == std::string::npos; }
+
+// This process in the shared queue's consumer group: host, process id and `role`.
+std::string consumerName(const std::string& role) {
+    char host[256] = {};
+    gethostname(host, sizeof host - 1);
+    return std::string(host) + ":" + std::to_string(getpid()) + ":" + role;
+}
+
+// A finished page as an event (GET /v1/jobs/{id}/events); `text` only where it is at hand.
+std::string pageEventJson(const PageRecord& page, const std::string& failure, const std::string* text) {
+    QJsonObject o{{"page", page.sequence}, {"status", pageStatusName(page.status)}, {"flagged", page.flagged},
+                  {"confidence", page.meanConfidence}, {"failure", QString::fromStdString(failure)}};
+    if (text) o["text"] = QString::fromStdString(*text);
+    return QJsonDocument(o).toJson(QJsonDocument::Compact).toStdString();
+}
+
 void replaceAll(std::string& s, const std::string& from, const std::string& to) {
     if (from.empty()) return;
     for (size_t at = s.find(from); at != std::string::npos; at = s.find(from, at + to.size())) s.replace(at, from.size(), to);
@@ -120,9 +138,7 @@ Status JobBoard::start() {
     // The default engine's model (Tesseract's English) must be there for the server to be ready.
     if (Status s = checkTesseractLanguages("eng", m_engineDefaults.tessdataDir); !s) m_modelsMissing = s.message();
     if (!m_options.redis.empty()) {
-        char host[256] = {};
-        gethostname(host, sizeof host - 1);
-        auto q = RedisQueue::connect(m_options.redis, std::string(host) + ":" + std::to_string(getpid()) + ":front");
+        auto q = RedisQueue::connect(m_options.redis, consumerName("front"));
         if (!q) return q.status();
         m_shared = std::move(*q);
     }
@@ -166,7 +182,6 @@ void JobBoard::stop() {
 }
 
 Result<std::shared_ptr<JobBoard::Job>> JobBoard::load(const fs::path& dir) const {
-    std::error_code ec;
     QFile f(QString::fromStdString((dir / "job.json").string()));
     if (!f.open(QIODevice::ReadOnly)) return std::shared_ptr<Job>();
     const QJsonObject o = QJsonDocument::fromJson(f.readAll()).object();
@@ -195,9 +210,7 @@ Result<std::shared_ptr<JobBoard::Job>> JobBoard::load(const fs::path& dir) const
         if (p.status == PageStatus::Queued) continue;
         (p.status == PageStatus::Done ? job->done : job->failed) += 1;
         job->flagged += p.flagged ? 1 : 0;
-        QJsonObject e{{"page", p.sequence}, {"status", pageStatusName(p.status)}, {"flagged", p.flagged},
-                      {"confidence", p.meanConfidence}, {"failure", QString::fromStdString(job->shown(p.failure))}};
-        job->events.push_back(QJsonDocument(e).toJson(QJsonDocument::Compact).toStdString());
+        job->events.push_back(pageEventJson(p, job->shown(p.failure), nullptr));
     }
     return job;
 }
@@ -231,7 +244,7 @@ std::shared_ptr<JobBoard::Job> JobBoard::fresh(const std::string& id) {
         if (!m_shared || (job && (job->local || finishedState(job->state)))) return job;
     }
     // Another server may be reading it (or may have taken it in): what its folder says now.
-    if (id.size() != 16 || id.find_first_not_of("0123456789abcdef") != std::string::npos) return job;
+    if (!isJobId(id)) return job;
     auto now = load(jobsDir() / id);
     if (!now || !*now) return job;
     std::lock_guard lock(m_mutex);
@@ -477,23 +490,31 @@ void JobBoard::worker() {
             if (m_stopping) return;
             job = m_jobs.at(m_queue.front());
             m_queue.pop_front();
-            job->state = JobState::Running;
-            job->local = true;
-            (void)persist(*job);
-            m_metrics.runningJobs(++m_running);
+            startRunning(job);
         }
         runJob(job);
-        std::lock_guard lock(m_mutex);
-        job->local = false;
-        m_metrics.runningJobs(--m_running);
-        m_changed.notify_all();
+        (void)stopRunning(job);
     }
 }
 
+void JobBoard::startRunning(const std::shared_ptr<Job>& job) {
+    job->state = JobState::Running;
+    job->local = true;
+    (void)persist(*job);
+    m_jobs[job->id] = job;
+    m_metrics.runningJobs(++m_running);
+}
+
+bool JobBoard::stopRunning(const std::shared_ptr<Job>& job) {
+    std::lock_guard lock(m_mutex);
+    job->local = false;
+    m_metrics.runningJobs(--m_running);
+    m_changed.notify_all();
+    return finishedState(job->state);
+}
+
 void JobBoard::redisWorker(int index) {
-    char host[256] = {};
-    gethostname(host, sizeof host - 1);
-    const std::string consumer = std::string(host) + ":" + std::to_string(getpid()) + ":" + std::to_string(index);
+    const std::string consumer = consumerName(std::to_string(index));
     std::unique_ptr<RedisQueue> queue, beat;  // a connection each: hiredis contexts are not shared between threads
     auto pause = [&](int ms) {
         std::unique_lock lock(m_mutex);
@@ -519,7 +540,7 @@ void JobBoard::redisWorker(int index) {
         }
         if (!*entry) continue;
         const RedisQueue::Entry e = **entry;
-        if (e.jobId.size() != 16 || e.jobId.find_first_not_of("0123456789abcdef") != std::string::npos) {
+        if (!isJobId(e.jobId)) {
             spdlog::warn("the queue holds '{}', not a job id; dropped", e.jobId.substr(0, 40));
             (void)queue->ack(e.streamId);
             continue;
@@ -538,11 +559,7 @@ void JobBoard::redisWorker(int index) {
         if (e.reclaimed) spdlog::info("job {}: taken over from a worker that stopped answering", job->id);
         {
             std::lock_guard lock(m_mutex);
-            job->state = JobState::Running;
-            job->local = true;
-            (void)persist(*job);
-            m_jobs[job->id] = job;
-            m_metrics.runningJobs(++m_running);
+            startRunning(job);
         }
         // While the job is read: the heartbeat that keeps it this worker's, and the front-end's cancel.
         std::atomic<bool> over{false};
@@ -566,16 +583,8 @@ void JobBoard::redisWorker(int index) {
         runJob(job);
         over = true;
         heartbeat.join();
-        bool finished = false;
-        {
-            std::lock_guard lock(m_mutex);
-            finished = finishedState(job->state);
-            job->local = false;
-            m_metrics.runningJobs(--m_running);
-            m_changed.notify_all();
-        }
         // A job left unfinished by a stopping server stays pending: a worker takes it over later.
-        if (finished)
+        if (stopRunning(job))
             if (Status s = queue->ack(e.streamId); !s) spdlog::warn("job {}: acknowledgement: {}", job->id, s.message());
     }
 }
@@ -612,11 +621,9 @@ void JobBoard::runJob(const std::shared_ptr<Job>& job) {
         }
         const bool failed = e.page.status == PageStatus::Failed;
         m_metrics.pageFinished(seconds, failed, e.page.failureKind);
-        QJsonObject o{{"page", e.page.sequence}, {"status", pageStatusName(e.page.status)}, {"flagged", e.page.flagged},
-                      {"confidence", e.page.meanConfidence}, {"failure", QString::fromStdString(job->shown(e.failure))},
-                      {"text", QString::fromStdString(e.text)}};
+        std::string event = pageEventJson(e.page, job->shown(e.failure), &e.text);
         std::lock_guard lock(m_mutex);
-        job->events.push_back(QJsonDocument(o).toJson(QJsonDocument::Compact).toStdString());
+        job->events.push_back(std::move(event));
         m_changed.notify_all();
     };
     p.onProgress = [&](const RunProgress& r) {
@@ -649,45 +656,50 @@ void JobBoard::runJob(const std::shared_ptr<Job>& job) {
     if (job->request.sync && job->state == JobState::Cancelled) remove(job->id);  // its caller was answered 504 and left
 }
 
-Result<std::string> JobBoard::pageJson(const std::string& id, int n) {
+Result<QJsonArray> JobBoard::pagesJson(const std::string& id, int first, int last) {
     const auto job = fresh(id);
     if (!job) return Status(ErrorCode::NotFound, "no job " + id);
     auto store = ProjectStore::open(job->project(), ProjectStore::Mode::ReadOnly);
     if (!store) return store.status();
     auto pages = (*store)->pages();
     if (!pages) return pages.status();
-    if (n < 1 || n > int(pages->size()))
-        return Status(ErrorCode::NotFound, "job " + id + " has no page " + std::to_string(n) + " (it has " +
-                                               std::to_string(pages->size()) + ")");
-    const PageRecord& page = (*pages)[size_t(n - 1)];
-    QJsonObject o{{"page", n},
-                  {"status", pageStatusName(page.status)},
-                  {"flagged", page.flagged},
-                  {"flagReason", QString::fromStdString(page.flagReason)},
-                  {"confidence", page.meanConfidence},
-                  {"file", QString::fromStdString(job->shown(page.sourceFile))},
-                  {"filePage", page.filePage + 1},
-                  {"width", page.width},
-                  {"height", page.height},
-                  {"failure", QString::fromStdString(job->shown(page.failure))}};
-    if (page.status == PageStatus::Done) {
-        auto text = (*store)->effectiveText(page.id);
-        if (!text) return text.status();
-        o["text"] = QString::fromStdString(*text);
-        auto layout = (*store)->layout(page.id);
-        if (!layout) return layout.status();
-        auto box = [](const Box& b) { return QJsonArray{b.x, b.y, b.w, b.h}; };
-        QJsonArray lines;
-        for (const Line& l : layout->lines) {
-            QJsonArray words;
-            for (const Word& w : l.words)
-                words.append(QJsonObject{{"text", QString::fromStdString(w.text)}, {"box", box(w.box)}, {"confidence", w.confidence}});
-            lines.append(QJsonObject{{"box", box(l.box)}, {"block", l.block}, {"words", words}});
+    for (const int n : {first, last})
+        if (n < 1 || n > int(pages->size()))
+            return Status(ErrorCode::NotFound, "job " + id + " has no page " + std::to_string(n) + " (it has " +
+                                                   std::to_string(pages->size()) + ")");
+    auto box = [](const Box& b) { return QJsonArray{b.x, b.y, b.w, b.h}; };
+    QJsonArray out;
+    for (int n = first; n <= last; ++n) {
+        const PageRecord& page = (*pages)[size_t(n - 1)];
+        QJsonObject o{{"page", n},
+                      {"status", pageStatusName(page.status)},
+                      {"flagged", page.flagged},
+                      {"flagReason", QString::fromStdString(page.flagReason)},
+                      {"confidence", page.meanConfidence},
+                      {"file", QString::fromStdString(job->shown(page.sourceFile))},
+                      {"filePage", page.filePage + 1},
+                      {"width", page.width},
+                      {"height", page.height},
+                      {"failure", QString::fromStdString(job->shown(page.failure))}};
+        if (page.status == PageStatus::Done) {
+            auto text = (*store)->effectiveText(page.id);
+            if (!text) return text.status();
+            o["text"] = QString::fromStdString(*text);
+            auto layout = (*store)->layout(page.id);
+            if (!layout) return layout.status();
+            QJsonArray lines;
+            for (const Line& l : layout->lines) {
+                QJsonArray words;
+                for (const Word& w : l.words)
+                    words.append(QJsonObject{{"text", QString::fromStdString(w.text)}, {"box", box(w.box)}, {"confidence", w.confidence}});
+                lines.append(QJsonObject{{"box", box(l.box)}, {"block", l.block}, {"words", words}});
+            }
+            o["lines"] = lines;
+            o["engine"] = QString::fromStdString(layout->engine);
         }
-        o["lines"] = lines;
-        o["engine"] = QString::fromStdString(layout->engine);
+        out.append(o);
     }
-    return QJsonDocument(o).toJson(QJsonDocument::Compact).toStdString();
+    return out;
 }
 
 Result<fs::path> JobBoard::exportFile(const std::string& id, ExportFormat format) {

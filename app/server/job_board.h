@@ -5,6 +5,8 @@
 #pragma once
 
 #include <atomic>
+#include <QJsonArray>
+
 #include <condition_variable>
 #include <deque>
 #include <filesystem>
@@ -91,9 +93,9 @@ public:
     // Removes a job's folder (sync jobs once answered). False while it runs.
     bool remove(const std::string& id);
 
-    // Page n (1-based, book order) as JSON: its text (corrections applied) and lines of words
-    // with boxes and confidences.
-    Result<std::string> pageJson(const std::string& id, int n);
+    // Pages first..last (1-based, book order) as JSON objects, read with one opening of the
+    // project: each one's text (corrections applied) and lines of words with boxes and confidences.
+    Result<QJsonArray> pagesJson(const std::string& id, int first, int last);
     // The export file of a finished job, written on first request (ALTO and PAGE: a zip of the
     // per-page files).
     Result<std::filesystem::path> exportFile(const std::string& id, ExportFormat format);
@@ -107,6 +109,9 @@ private:
     void worker();
     void redisWorker(int index);
     void runJob(const std::shared_ptr<Job>& job);
+    // A worker takes a job (under m_mutex) and gives it back (true when the job is over).
+    void startRunning(const std::shared_ptr<Job>& job);
+    bool stopRunning(const std::shared_ptr<Job>& job);
     Status persist(const Job& job) const;
     // A job as its folder has it (job.json, its project's pages); nullptr for a folder that holds
     // no job (a submission cut short, an answered sync call's leftovers: both removed).

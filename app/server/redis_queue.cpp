@@ -4,21 +4,10 @@
 #include <hiredis/hiredis.h>
 
 #include <algorithm>
-#include <functional>
-#include <vector>
 
 namespace quire::server {
 
-namespace {
-
-struct Reply {
-    redisReply* r = nullptr;
-    ~Reply() {
-        if (r) freeReplyObject(r);
-    }
-};
-
-}  // namespace
+void RedisQueue::FreeReply::operator()(redisReply* r) const { freeReplyObject(r); }
 
 Result<std::unique_ptr<RedisQueue>> RedisQueue::connect(const std::string& address, const std::string& consumer) {
     const auto colon = address.rfind(':');
@@ -49,33 +38,28 @@ Status RedisQueue::reconnect() {
         return Status(ErrorCode::Unreadable, "Redis at " + m_host + ":" + std::to_string(m_port) + ": " + why);
     }
     // The group, created with its stream on first use (BUSYGROUP: another server made it first).
-    Reply r{static_cast<redisReply*>(redisCommand(m_ctx, "XGROUP CREATE %s %s 0 MKSTREAM", kStream, kGroup))};
-    if (!r.r) return Status(ErrorCode::Unreadable, "Redis: " + std::string(m_ctx->errstr));
-    if (r.r->type == REDIS_REPLY_ERROR && std::string(r.r->str).rfind("BUSYGROUP", 0) != 0)
-        return Status(ErrorCode::Unreadable, "Redis: " + std::string(r.r->str));
+    Reply r(static_cast<redisReply*>(redisCommand(m_ctx, "XGROUP CREATE %s %s 0 MKSTREAM", kStream, kGroup)));
+    if (!r) return Status(ErrorCode::Unreadable, "Redis: " + std::string(m_ctx->errstr));
+    if (r->type == REDIS_REPLY_ERROR && std::string(r->str).rfind("BUSYGROUP", 0) != 0)
+        return Status(ErrorCode::Unreadable, "Redis: " + std::string(r->str));
     return Status::ok();
 }
 
-namespace {
-
-// Runs a command, reconnecting once when the connection was lost.
 template <typename... Args>
-Result<redisReply*> command(redisContext*& ctx, const std::function<Status()>& reconnect, const char* fmt, Args... args) {
+Result<RedisQueue::Reply> RedisQueue::command(const char* format, Args... args) {
     for (int attempt = 0; attempt < 2; ++attempt) {
-        auto* r = static_cast<redisReply*>(redisCommand(ctx, fmt, args...));
+        Reply r(static_cast<redisReply*>(redisCommand(m_ctx, format, args...)));
         if (r) {
-            if (r->type == REDIS_REPLY_ERROR) {
-                Status s(ErrorCode::Unreadable, std::string("Redis: ") + r->str);
-                freeReplyObject(r);
-                return s;
-            }
+            if (r->type == REDIS_REPLY_ERROR) return Status(ErrorCode::Unreadable, std::string("Redis: ") + r->str);
             return r;
         }
         if (attempt == 0)
             if (Status s = reconnect(); !s) return s;
     }
-    return Status(ErrorCode::Unreadable, std::string("Redis: ") + (ctx ? ctx->errstr : "no connection"));
+    return Status(ErrorCode::Unreadable, std::string("Redis: ") + (m_ctx ? m_ctx->errstr : "no connection"));
 }
+
+namespace {
 
 // An entry [id, [field, value, ...]]: its stream id and the job field.
 std::optional<RedisQueue::Entry> entryOf(const redisReply* e) {
@@ -92,65 +76,48 @@ std::optional<RedisQueue::Entry> entryOf(const redisReply* e) {
 }  // namespace
 
 Status RedisQueue::add(const std::string& jobId) {
-    auto r = command(m_ctx, [this] { return reconnect(); }, "XADD %s * job %s", kStream, jobId.c_str());
-    if (!r) return r.status();
-    freeReplyObject(*r);
-    return Status::ok();
+    auto r = command("XADD %s * job %s", kStream, jobId.c_str());
+    return r ? Status::ok() : r.status();
 }
 
 Result<std::optional<RedisQueue::Entry>> RedisQueue::next(int blockMs, int claimAfterMs) {
-    auto reconnectFn = [this] { return reconnect(); };
     {
-        auto r = command(m_ctx, reconnectFn, "XAUTOCLAIM %s %s %s %d 0-0 COUNT 1", kStream, kGroup, m_consumer.c_str(), claimAfterMs);
+        auto r = command("XAUTOCLAIM %s %s %s %d 0-0 COUNT 1", kStream, kGroup, m_consumer.c_str(), claimAfterMs);
         if (!r) return r.status();
-        Reply hold{*r};
-        if (hold.r->type == REDIS_REPLY_ARRAY && hold.r->elements >= 2 && hold.r->element[1]->type == REDIS_REPLY_ARRAY &&
-            hold.r->element[1]->elements > 0)
-            if (auto e = entryOf(hold.r->element[1]->element[0])) {
+        const redisReply* claimed = (*r)->type == REDIS_REPLY_ARRAY && (*r)->elements >= 2 ? (*r)->element[1] : nullptr;
+        if (claimed && claimed->type == REDIS_REPLY_ARRAY && claimed->elements > 0)
+            if (auto e = entryOf(claimed->element[0])) {
                 e->reclaimed = true;
                 return std::optional<Entry>(*e);
             }
     }
-    auto r = command(m_ctx, reconnectFn, "XREADGROUP GROUP %s %s COUNT 1 BLOCK %d STREAMS %s >", kGroup, m_consumer.c_str(), blockMs,
-                     kStream);
+    auto r = command("XREADGROUP GROUP %s %s COUNT 1 BLOCK %d STREAMS %s >", kGroup, m_consumer.c_str(), blockMs, kStream);
     if (!r) return r.status();
-    Reply hold{*r};
     // [[stream, [entry]]] or nil when nothing came.
-    if (hold.r->type != REDIS_REPLY_ARRAY || hold.r->elements == 0) return std::optional<Entry>();
-    const redisReply* stream = hold.r->element[0];
+    if ((*r)->type != REDIS_REPLY_ARRAY || (*r)->elements == 0) return std::optional<Entry>();
+    const redisReply* stream = (*r)->element[0];
     if (stream->type != REDIS_REPLY_ARRAY || stream->elements < 2 || stream->element[1]->elements == 0) return std::optional<Entry>();
     return entryOf(stream->element[1]->element[0]);
 }
 
 Status RedisQueue::touch(const std::string& streamId) {
-    auto r = command(m_ctx, [this] { return reconnect(); }, "XCLAIM %s %s %s 0 %s JUSTID", kStream, kGroup, m_consumer.c_str(),
-                     streamId.c_str());
-    if (!r) return r.status();
-    freeReplyObject(*r);
-    return Status::ok();
+    auto r = command("XCLAIM %s %s %s 0 %s JUSTID", kStream, kGroup, m_consumer.c_str(), streamId.c_str());
+    return r ? Status::ok() : r.status();
 }
 
 Status RedisQueue::ack(const std::string& streamId) {
-    auto r = command(m_ctx, [this] { return reconnect(); }, "XACK %s %s %s", kStream, kGroup, streamId.c_str());
-    if (!r) return r.status();
-    freeReplyObject(*r);
-    auto d = command(m_ctx, [this] { return reconnect(); }, "XDEL %s %s", kStream, streamId.c_str());
-    if (!d) return d.status();
-    freeReplyObject(*d);
-    return Status::ok();
+    if (auto r = command("XACK %s %s %s", kStream, kGroup, streamId.c_str()); !r) return r.status();
+    auto d = command("XDEL %s %s", kStream, streamId.c_str());
+    return d ? Status::ok() : d.status();
 }
 
 Result<long long> RedisQueue::waiting() {
-    auto reconnectFn = [this] { return reconnect(); };
-    auto len = command(m_ctx, reconnectFn, "XLEN %s", kStream);
+    auto len = command("XLEN %s", kStream);
     if (!len) return len.status();
-    const long long total = (*len)->integer;
-    freeReplyObject(*len);
-    auto pending = command(m_ctx, reconnectFn, "XPENDING %s %s", kStream, kGroup);
+    auto pending = command("XPENDING %s %s", kStream, kGroup);
     if (!pending) return pending.status();
-    Reply hold{*pending};
-    const long long taken = hold.r->type == REDIS_REPLY_ARRAY && hold.r->elements > 0 ? hold.r->element[0]->integer : 0;
-    return std::max(0LL, total - taken);
+    const long long taken = (*pending)->type == REDIS_REPLY_ARRAY && (*pending)->elements > 0 ? (*pending)->element[0]->integer : 0;
+    return std::max(0LL, (*len)->integer - taken);
 }
 
 }  // namespace quire::server

@@ -12,6 +12,7 @@
 #include "quire/core/status.h"
 
 struct redisContext;
+struct redisReply;
 
 namespace quire::server {
 
@@ -38,8 +39,16 @@ public:
     static constexpr const char* kGroup = "quire-workers";
 
 private:
+    struct FreeReply {
+        void operator()(redisReply* r) const;
+    };
+    using Reply = std::unique_ptr<redisReply, FreeReply>;
+
     RedisQueue() = default;
     Status reconnect();
+    // A command's reply (never an error reply), reconnecting once when the connection was lost.
+    template <typename... Args>
+    Result<Reply> command(const char* format, Args... args);
     std::string m_host, m_consumer;
     int m_port = 0;
     redisContext* m_ctx = nullptr;
