@@ -791,12 +791,7 @@ int cmdDevices() {
 }  // namespace
 
 int main(int argc, char** argv) {
-    // One single-threaded Tesseract per worker is ~2.5x faster per page than its OpenMP threads here.
-    // OpenMP reads its limit when the library loads, before main: so set it and start again.
-    if (!std::getenv("OMP_THREAD_LIMIT")) {
-        setenv("OMP_THREAD_LIMIT", "1", 1);
-        execv("/proc/self/exe", argv);  // returns only on failure; then carry on as we are
-    }
+    quire::runTesseractSingleThreaded(argv);
     quire::tuneHeapForLargeBuffers();
     quire::cli::applyProfilingEnvironment();
     QCoreApplication app(argc, argv);

@@ -77,11 +77,7 @@ void installTranslators(QApplication& app, const QString& choice) {
 }  // namespace
 
 int main(int argc, char** argv) {
-    // Tesseract workers run single-threaded (see quire-cli); OpenMP reads this before main.
-    if (!std::getenv("OMP_THREAD_LIMIT")) {
-        setenv("OMP_THREAD_LIMIT", "1", 1);
-        execv("/proc/self/exe", argv);
-    }
+    quire::runTesseractSingleThreaded(argv);
     quire::tuneHeapForLargeBuffers();
     QApplication app(argc, argv);
     QApplication::setApplicationName("Quire");

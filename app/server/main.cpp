@@ -22,11 +22,7 @@
 
 
 int main(int argc, char** argv) {
-    // One single-threaded Tesseract per worker (as quire-cli): OpenMP reads its limit at load time.
-    if (!std::getenv("OMP_THREAD_LIMIT")) {
-        setenv("OMP_THREAD_LIMIT", "1", 1);
-        execv("/proc/self/exe", argv);
-    }
+    quire::runTesseractSingleThreaded(argv);
     for (int i = 1; i < argc; ++i)
         if (std::string(argv[i]) == "--help" || std::string(argv[i]) == "-h") {
             std::cout << quire::server::kServerUsage;

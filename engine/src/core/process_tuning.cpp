@@ -1,8 +1,9 @@
-// The heap settings for large activations (tuneHeapForLargeBuffers), made once at start-up.
+// Process-wide settings made once at start-up: the heap for large activations, OpenMP's threads.
 #include "quire/core/process_tuning.h"
 
 #include <cstdlib>
 #include <cstring>
+#include <unistd.h>
 
 #ifdef __GLIBC__
 #include <malloc.h>
@@ -16,6 +17,12 @@ void tuneHeapForLargeBuffers() {
     mallopt(M_MMAP_THRESHOLD, 1 << 30);
     mallopt(M_TRIM_THRESHOLD, 128 << 20);
 #endif
+}
+
+void runTesseractSingleThreaded(char** argv) {
+    if (std::getenv("OMP_THREAD_LIMIT")) return;
+    setenv("OMP_THREAD_LIMIT", "1", 1);
+    execv("/proc/self/exe", argv);
 }
 
 }  // namespace quire

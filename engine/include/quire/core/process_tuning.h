@@ -11,4 +11,10 @@ namespace quire {
 // malloc's own values, and on C libraries other than glibc.
 void tuneHeapForLargeBuffers();
 
+// One single-threaded Tesseract per worker: ~2.5x faster per page than Tesseract's OpenMP threads
+// on the machines measured (README). OpenMP reads its limit when the library loads, before main,
+// so where $OMP_THREAD_LIMIT is not set this sets it to 1 and starts the program again with
+// `argv`; it returns only where it was set already (or the restart failed: then as it is).
+void runTesseractSingleThreaded(char** argv);
+
 }  // namespace quire
