@@ -126,9 +126,37 @@ const char* contentTypeOf(ExportFormat f) {
     return "application/octet-stream";
 }
 
-}  // namespace
+// Admission, then the form, then the job: refused work costs nothing but the upload. Nothing
+// when the answer (a refusal, an error) is already in `res`.
+std::optional<JobView> submitForm(const httplib::Request& req, httplib::Response& res, bool sync, JobBoard& board,
+                                  ServerMetrics& metrics, const ServerOptions& options) {
+    if (auto refusal = board.admission()) {
+        sendRefusal(res, *refusal, metrics);
+        return std::nullopt;
+    }
+    auto form = readForm(req, options);
+    if (!form) {
+        metrics.refused("bad_input");
+        sendError(res, form.status().code() == ErrorCode::NotFound ? 404 : 400, form.status().message());
+        return std::nullopt;
+    }
+    form->second.sync = sync;
+    std::optional<Refusal> refused;
+    auto job = board.submit(form->first, form->second, &refused);
+    if (refused) {
+        sendRefusal(res, *refused, metrics);
+        return std::nullopt;
+    }
+    if (!job) {
+        if (statusFor(job.status()) < 500) metrics.refused("bad_input");
+        sendError(res, statusFor(job.status()), job.status().message());
+        return std::nullopt;
+    }
+    return *job;
+}
 
-void installRoutes(httplib::Server& server, JobBoard& board, ServerMetrics& metrics, const ServerOptions& options) {
+// The token on every call but the health checks, httplib's own errors as JSON, a log line per call.
+void installGuards(httplib::Server& server, ServerMetrics& metrics, const ServerOptions& options) {
     const std::string token = options.token;
     server.set_pre_routing_handler([token, &metrics](const httplib::Request& req, httplib::Response& res) {
         if (req.path == "/healthz" || req.path == "/readyz") return httplib::Server::HandlerResponse::Unhandled;
@@ -157,7 +185,9 @@ void installRoutes(httplib::Server& server, JobBoard& board, ServerMetrics& metr
     server.set_logger([](const httplib::Request& req, const httplib::Response& res) {
         spdlog::info("{} {} {}", req.method, req.path, res.status);
     });
+}
 
+void installHealthRoutes(httplib::Server& server, JobBoard& board, ServerMetrics& metrics) {
     server.Get("/healthz", [](const httplib::Request&, httplib::Response& res) { res.set_content("ok\n", "text/plain"); });
     server.Get("/readyz", [&board](const httplib::Request&, httplib::Response& res) {
         const std::string why = board.unreadiness();
@@ -167,35 +197,12 @@ void installRoutes(httplib::Server& server, JobBoard& board, ServerMetrics& metr
     server.Get("/metrics", [&board, &metrics](const httplib::Request&, httplib::Response& res) {
         res.set_content(metrics.prometheusText(board.snapshot()), "text/plain; version=0.0.4");
     });
+}
 
-    // Admission, then the form, then the job: refused work costs nothing but the upload.
-    auto submit = [&board, &metrics, &options](const httplib::Request& req, httplib::Response& res, bool sync) -> std::optional<JobView> {
-        if (auto refusal = board.admission()) {
-            sendRefusal(res, *refusal, metrics);
-            return std::nullopt;
-        }
-        auto form = readForm(req, options);
-        if (!form) {
-            metrics.refused("bad_input");
-            sendError(res, form.status().code() == ErrorCode::NotFound ? 404 : 400, form.status().message());
-            return std::nullopt;
-        }
-        form->second.sync = sync;
-        std::optional<Refusal> refused;
-        auto job = board.submit(form->first, form->second, &refused);
-        if (refused) {
-            sendRefusal(res, *refused, metrics);
-            return std::nullopt;
-        }
-        if (!job) {
-            if (statusFor(job.status()) < 500) metrics.refused("bad_input");
-            sendError(res, statusFor(job.status()), job.status().message());
-            return std::nullopt;
-        }
-        return *job;
-    };
-    server.Post("/v1/jobs", [submit](const httplib::Request& req, httplib::Response& res) {
-        auto job = submit(req, res, false);
+// Jobs in (async and sync), their state, cancel, pages.
+void installJobRoutes(httplib::Server& server, JobBoard& board, ServerMetrics& metrics, const ServerOptions& options) {
+    server.Post("/v1/jobs", [&board, &metrics, &options](const httplib::Request& req, httplib::Response& res) {
+        auto job = submitForm(req, res, false, board, metrics, options);
         if (!job) return;
         res.status = 202;
         res.set_header("Location", "/v1/jobs/" + job->id);
@@ -221,6 +228,28 @@ void installRoutes(httplib::Server& server, JobBoard& board, ServerMetrics& metr
         if (!page) return sendError(res, statusFor(page.status()), page.status().message());
         res.set_content(compact(page->first().toObject()), kJson);
     });
+    // Synchronous: the job is read at once (through the same queue) and answered with its pages.
+    server.Post("/v1/transcribe", [&board, &metrics, &options](const httplib::Request& req, httplib::Response& res) {
+        auto job = submitForm(req, res, true, board, metrics, options);
+        if (!job) return;
+        const auto v = board.waitFinished(job->id, options.syncWaitSeconds);
+        if (!v || v->state == JobState::Queued || v->state == JobState::Running) {
+            board.cancel(job->id);
+            return sendError(res, 504, "the pages were not read within " + std::to_string(options.syncWaitSeconds) +
+                                           " seconds; send long documents to POST /v1/jobs");
+        }
+        QJsonObject o = viewJson(*v);
+        auto pages = v->pages > 0 ? board.pagesJson(job->id, 1, v->pages) : Result<QJsonArray>(QJsonArray());
+        o["results"] = pages ? *pages : QJsonArray();
+        o.remove("id");
+        board.remove(job->id);
+        if (v->state == JobState::Failed) res.status = 500;
+        res.set_content(compact(o), kJson);
+    });
+}
+
+// What a job gives back: its export files and its stream of page events.
+void installOutputRoutes(httplib::Server& server, JobBoard& board) {
     server.Get(R"(/v1/jobs/([0-9a-f]{16})/export)", [&board](const httplib::Request& req, httplib::Response& res) {
         const std::string id = req.matches[1];
         if (!board.view(id)) return sendError(res, 404, "no job " + id);
@@ -270,24 +299,15 @@ void installRoutes(httplib::Server& server, JobBoard& board, ServerMetrics& metr
             return true;
         });
     });
-    // Synchronous: the job is read at once (through the same queue) and answered with its pages.
-    server.Post("/v1/transcribe", [submit, &board, &options](const httplib::Request& req, httplib::Response& res) {
-        auto job = submit(req, res, true);
-        if (!job) return;
-        const auto v = board.waitFinished(job->id, options.syncWaitSeconds);
-        if (!v || v->state == JobState::Queued || v->state == JobState::Running) {
-            board.cancel(job->id);
-            return sendError(res, 504, "the pages were not read within " + std::to_string(options.syncWaitSeconds) +
-                                           " seconds; send long documents to POST /v1/jobs");
-        }
-        QJsonObject o = viewJson(*v);
-        auto pages = v->pages > 0 ? board.pagesJson(job->id, 1, v->pages) : Result<QJsonArray>(QJsonArray());
-        o["results"] = pages ? *pages : QJsonArray();
-        o.remove("id");
-        board.remove(job->id);
-        if (v->state == JobState::Failed) res.status = 500;
-        res.set_content(compact(o), kJson);
-    });
+}
+
+}  // namespace
+
+void installRoutes(httplib::Server& server, JobBoard& board, ServerMetrics& metrics, const ServerOptions& options) {
+    installGuards(server, metrics, options);
+    installHealthRoutes(server, board, metrics);
+    installJobRoutes(server, board, metrics, options);
+    installOutputRoutes(server, board);
 }
 
 }  // namespace quire::server
