@@ -135,6 +135,7 @@ Status JobBoard::start() {
     if (ec || !fs::is_directory(jobsDir()))
         return Status(ErrorCode::Io, jobsDir().string() + ": cannot create the jobs folder (" + ec.message() + ")");
     if (access(jobsDir().c_str(), W_OK) != 0) return Status(ErrorCode::Io, jobsDir().string() + ": not writable");
+    fs::remove_all(removingDir(), ec);  // jobs whose removal a stop interrupted
     // The default engine's model (Tesseract's English) must be there for the server to be ready.
     if (Status s = checkTesseractLanguages("eng", m_engineDefaults.tessdataDir); !s) m_modelsMissing = s.message();
     if (!m_options.redis.empty()) {
@@ -473,11 +474,22 @@ bool JobBoard::remove(const std::string& id) {
         const auto it = m_jobs.find(id);
         if (it == m_jobs.end() || !finishedState(it->second->state)) return false;
         job = it->second;
-        m_jobs.erase(it);
     }
+    // The folder leaves jobs/ in one rename, in the same step as the job leaves the list: nobody
+    // sees a listed job without its folder, or a folder half removed (a restart clears removing/).
     std::lock_guard exporting(job->exportMutex);
+    const fs::path gone = removingDir() / id;
     std::error_code ec;
-    fs::remove_all(job->dir, ec);
+    {
+        std::lock_guard lock(m_mutex);
+        const auto it = m_jobs.find(id);
+        if (it == m_jobs.end() || it->second != job) return false;
+        m_jobs.erase(it);
+        fs::create_directories(removingDir(), ec);
+        fs::remove_all(gone, ec);
+        fs::rename(job->dir, gone, ec);
+    }
+    fs::remove_all(ec ? job->dir : gone, ec);
     return true;
 }
 

@@ -123,6 +123,7 @@ private:
     JobView viewOf(const Job& job) const;
     long long queueDepth() const;  // jobs waiting for a worker; -1 when the shared queue does not answer
     std::filesystem::path jobsDir() const { return m_options.dataDir / "jobs"; }
+    std::filesystem::path removingDir() const { return m_options.dataDir / "removing"; }
 
     ServerOptions m_options;
     RecognizerOptions m_engineDefaults;
