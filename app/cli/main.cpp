@@ -26,6 +26,7 @@
 #include "cli_args.h"
 #include "command_support.h"
 #include "pages_command.h"
+#include "regions_command.h"
 #include "escaping_sink.h"
 #include "measurement_env.h"
 #include "quire/core/process_tuning.h"
@@ -78,6 +79,10 @@ const char* kUsageText =
     "      A page's versions: 0 the engine's reading, then each correction with its time. --diff V: what\n"
     "      changed from version V to the current text; --revert V: V becomes the current text again (saved\n"
     "      as a new correction: no version is lost).\n"
+    "  quire-cli regions --project P.quire --page N [--set \"X,Y,W,H[:KIND];...\" | --clear] [--json]\n"
+    "      The regions drawn on a page, in reading order (page pixels, as ALTO gives them); KIND is text,\n"
+    "      heading, marginal-note, table, image or ignore. With regions only they are read, in their order:\n"
+    "      transcribe --reread N reads the page again in them (the earlier reading is kept as a version).\n"
     "  quire-cli properties --project P.quire [--title T] [--author A] [--language BCP47] [--json]\n"
     "      The book's title, author and language, written into the exports' metadata; the options set them.\n"
     "  quire-cli find --project P.quire (--text T | --regex R) [--whole-word] [--match-case] [--replace S] [--json]\n"
@@ -830,6 +835,7 @@ int main(int argc, char** argv) {
         {"find", {{"project", "text", "regex", "replace"}, {"whole-word", "match-case", "json"}}},
         {"properties", {{"project", "title", "author", "language"}, {"json"}}},
         {"history", {{"project", "page", "diff", "revert"}, {"json"}}},
+        {"regions", {{"project", "page", "set"}, {"clear", "json"}}},
         {"restore", {{"project", "from"}, {}}},
         {"devices", {{}, {}}},
         {"features", {{"out", "dpi", "lang"}, {"json"}}},
@@ -875,6 +881,7 @@ int main(int argc, char** argv) {
         if (cmd == "find") return cmdFind(args);
         if (cmd == "properties") return cmdProperties(args);
         if (cmd == "history") return cmdHistory(args);
+        if (cmd == "regions") return regionsCommand(args);
         if (cmd == "restore") return cmdRestore(args);
         if (cmd == "features") return cmdFeatures(args);
         return cmdDevices();

@@ -1,6 +1,7 @@
 // The book from its pages: running heads, folios and footers found across pages, chapters,
 // paragraphs joined across page breaks, line-end hyphens; corrections aligned to the layout.
 #include "quire/export/book.h"
+#include "quire/store/page_regions.h"
 
 #include <QRegularExpression>
 #include <QString>
@@ -287,6 +288,16 @@ Book assembleBook(const std::vector<BookPageInput>& pages, const Dictionary* dic
         std::nth_element(hs.begin(), hs.begin() + long(hs.size() / 2), hs.end());
         return hs[hs.size() / 2] > 0 ? double(mine) / hs[hs.size() / 2] : 1.0;
     };
+    // The kind of the hand-drawn region holding the page's layout line that reads `line` (text when none).
+    auto drawnKind = [&](size_t page, const std::string& line) {
+        if (pages[page].regions.empty()) return RegionKind::Text;
+        for (const auto& l : pages[page].layout.lines)
+            if (l.text() == line) {
+                const int r = readRegionAt(l.box, pages[page].regions);
+                return r >= 0 ? pages[page].regions[size_t(r)].kind : RegionKind::Text;
+            }
+        return RegionKind::Text;
+    };
     std::vector<std::string> pendingLines;  // paragraph under construction (may span pages)
     std::vector<std::vector<int>> pendingStarts;  // per pending line: the pages whose body it begins
     int pendingFirst = 0;
@@ -320,7 +331,17 @@ Book assembleBook(const std::vector<BookPageInput>& pages, const Dictionary* dic
                 marks[0].push_back(int(i));
             }
             int level = 0;
-            if (looksLikeHeading(para, heightRatio(i, para[0]), &level)) {
+            // A paragraph in a region drawn as a heading or a marginal note is one, whatever it looks like.
+            const RegionKind drawn = drawnKind(i, para[0]);
+            if (drawn == RegionKind::MarginalNote) {
+                flush(lastPage);
+                paragraph(para, marks, 0, int(i), int(i));
+                book.paragraphs.back().marginalNote = true;
+                lastPage = int(i);
+                continue;
+            }
+            if (drawn == RegionKind::Heading && !looksLikeHeading(para, heightRatio(i, para[0]), &level)) level = 2;
+            if (drawn == RegionKind::Heading || looksLikeHeading(para, heightRatio(i, para[0]), &level)) {
                 flush(lastPage);
                 paragraph(para, marks, level, int(i), int(i));
                 lastPage = int(i);
@@ -438,6 +459,8 @@ bool dropSpecks(PageText& layout) {
 Result<std::vector<BookPageInput>> loadBookPages(ProjectStore& store) {
     auto pages = store.pages();
     if (!pages) return pages.status();
+    auto regions = allPageRegions(store);
+    if (!regions) return regions.status();
     std::vector<BookPageInput> out;
     out.reserve(pages->size());
     for (auto& p : *pages) {
@@ -451,6 +474,7 @@ Result<std::vector<BookPageInput>> loadBookPages(ProjectStore& store) {
         if (p.corrected) in.layout = alignCorrection(in.layout, in.text);
         // The engine's specks leave the body; a page the user corrected is theirs, as typed.
         else if (dropSpecks(in.layout)) in.text = in.layout.plainText();
+        if (const auto r = regions->find(p.id); r != regions->end()) in.regions = r->second;
         in.page = std::move(p);
         out.push_back(std::move(in));
     }

@@ -67,6 +67,7 @@ std::string toMarkdown(const Book& book, bool pageMarkers) {
     for (const auto& p : book.paragraphs) {
         if (!out.empty()) out += "\n";
         if (p.headingLevel > 0) out += std::string(size_t(p.headingLevel), '#') + " ";
+        if (p.marginalNote) out += "> ";  // set apart, as in the margin
         // The brackets come out escaped ("\[p. 12\]"): literal text, never a link.
         out += escapeMarkdown(pageMarkers ? withPageMarks(book, p, bracketed) : p.text) + "\n";
     }
@@ -115,6 +116,8 @@ constexpr const char* kStyles = R"(<?xml version="1.0" encoding="UTF-8" standalo
 <w:pPr><w:keepNext/><w:spacing w:before="360" w:after="240"/><w:jc w:val="center"/><w:outlineLvl w:val="0"/></w:pPr><w:rPr><w:b/><w:sz w:val="32"/></w:rPr></w:style>
 <w:style w:type="paragraph" w:styleId="Heading2"><w:name w:val="heading 2"/><w:basedOn w:val="Normal"/><w:next w:val="Normal"/><w:qFormat/>
 <w:pPr><w:keepNext/><w:spacing w:before="240" w:after="120"/><w:jc w:val="center"/><w:outlineLvl w:val="1"/></w:pPr><w:rPr><w:b/><w:sz w:val="28"/></w:rPr></w:style>
+<w:style w:type="paragraph" w:styleId="MarginalNote"><w:name w:val="Marginal Note"/><w:basedOn w:val="Normal"/><w:qFormat/>
+<w:pPr><w:ind w:left="720"/></w:pPr><w:rPr><w:i/><w:sz w:val="20"/></w:rPr></w:style>
 </w:styles>)";
 
 bool writeEntry(QuaZip& zip, const char* name, const std::string& data) {
@@ -136,6 +139,7 @@ Status writeDocx(const Book& book, const DocumentInfo& info, const std::filesyst
     for (const auto& p : book.paragraphs) {
         body += "<w:p>";
         if (p.headingLevel > 0) body += "<w:pPr><w:pStyle w:val=\"Heading" + std::to_string(p.headingLevel) + "\"/></w:pPr>";
+        else if (p.marginalNote) body += "<w:pPr><w:pStyle w:val=\"MarginalNote\"/></w:pPr>";
         // Chapters start on a new page, as in the printed book.
         if (p.headingLevel == 1 && !first) body += "<w:r><w:br w:type=\"page\"/></w:r>";
         if (!pageMarkers || p.pageStarts.empty()) {

@@ -126,6 +126,21 @@ std::string toHocr(const std::vector<BookPageInput>& pages, const DocumentInfo& 
     return out;
 }
 
+namespace {
+std::string altoTagId(RegionKind kind) { return std::string("region_") + regionKindName(kind); }
+
+// The kinds of the page's hand-drawn regions as ALTO layout tags.
+std::string altoTags(const std::vector<PageRegion>& regions) {
+    std::string tags;
+    for (const RegionKind kind : allRegionKinds()) {
+        const bool used = std::any_of(regions.begin(), regions.end(), [&](const PageRegion& r) { return r.kind == kind; });
+        if (used && kind != RegionKind::Ignore)
+            tags += "<LayoutTag ID=\"" + altoTagId(kind) + "\" LABEL=\"" + regionKindName(kind) + "\"/>";
+    }
+    return tags.empty() ? tags : "<Tags>" + tags + "</Tags>\n";
+}
+}  // namespace
+
 std::string toAlto(const BookPageInput& in, int pageNumber, const BookPageInput* next) {
     const Box pb = pageBox(in);
     const int W = std::max(1, in.layout.width), H = std::max(1, in.layout.height);
@@ -138,7 +153,7 @@ std::string toAlto(const BookPageInput& in, int pageNumber, const BookPageInput*
         "<Processing ID=\"proc1\"><processingAgency>Quire</processingAgency><processingStepSettings>engine " +
         xmlEscape(in.layout.engine + " " + in.layout.engineVersion + "; language " + in.layout.language) +
         "</processingStepSettings><processingSoftware><softwareName>Quire</softwareName><softwareVersion>"
-        QUIRE_VERSION_STRING "</softwareVersion></processingSoftware></Processing>\n</Description>\n<Layout>\n"
+        QUIRE_VERSION_STRING "</softwareVersion></processingSoftware></Processing>\n</Description>\n" + altoTags(in.regions) + "<Layout>\n"
         "<Page ID=\"page_" + num(pageNumber) + "\" PHYSICAL_IMG_NR=\"" + num(in.page.sourceIndex + 1) + "\" WIDTH=\"" +
         num(W) + "\" HEIGHT=\"" + num(H) + "\"" + (in.page.pageNumber.empty() ? "" : " PRINTED_IMG_NR=\"" +
         xmlEscape(in.page.pageNumber) + "\"") + ">\n<PrintSpace HPOS=\"" + num(pb.x) + "\" VPOS=\"" + num(pb.y) +
@@ -161,8 +176,12 @@ std::string toAlto(const BookPageInput& in, int pageNumber, const BookPageInput*
             Box bb;
             for (const auto& l : lines)
                 if (l.block == line.block) bb = nonEmpty(bb.united(l.box));
+            // A block in a hand-drawn region is tagged with the region's kind.
+            const int hand = readRegionAt(line.box, in.regions);
+            const std::string tag =
+                hand >= 0 ? " TAGREFS=\"" + altoTagId(in.regions[size_t(hand)].kind) + "\"" : std::string();
             out += "<TextBlock ID=\"p" + num(pageNumber) + "_b" + num(line.block) + "\" HPOS=\"" + num(bb.x) +
-                   "\" VPOS=\"" + num(bb.y) + "\" WIDTH=\"" + num(bb.w) + "\" HEIGHT=\"" + num(bb.h) + "\">\n";
+                   "\" VPOS=\"" + num(bb.y) + "\" WIDTH=\"" + num(bb.w) + "\" HEIGHT=\"" + num(bb.h) + "\"" + tag + ">\n";
             block = line.block;
         }
         const Box lb = nonEmpty(line.box);
@@ -193,6 +212,13 @@ std::string toAlto(const BookPageInput& in, int pageNumber, const BookPageInput*
         out += "</TextLine>\n";
     }
     if (block >= 0) out += "</TextBlock>\n";
+    for (size_t r = 0; r < in.regions.size(); ++r)
+        if (in.regions[r].kind == RegionKind::Image) {
+            const Box b = nonEmpty(in.regions[r].box);
+            out += "<Illustration ID=\"p" + num(pageNumber) + "_i" + num(int(r)) + "\" HPOS=\"" + num(b.x) + "\" VPOS=\"" +
+                   num(b.y) + "\" WIDTH=\"" + num(b.w) + "\" HEIGHT=\"" + num(b.h) + "\" TAGREFS=\"" +
+                   altoTagId(RegionKind::Image) + "\"/>\n";
+        }
     out += "</PrintSpace>\n</Page>\n</Layout>\n</alto>\n";
     return out;
 }
@@ -216,13 +242,32 @@ std::string toPageXml(const BookPageInput& in) {
         "</Created><LastChange>" + now + "</LastChange></Metadata>\n<Page imageFilename=\"" +
         xmlEscape(pageImageName(in.page)) + "\" imageWidth=\"" + num(std::max(1, in.layout.width)) + "\" imageHeight=\"" +
         num(std::max(1, in.layout.height)) + "\">\n";
-    // Regions are the paragraphs, in reading order.
-    std::vector<std::vector<const Line*>> regions;
+    // Regions in reading order: the hand-drawn ones (with their lines), then the paragraphs of
+    // lines outside them (all of them on a page without hand-drawn regions).
+    struct OutRegion {
+        const PageRegion* hand = nullptr;
+        Box box;
+        std::vector<const Line*> lines;
+    };
+    std::vector<OutRegion> regions;
+    std::vector<int> handIndex;  // in.regions index -> regions index (-1: ignored)
+    for (const auto& r : in.regions) {
+        handIndex.push_back(r.kind == RegionKind::Ignore ? -1 : int(regions.size()));
+        if (r.kind != RegionKind::Ignore) regions.push_back({&r, r.box, {}});
+    }
     int para = -1;
+    bool openPara = false;
     for (const auto& l : in.layout.lines) {
-        if (regions.empty() || l.paragraph != para) regions.emplace_back();
-        regions.back().push_back(&l);
-        para = l.paragraph;
+        const int hand = readRegionAt(l.box, in.regions);
+        if (hand >= 0) {
+            regions[size_t(handIndex[size_t(hand)])].lines.push_back(&l);
+            openPara = false;
+            continue;
+        }
+        if (!openPara || l.paragraph != para) regions.push_back({nullptr, {}, {}});
+        regions.back().lines.push_back(&l);
+        regions.back().box = regions.back().box.united(l.box);
+        para = l.paragraph, openPara = true;
     }
     if (!regions.empty()) {
         out += "<ReadingOrder><OrderedGroup id=\"ro1\">";
@@ -231,15 +276,11 @@ std::string toPageXml(const BookPageInput& in) {
         out += "</OrderedGroup></ReadingOrder>\n";
     }
     int lineNo = 0, wordNo = 0;
-    for (size_t r = 0; r < regions.size(); ++r) {
-        Box rb;
+    auto textRegion = [&](const std::string& id, const char* type, const Box& box, const std::vector<const Line*>& lines) {
         std::string regionText;
-        for (const Line* l : regions[r]) {
-            rb = rb.united(l->box);
-            regionText += (regionText.empty() ? "" : "\n") + l->text();
-        }
-        out += "<TextRegion id=\"r" + num(int(r)) + "\" type=\"paragraph\"><Coords points=\"" + points(rb) + "\"/>\n";
-        for (const Line* l : regions[r]) {
+        for (const Line* l : lines) regionText += (regionText.empty() ? "" : "\n") + l->text();
+        out += "<TextRegion id=\"" + id + "\" type=\"" + type + "\"><Coords points=\"" + points(box) + "\"/>\n";
+        for (const Line* l : lines) {
             out += "<TextLine id=\"l" + num(++lineNo) + "\"><Coords points=\"" + points(l->box) + "\"/>\n";
             for (const Word& w : l->words) {
                 out += "<Word id=\"w" + num(++wordNo) + "\"><Coords points=\"" + points(w.box.empty() ? l->box : w.box) +
@@ -249,6 +290,21 @@ std::string toPageXml(const BookPageInput& in) {
             out += "<TextEquiv><Unicode>" + xmlEscape(l->text()) + "</Unicode></TextEquiv></TextLine>\n";
         }
         out += "<TextEquiv><Unicode>" + xmlEscape(regionText) + "</Unicode></TextEquiv></TextRegion>\n";
+    };
+    for (size_t r = 0; r < regions.size(); ++r) {
+        const OutRegion& o = regions[r];
+        const std::string id = "r" + num(int(r));
+        const RegionKind kind = o.hand ? o.hand->kind : RegionKind::Text;
+        if (kind == RegionKind::Image) {
+            out += "<ImageRegion id=\"" + id + "\"><Coords points=\"" + points(o.box) + "\"/></ImageRegion>\n";
+        } else if (kind == RegionKind::Table) {
+            out += "<TableRegion id=\"" + id + "\"><Coords points=\"" + points(o.box) + "\"/>\n";
+            textRegion(id + "_text", "other", o.box, o.lines);
+            out += "</TableRegion>\n";
+        } else {
+            textRegion(id, kind == RegionKind::Heading ? "heading" : kind == RegionKind::MarginalNote ? "marginalia" : "paragraph",
+                       o.box, o.lines);
+        }
     }
     out += "</Page>\n</PcGts>\n";
     return out;

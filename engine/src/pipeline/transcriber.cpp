@@ -23,9 +23,11 @@
 #include "pipeline/bounded_queue.h"
 #include "pipeline/crash_marker.h"
 #include "pipeline/pixel_budget.h"
+#include "quire/pipeline/region_layout.h"
 #include "quire/preprocess/orientation.h"
 #include "quire/store/attempt_log.h"
 #include "quire/store/page_history.h"
+#include "quire/store/page_regions.h"
 
 #ifdef __linux__
 #include <sys/resource.h>
@@ -236,9 +238,10 @@ PreprocessParams preprocessOfRun(const TranscribeParams& params) {
 class Run {
 public:
     Run(ProjectStore& store, const TranscribeParams& params, Recognizer& first, AttemptLog* attempts,
-        std::vector<PageRecord> queued, std::map<int64_t, std::string> docPath, int threads, int preparers)
+        std::vector<PageRecord> queued, std::map<int64_t, std::string> docPath,
+        const std::map<int64_t, std::vector<PageRegion>>& regions, int threads, int preparers)
         : store(store), params(params), first(&first), attempts(attempts), queued(std::move(queued)),
-          docPath(std::move(docPath)), threads(threads), preparers(preparers),
+          docPath(std::move(docPath)), regions(regions), threads(threads), preparers(preparers),
           splitter(preparers > 0 ? &first : nullptr), jobs(size_t(threads) + 1), done(size_t(threads) + 1),
           activeWorkers(threads), preparersLeft(preparers), pixels(params.pixelBudget),
           preprocess(preprocessOfRun(params)) {}
@@ -288,6 +291,7 @@ private:
     AttemptLog* const attempts;  // null: pages are not noted (the .inflight file cannot be written)
     const std::vector<PageRecord> queued;
     const std::map<int64_t, std::string> docPath;
+    const std::map<int64_t, std::vector<PageRegion>>& regions;  // hand-drawn, by page id
     const int threads, preparers;
     const Recognizer* const splitter;
     BoundedQueue<Job> jobs;
@@ -340,6 +344,8 @@ void Run::loadPages() {
                 else job.loadError = img.status();
                 // The user's turn comes first; a PDF's text layer is in the unturned page's terms.
                 if (img && page.rotation != 0) job.image.image = turnedClockwise(job.image.image, page.rotation);
+                if (const auto r = regions.find(page.id); img && r != regions.end())
+                    job.image.image = maskOutsideRegions(job.image.image, r->second);
                 if (img && src->kind() == SourceKind::Pdf && page.rotation == 0) {
                     job.textLayer = src->textLayer(page.sourceIndex);
                     if (job.textLayer) ++textLayerPages[page.documentId];
@@ -455,6 +461,7 @@ std::optional<Done> Run::recognizePage(Recognizer& rec, Job& job) {
             o.contentSha256 = contentHash;
             o.textLayer = job.textLayer;
             o.keptTextLayer = true;
+            if (const auto r = regions.find(job.page.id); r != regions.end()) arrangeByRegions(o.text, r->second);
             d.outcomes.push_back(std::move(o));
         } else {
             const PreprocessResult pre =
@@ -475,6 +482,10 @@ std::optional<Done> Run::recognizePage(Recognizer& rec, Job& job) {
                                                   " turned against " + std::to_string(int(pre.uprightReading))
                                             : std::string()) +
                     ")");
+            const auto hand = regions.find(job.page.id);
+            const std::vector<PageRegion>* handRegions = hand != regions.end() ? &hand->second : nullptr;
+            if (handRegions)
+                log(pageName(job.page) + ": read in its " + std::to_string(handRegions->size()) + " region(s) drawn by hand");
             for (size_t r = 0; r < pre.regions.size(); ++r) {
                 const auto& region = pre.regions[r];
                 std::function<void(const std::string&)> stream;
@@ -493,6 +504,7 @@ std::optional<Done> Run::recognizePage(Recognizer& rec, Job& job) {
                     line.box = region.toSource(line.box);
                     for (auto& w : line.words) w.box = region.toSource(w.box);
                 }
+                if (handRegions) arrangeByRegions(o.text, *handRegions);
                 o.text.width = img.image.cols;
                 o.text.height = img.image.rows;
                 o.region = {region.sourceRect.x, region.sourceRect.y, region.sourceRect.width,
@@ -638,6 +650,8 @@ Result<RunSummary> runTranscription(ProjectStore& store, const TranscribeParams&
     std::map<int64_t, std::string> docPath;
     for (const auto& d : *docs) docPath[d.id] = d.path;
 
+    auto regions = allPageRegions(store);
+    if (!regions) return regions.status();
     auto runId = store.beginRun(params.toJson());
     if (!runId) return runId.status();
 
@@ -677,7 +691,7 @@ Result<RunSummary> runTranscription(ProjectStore& store, const TranscribeParams&
     RunSummary summary;
     Status runError;
     auto runPages = [&](std::vector<PageRecord> pages, int t, int prep) {
-        Run run(store, params, *first, marks, std::move(pages), docPath, t, prep);
+        Run run(store, params, *first, marks, std::move(pages), docPath, *regions, t, prep);
         const RunSummary part = run.execute();
         summary.processed += part.processed;
         summary.inputFailures += part.inputFailures;

@@ -119,6 +119,18 @@ CREATE TABLE readings(
 CREATE INDEX readings_page ON readings(page_id, id);
 ALTER TABLE corrections ADD COLUMN set_aside INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE pages ADD COLUMN reading_replaces_corrections INTEGER NOT NULL DEFAULT 0;
+)SQL",
+                                                R"SQL(
+-- Regions drawn by hand on a page (page_region.h), in reading order; with them only they are read.
+-- Kept with the turn the page had when they were drawn: after another turn they do not apply.
+CREATE TABLE regions(
+  id INTEGER PRIMARY KEY,
+  page_id INTEGER NOT NULL REFERENCES pages(id) ON DELETE CASCADE,
+  position INTEGER NOT NULL,
+  kind TEXT NOT NULL,
+  rotation INTEGER NOT NULL,
+  x INTEGER NOT NULL, y INTEGER NOT NULL, w INTEGER NOT NULL, h INTEGER NOT NULL);
+CREATE INDEX regions_page ON regions(page_id, position);
 )SQL"};
 
 }  // namespace quire::sql

@@ -6,7 +6,7 @@
 
 namespace quire::sql {
 
-inline constexpr int kMigrationCount = 8;  // ProjectStore::kSchemaVersion
+inline constexpr int kMigrationCount = 9;  // ProjectStore::kSchemaVersion
 extern const std::array<const char*, kMigrationCount> kMigrations;
 
 }  // namespace quire::sql

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "quire/core/geometry.h"
+#include "quire/core/page_region.h"
 #include "quire/export/hyphen_judge.h"
 #include "quire/store/project_store.h"
 
@@ -17,6 +18,7 @@ struct BookPageInput {
     PageRecord page;
     std::string text;  // effective text: lines by '\n', paragraphs by an empty line
     PageText layout;   // engine layout (may be empty); used for line heights
+    std::vector<PageRegion> regions;  // drawn by hand, in reading order (none: the engine's layout)
 };
 
 // Where a page's body text begins inside a paragraph (a page break; after the word when a word
@@ -29,6 +31,7 @@ struct PageStart {
 struct BookParagraph {
     std::string text;
     int headingLevel = 0;  // 0 body, 1 chapter-like, 2 minor heading
+    bool marginalNote = false;  // from a region drawn as a marginal note: set apart, never joined
     int firstPage = 0;     // index into the input pages
     int lastPage = 0;
     std::vector<PageStart> pageStarts;  // pages whose body begins in this paragraph, in order

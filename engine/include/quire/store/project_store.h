@@ -110,7 +110,7 @@ Status damagedProject(const std::filesystem::path& path, const std::string& deta
 
 class ProjectStore {
 public:
-    static constexpr int kSchemaVersion = 8;
+    static constexpr int kSchemaVersion = 9;
     enum class Mode { OpenOrCreate, OpenExisting, ReadOnly };
 
     // Writable opens take the project's process lock: a second process is refused with a message
