@@ -29,6 +29,8 @@
 
 #include <sstream>
 
+#include <opencv2/imgcodecs.hpp>
+
 #include <quazip.h>
 #include <quazipfile.h>
 
@@ -43,6 +45,8 @@
 #include "page_editor.h"
 #include "page_list_model.h"
 #include "page_view.h"
+#include "quire/store/page_regions.h"
+#include "region_layer.h"
 #include "palette_colors.h"
 #include "settings.h"
 #include "test_util.h"
@@ -696,6 +700,77 @@ private slots:
         QVERIFY(finished.wait(120000));
         QTRY_COMPARE(w.editor()->toPlainText(), QString("typed by the archivist"));
         QCOMPARE(*w.store()->effectiveText(w.pageModel()->page(0)->id), std::string("typed by the archivist"));
+    }
+
+    // Layout by hand: regions drawn by dragging on the scan (the kind chosen first), put in reading
+    // order by clicking, retyped, deleted and undone, each change stored at once; then the page is
+    // read again in them: the heading first, then the right column, then the left, each whole.
+    void regionsAreDrawnOrderedAndReadIn() {
+        cv::Mat scan(900, 1400, CV_8UC1, cv::Scalar(255));
+        textPage({"Chapter One"}, 700, 220, 1.4).copyTo(scan(cv::Rect(350, 10, 700, 220)));
+        textPage({"left column first", "line of the left"}, 640, 400, 1.4).copyTo(scan(cv::Rect(20, 300, 640, 400)));
+        textPage({"right column first", "line of the right"}, 640, 400, 1.4).copyTo(scan(cv::Rect(740, 300, 640, 400)));
+        const QString png = m_dir.filePath("regions.png"), project = m_dir.filePath("regions.quire");
+        QVERIFY(cv::imwrite(png.toStdString(), scan));
+        const auto r = runCli({"transcribe", png, "--project", project, "--no-deskew"});
+        QVERIFY2(r.exitCode == 0, qPrintable(r.err));
+        MainWindow w;
+        w.resize(1400, 900);
+        w.show();
+        QVERIFY(w.openProject(project));
+        QTRY_VERIFY(w.pageImageShown());
+        PageView* view = w.pageView();
+        auto drag = [&](QPointF from, QPointF to) {
+            const QPoint a = view->mapFromScene(from), b = view->mapFromScene(to);
+            QTest::mousePress(view->viewport(), Qt::LeftButton, {}, a);
+            QTest::mouseMove(view->viewport(), (a + b) / 2);
+            QTest::mouseMove(view->viewport(), b);
+            QTest::mouseRelease(view->viewport(), Qt::LeftButton, {}, b);
+        };
+        auto stored = [&] { return *pageRegions(*w.store(), w.pageModel()->page(0)->id); };
+        w.findChild<QAction*>("regionModeAction")->trigger();
+        QVERIFY(view->regionMode());
+        drag({730, 290}, {1390, 710});  // the right column, a text region
+        drag({10, 290}, {670, 710});    // the left column
+        w.findChild<QAction*>("regionKind-heading")->trigger();
+        drag({340, 100}, {1060, 230});
+        QCOMPARE(int(stored().size()), 3);
+        QCOMPARE(stored()[2].kind, RegionKind::Heading);
+        QVERIFY(std::abs(stored()[0].box.x - 730) <= 3 && std::abs(stored()[0].box.right() - 1390) <= 3);
+        // Reading order by clicking: the heading, then the right column (the left follows).
+        w.findChild<QAction*>("regionOrderAction")->trigger();
+        QTest::mouseClick(view->viewport(), Qt::LeftButton, {}, view->mapFromScene(QPointF(700, 160)));
+        QTest::mouseClick(view->viewport(), Qt::LeftButton, {}, view->mapFromScene(QPointF(1000, 500)));
+        QVERIFY(!view->regionLayer()->ordering());
+        QCOMPARE(stored()[0].kind, RegionKind::Heading);
+        QVERIFY(stored()[1].box.x > 700 && stored()[2].box.x < 100);
+        // Retyped, then undone with Ctrl+Z; deleted with Delete, then undone.
+        view->regionLayer()->setKind(2, RegionKind::Ignore);
+        QCOMPARE(stored()[2].kind, RegionKind::Ignore);
+        QTest::keyClick(view, Qt::Key_Z, Qt::ControlModifier);
+        QCOMPARE(stored()[2].kind, RegionKind::Text);
+        QTest::mouseClick(view->viewport(), Qt::LeftButton, {}, view->mapFromScene(QPointF(300, 500)));
+        QCOMPARE(view->regionLayer()->selected(), 2);
+        QTest::keyClick(view, Qt::Key_Delete);
+        QCOMPARE(int(stored().size()), 2);
+        QTest::keyClick(view, Qt::Key_Z, Qt::ControlModifier);
+        QCOMPARE(int(stored().size()), 3);
+        // Read again in the regions.
+        QSignalSpy finished(&w, &MainWindow::runFinished);
+        QTimer::singleShot(0, &w, [&] {
+            QTRY_VERIFY(qobject_cast<RereadDialog*>(QApplication::activeModalWidget()));
+            qobject_cast<RereadDialog*>(QApplication::activeModalWidget())->accept();
+        });
+        w.findChild<QAction*>("regionReadAction")->trigger();
+        QVERIFY(finished.wait(120000));
+        QTRY_VERIFY2(w.editor()->toPlainText().contains("Chapter"), qPrintable(w.editor()->toPlainText()));
+        const QString text = w.editor()->toPlainText();
+        const int heading = text.indexOf("Chapter"), right = text.indexOf("right column"), left = text.indexOf("left column");
+        QVERIFY2(heading >= 0 && right > heading && left > right, qPrintable(text));
+        // Each column whole: the right one's second line before any of the left one.
+        QVERIFY2(text.indexOf("line of the right") > right && text.indexOf("line of the right") < left, qPrintable(text));
+        // The regions are shown again over the page read in them.
+        QTRY_COMPARE(int(view->regionLayer()->regions().size()), 3);
     }
 
     // Find and replace across the book, driven through the panel: a hit opens its page with the words

@@ -354,12 +354,13 @@ private slots:
     void migratesAVersionOneProject() {
         const QString file = m_dir.filePath("v1.quire");
         { QVERIFY(fresh("v1.quire")); }
-        // Back to schema 1: without what migrations 2-8 add.
+        // Back to schema 1: without what migrations 2-9 add.
         execSql(file, "DROP TABLE decoder_state; DROP TABLE context_pages; ALTER TABLE pages DROP COLUMN crashes; "
                       "ALTER TABLE pages DROP COLUMN flag_reason; DROP TABLE dictionary; DROP TABLE arrangement_edits; "
                       "ALTER TABLE pages DROP COLUMN book_order; ALTER TABLE pages DROP COLUMN removed; "
                       "ALTER TABLE pages DROP COLUMN rotation; DROP TABLE readings; ALTER TABLE corrections DROP COLUMN "
-                      "set_aside; ALTER TABLE pages DROP COLUMN reading_replaces_corrections; PRAGMA user_version=1");
+                      "set_aside; ALTER TABLE pages DROP COLUMN reading_replaces_corrections; DROP TABLE regions; "
+                      "PRAGMA user_version=1");
         auto store = ProjectStore::open(file.toStdString());
         QVERIFY2(store, store.status().message().c_str());
         QVERIFY((*store)->saveDecoderState(DecoderCheckpoint{"x", true, 0, {{1.f}}}));

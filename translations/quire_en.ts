@@ -695,6 +695,10 @@
         <source>The properties could not be saved: %1</source>
         <translation type="unfinished"></translation>
     </message>
+    <message>
+        <source>&amp;Layout</source>
+        <translation type="unfinished"></translation>
+    </message>
 </context>
 <context>
     <name>quire::ui::PageArranger</name>
@@ -895,6 +899,107 @@
     <message>
         <source>Written into the metadata of every export (DOCX, searchable PDF, hOCR).</source>
         <translation type="unfinished"></translation>
+    </message>
+</context>
+<context>
+    <name>quire::ui::RegionLayer</name>
+    <message>
+        <source>Text</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Heading</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Marginal note</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Table</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Image</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Ignore</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Draw two regions or more to set their reading order.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Click the regions in reading order (%1 to go).</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Reading order set.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Reading order left as it was clicked so far.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Read &amp;Earlier</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Read &amp;Later</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>&amp;Delete Region</source>
+        <translation type="unfinished"></translation>
+    </message>
+</context>
+<context>
+    <name>quire::ui::RegionTools</name>
+    <message>
+        <source>Draw &amp;Regions</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Drag on the scan to draw a region; drag a region to move it; right-click it to change its kind or place in the reading order; Delete removes it, Ctrl+Z undoes</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>New Region &amp;Kind</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Set Reading &amp;Order by Clicking</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Remove the Page&apos;s Re&amp;gions</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Read the Page in Its Regions…</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>The page&apos;s regions cannot be read: %1</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>The regions could not be saved: %1</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Page %1: no regions; the engine finds its layout at the next reading.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message numerus="yes">
+        <source>Page %1: %n region(s) saved; Layout ▸ Read the Page in Its Regions reads it in them.</source>
+        <translation type="unfinished">
+            <numerusform></numerusform>
+            <numerusform></numerusform>
+        </translation>
     </message>
 </context>
 <context>

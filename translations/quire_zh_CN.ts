@@ -692,6 +692,10 @@
         <source>Wait until the run ends (or cancel it) to read pages again.</source>
         <translation>请等待本次识别结束（或取消它）后再重新识别页面。</translation>
     </message>
+    <message>
+        <source>&amp;Layout</source>
+        <translation>版面(&amp;L)</translation>
+    </message>
 </context>
 <context>
     <name>quire::ui::PageArranger</name>
@@ -891,6 +895,106 @@
     <message>
         <source>Written into the metadata of every export (DOCX, searchable PDF, hOCR).</source>
         <translation>写入每次导出的元数据（DOCX、可搜索 PDF、hOCR）。</translation>
+    </message>
+</context>
+<context>
+    <name>quire::ui::RegionLayer</name>
+    <message>
+        <source>Text</source>
+        <translation>正文</translation>
+    </message>
+    <message>
+        <source>Heading</source>
+        <translation>标题</translation>
+    </message>
+    <message>
+        <source>Marginal note</source>
+        <translation>旁注</translation>
+    </message>
+    <message>
+        <source>Table</source>
+        <translation>表格</translation>
+    </message>
+    <message>
+        <source>Image</source>
+        <translation>图片</translation>
+    </message>
+    <message>
+        <source>Ignore</source>
+        <translation>忽略</translation>
+    </message>
+    <message>
+        <source>Draw two regions or more to set their reading order.</source>
+        <translation>请至少画出两个区域，再设定阅读顺序。</translation>
+    </message>
+    <message>
+        <source>Click the regions in reading order (%1 to go).</source>
+        <translation>请按阅读顺序点击各区域（还剩 %1 个）。</translation>
+    </message>
+    <message>
+        <source>Reading order set.</source>
+        <translation>阅读顺序已设定。</translation>
+    </message>
+    <message>
+        <source>Reading order left as it was clicked so far.</source>
+        <translation>阅读顺序保留为目前已点击的顺序。</translation>
+    </message>
+    <message>
+        <source>Read &amp;Earlier</source>
+        <translation>提前阅读(&amp;E)</translation>
+    </message>
+    <message>
+        <source>Read &amp;Later</source>
+        <translation>推后阅读(&amp;L)</translation>
+    </message>
+    <message>
+        <source>&amp;Delete Region</source>
+        <translation>删除区域(&amp;D)</translation>
+    </message>
+</context>
+<context>
+    <name>quire::ui::RegionTools</name>
+    <message>
+        <source>Draw &amp;Regions</source>
+        <translation>绘制区域(&amp;R)</translation>
+    </message>
+    <message>
+        <source>Drag on the scan to draw a region; drag a region to move it; right-click it to change its kind or place in the reading order; Delete removes it, Ctrl+Z undoes</source>
+        <translation>在扫描图上拖动以绘制区域；拖动区域可移动它；右键单击可更改其类型或在阅读顺序中的位置；Delete 键删除，Ctrl+Z 撤销</translation>
+    </message>
+    <message>
+        <source>New Region &amp;Kind</source>
+        <translation>新区域类型(&amp;K)</translation>
+    </message>
+    <message>
+        <source>Set Reading &amp;Order by Clicking</source>
+        <translation>点击设定阅读顺序(&amp;O)</translation>
+    </message>
+    <message>
+        <source>Remove the Page&apos;s Re&amp;gions</source>
+        <translation>移除本页的区域(&amp;G)</translation>
+    </message>
+    <message>
+        <source>Read the Page in Its Regions…</source>
+        <translation>按区域重新识别本页…</translation>
+    </message>
+    <message>
+        <source>The page&apos;s regions cannot be read: %1</source>
+        <translation>无法读取本页的区域：%1</translation>
+    </message>
+    <message>
+        <source>The regions could not be saved: %1</source>
+        <translation>无法保存区域：%1</translation>
+    </message>
+    <message>
+        <source>Page %1: no regions; the engine finds its layout at the next reading.</source>
+        <translation>第 %1 页：没有区域；下次识别时由引擎自行分析版面。</translation>
+    </message>
+    <message numerus="yes">
+        <source>Page %1: %n region(s) saved; Layout ▸ Read the Page in Its Regions reads it in them.</source>
+        <translation>
+            <numerusform>第 %1 页：已保存 %n 个区域；“版面 ▸ 按区域重新识别本页”将按这些区域识别。</numerusform>
+        </translation>
     </message>
 </context>
 <context>

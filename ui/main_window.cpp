@@ -32,6 +32,7 @@
 #include "page_arranger.h"
 #include "page_history_dialog.h"
 #include "properties_dialog.h"
+#include "region_tools.h"
 #include "reread_dialog.h"
 #include "page_editor.h"
 #include "page_list_delegate.h"
@@ -99,6 +100,7 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent), m_settings(std::m
         // not even lie on the scan): the scan is shown without them until it is read.
         m_view->setPage(img, p->status == PageStatus::Queued ? PageText() : m_editor->alignedWords(), origin, 60.0f);
         m_imageShownFor = p->id;
+        m_regionTools->loadShownPage(origin);
         emit pageShown(m_currentRow);
     });
     restoreGeometry(m_settings->windowGeometry());
@@ -349,6 +351,18 @@ void MainWindow::buildActions() {
     m_rereadAct->setObjectName("rereadAction");
     m_list->addAction(m_rereadAct);
     connect(m_arranger, &PageArranger::arranged, this, &MainWindow::onPagesArranged);
+
+    QMenu* layoutMenu = menuBar()->addMenu(tr("&Layout"));
+    m_regionTools = new RegionTools(
+        {[this] { return m_store.get(); }, [this] { return pageImageShown() ? int64_t(m_imageShownFor) : int64_t(-1); },
+         [this] {
+             const PageRecord* p = m_model->page(m_currentRow);
+             return p ? p->sequence : 0;
+         },
+         [this] { return m_running; }, [this](const std::vector<int64_t>& ids) { rereadPages(ids); },
+         [this](const QString& m) { showError(m); }, [this](const QString& m) { log(m); }},
+        m_view, this);
+    m_regionTools->addTo(layoutMenu);
     connect(m_arranger, &PageArranger::scansAdded, this, &MainWindow::startRun);
     connect(m_model, &PageListModel::pagesDropped, m_arranger, &PageArranger::move);
 
@@ -431,6 +445,7 @@ void MainWindow::updateActions() {
     m_historyAct->setEnabled(open && m_currentRow >= 0 && !m_store->readOnly());
     if (m_arranger) m_arranger->refresh();
     if (m_rereadAct) m_rereadAct->setEnabled(open && !m_running && !m_store->readOnly() && m_currentRow >= 0);
+    if (m_regionTools) m_regionTools->refresh();
 }
 
 std::vector<int64_t> MainWindow::chosenPages() const {
@@ -782,8 +797,11 @@ void MainWindow::rereadChosenPages() {
         showError(tr("Wait until the run ends (or cancel it) to read pages again."));
         return;
     }
-    const std::vector<int64_t> chosen = chosenPages();
-    if (chosen.empty()) return;
+    rereadPages(chosenPages());
+}
+
+void MainWindow::rereadPages(const std::vector<int64_t>& chosen) {
+    if (!m_store || m_store->readOnly() || m_running || chosen.empty()) return;
     int corrected = 0;
     for (const int64_t id : chosen)
         if (const PageRecord* p = m_model->page(m_model->rowOf(id)); p && p->corrected) ++corrected;

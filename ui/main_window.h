@@ -28,6 +28,7 @@ namespace quire::ui {
 
 class FindPanel;
 class PageArranger;
+class RegionTools;
 class PageListModel;
 class PageFilterProxy;
 class PageView;
@@ -49,6 +50,7 @@ public:
     // The chosen pages read again (Pages > Read Again…): asks the engine, the languages and, where
     // pages have corrections, whether those stay their text; then runs.
     void rereadChosenPages();
+    void rereadPages(const std::vector<int64_t>& pageIds);
     void setPaused(bool paused);
     void cancelRun();
     bool isRunning() const { return m_running; }
@@ -133,6 +135,7 @@ private:
     PageEditor* m_editor = nullptr;
     FindPanel* m_find = nullptr;
     PageArranger* m_arranger = nullptr;
+    RegionTools* m_regionTools = nullptr;
     QLabel* m_flagNote = nullptr;
     QDockWidget* m_findDock = nullptr;
     QPlainTextEdit* m_log = nullptr;

@@ -1,7 +1,9 @@
 // The scan view: zoom, pan, and the line and word boxes drawn over the page.
 #include "page_view.h"
 
+#include <QContextMenuEvent>
 #include <QEvent>
+#include <QKeyEvent>
 #include <QGraphicsPixmapItem>
 #include <QGraphicsRectItem>
 #include <QGraphicsScene>
@@ -10,6 +12,7 @@
 #include <QWheelEvent>
 
 #include "palette_colors.h"
+#include "region_layer.h"
 
 namespace quire::ui {
 
@@ -19,10 +22,19 @@ PageView::PageView(QWidget* parent) : QGraphicsView(parent) {
     setTransformationAnchor(QGraphicsView::AnchorUnderMouse);
     setRenderHints(QPainter::SmoothPixmapTransform | QPainter::Antialiasing);
     setBackgroundRole(QPalette::Dark);
+    m_regionLayer = new RegionLayer(scene(), this);
+}
+
+void PageView::setRegionMode(bool on) {
+    m_regionMode = on;
+    setDragMode(on ? QGraphicsView::NoDrag : QGraphicsView::ScrollHandDrag);
+    viewport()->setCursor(on ? Qt::CrossCursor : Qt::OpenHandCursor);
+    if (on) setFocus();
 }
 
 void PageView::setPage(const QImage& scan, const PageText& words, QPoint origin, float lowConfidence) {
     scene()->clear();
+    m_regionLayer->sceneCleared();
     m_wordItems.clear();
     m_highlight = nullptr;
     m_highlighted = -1;
@@ -43,11 +55,13 @@ void PageView::setPage(const QImage& scan, const PageText& words, QPoint origin,
     m_pixmap->setTransformationMode(Qt::SmoothTransformation);
     scene()->setSceneRect(pm.rect());
     rebuildBoxes();
+    m_regionLayer->redraw();
     applyMode();
 }
 
 void PageView::clearPage(const QString& message) {
     scene()->clear();
+    m_regionLayer->sceneCleared();
     m_pixmap = nullptr;
     m_highlight = nullptr;
     m_wordItems.clear();
@@ -146,6 +160,11 @@ void PageView::wheelEvent(QWheelEvent* e) {
 }
 
 void PageView::mousePressEvent(QMouseEvent* e) {
+    if (m_regionMode && m_pixmap) {
+        if (e->button() == Qt::LeftButton) m_regionLayer->press(mapToScene(e->position().toPoint()));
+        e->accept();
+        return;
+    }
     if (e->button() == Qt::LeftButton) {
         for (QGraphicsItem* item : items(e->position().toPoint())) {
             const QVariant idx = item->data(0);
@@ -159,6 +178,44 @@ void PageView::mousePressEvent(QMouseEvent* e) {
     QGraphicsView::mousePressEvent(e);
 }
 
+void PageView::mouseMoveEvent(QMouseEvent* e) {
+    if (m_regionMode && m_regionLayer->move(mapToScene(e->position().toPoint()))) return e->accept();
+    QGraphicsView::mouseMoveEvent(e);
+}
+
+void PageView::mouseReleaseEvent(QMouseEvent* e) {
+    if (m_regionMode && e->button() == Qt::LeftButton && m_regionLayer->release(mapToScene(e->position().toPoint())))
+        return e->accept();
+    QGraphicsView::mouseReleaseEvent(e);
+}
+
+void PageView::keyPressEvent(QKeyEvent* e) {
+    if (m_regionMode && m_regionLayer->key(e)) return e->accept();
+    QGraphicsView::keyPressEvent(e);
+}
+
+// In region mode Ctrl+Z, Delete and Escape are the regions' while the view has focus, not the
+// window's (Edit ▸ Undo is the text editor's).
+bool PageView::event(QEvent* e) {
+    if (m_regionMode && e->type() == QEvent::ShortcutOverride) {
+        auto* k = static_cast<QKeyEvent*>(e);
+        if (k->matches(QKeySequence::Undo) || k->key() == Qt::Key_Delete || k->key() == Qt::Key_Backspace ||
+            k->key() == Qt::Key_Escape) {
+            e->accept();
+            return true;
+        }
+    }
+    return QGraphicsView::event(e);
+}
+
+void PageView::contextMenuEvent(QContextMenuEvent* e) {
+    if (m_regionMode && m_pixmap) {
+        m_regionLayer->contextMenu(mapToScene(e->pos()), e->globalPos());
+        return e->accept();
+    }
+    QGraphicsView::contextMenuEvent(e);
+}
+
 void PageView::resizeEvent(QResizeEvent* e) {
     QGraphicsView::resizeEvent(e);
     applyMode();
@@ -170,10 +227,12 @@ void PageView::changeEvent(QEvent* e) {
         const int h = m_highlighted;
         const QPixmap pm = m_pixmap->pixmap();
         scene()->clear();
+        m_regionLayer->sceneCleared();
         m_wordItems.clear();
         m_highlight = nullptr;
         m_pixmap = scene()->addPixmap(pm);
         rebuildBoxes();
+        m_regionLayer->redraw();
         highlightWord(h);
     }
 }

@@ -1,5 +1,6 @@
 // The scan of the current page, zoomable and pannable, with line and word boxes drawn on top and
-// low-confidence words tinted. Clicking a word box reports the word.
+// low-confidence words tinted, and the regions drawn by hand (region_layer.h). Clicking a word box
+// reports the word.
 #pragma once
 
 #include <QGraphicsView>
@@ -11,6 +12,8 @@ class QGraphicsPixmapItem;
 class QGraphicsRectItem;
 
 namespace quire::ui {
+
+class RegionLayer;
 
 class PageView : public QGraphicsView {
     Q_OBJECT
@@ -24,6 +27,11 @@ public:
     void highlightWord(int index);  // -1 clears
     int highlightedWord() const { return m_highlighted; }
     QGraphicsRectItem* wordItem(int i) const { return i >= 0 && i < int(m_wordItems.size()) ? m_wordItems[size_t(i)] : nullptr; }
+
+    // The hand-drawn regions over the scan; in region mode the mouse edits them instead of panning.
+    RegionLayer* regionLayer() const { return m_regionLayer; }
+    void setRegionMode(bool on);
+    bool regionMode() const { return m_regionMode; }
 
     void fitWidth();
     void fitPage();
@@ -42,6 +50,11 @@ signals:
 protected:
     void wheelEvent(QWheelEvent* e) override;
     void mousePressEvent(QMouseEvent* e) override;
+    void mouseMoveEvent(QMouseEvent* e) override;
+    void mouseReleaseEvent(QMouseEvent* e) override;
+    void keyPressEvent(QKeyEvent* e) override;
+    bool event(QEvent* e) override;
+    void contextMenuEvent(QContextMenuEvent* e) override;
     void resizeEvent(QResizeEvent* e) override;
     void changeEvent(QEvent* e) override;
 
@@ -55,6 +68,8 @@ private:
     std::vector<float> m_wordConf;
     std::vector<quire::Box> m_lineBoxes;
     QPoint m_origin;
+    RegionLayer* m_regionLayer = nullptr;
+    bool m_regionMode = false;
     float m_lowConfidence = 60;
     int m_highlighted = -1;
     ZoomMode m_mode = ZoomMode::FitWidth;
