@@ -36,7 +36,7 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <source>With --screenshot: find:WORDS, history, reread or pages (the view to capture).</source>
+        <source>With --screenshot: find:WORDS, history, reread, pages or regions (the view to capture).</source>
         <translation type="unfinished"></translation>
     </message>
     <message>

@@ -44,8 +44,8 @@
         <translation>一个项目，或配合 --new 使用的扫描文件。</translation>
     </message>
     <message>
-        <source>With --screenshot: find:WORDS, history, reread or pages (the view to capture).</source>
-        <translation>与 --screenshot 一起使用：find:词语、history、reread 或 pages（要截取的视图）。</translation>
+        <source>With --screenshot: find:WORDS, history, reread, pages or regions (the view to capture).</source>
+        <translation>与 --screenshot 一起使用：find:词语、history、reread、pages 或 regions（要截取的视图）。</translation>
     </message>
 </context>
 <context>

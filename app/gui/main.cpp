@@ -2,7 +2,7 @@
 //
 //   quire [PROJECT.quire]                      open a project
 //   quire --new INPUT... --project P.quire     create a project from scans and start transcribing
-//   quire --screenshot FILE.png [--project P] [--page N] [--theme light|dark] [--show find:WORDS|history|reread|pages]
+//   quire --screenshot FILE.png [--project P] [--page N] [--theme light|dark] [--show find:WORDS|history|reread|pages|regions]
 //                                              save a picture of the main window and quit
 #include <QApplication>
 #include <QCommandLineParser>
@@ -97,7 +97,7 @@ int main(int argc, char** argv) {
     QCommandLineOption shotOpt("screenshot", QApplication::translate("main", "Save a screenshot of the window and quit."), "png");
     QCommandLineOption themeOpt("theme", QApplication::translate("main", "light, dark or system (overrides the setting)."), "theme");
     QCommandLineOption langOpt("ui-language", QApplication::translate("main", "Interface language, e.g. zh_CN."), "lang");
-    QCommandLineOption showOpt("show", QApplication::translate("main", "With --screenshot: find:WORDS, history, reread or pages (the view to capture)."), "view");
+    QCommandLineOption showOpt("show", QApplication::translate("main", "With --screenshot: find:WORDS, history, reread, pages or regions (the view to capture)."), "view");
     QCommandLineOption typeOpt("type-into-editor", QApplication::translate("main", "Type this text into the editor (tests)."), "text");
     parser.addOptions({projectOpt, newOpt, startOpt, pageOpt, shotOpt, showOpt, themeOpt, langOpt, typeOpt});
     parser.addPositionalArgument("inputs", QApplication::translate("main", "A project, or scans with --new."));
@@ -161,6 +161,8 @@ int main(int argc, char** argv) {
                     dialog->selectVersion(0);  // the oldest reading, compared with the text now
                     shown = dialog;
                 }
+            } else if (view == "regions") {
+                if (auto* mode = window.findChild<QAction*>("regionModeAction")) mode->setChecked(true);
             } else if (view == "reread") {
                 shown = new quire::ui::RereadDialog(3, 1, "ppocr", "eng+lat", &window);
             } else if (view == "pages") {
