@@ -737,6 +737,13 @@ private slots:
         QCOMPARE(int(stored().size()), 3);
         QCOMPARE(stored()[2].kind, RegionKind::Heading);
         QVERIFY(std::abs(stored()[0].box.x - 730) <= 3 && std::abs(stored()[0].box.right() - 1390) <= 3);
+        // A region resized by dragging its edge, and back with Ctrl+Z.
+        const int rightEdge = stored()[0].box.right();
+        drag({double(rightEdge), 500}, {double(rightEdge) - 100, 500});
+        QVERIFY2(std::abs(stored()[0].box.right() - (rightEdge - 100)) <= 3, qPrintable(QString::number(stored()[0].box.right())));
+        QCOMPARE(stored()[0].box.x, 730);
+        QTest::keyClick(view, Qt::Key_Z, Qt::ControlModifier);
+        QCOMPARE(stored()[0].box.right(), rightEdge);
         // Reading order by clicking: the heading, then the right column (the left follows).
         w.findChild<QAction*>("regionOrderAction")->trigger();
         QTest::mouseClick(view->viewport(), Qt::LeftButton, {}, view->mapFromScene(QPointF(700, 160)));

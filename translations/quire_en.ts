@@ -963,10 +963,6 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <source>Drag on the scan to draw a region; drag a region to move it; right-click it to change its kind or place in the reading order; Delete removes it, Ctrl+Z undoes</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
         <source>New Region &amp;Kind</source>
         <translation type="unfinished"></translation>
     </message>
@@ -1000,6 +996,10 @@
             <numerusform></numerusform>
             <numerusform></numerusform>
         </translation>
+    </message>
+    <message>
+        <source>Drag on the scan to draw a region; drag a region to move it, its edge to resize it; right-click it to change its kind or place in the reading order; Delete removes it, Ctrl+Z undoes</source>
+        <translation type="unfinished"></translation>
     </message>
 </context>
 <context>

@@ -959,10 +959,6 @@
         <translation>绘制区域(&amp;R)</translation>
     </message>
     <message>
-        <source>Drag on the scan to draw a region; drag a region to move it; right-click it to change its kind or place in the reading order; Delete removes it, Ctrl+Z undoes</source>
-        <translation>在扫描图上拖动以绘制区域；拖动区域可移动它；右键单击可更改其类型或在阅读顺序中的位置；Delete 键删除，Ctrl+Z 撤销</translation>
-    </message>
-    <message>
         <source>New Region &amp;Kind</source>
         <translation>新区域类型(&amp;K)</translation>
     </message>
@@ -995,6 +991,10 @@
         <translation>
             <numerusform>第 %1 页：已保存 %n 个区域；“版面 ▸ 按区域重新识别本页”将按这些区域识别。</numerusform>
         </translation>
+    </message>
+    <message>
+        <source>Drag on the scan to draw a region; drag a region to move it, its edge to resize it; right-click it to change its kind or place in the reading order; Delete removes it, Ctrl+Z undoes</source>
+        <translation>在扫描图上拖动以绘制区域；拖动区域可移动它，拖动其边缘可调整大小；右键单击可更改其类型或在阅读顺序中的位置；Delete 键删除，Ctrl+Z 撤销</translation>
     </message>
 </context>
 <context>

@@ -161,7 +161,8 @@ void PageView::wheelEvent(QWheelEvent* e) {
 
 void PageView::mousePressEvent(QMouseEvent* e) {
     if (m_regionMode && m_pixmap) {
-        if (e->button() == Qt::LeftButton) m_regionLayer->press(mapToScene(e->position().toPoint()));
+        // An edge within 6 screen pixels is taken to resize, at any zoom.
+        if (e->button() == Qt::LeftButton) m_regionLayer->press(mapToScene(e->position().toPoint()), 6.0 / std::max(0.01, zoom()));
         e->accept();
         return;
     }

@@ -10,6 +10,9 @@
 #include <QMenu>
 #include <QPen>
 
+#include <algorithm>
+#include <cmath>
+
 namespace quire::ui {
 
 namespace {
@@ -28,6 +31,16 @@ QColor kindColor(RegionKind kind) {
 }
 
 constexpr double kSmallest = 8;  // scene pixels: a smaller drag is a click, not a region
+enum Edge { kLeft = 1, kRight = 2, kTop = 4, kBottom = 8 };
+
+// `r` with the chosen edges moved by `d`.
+QRectF resized(QRectF r, int edges, QPointF d) {
+    if (edges & kLeft) r.setLeft(r.left() + d.x());
+    if (edges & kRight) r.setRight(r.right() + d.x());
+    if (edges & kTop) r.setTop(r.top() + d.y());
+    if (edges & kBottom) r.setBottom(r.bottom() + d.y());
+    return r.normalized();
+}
 
 }  // namespace
 
@@ -107,6 +120,25 @@ int RegionLayer::regionAt(QPointF at) const {
     return best;
 }
 
+int RegionLayer::edgeAt(QPointF at, double grip, int* edges) const {
+    int best = -1;
+    double bestDistance = grip;
+    for (size_t i = 0; i < m_regions.size(); ++i) {
+        const QRectF r = sceneRect(m_regions[i]);
+        if (!r.adjusted(-grip, -grip, grip, grip).contains(at)) continue;
+        const double dl = std::abs(at.x() - r.left()), dr = std::abs(at.x() - r.right());
+        const double dt = std::abs(at.y() - r.top()), db = std::abs(at.y() - r.bottom());
+        int e = 0;
+        if (dl <= grip) e |= kLeft;
+        else if (dr <= grip) e |= kRight;
+        if (dt <= grip) e |= kTop;
+        else if (db <= grip) e |= kBottom;
+        const double d = std::min({dl, dr, dt, db});
+        if (e && d <= bestDistance) best = int(i), bestDistance = d, *edges = e;
+    }
+    return best;
+}
+
 void RegionLayer::change(std::vector<PageRegion> regions) {
     m_undo.push_back(m_regions);
     m_regions = std::move(regions);
@@ -165,7 +197,7 @@ void RegionLayer::clear() {
     if (!m_regions.empty()) change({});
 }
 
-bool RegionLayer::press(QPointF at) {
+bool RegionLayer::press(QPointF at, double grip) {
     const int hit = regionAt(at);
     if (m_ordering) {
         if (hit < 0) return true;
@@ -183,6 +215,14 @@ bool RegionLayer::press(QPointF at) {
         return true;
     }
     m_dragStart = at;
+    int edges = 0;
+    if (const int edge = edgeAt(at, grip, &edges); edge >= 0) {
+        m_selected = edge;
+        m_edges = edges;
+        m_drag = Drag::Resize;
+        redraw();
+        return true;
+    }
     if (hit >= 0) {
         m_selected = hit;
         m_drag = Drag::Move;
@@ -202,6 +242,11 @@ bool RegionLayer::press(QPointF at) {
 bool RegionLayer::move(QPointF at) {
     if (m_drag == Drag::Draw && m_rubber) {
         m_rubber->setRect(QRectF(m_dragStart, at).normalized());
+        return true;
+    }
+    if (m_drag == Drag::Resize && m_selected >= 0) {
+        auto* rect = static_cast<QGraphicsRectItem*>(m_items[size_t(2 * m_selected)]);
+        rect->setRect(resized(sceneRect(m_regions[size_t(m_selected)]), m_edges, at - m_dragStart));
         return true;
     }
     if (m_drag == Drag::Move && m_selected >= 0) {
@@ -231,6 +276,17 @@ bool RegionLayer::release(QPointF at) {
         auto next = m_regions;
         next.push_back(region);
         m_selected = int(next.size()) - 1;
+        change(std::move(next));
+        return true;
+    }
+    if (drag == Drag::Resize && m_selected >= 0) {
+        const QRectF r = resized(sceneRect(m_regions[size_t(m_selected)]), m_edges, at - m_dragStart);
+        if (r.width() < kSmallest || r.height() < kSmallest || r == sceneRect(m_regions[size_t(m_selected)])) {
+            redraw();
+            return true;
+        }
+        auto next = m_regions;
+        next[size_t(m_selected)].box = {int(r.x()) + m_origin.x(), int(r.y()) + m_origin.y(), int(r.width()), int(r.height())};
         change(std::move(next));
         return true;
     }

@@ -1,7 +1,8 @@
 // The regions drawn by hand on the scan (page_region.h): shown over the page with their kind and
 // place in the reading order, and, while the view is in region mode, drawn (drag on the page),
-// moved (drag a region), retyped and deleted (context menu, Delete), renumbered by clicking them
-// in reading order, and undone (Ctrl+Z) — each change reported for the project to store.
+// moved (drag a region), resized (drag an edge or a corner), retyped and deleted (context menu,
+// Delete), renumbered by clicking them in reading order, and undone (Ctrl+Z) — each change
+// reported for the project to store.
 #pragma once
 
 #include <QObject>
@@ -40,8 +41,9 @@ public:
     int selected() const { return m_selected; }
     bool undo();
 
-    // Mouse and keys in region mode, in scene coordinates; true when used.
-    bool press(QPointF at);
+    // Mouse and keys in region mode, in scene coordinates; true when used. `grip`: how near (scene
+    // units) an edge a press takes it to resize the region.
+    bool press(QPointF at, double grip = 8);
     bool move(QPointF at);
     bool release(QPointF at);
     bool key(QKeyEvent* e);
@@ -59,6 +61,8 @@ signals:
 
 private:
     int regionAt(QPointF at) const;
+    // The region whose edges (a bit set of kLeft, kRight, kTop, kBottom) lie within `grip` of `at`.
+    int edgeAt(QPointF at, double grip, int* edges) const;
     QRectF sceneRect(const PageRegion& r) const;
     void change(std::vector<PageRegion> regions);
 
@@ -71,7 +75,8 @@ private:
     QPoint m_origin;
     RegionKind m_newKind = RegionKind::Text;
     int m_selected = -1;
-    enum class Drag { None, Draw, Move } m_drag = Drag::None;
+    enum class Drag { None, Draw, Move, Resize } m_drag = Drag::None;
+    int m_edges = 0;
     QPointF m_dragStart;
     bool m_ordering = false;
     int m_nextOrder = 0;

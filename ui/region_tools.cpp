@@ -22,7 +22,7 @@ void RegionTools::addTo(QMenu* menu) {
     m_mode->setObjectName("regionModeAction");
     m_mode->setCheckable(true);
     m_mode->setShortcut(QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_R));
-    m_mode->setToolTip(tr("Drag on the scan to draw a region; drag a region to move it; right-click it to change its "
+    m_mode->setToolTip(tr("Drag on the scan to draw a region; drag a region to move it, its edge to resize it; right-click it to change its "
                           "kind or place in the reading order; Delete removes it, Ctrl+Z undoes"));
     connect(m_mode, &QAction::toggled, this, [this](bool on) {
         m_view->setRegionMode(on);
