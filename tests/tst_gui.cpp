@@ -778,6 +778,16 @@ private slots:
         QVERIFY2(text.indexOf("line of the right") > right && text.indexOf("line of the right") < left, qPrintable(text));
         // The regions are shown again over the page read in them.
         QTRY_COMPARE(int(view->regionLayer()->regions().size()), 3);
+        // One region read again alone, from its menu: the run says so, and the text keeps its order.
+        QTRY_VERIFY(w.pageImageShown() && !w.isRunning());
+        QTimer::singleShot(0, &w, [&] {
+            QTRY_VERIFY(qobject_cast<RereadDialog*>(QApplication::activeModalWidget()));
+            qobject_cast<RereadDialog*>(QApplication::activeModalWidget())->accept();
+        });
+        emit view->regionLayer()->readAgainAsked(1);
+        QVERIFY(finished.wait(120000));
+        QTRY_VERIFY(w.findChild<QPlainTextEdit*>("log")->toPlainText().contains("its region 2 (text) read again"));
+        QTRY_VERIFY(w.editor()->toPlainText().indexOf("right column") > w.editor()->toPlainText().indexOf("Chapter"));
     }
 
     // Find and replace across the book, driven through the panel: a hit opens its page with the words

@@ -74,6 +74,18 @@ private slots:
         QCOMPARE(readRegionAt({100, 2100, 50, 20}, nested), -1);
     }
 
+    // A region read again alone: its words replace the ones it held; the rest stays as read.
+    void oneRegionsTextIsReplaced() {
+        PageText before;
+        before.lines.push_back(line(0, {100, 100, 2000, 40}, {"oldL1", "oldL2", "oldR1", "oldR2"}));
+        PageText reread;
+        reread.lines.push_back(line(0, {1100, 100, 1000, 40}, {"newR1", "newR2"}));
+        reread.lines.push_back(line(0, {100, 300, 1000, 40}, {"stray"}));  // outside the region: not taken
+        const std::vector<PageRegion> regions{{{50, 50, 1040, 300}, RegionKind::Text}, {{1080, 50, 1100, 300}, RegionKind::Text}};
+        const PageText merged = replaceRegionText(before, reread, regions, 1);
+        QCOMPARE(QString::fromStdString(merged.plainText()), QString("oldL1 oldL2\n\nnewR1 newR2"));
+    }
+
     // Outside the regions read, the page is the paper's tone; inside it is the scan, untouched,
     // except where an image or ignore region is drawn over it.
     void theEngineSeesOnlyTheRegions() {
@@ -159,6 +171,39 @@ private slots:
         QCOMPARE(QJsonDocument::fromJson(r.out.toUtf8()).object().value("regions").toArray().size(), 4);
         r = runCli({"regions", "--project", project, "--page", "1", "--clear"});
         QVERIFY2(r.exitCode == 0 && r.out.contains("no regions drawn"), qPrintable(r.err + r.out));
+    }
+
+    // quire-cli transcribe --reread N --region K: a page read in two regions (the heading and the
+    // left column), then the right column drawn too. Reading the left column again alone leaves
+    // the right one unread (a whole re-read would read it); reading the right one alone adds it,
+    // in its place in the order.
+    void aRegionIsReadAgainAlone() {
+        const QString png = m_dir.filePath("columns2.png"), project = m_dir.filePath("one-region.quire");
+        QVERIFY(cv::imwrite(png.toStdString(), twoColumnPage()));
+        auto r = runCli({"transcribe", png, "--project", project, "--no-deskew"});
+        QVERIFY2(r.exitCode == 0, qPrintable(r.err));
+        auto text = [&](const QString& out) {
+            const auto e = runCli({"export", "--project", project, "--format", "txt", "--out", m_dir.filePath(out)});
+            return e.exitCode == 0 ? QString::fromStdString(readFile(m_dir.filePath(out + "/book.txt"))) : e.err;
+        };
+        QCOMPARE(runCli({"regions", "--project", project, "--page", "1", "--set", "560,40,1280,240:heading;40,380,1140,640"}).exitCode, 0);
+        QCOMPARE(runCli({"transcribe", "--project", project, "--reread", "1", "--no-deskew"}).exitCode, 0);
+        QVERIFY2(!text("a").contains("right column"), qPrintable(text("a")));
+        QCOMPARE(runCli({"regions", "--project", project, "--page", "1", "--set",
+                         "560,40,1280,240:heading;1240,380,1140,640;40,380,1140,640"}).exitCode, 0);
+        r = runCli({"transcribe", "--project", project, "--reread", "1", "--region", "5", "--no-deskew"});
+        QCOMPARE(r.exitCode, 2);
+        QVERIFY2(r.err.contains("3 region(s) drawn; region 5 is not one of them"), qPrintable(r.err));
+        r = runCli({"transcribe", "--project", project, "--reread", "1", "--region", "3", "--no-deskew"});
+        QVERIFY2(r.exitCode == 0, qPrintable(r.err));
+        QVERIFY2(r.err.contains("its region 3 (text) read again; the rest of its text kept"), qPrintable(r.err));
+        const QString leftAgain = text("b");
+        QVERIFY2(leftAgain.contains("The left column begins") && !leftAgain.contains("right column"), qPrintable(leftAgain));
+        QVERIFY2(leftAgain.contains("CHAPTER"), qPrintable(leftAgain));  // kept from the reading before
+        QCOMPARE(runCli({"transcribe", "--project", project, "--reread", "1", "--region", "2", "--no-deskew"}).exitCode, 0);
+        const QString all = text("c");
+        const int heading = all.indexOf("CHAPTER"), right = all.indexOf("right column"), left = all.indexOf("left column");
+        QVERIFY2(heading >= 0 && right > heading && left > right, qPrintable(all));
     }
 };
 

@@ -955,6 +955,10 @@
         <source>&amp;Delete Region</source>
         <translation type="unfinished"></translation>
     </message>
+    <message>
+        <source>Read This Region &amp;Again…</source>
+        <translation type="unfinished"></translation>
+    </message>
 </context>
 <context>
     <name>quire::ui::RegionTools</name>

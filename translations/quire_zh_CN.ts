@@ -951,6 +951,10 @@
         <source>&amp;Delete Region</source>
         <translation>删除区域(&amp;D)</translation>
     </message>
+    <message>
+        <source>Read This Region &amp;Again…</source>
+        <translation>重新识别此区域(&amp;A)…</translation>
+    </message>
 </context>
 <context>
     <name>quire::ui::RegionTools</name>

@@ -359,7 +359,7 @@ void MainWindow::buildActions() {
              const PageRecord* p = m_model->page(m_currentRow);
              return p ? p->sequence : 0;
          },
-         [this] { return m_running; }, [this](const std::vector<int64_t>& ids) { rereadPages(ids); },
+         [this] { return m_running; }, [this](const std::vector<int64_t>& ids, int region) { rereadPages(ids, region); },
          [this](const QString& m) { showError(m); }, [this](const QString& m) { log(m); }},
         m_view, this);
     m_regionTools->addTo(layoutMenu);
@@ -800,7 +800,7 @@ void MainWindow::rereadChosenPages() {
     rereadPages(chosenPages());
 }
 
-void MainWindow::rereadPages(const std::vector<int64_t>& chosen) {
+void MainWindow::rereadPages(const std::vector<int64_t>& chosen, int region) {
     if (!m_store || m_store->readOnly() || m_running || chosen.empty()) return;
     int corrected = 0;
     for (const int64_t id : chosen)
@@ -812,6 +812,7 @@ void MainWindow::rereadPages(const std::vector<int64_t>& chosen) {
     params.recognizer.languages = dlg.languages().toStdString();
     params.rereadPages = chosen;
     params.rereadReplacesCorrections = dlg.replaceCorrections();
+    if (region >= 0 && chosen.size() == 1) params.rereadRegion[chosen.front()] = region;
     runWith(params);
 }
 

@@ -50,7 +50,8 @@ public:
     // The chosen pages read again (Pages > Read Again…): asks the engine, the languages and, where
     // pages have corrections, whether those stay their text; then runs.
     void rereadChosenPages();
-    void rereadPages(const std::vector<int64_t>& pageIds);
+    // `region` >= 0: only that hand-drawn region of the (one) page is read again.
+    void rereadPages(const std::vector<int64_t>& pageIds, int region = -1);
     void setPaused(bool paused);
     void cancelRun();
     bool isRunning() const { return m_running; }

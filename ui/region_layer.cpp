@@ -335,6 +335,8 @@ void RegionLayer::contextMenu(QPointF at, QPoint globalPos) {
     menu.addAction(tr("Read &Later"), this, [this, hit] { moveInOrder(hit, hit + 1); })
         ->setEnabled(hit + 1 < int(m_regions.size()));
     menu.addSeparator();
+    menu.addAction(tr("Read This Region &Again…"), this, [this, hit] { emit readAgainAsked(hit); })
+        ->setEnabled(regionIsRead(m_regions[size_t(hit)].kind));
     menu.addAction(tr("&Delete Region"), this, [this, hit] { remove(hit); });
     menu.exec(globalPos);
 }

@@ -57,6 +57,7 @@ public:
 
 signals:
     void regionsChanged(const std::vector<quire::PageRegion>& regions);
+    void readAgainAsked(int index);  // "Read This Region Again…" in a region's menu
     void message(const QString& text);
 
 private:

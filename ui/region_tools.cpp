@@ -15,6 +15,9 @@ RegionTools::RegionTools(Context context, PageView* view, QWidget* parent)
     : QObject(parent), m_ctx(std::move(context)), m_view(view) {
     connect(m_view->regionLayer(), &RegionLayer::regionsChanged, this, &RegionTools::store);
     connect(m_view->regionLayer(), &RegionLayer::message, this, [this](const QString& m) { m_ctx.log(m); });
+    connect(m_view->regionLayer(), &RegionLayer::readAgainAsked, this, [this](int index) {
+        if (const int64_t id = m_ctx.shownPage(); id >= 0 && !m_ctx.running()) m_ctx.reread({id}, index);
+    });
 }
 
 void RegionTools::addTo(QMenu* menu) {
@@ -45,7 +48,7 @@ void RegionTools::addTo(QMenu* menu) {
     m_order->setObjectName("regionOrderAction");
     m_clear = menu->addAction(tr("Remove the Page's Re&gions"), m_view->regionLayer(), &RegionLayer::clear);
     m_readIn = menu->addAction(tr("Read the Page in Its Regions…"), this, [this] {
-        if (const int64_t id = m_ctx.shownPage(); id >= 0) m_ctx.reread({id});
+        if (const int64_t id = m_ctx.shownPage(); id >= 0) m_ctx.reread({id}, -1);
     });
     m_readIn->setObjectName("regionReadAction");
     refresh();

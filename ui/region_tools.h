@@ -1,6 +1,7 @@
 // The Layout menu: regions drawn by hand on the current page (region_layer.h) — the drawing mode,
 // the kind of the next region, reading order by clicking, removing them all, and reading the page
-// again in them. Each change is stored in the project at once (page_regions.h).
+// again in them (or one region alone, from its menu). Each change is stored in the project at
+// once (page_regions.h).
 #pragma once
 
 #include <QObject>
@@ -31,7 +32,7 @@ public:
         std::function<int64_t()> shownPage;
         std::function<int()> shownSequence;
         std::function<bool()> running;
-        std::function<void(const std::vector<int64_t>&)> reread;
+        std::function<void(const std::vector<int64_t>&, int region)> reread;  // region -1: the whole page
         std::function<void(const QString&)> showError;
         std::function<void(const QString&)> log;
     };

@@ -58,14 +58,15 @@ const char* kUsageText =
     "            [--reader-model DIR (default: $QUIRE_READER_MODEL, else the installed reader)] [--device cpu|cuda]\n"
     "            [--gpu-memory MIB] [--threads N] [--dpi 300] [--pdf-text recognize|keep] [--split none|auto]\n"
     "            [--no-deskew] [--no-normalize] [--no-orient] [--no-invert] [--binarize] [--flag-below 80] [--retry-failed]\n"
-    "            [--pages 3-17 | --reread 3-17 [--replace-corrections]]\n"
+    "            [--pages 3-17 | --reread 3-17 [--replace-corrections] [--region K]]\n"
     "            [--export md,docx,txt,hocr,alto,page,pdf --out DIR [--page-markers] [--pdfa]] [--json]\n"
     "      Adds the inputs (PDF, TIFF, PNG/JPEG/BMP images, folders of page images) to the project and\n"
     "      transcribes every page not yet done. Without inputs it resumes the project's queued pages.\n"
     "      --pages: only those pages of the book are read (and retried), as status --pages numbers them.\n"
     "      --reread: those pages are read again with this run's settings (--engine, --lang, ...); each page's\n"
     "      reading now stays a version (history). Corrections stay the text unless --replace-corrections (then\n"
-    "      the new reading is the text, the corrections kept in the history).\n"
+    "      the new reading is the text, the corrections kept in the history). --region K (with one page): only\n"
+    "      its region K is read again (as quire-cli regions numbers them); the rest of its text stays.\n"
     "      --gpu-memory: the most GPU memory the reader's decoder takes (short of it: smaller gate budgets, then the CPU).\n"
     "  quire-cli export --project P.quire --format md,docx,... --out DIR [--name book] [--pages 3-17] [--page-markers] [--pdfa]\n"
     "      --pages: only those pages of the book (as status --pages numbers them).\n"
@@ -322,6 +323,7 @@ int cmdTranscribe(const cli::Args& args) {
     p.retryFailed = args.has("retry-failed");
     if (args.has("pages") && args.has("reread")) return fail(kUsage, "--reread names the pages to read; --pages is not needed with it");
     if (args.has("replace-corrections") && !args.has("reread")) return fail(kUsage, "--replace-corrections goes with --reread");
+    if (args.has("region") && !args.has("reread")) return fail(kUsage, "--region goes with --reread of one page");
     const auto range = pageRangeOption(args, args.has("reread") ? "reread" : "pages");
     if (!range) return fail(kUsage, range.status().message());
     if (*range) p.firstPage = (*range)->first, p.lastPage = (*range)->second;
@@ -334,6 +336,13 @@ int cmdTranscribe(const cli::Args& args) {
         if (!ids) return fail(kUsage, "--reread: " + ids.status().message());
         p.rereadPages = std::move(*ids);
         p.rereadReplacesCorrections = args.has("replace-corrections");
+        if (args.has("region")) {
+            bool ok = false;
+            const int k = QString::fromStdString(args.value("region", "")).toInt(&ok);
+            if (!ok || k < 1) return fail(kUsage, "--region takes a region's number (1, 2, ...), as quire-cli regions lists them");
+            if (p.rereadPages.size() != 1) return fail(kUsage, "--region goes with --reread of one page");
+            p.rereadRegion[p.rereadPages.front()] = k - 1;
+        }
     }
     const auto exportFormats = args.value("export");
     if (exportFormats && !args.value("out")) return fail(kUsage, "--export needs --out DIR");
@@ -825,7 +834,7 @@ int main(int argc, char** argv) {
     static const std::map<std::string, std::pair<std::set<std::string>, std::set<std::string>>> kOptions = {
         {"transcribe",
          {{"project", "lang", "engine", "reader-model", "device", "gpu-memory", "threads", "dpi", "pdf-text", "split", "flag-below",
-           "export", "out", "name", "pages", "reread"},
+           "export", "out", "name", "pages", "reread", "region"},
           {"json", "no-deskew", "no-normalize", "no-orient", "no-invert", "binarize", "retry-failed", "page-markers",
            "replace-corrections", "pdfa"}}},
         {"export", {{"project", "format", "out", "name", "pages"}, {"json", "page-markers", "pdfa"}}},

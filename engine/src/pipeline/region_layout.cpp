@@ -73,4 +73,27 @@ void arrangeByRegions(PageText& text, const std::vector<PageRegion>& regions) {
     text.lines = std::move(lines);
 }
 
+PageText replaceRegionText(const PageText& before, const PageText& reread, const std::vector<PageRegion>& regions,
+                           int region) {
+    PageText out = reread;
+    std::vector<Line> lines;
+    for (const auto& line : before.lines) {
+        Line kept = line;
+        kept.words.clear();
+        for (const auto& w : line.words)
+            if (readRegionAt(w.box.empty() ? line.box : w.box, regions) != region) kept.words.push_back(w);
+        if (!kept.words.empty()) lines.push_back(std::move(kept));
+    }
+    for (const auto& line : reread.lines) {
+        Line in = line;
+        in.words.clear();
+        for (const auto& w : line.words)
+            if (readRegionAt(w.box.empty() ? line.box : w.box, regions) == region) in.words.push_back(w);
+        if (!in.words.empty()) lines.push_back(std::move(in));
+    }
+    out.lines = std::move(lines);
+    arrangeByRegions(out, regions);
+    return out;
+}
+
 }  // namespace quire

@@ -239,9 +239,10 @@ class Run {
 public:
     Run(ProjectStore& store, const TranscribeParams& params, Recognizer& first, AttemptLog* attempts,
         std::vector<PageRecord> queued, std::map<int64_t, std::string> docPath,
-        const std::map<int64_t, std::vector<PageRegion>>& regions, int threads, int preparers)
+        const std::map<int64_t, std::vector<PageRegion>>& regions, const std::map<int64_t, PageText>& readBefore,
+        int threads, int preparers)
         : store(store), params(params), first(&first), attempts(attempts), queued(std::move(queued)),
-          docPath(std::move(docPath)), regions(regions), threads(threads), preparers(preparers),
+          docPath(std::move(docPath)), regions(regions), readBefore(readBefore), threads(threads), preparers(preparers),
           splitter(preparers > 0 ? &first : nullptr), jobs(size_t(threads) + 1), done(size_t(threads) + 1),
           activeWorkers(threads), preparersLeft(preparers), pixels(params.pixelBudget),
           preprocess(preprocessOfRun(params)) {}
@@ -292,6 +293,7 @@ private:
     const std::vector<PageRecord> queued;
     const std::map<int64_t, std::string> docPath;
     const std::map<int64_t, std::vector<PageRegion>>& regions;  // hand-drawn, by page id
+    const std::map<int64_t, PageText>& readBefore;  // pages of which one region is read again: as they were
     const int threads, preparers;
     const Recognizer* const splitter;
     BoundedQueue<Job> jobs;
@@ -344,8 +346,17 @@ void Run::loadPages() {
                 else job.loadError = img.status();
                 // The user's turn comes first; a PDF's text layer is in the unturned page's terms.
                 if (img && page.rotation != 0) job.image.image = turnedClockwise(job.image.image, page.rotation);
-                if (const auto r = regions.find(page.id); img && r != regions.end())
-                    job.image.image = maskOutsideRegions(job.image.image, r->second);
+                if (const auto r = regions.find(page.id); img && r != regions.end()) {
+                    // Re-reading one region: the engine sees that region only (less what is
+                    // marked image or ignore inside it).
+                    std::vector<PageRegion> shown = r->second;
+                    if (const auto one = params.rereadRegion.find(page.id); one != params.rereadRegion.end()) {
+                        shown = {r->second[size_t(one->second)]};
+                        for (const auto& other : r->second)
+                            if (!regionIsRead(other.kind)) shown.push_back(other);
+                    }
+                    job.image.image = maskOutsideRegions(job.image.image, shown);
+                }
                 if (img && src->kind() == SourceKind::Pdf && page.rotation == 0) {
                     job.textLayer = src->textLayer(page.sourceIndex);
                     if (job.textLayer) ++textLayerPages[page.documentId];
@@ -484,7 +495,12 @@ std::optional<Done> Run::recognizePage(Recognizer& rec, Job& job) {
                     ")");
             const auto hand = regions.find(job.page.id);
             const std::vector<PageRegion>* handRegions = hand != regions.end() ? &hand->second : nullptr;
-            if (handRegions)
+            const auto one = params.rereadRegion.find(job.page.id);
+            const int onlyRegion = handRegions && one != params.rereadRegion.end() ? one->second : -1;
+            if (onlyRegion >= 0)
+                log(pageName(job.page) + ": its region " + std::to_string(onlyRegion + 1) + " (" +
+                    regionKindName((*handRegions)[size_t(onlyRegion)].kind) + ") read again; the rest of its text kept");
+            else if (handRegions)
                 log(pageName(job.page) + ": read in its " + std::to_string(handRegions->size()) + " region(s) drawn by hand");
             for (size_t r = 0; r < pre.regions.size(); ++r) {
                 const auto& region = pre.regions[r];
@@ -504,7 +520,10 @@ std::optional<Done> Run::recognizePage(Recognizer& rec, Job& job) {
                     line.box = region.toSource(line.box);
                     for (auto& w : line.words) w.box = region.toSource(w.box);
                 }
-                if (handRegions) arrangeByRegions(o.text, *handRegions);
+                if (handRegions && onlyRegion >= 0)
+                    o.text = replaceRegionText(readBefore.at(job.page.id), o.text, *handRegions, onlyRegion);
+                else if (handRegions)
+                    arrangeByRegions(o.text, *handRegions);
                 o.text.width = img.image.cols;
                 o.text.height = img.image.rows;
                 o.region = {region.sourceRect.x, region.sourceRect.y, region.sourceRect.width,
@@ -601,6 +620,24 @@ Result<RunSummary> runTranscription(ProjectStore& store, const TranscribeParams&
     auto inRange = [&](const PageRecord& p) {
         return params.firstPage <= 0 || (p.sequence >= params.firstPage && p.sequence <= params.lastPage);
     };
+    // A region read again alone: the page's reading as it is now, into which the region's goes.
+    std::map<int64_t, PageText> readBefore;
+    for (const auto& [pageId, region] : params.rereadRegion) {
+        auto drawn = pageRegions(store, pageId);
+        if (!drawn) return drawn.status();
+        auto page = store.page(pageId);
+        if (!page) return page.status();
+        if (region < 0 || region >= int(drawn->size()) || !regionIsRead((*drawn)[size_t(region)].kind))
+            return Status(ErrorCode::InvalidArgument,
+                          pageName(*page) + " has " + std::to_string(drawn->size()) + " region(s) drawn; region " +
+                              std::to_string(region + 1) + (region >= 0 && region < int(drawn->size()) ? " is not one that is read"
+                                                                                                       : " is not one of them"));
+        if (std::find(params.rereadPages.begin(), params.rereadPages.end(), pageId) == params.rereadPages.end())
+            return Status(ErrorCode::InvalidArgument, pageName(*page) + ": a region is read again only with its page");
+        auto layout = store.layout(pageId);
+        if (!layout) return layout.status();
+        readBefore[pageId] = std::move(*layout);
+    }
     if (!params.rereadPages.empty()) {
         auto corrected = queueReread(store, params.rereadPages, params.rereadReplacesCorrections);
         if (!corrected) return corrected.status();
@@ -691,7 +728,7 @@ Result<RunSummary> runTranscription(ProjectStore& store, const TranscribeParams&
     RunSummary summary;
     Status runError;
     auto runPages = [&](std::vector<PageRecord> pages, int t, int prep) {
-        Run run(store, params, *first, marks, std::move(pages), docPath, *regions, t, prep);
+        Run run(store, params, *first, marks, std::move(pages), docPath, *regions, readBefore, t, prep);
         const RunSummary part = run.execute();
         summary.processed += part.processed;
         summary.inputFailures += part.inputFailures;

@@ -20,4 +20,9 @@ cv::Mat maskOutsideRegions(const cv::Mat& page, const std::vector<PageRegion>& r
 // two regions (two columns read as one) is cut between them.
 void arrangeByRegions(PageText& text, const std::vector<PageRegion>& regions);
 
+// The page as it was read (`before`) with the text of region `region` (an index into `regions`)
+// replaced by `reread`, a reading of that region alone; then sorted into the regions as above.
+PageText replaceRegionText(const PageText& before, const PageText& reread, const std::vector<PageRegion>& regions,
+                           int region);
+
 }  // namespace quire

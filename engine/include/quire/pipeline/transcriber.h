@@ -6,6 +6,7 @@
 #include <atomic>
 #include <filesystem>
 #include <functional>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -70,6 +71,9 @@ struct TranscribeParams {
     // unless rereadReplacesCorrections.
     std::vector<int64_t> rereadPages;
     bool rereadReplacesCorrections = false;
+    // Of a page read again, only its hand-drawn region with this index (0-based, in reading order)
+    // is read; the page's other text stays as it was read (region_layout.h, replaceRegionText).
+    std::map<int64_t, int> rereadRegion;
     // Decoded pixels the pages in flight may hold together: a page waits in the loader while
     // larger ones are read (one page is always admitted). 250 MP: any number of ordinary pages
     // (an A4 page at 300 dpi is 8.7 MP), never two near the 200 MP page limit.
