@@ -240,6 +240,8 @@ bool RegionLayer::press(QPointF at, double grip) {
 }
 
 bool RegionLayer::move(QPointF at) {
+    // Items 2i and 2i+1 are region i's rectangle and label (none while the scene is cleared).
+    if (m_selected >= 0 && size_t(2 * m_selected + 1) >= m_items.size() && m_drag != Drag::Draw) return false;
     if (m_drag == Drag::Draw && m_rubber) {
         m_rubber->setRect(QRectF(m_dragStart, at).normalized());
         return true;
@@ -250,7 +252,6 @@ bool RegionLayer::move(QPointF at) {
         return true;
     }
     if (m_drag == Drag::Move && m_selected >= 0) {
-        // Items 2i and 2i+1 are the region's rectangle and label.
         const QPointF d = at - m_dragStart;
         m_items[size_t(2 * m_selected)]->setPos(d);
         m_items[size_t(2 * m_selected + 1)]->setPos(sceneRect(m_regions[size_t(m_selected)]).topLeft() + QPointF(4, 4) + d);
