@@ -2,6 +2,8 @@
 #include <QTemporaryDir>
 #include <QTest>
 
+#include <sstream>
+
 #include "quire/export/book.h"
 #include "quire/export/exporters.h"
 #include "quire/text/dictionary.h"
@@ -104,6 +106,32 @@ private slots:
                  QString("Nobody spoke at breakfast; the hyphenated word was found."));
         QCOMPARE(book.paragraphs[3].firstPage, 2);
         QCOMPARE(book.paragraphs[3].lastPage, 3);
+    }
+
+    // Regions drawn by hand: a paragraph in a heading region is a heading, one in a marginal-note
+    // region is set apart (never joined to the text around it), whatever they look like.
+    void drawnHeadingsAndMarginalNotes() {
+        BookPageInput p = page("A plain line\n\nthe body text runs on\n\nnote in the margin\n\nand on to its end.");
+        auto line = [](const std::string& words, Box box) {
+            Line l;
+            l.box = box;
+            std::istringstream in(words);
+            for (std::string w; in >> w;) l.words.push_back({w, box, 90});
+            return l;
+        };
+        p.layout.lines = {line("A plain line", {100, 100, 800, 40}), line("the body text runs on", {100, 200, 800, 40}),
+                          line("note in the margin", {1000, 200, 300, 40}), line("and on to its end.", {100, 260, 800, 40})};
+        p.regions = {{{50, 50, 900, 100}, RegionKind::Heading}, {{50, 180, 900, 200}, RegionKind::Text},
+                     {{980, 180, 400, 100}, RegionKind::MarginalNote}};
+        const Book book = assembleBook({p});
+        QCOMPARE(int(book.paragraphs.size()), 4);
+        QCOMPARE(book.paragraphs[0].headingLevel, 2);
+        QVERIFY(book.paragraphs[2].marginalNote);
+        QCOMPARE(QString::fromStdString(book.paragraphs[2].text), QString("note in the margin"));
+        QVERIFY(!book.paragraphs[1].marginalNote && !book.paragraphs[3].marginalNote);
+        QCOMPARE(book.paragraphs[3].firstPage, 0);
+        const QString md = QString::fromStdString(toMarkdown(book, false));
+        QVERIFY2(md.startsWith("## A plain line\n") && md.contains("\n> note in the margin\n"), qPrintable(md));
     }
 
     // Page markers: where each page's body begins, cited by the number printed on it (else its

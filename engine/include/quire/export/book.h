@@ -31,10 +31,10 @@ struct PageStart {
 struct BookParagraph {
     std::string text;
     int headingLevel = 0;  // 0 body, 1 chapter-like, 2 minor heading
-    bool marginalNote = false;  // from a region drawn as a marginal note: set apart, never joined
     int firstPage = 0;     // index into the input pages
     int lastPage = 0;
     std::vector<PageStart> pageStarts;  // pages whose body begins in this paragraph, in order
+    bool marginalNote = false;  // from a region drawn as a marginal note: set apart, never joined
 };
 
 struct PageFurniture {
