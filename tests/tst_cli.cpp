@@ -15,6 +15,8 @@
 #include <opencv2/imgcodecs.hpp>
 #include <unistd.h>
 
+#include <map>
+
 #include "test_util.h"
 
 using namespace quire::test;
@@ -101,6 +103,31 @@ private slots:
         QCOMPARE(s.value("done").toInt(), 1);
         QVERIFY(s.value("pageList").toArray()[0].toObject().value("text").toString().contains("every page safe"));
         m_statusBefore = QJsonDocument(s).toJson();
+    }
+
+    // bench decode on the shipped reader (its weights, config and token ids) fed a real page as
+    // its front-end reads it, in the three attention modes: each runs, attends real tokens, and
+    // SR-SWA attends no more than full attention; --volume without --model is refused.
+    void benchDecodeRunsTheShippedReaderOnRealPages() {
+        const QString model = sourceDir() + "/resources/models/reader";
+        std::map<QString, int> attended;
+        for (const char* mode : {"srswa", "rswa", "full"}) {
+            const auto r = runCli({"bench", "decode", "--model", model, "--volume", m_good, "--pages", "11", "--mode", mode,
+                                   "--tokens-per-page", "4", "--json"});
+            QVERIFY2(r.exitCode == 0, qPrintable(r.err));
+            QVERIFY2(r.err.contains("1 pages read by the front-end"), qPrintable(r.err));
+            const QJsonObject o = QJsonDocument::fromJson(r.out.trimmed().toUtf8()).object();
+            QCOMPARE(o.value("pagesDone").toInt(), 11);
+            QVERIFY(o.value("parameters").toInteger() > 2'000'000 && o.value("parameters").toInteger() < 5'000'000);
+            const QJsonArray cps = o.value("checkpoints").toArray();
+            QCOMPARE(cps.size(), 1);
+            attended[mode] = cps.at(0).toObject().value("attendedTokens").toInt();
+            QVERIFY(attended[mode] > 0);
+        }
+        QVERIFY2(attended["srswa"] < attended["full"], qPrintable(QString("%1 %2").arg(attended["srswa"]).arg(attended["full"])));
+        const auto r = runCli({"bench", "decode", "--volume", m_good, "--pages", "2"});
+        QCOMPARE(r.exitCode, 2);
+        QVERIFY2(r.err.contains("--volume goes with --model"), qPrintable(r.err));
     }
 
     void transcribesAndExportsTheSampleVolume() {

@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "bench_find.h"
+#include "bench_pages.h"
 #include "cli_args.h"
 #include "command_support.h"
 #include "pages_command.h"
@@ -32,6 +33,7 @@
 #include "quire/core/process_tuning.h"
 #include "quire/core/backend.h"
 #include "quire/decoder/bench.h"
+#include "quire/reader/reader.h"
 #include "quire/decoder/safetensors.h"
 #include "quire/export/exporters.h"
 #include "quire/ppocr/ppocr.h"
@@ -101,10 +103,13 @@ const char* kUsageText =
     "  quire-cli restore --project P.quire [--from BACKUP]   (the newest sound backup of a damaged project)\n"
     "  quire-cli devices\n"
     "  quire-cli bench decode --pages N --mode full|rswa|srswa [--device cpu|cuda] [--batch B]\n"
-    "            [--shape reader|unlimited-ocr | --config FILE] [--page-tokens T] [--tokens-per-page G]\n"
+    "            [--shape reader|unlimited-ocr | --config FILE | --model DIR [--volume FILE]] [--page-tokens T]\n"
+    "            [--tokens-per-page G]\n"
     "            [--recent N] [--gated-pages K] [--blocks-per-page K] [--recall] [--max-kv-gb G] [--threads 1|2]\n"
     "            [--gpu-memory MIB] [--json]\n"
     "      A batch (--batch B) is B volumes stepped together: each weight read once a step for all.\n"
+    "      --model DIR: a trained model (resources/models/reader) with the reader's budgets; --volume: its\n"
+    "      pages as the reader's front-end reads them (with their ids), fed in turn to make --pages pages.\n"
     "  quire-cli bench reader IMAGE... [--lang eng] [--repeat R] [--dpi 300] [--threads 2] [--device cpu|cuda]\n"
     "      The reader's decoder against Tesseract, page by page on one core each, side by side.\n"
     "  quire-cli bench find [--pages 300] [--json]\n"
@@ -642,7 +647,15 @@ int cmdFind(const cli::Args& args) {
 int cmdBenchDecode(const cli::Args& args) {
     using namespace quire::decoder;
     DecodeBenchParams p;
-    if (auto cfg = args.value("config")) {
+    if (args.has("volume") && !args.has("model")) return fail(kUsage, "bench decode: --volume goes with --model (its front-end reads the pages)");
+    if (auto dir = args.value("model")) {
+        // A trained model (the shipped reader) with the reader's attention budgets unless given.
+        auto m = loadModel(*dir);
+        if (!m) return fail(exitFor(m.status()), m.status().message());
+        p.model = *m;
+        p.config = p.model->config;
+        p.attention = readerAttentionDefaults();
+    } else if (auto cfg = args.value("config")) {
         auto c = ModelConfig::load(*cfg);
         if (!c) return fail(kUsage, c.status().message());
         p.config = *c;
@@ -659,9 +672,9 @@ int cmdBenchDecode(const cli::Args& args) {
         p.batch = std::stoi(args.value("batch", "1"));
         p.pageTokens = std::stoi(args.value("page-tokens", args.value("shape", "reader") == "unlimited-ocr" ? "273" : "200"));
         p.tokensPerPage = std::stoi(args.value("tokens-per-page", "24"));
-        p.attention.recentTokens = std::stoi(args.value("recent", "128"));
-        p.attention.gatedPages = std::stoi(args.value("gated-pages", "4"));
-        p.attention.blocksPerGatedPage = std::stoi(args.value("blocks-per-page", "8"));
+        if (!p.model || args.has("recent")) p.attention.recentTokens = std::stoi(args.value("recent", "128"));
+        if (!p.model || args.has("gated-pages")) p.attention.gatedPages = std::stoi(args.value("gated-pages", "4"));
+        if (!p.model || args.has("blocks-per-page")) p.attention.blocksPerGatedPage = std::stoi(args.value("blocks-per-page", "8"));
         p.maxKvBytes = std::stod(args.value("max-kv-gb", "8")) * 1e9;
         p.attention.threads = std::stoi(args.value("threads", "1"));
         p.attention.deviceMemoryLimit = size_t(std::stoul(args.value("gpu-memory", "0"))) << 20;
@@ -673,9 +686,18 @@ int cmdBenchDecode(const cli::Args& args) {
     if (p.attention.threads < 1 || p.attention.threads > 2) return fail(kUsage, "bench decode: --threads is 1 or 2");
     p.device = args.value("device", "cpu");
     p.recall = args.has("recall");
+    if (auto volume = args.value("volume")) {
+        auto pages = cli::readerPageInputs(*volume, *args.value("model"), p.config.visualTokenIds, 300);
+        if (!pages) return fail(exitFor(pages.status()), pages.status().message());
+        p.pageInputs = std::move(*pages);
+        size_t tokens = 0;
+        for (const auto& in : p.pageInputs) tokens += in.size() / size_t(p.config.visualStride());
+        std::cerr << "volume: " << p.pageInputs.size() << " pages read by the front-end, " << tokens / p.pageInputs.size()
+                  << " visual tokens a page on average, fed in turn\n";
+    }
     auto r = runDecodeBench(p);
     if (!r) return fail(exitFor(r.status()), r.status().message());
-    r->shape = args.value("config", args.value("shape", "reader"));
+    r->shape = args.value("model", args.value("config", args.value("shape", "reader")));
     if (args.has("json")) {
         std::cout << r->toJson() << std::endl;
         return kOk;
@@ -848,7 +870,7 @@ int main(int argc, char** argv) {
         {"restore", {{"project", "from"}, {}}},
         {"devices", {{}, {}}},
         {"features", {{"out", "dpi", "lang"}, {"json"}}},
-        {"bench", {{"pages", "mode", "device", "batch", "config", "shape", "page-tokens", "tokens-per-page", "recent",
+        {"bench", {{"pages", "mode", "device", "batch", "config", "model", "volume", "shape", "page-tokens", "tokens-per-page", "recent",
                     "gated-pages", "blocks-per-page", "max-kv-gb", "lang", "repeat", "dpi", "threads", "gpu-memory"},
                    {"json", "recall"}}},
     };

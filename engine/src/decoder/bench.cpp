@@ -1,5 +1,6 @@
-// `quire-cli bench decode`: a random-weight decoder of a given shape fed random pages, its
-// per-token time, KV memory and step checksum at checkpoints, per attention mode and batch size.
+// `quire-cli bench decode`: a decoder (generated weights of a shape, or a trained model) fed
+// generated pages or real ones, its per-token time, KV memory and step checksum at checkpoints,
+// per attention mode and batch size.
 #include "quire/decoder/bench.h"
 
 #include <QJsonArray>
@@ -65,9 +66,19 @@ Result<DecodeBenchResult> runDecodeBench(const DecodeBenchParams& p) {
     auto device = parseStepDevice(p.device);
     if (!device) return device.status();
     if (Status s = p.config.validate("bench config"); !s) return s;
-    auto model = std::make_shared<const ModelWeights>(randomModel(p.config, p.seed));
+    auto model = p.model ? p.model : std::make_shared<const ModelWeights>(randomModel(p.config, p.seed));
     AttentionParams ap = p.attention;
-    ap.maxPageTokens = p.pageTokens;  // the fixed pool is sized for the pages this run feeds
+    const int stride = p.config.visualStride();
+    int largestPage = p.pageTokens;
+    if (!p.pageInputs.empty()) {
+        largestPage = 0;
+        for (const auto& in : p.pageInputs) {
+            if (in.empty() || in.size() % size_t(stride) != 0)
+                return Status(ErrorCode::InvalidArgument, "bench: a page's visual tokens are not rows of " + std::to_string(stride));
+            largestPage = std::max(largestPage, int(in.size() / size_t(stride)));
+        }
+    }
+    ap.maxPageTokens = largestPage;  // the fixed pool is sized for the pages this run feeds
     ap.device = *device;
     ap.deviceFallback = false;  // a benchmark of the device measures the device or fails
     // The recall probe needs every key on the host: measured with the CPU's steps only.
@@ -114,7 +125,6 @@ Result<DecodeBenchResult> runDecodeBench(const DecodeBenchParams& p) {
     // A model whose visual tokens carry a vocabulary id (the reader's) gets ids too: characters,
     // with a visual line end closing every kLineTokens tokens and the page, as a page of print.
     constexpr int kLineTokens = 48;
-    const int stride = mc.visualStride();
     const int firstCharacter = 1 + std::max({mc.bosTokenId, mc.eosTokenId, mc.pageBreakTokenId, mc.visualLineEndTokenId});
     std::uniform_int_distribution<int> character(std::min(firstCharacter, mc.vocabSize - 1), mc.vocabSize - 1);
     std::vector<float> visual(size_t(p.pageTokens) * stride);
@@ -129,6 +139,12 @@ Result<DecodeBenchResult> runDecodeBench(const DecodeBenchParams& p) {
     for (int page = 0; page < p.pages; ++page) {
         while (fed < page + ap.windowAfter) {
             ++fed;
+            if (!p.pageInputs.empty()) {
+                const auto& in = p.pageInputs[size_t(fed) % p.pageInputs.size()];
+                for (auto& s : sessions)
+                    if (Status st = s->addPage(fed, in.data(), int(in.size() / size_t(stride))); !st) return st;
+                continue;
+            }
             for (int t = 0; t < p.pageTokens; ++t) {
                 for (int i = 0; i < mc.visualDim; ++i) visual[size_t(t) * stride + i] = normal(rng);
                 if (!mc.visualTokenIds) continue;

@@ -1,5 +1,6 @@
 // `quire-cli bench decode`: KV memory, per-token latency along the volume, throughput and, for
-// SR-SWA, attention-mass recall against full attention, on a model with generated weights.
+// SR-SWA, attention-mass recall against full attention, on a model with generated weights or a
+// trained one (the shipped reader) fed the visual tokens of real pages.
 #pragma once
 
 #include <string>
@@ -21,6 +22,11 @@ struct DecodeBenchParams {
     uint64_t seed = 1;
     double maxKvBytes = 8e9;    // stop (full attention) before the KV cache outgrows this
     bool recall = false;        // SR-SWA: attention-mass recall at the checkpoints
+    // A trained model (its config is `config`); null: generated weights of `config`'s shape.
+    std::shared_ptr<const ModelWeights> model;
+    // The visual tokens (with ids where the model takes them) of real pages, fed in turn and over
+    // again to make a volume of `pages`; empty: generated pages of `pageTokens` tokens.
+    std::vector<std::vector<float>> pageInputs;
 };
 
 struct DecodeCheckpoint {
