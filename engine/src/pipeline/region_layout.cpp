@@ -73,25 +73,27 @@ void arrangeByRegions(PageText& text, const std::vector<PageRegion>& regions) {
     text.lines = std::move(lines);
 }
 
-PageText replaceRegionText(const PageText& before, const PageText& reread, const std::vector<PageRegion>& regions,
-                           int region) {
-    PageText out = reread;
-    std::vector<Line> lines;
-    for (const auto& line : before.lines) {
+namespace {
+// Appends the lines of `from`, each with only its words whose place is in region `region` (or,
+// with `inside` false, is not), and none left empty.
+void appendWordsIn(std::vector<Line>& out, const PageText& from, const std::vector<PageRegion>& regions, int region,
+                   bool inside) {
+    for (const auto& line : from.lines) {
         Line kept = line;
         kept.words.clear();
         for (const auto& w : line.words)
-            if (readRegionAt(w.box.empty() ? line.box : w.box, regions) != region) kept.words.push_back(w);
-        if (!kept.words.empty()) lines.push_back(std::move(kept));
+            if ((readRegionAt(w.box.empty() ? line.box : w.box, regions) == region) == inside) kept.words.push_back(w);
+        if (!kept.words.empty()) out.push_back(std::move(kept));
     }
-    for (const auto& line : reread.lines) {
-        Line in = line;
-        in.words.clear();
-        for (const auto& w : line.words)
-            if (readRegionAt(w.box.empty() ? line.box : w.box, regions) == region) in.words.push_back(w);
-        if (!in.words.empty()) lines.push_back(std::move(in));
-    }
-    out.lines = std::move(lines);
+}
+}  // namespace
+
+PageText replaceRegionText(const PageText& before, const PageText& reread, const std::vector<PageRegion>& regions,
+                           int region) {
+    PageText out = reread;
+    out.lines.clear();
+    appendWordsIn(out.lines, before, regions, region, false);
+    appendWordsIn(out.lines, reread, regions, region, true);
     arrangeByRegions(out, regions);
     return out;
 }
