@@ -20,12 +20,14 @@ if [ "${QUIRE_SKIP_SANITIZERS:-0}" != 1 ]; then
     # timing assumes the normal build. Leaks inside third-party libraries are in tests/lsan.supp.
     (cd build-asan && ASAN_OPTIONS=detect_leaks=1 LSAN_OPTIONS="suppressions=$(pwd)/../tests/lsan.supp" \
         ctest --output-on-failure -j "${JOBS:-$(nproc)}" --timeout 1800 -L "unit|integration|gui" -E "tst_memory|tst_crash|tst_hostile")
-    echo "== sanitizer stage: ThreadSanitizer build of the decoder's two-thread draft passes and batches"
+    echo "== sanitizer stage: ThreadSanitizer build of the decoder's two-thread draft passes and batches, and the step batcher"
     BUILD_DIR=build-tsan QUIRE_CUDA=OFF CMAKE_EXTRA_ARGS="-DQUIRE_TSAN=ON -DQUIRE_BUILD_GUI=OFF" \
-        bash installer/build.sh --target tst_decoder
+        bash installer/build.sh --target tst_decoder tst_step_batcher
     # tests/tsan.supp: a false report inside Qt Test's own watchdog thread (the file says why).
     TSAN_OPTIONS="halt_on_error=1 suppressions=$(pwd)/tests/tsan.supp" build-tsan/tests/tst_decoder twoThreadsComputeWhatOneDoes twoThreadsPrefillWhatOneDoes draftStepsMatchPlainSteps \
         batchedStepsMatchSessionsAlone sharedDeviceTakesSessionsFromTwoThreads
+    # Several threads' drafts computed in one pass (StepBatcher), sessions of two threads among them.
+    TSAN_OPTIONS="halt_on_error=1 suppressions=$(pwd)/tests/tsan.supp" build-tsan/tests/tst_step_batcher
 fi
 
 if [ "${QUIRE_SKIP_FUZZ:-0}" != 1 ]; then

@@ -12,74 +12,103 @@
 #include <cstdlib>
 #include <cstring>
 #include <limits>
+#include <map>
 #include <mutex>
 #include <numeric>
 
 namespace quire::decoder {
 
-auto DecodeSession::Impl::computeDraft(const std::vector<int>& inputs, const std::vector<int64_t>& posOf, const std::vector<bool>& refreshAt) -> Result<Draft> {
-    const int k = int(posOf.size());
-    const int H = c.hiddenSize, Q = c.numHeads * c.headDim, KV = c.numKvHeads * c.headDim, D = c.headDim,
-              F = c.intermediateSize, L = c.numLayers;
-    Draft dr;
-    dr.pos = posOf;
+void DecodeSession::Impl::startDraft(DraftPass& dp) {
+    const int k = int(dp.posOf.size());
+    const int KV = c.numKvHeads * c.headDim, L = c.numLayers;
+    Draft& dr = dp.draft;
+    dr.pos = dp.posOf;
     dr.own.resize(size_t(k));
     for (int i = 0; i < k; ++i) {
         Block& b = dr.own[size_t(i)];
-        b.kind = BlockKind::Generated, b.page = currentPage, b.count = 1, b.pos0 = posOf[size_t(i)];
+        b.kind = BlockKind::Generated, b.page = currentPage, b.count = 1, b.pos0 = dp.posOf[size_t(i)];
         b.genIndex0 = generated + i;
         b.host.assign(blockFloats, 0.f);
     }
     dr.gateQueries.assign(size_t(k), std::vector<float>(size_t(L) * KV, 0.f));
     dr.positions.assign(size_t(k), std::vector<PositionRuns>(size_t(L)));
     dr.selections.assign(size_t(k), {});
-    std::vector<std::vector<float>> mass;
     const auto tokensOfPage = pageTokens.find(currentPage);
-    const bool tracking = p.trackAttention && tokensOfPage != pageTokens.end();
-    if (tracking) {
-        mass.assign(size_t(k), std::vector<float>(size_t(tokensOfPage->second), 0.f));
+    dp.tracking = p.trackAttention && tokensOfPage != pageTokens.end();
+    if (dp.tracking) {
+        dp.mass.assign(size_t(k), std::vector<float>(size_t(tokensOfPage->second), 0.f));
         trackedPagePos0 = pagePos0[currentPage];
     }
-    std::vector<float> X(size_t(k) * H), Xn(size_t(k) * H), Qm(size_t(k) * Q), Km(size_t(k) * KV),
-        Vm(size_t(k) * KV), A(size_t(k) * Q), O(size_t(k) * H), Gm(size_t(k) * F), Um(size_t(k) * F);
-    for (int i = 0; i < k; ++i)
-        std::copy_n(&model->embed[size_t(inputs[size_t(i)]) * H], H, &X[size_t(i) * H]);
-    std::vector<std::vector<Span>> spans(static_cast<size_t>(k));
+    dp.spans.assign(size_t(k), {});
     refreshWindowCache();
-    for (int l = 0; l < L; ++l) {
-        projectRows(l, k, X, Xn, Qm, Km, Vm);
-        for (int i = 0; i < k; ++i) {
-            addGateQuery(dr.gateQueries[size_t(i)], l, &Qm[size_t(i) * Q]);
-            float* base = dr.own[size_t(i)].host.data();
-            for (int g = 0; g < c.numKvHeads; ++g) {
-                float* kk = base + kIndex(l, g, 0);
-                std::copy_n(&Km[size_t(i) * KV + size_t(g) * D], D, kk);
-                rotate(kk, posOf[size_t(i)]);
-                std::copy_n(&Vm[size_t(i) * KV + size_t(g) * D], D, base + halfFloats + kIndex(l, g, 0));
-            }
-        }
-        Selection select = selection[size_t(l)];  // the session's, until a token of the draft refreshes it
-        for (int i = 0; i < k; ++i) {
-            auto& sp = spans[size_t(i)];
-            sp = generatedSet(l, generated + i + 1, &Qm[size_t(i) * Q], posOf[size_t(i)], select, refreshAt[size_t(i)]);
-            if (refreshAt[size_t(i)]) dr.selections[size_t(i)].push_back(select);
-            for (int j = 0; j <= i; ++j) sp.push_back({&dr.own[size_t(j)], 0, 1, 0});
-            frame(sp, posOf[size_t(i)]);
-            dr.positions[size_t(i)][size_t(l)] = positionRuns(sp);
-        }
-        attendDraft(l, spans, posOf, Qm, k, A, tracking ? &mass : nullptr);
-        finishLayerRows(l, k, A, X, Xn, O, Gm, Um);
-    }
-    for (int i = 0; i < k; ++i) rmsnorm(&X[size_t(i) * H], model->finalNorm.data(), &Xn[size_t(i) * H], H, c.rmsNormEps);
-    std::vector<float> all(size_t(k) * c.vocabSize);
-    applySplit(packedHead, Xn.data(), k, all.data());
-    dr.logits.resize(size_t(k));
-    dr.attended.assign(size_t(k), -1);
+}
+
+void DecodeSession::Impl::draftLayer(int l, DraftPass& dp, const float* Qm, const float* Km, const float* Vm, float* A) {
+    const int k = int(dp.posOf.size());
+    const int Q = c.numHeads * c.headDim, KV = c.numKvHeads * c.headDim, D = c.headDim;
+    Draft& dr = dp.draft;
     for (int i = 0; i < k; ++i) {
-        dr.logits[size_t(i)].assign(all.begin() + long(i) * c.vocabSize, all.begin() + long(i + 1) * c.vocabSize);
-        if (tracking) dr.attended[size_t(i)] = mostAttended(mass[size_t(i)]);
+        addGateQuery(dr.gateQueries[size_t(i)], l, &Qm[size_t(i) * Q]);
+        float* base = dr.own[size_t(i)].host.data();
+        for (int g = 0; g < c.numKvHeads; ++g) {
+            float* kk = base + kIndex(l, g, 0);
+            std::copy_n(&Km[size_t(i) * KV + size_t(g) * D], D, kk);
+            rotate(kk, dp.posOf[size_t(i)]);
+            std::copy_n(&Vm[size_t(i) * KV + size_t(g) * D], D, base + halfFloats + kIndex(l, g, 0));
+        }
     }
-    return dr;
+    Selection select = selection[size_t(l)];  // the session's, until a token of the draft refreshes it
+    for (int i = 0; i < k; ++i) {
+        auto& sp = dp.spans[size_t(i)];
+        sp = generatedSet(l, generated + i + 1, &Qm[size_t(i) * Q], dp.posOf[size_t(i)], select, dp.refreshAt[size_t(i)]);
+        if (dp.refreshAt[size_t(i)]) dr.selections[size_t(i)].push_back(select);
+        for (int j = 0; j <= i; ++j) sp.push_back({&dr.own[size_t(j)], 0, 1, 0});
+        frame(sp, dp.posOf[size_t(i)]);
+        dr.positions[size_t(i)][size_t(l)] = positionRuns(sp);
+    }
+    const std::vector<float> Qs(Qm, Qm + size_t(k) * Q);
+    std::vector<float> As(size_t(k) * Q);
+    attendDraft(l, dp.spans, dp.posOf, Qs, k, As, dp.tracking ? &dp.mass : nullptr);
+    std::copy(As.begin(), As.end(), A);
+}
+
+void DecodeSession::Impl::computeDraftRows(Impl* const* s, int n) {
+    Impl& first = *s[0];
+    const ModelConfig& c = first.c;
+    const int H = c.hiddenSize, Q = c.numHeads * c.headDim, KV = c.numKvHeads * c.headDim, F = c.intermediateSize;
+    std::vector<int> row0(size_t(n) + 1, 0);  // each session's first row
+    for (int j = 0; j < n; ++j) row0[size_t(j) + 1] = row0[size_t(j)] + int(s[j]->draftPass.posOf.size());
+    const int R = row0[size_t(n)];
+    std::vector<float> X(size_t(R) * H), Xn(X.size()), Qm(size_t(R) * Q), Km(size_t(R) * KV), Vm(Km.size()),
+        A(Qm.size()), O(X.size()), Gm(size_t(R) * F), Um(Gm.size());
+    for (int j = 0; j < n; ++j) {
+        const auto& in = s[j]->draftPass.inputs;
+        for (int i = 0; i < row0[size_t(j) + 1] - row0[size_t(j)]; ++i)
+            std::copy_n(&first.model->embed[size_t(in[size_t(i)]) * H], H, &X[size_t(row0[size_t(j)] + i) * H]);
+    }
+    for (int l = 0; l < c.numLayers; ++l) {
+        first.projectRows(l, R, X, Xn, Qm, Km, Vm);
+        for (int j = 0; j < n; ++j) {
+            const size_t r = size_t(row0[size_t(j)]);
+            s[j]->draftLayer(l, s[j]->draftPass, &Qm[r * Q], &Km[r * KV], &Vm[r * KV], &A[r * Q]);
+        }
+        first.finishLayerRows(l, R, A, X, Xn, O, Gm, Um);
+    }
+    for (int r = 0; r < R; ++r) rmsnorm(&X[size_t(r) * H], first.model->finalNorm.data(), &Xn[size_t(r) * H], H, c.rmsNormEps);
+    std::vector<float> all(size_t(R) * c.vocabSize);
+    first.applySplit(first.packedHead, Xn.data(), R, all.data());
+    for (int j = 0; j < n; ++j) {
+        DraftPass& dp = s[j]->draftPass;
+        const int k = int(dp.posOf.size());
+        dp.draft.logits.resize(size_t(k));
+        dp.draft.attended.assign(size_t(k), -1);
+        for (int i = 0; i < k; ++i) {
+            const auto at = all.begin() + long(row0[size_t(j)] + i) * c.vocabSize;
+            dp.draft.logits[size_t(i)].assign(at, at + c.vocabSize);
+            if (dp.tracking) dp.draft.attended[size_t(i)] = mostAttended(dp.mass[size_t(i)]);
+        }
+        dp.computed = true;
+    }
 }
 
 std::pair<int, int> DecodeSession::Impl::groupsOf(int half) const {
@@ -303,16 +332,17 @@ Status DecodeSession::Impl::commitDraftToken(const Draft& dr, int i, int token, 
     return Status::ok();
 }
 
-Result<int> DecodeSession::stepDraft(const std::vector<int>& inputs,
-                                     const std::function<bool(int, const StepResult&)>& onStep) {
+Status DecodeSession::beginDraft(const std::vector<int>& inputs) {
     auto& c = d->c;
+    if (d->draftPass.kind != Impl::DraftPass::Kind::None)
+        return Status(ErrorCode::InvalidArgument, "beginDraft: the draft begun before is not ended");
     if (inputs.empty()) return Status(ErrorCode::InvalidArgument, "stepDraft: no input");
     if (d->sinkBlocks.empty()) return Status(ErrorCode::InvalidArgument, "step: begin() first");
     for (int tok : inputs)
         if (tok < 0 || tok >= c.vocabSize) return Status(ErrorCode::InvalidArgument, "step: token out of range");
     // Where step() would place each input, and how many one pass may take: none after the first
     // may turn the page. The page gate falls due every gateRefreshSteps tokens; the pass assumes
-    // it chooses the same pages again there, and checks that when it gets there (below).
+    // it chooses the same pages again there, and checks that when it gets there (endDraft).
     const bool srswa = m_params.mode == AttentionMode::SrSwa;
     const bool pageBreak0 = inputs[0] == c.pageBreakTokenId && d->generated > 0;
     const int page = d->currentPage + (pageBreak0 ? 1 : 0);
@@ -320,8 +350,7 @@ Result<int> DecodeSession::stepDraft(const std::vector<int>& inputs,
     int64_t pos = d->position;
     int since = d->stepsSinceGate;
     const bool refresh0 = srswa && (pageBreak0 || since >= m_params.gateRefreshSteps || d->generated == 0);
-    std::vector<int64_t> posOf;
-    std::vector<bool> refreshAt;
+    Impl::DraftPass dp;
     const int limit = std::min({int(inputs.size()), kMaxDraftTokens, std::max(1, m_params.recentTokens)});
     for (int i = 0; i < limit; ++i) {
         const int tok = inputs[size_t(i)];
@@ -330,42 +359,125 @@ Result<int> DecodeSession::stepDraft(const std::vector<int>& inputs,
             if (const int64_t at = d->lineEndPosition(page, written); at >= 0) pos = at;
             ++written;
         }
-        posOf.push_back(pos++);
+        dp.posOf.push_back(pos++);
         const bool refresh = i == 0 ? refresh0 : srswa && since >= m_params.gateRefreshSteps;
-        refreshAt.push_back(refresh);
+        dp.refreshAt.push_back(refresh);
         since = (refresh ? 0 : since) + 1;
     }
-    const int k = int(posOf.size());
-    if (k == 1 || m_params.measureRecall || m_params.referencePrefill || d->device) {
-        // One token, a benchmark's probe, or a device's steps: the plain steps.
-        const int n = k == 1 ? 1 : int(inputs.size());
-        for (int i = 0; i < n; ++i) {
-            auto r = step(inputs[size_t(i)]);
-            if (!r) return r.status();
-            if (!onStep(i, *r)) return i + 1;
-        }
-        return n;
+    const int k = int(dp.posOf.size());
+    dp.inputs.assign(inputs.begin(), inputs.end());
+    if (m_params.measureRecall || m_params.referencePrefill || d->device) {
+        // A benchmark's probe or a device's steps: the plain steps, in endDraft.
+        dp.kind = Impl::DraftPass::Kind::Plain;
+        if (k == 1) dp.inputs.resize(1);
+        dp.computed = true;
+    } else if (k == 1) {
+        auto ps = d->beginStep(inputs[0]);
+        if (!ps) return ps.status();
+        dp.kind = Impl::DraftPass::Kind::Single;
+        dp.pending = std::move(*ps);
+    } else {
+        // The first input is fed whatever the draft holds: its page turn and gate refresh happen now.
+        if (pageBreak0) d->enterNextPage();
+        d->offloadLeftPages();
+        if (refresh0)
+            if (Status s = d->refreshGate(); !s) return s;
+        dp.kind = Impl::DraftPass::Kind::Tokens;
+        dp.inputs.resize(size_t(k));
+        d->startDraft(dp);
     }
-    // The first input is fed whatever the draft holds: its page turn and gate refresh happen now.
-    if (pageBreak0) d->enterNextPage();
-    d->offloadLeftPages();
-    if (refresh0)
-        if (Status s = d->refreshGate(); !s) return s;
-    auto draft = d->computeDraft(inputs, posOf, refreshAt);
-    if (!draft) return draft.status();
+    d->draftPass = std::move(dp);
+    return Status::ok();
+}
+
+Status DecodeSession::computeDrafts(const std::vector<DecodeSession*>& sessions) {
+    using Kind = Impl::DraftPass::Kind;
+    for (size_t i = 0; i < sessions.size(); ++i) {
+        if (!sessions[i]) return Status(ErrorCode::InvalidArgument, "computeDrafts: no session");
+        if (std::find(sessions.begin(), sessions.begin() + long(i), sessions[i]) != sessions.begin() + long(i))
+            return Status(ErrorCode::InvalidArgument, "computeDrafts: a session appears twice");
+        if (sessions[i]->d->draftPass.kind == Kind::None)
+            return Status(ErrorCode::InvalidArgument, "computeDrafts: a session has no draft begun");
+    }
+    // By model: single steps together as stepBatch computes them, drafts together up to
+    // kPackedRows rows a pass (more would leave the packed products, and their results would
+    // depend on the rows beside them).
+    std::map<const ModelWeights*, std::pair<std::vector<Impl*>, std::vector<Impl*>>> byModel;
+    for (DecodeSession* s : sessions) {
+        Impl& si = *s->d;
+        if (si.draftPass.computed) continue;
+        auto& [singles, drafts] = byModel[si.model.get()];
+        (si.draftPass.kind == Kind::Single ? singles : drafts).push_back(&si);
+    }
+    for (auto& [model, group] : byModel) {
+        auto& [singles, drafts] = group;
+        if (singles.size() == 1) {  // alone: step()'s own forward pass
+            Impl& si = *singles[0];
+            si.forward([&](int l) { si.stepAttention(l, si.draftPass.pending); });
+            si.computeLogits();
+            si.draftPass.computed = true;
+        }
+        for (size_t from = 0; singles.size() > 1 && from < singles.size(); from += size_t(Impl::kPackedRows)) {
+            const size_t to = std::min(singles.size(), from + size_t(Impl::kPackedRows));
+            std::vector<Impl::PendingStep> pending;
+            for (size_t j = from; j < to; ++j) pending.push_back(std::move(singles[j]->draftPass.pending));
+            Impl::forwardBatch(singles.data() + from, pending.data(), int(to - from));
+            for (size_t j = from; j < to; ++j) {
+                singles[j]->draftPass.pending = std::move(pending[j - from]);
+                singles[j]->draftPass.computed = true;
+            }
+        }
+        for (size_t from = 0; from < drafts.size();) {
+            size_t to = from;
+            for (int rows = 0; to < drafts.size() && rows + int(drafts[to]->draftPass.posOf.size()) <= Impl::kPackedRows; ++to)
+                rows += int(drafts[to]->draftPass.posOf.size());
+            Impl::computeDraftRows(drafts.data() + from, int(to - from));
+            from = to;
+        }
+    }
+    return Status::ok();
+}
+
+Result<int> DecodeSession::endDraft(const std::function<bool(int, const StepResult&)>& onStep) {
+    using Kind = Impl::DraftPass::Kind;
+    Impl::DraftPass dp = std::move(d->draftPass);
+    d->draftPass = Impl::DraftPass{};
+    if (dp.kind == Kind::None) return Status(ErrorCode::InvalidArgument, "endDraft: no draft begun");
+    if (!dp.computed) return Status(ErrorCode::InvalidArgument, "endDraft: the draft was not computed");
+    if (dp.kind == Kind::Plain) {
+        for (size_t i = 0; i < dp.inputs.size(); ++i) {
+            auto r = step(dp.inputs[i]);
+            if (!r) return r.status();
+            if (!onStep(int(i), *r)) return int(i) + 1;
+        }
+        return int(dp.inputs.size());
+    }
+    if (dp.kind == Kind::Single) {
+        onStep(0, d->endStep(dp.pending, true));
+        return 1;
+    }
+    const int k = int(dp.posOf.size());
+    const Impl::Draft& draft = dp.draft;
     for (int i = 0; i < k; ++i) {
-        if (i > 0 && refreshAt[size_t(i)]) {
+        if (i > 0 && dp.refreshAt[size_t(i)]) {
             // The gate falls due here, with the queries of the tokens fed so far: if it picks other
             // pages, this token and the rest were computed with the wrong ones and are not fed.
             const std::vector<int> assumed = d->gated;
             if (Status s = d->refreshGate(); !s) return s;
             if (d->gated != assumed) return i;
         }
-        if (Status s = d->commitDraftToken(*draft, i, inputs[size_t(i)], refreshAt[size_t(i)]); !s) return s;
-        const StepResult r{&draft->logits[size_t(i)], d->currentPage, draft->attended[size_t(i)]};
+        if (Status s = d->commitDraftToken(draft, i, dp.inputs[size_t(i)], dp.refreshAt[size_t(i)]); !s) return s;
+        const StepResult r{&draft.logits[size_t(i)], d->currentPage, draft.attended[size_t(i)]};
         if (!onStep(i, r)) return i + 1;
     }
     return k;
+}
+
+Result<int> DecodeSession::stepDraft(const std::vector<int>& inputs,
+                                     const std::function<bool(int, const StepResult&)>& onStep) {
+    if (Status s = beginDraft(inputs); !s) return s;
+    if (Status s = computeDrafts({this}); !s) return s;
+    return endDraft(onStep);
 }
 
 }  // namespace quire::decoder

@@ -446,13 +446,39 @@ struct DecodeSession::Impl {
         std::vector<std::vector<Selection>> selections;  // [token][layer], for tokens that refresh the gate
     };
 
-    // The forward pass of `posOf.size()` inputs at positions posOf, as step() would compute them
-    // one after another: layer by layer, weights applied in matrix products, each token attending
-    // to what step() would give it (generatedSet at its generated count, query and position) plus
-    // the draft tokens up to itself.
-    // refreshAt[i]: the gate is refreshed at token i (its query chooses the gated blocks from there).
-    Result<Draft> computeDraft(const std::vector<int>& inputs, const std::vector<int64_t>& posOf,
-                               const std::vector<bool>& refreshAt);
+    // A draft between beginDraft() and endDraft(): what was planned, and what computeDrafts() made.
+    //   Plain   the inputs fed by step() in endDraft (a device's steps, a benchmark's probe);
+    //   Single  one token: its step begun in beginDraft, forwarded in computeDrafts (with other
+    //           sessions' single steps, as stepBatch does), ended in endDraft: step() exactly;
+    //   Tokens  posOf.size() tokens computed together (Draft), fed one by one in endDraft.
+    struct DraftPass {
+        enum class Kind { None, Plain, Single, Tokens } kind = Kind::None;
+        bool computed = false;
+        std::vector<int> inputs;
+        std::vector<int64_t> posOf;
+        std::vector<bool> refreshAt;  // the gate is refreshed at token i (its query chooses from there)
+        PendingStep pending;          // Single
+        Draft draft;                  // Tokens
+        std::vector<std::vector<Span>> spans;  // per token, the layer being computed
+        std::vector<std::vector<float>> mass;  // per token, attention on the current page's tokens
+        bool tracking = false;
+    };
+    DraftPass draftPass;
+
+    // Tokens: the draft's own blocks, gate queries and attention tracking made ready, and the window
+    // cache brought up to date, before the layers run.
+    void startDraft(DraftPass& dp);
+
+    // Layer l of a Tokens draft, given its rows' pre-rotary projections (Qm, Km, Vm): each token's
+    // keys and values, gate query and attended spans (generatedSet at its generated count, query
+    // and position, plus the draft's tokens up to itself), and its attention output into A.
+    void draftLayer(int l, DraftPass& dp, const float* Qm, const float* Km, const float* Vm, float* A);
+
+    // The Tokens drafts of n sessions on one model (their rows together at most kPackedRows), as
+    // each would be computed alone: every weight matrix applied to all the rows at once (a packed
+    // product gives a row the same result whatever rows go with it), each session attending over
+    // its own blocks.
+    static void computeDraftRows(Impl* const* s, int n);
 
     // The KV groups [first, second) of half 0 or 1 of a pass split over `pairs` (attention of a
     // draft and of a page's prefill): the first half takes the odd group where there is one.

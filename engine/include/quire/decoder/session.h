@@ -199,6 +199,16 @@ public:
     // with; so onStep may see fewer results than inputs. Returns the number fed (≥ 1).
     static constexpr int kMaxDraftTokens = 16;
     Result<int> stepDraft(const std::vector<int>& inputs, const std::function<bool(int, const StepResult&)>& onStep);
+    // stepDraft() in three parts, so that several sessions' drafts are computed together (a batch
+    // of volumes, StepBatcher): beginDraft() plans the draft and feeds its first input's page turn
+    // and gate refresh; computeDrafts() computes the begun drafts of several sessions — those on
+    // one model with each weight matrix applied to all their tokens at once (single tokens as
+    // stepBatch() computes them) — and may run on another thread than the sessions' own (their
+    // threads wait meanwhile); endDraft() feeds the tokens as stepDraft() does. Each session's
+    // tokens, logits and state are those of its stepDraft(), bit for bit.
+    Status beginDraft(const std::vector<int>& inputs);
+    static Status computeDrafts(const std::vector<DecodeSession*>& sessions);
+    Result<int> endDraft(const std::function<bool(int, const StepResult&)>& onStep);
 
     SessionStats stats() const;
     // How many positions' rotary cos and sin the session keeps (16,384 slots by default, a position
