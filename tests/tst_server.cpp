@@ -374,6 +374,65 @@ private slots:
         QVERIFY(s.client()->Get("/metrics")->body.find("quire_memory_guarded_bytes{memory=") != std::string::npos);
     }
 
+    // Reader jobs read at the same time decode as one batch (their drafts computed together: the
+    // metrics count passes that took more than one), and each job's text is the text it gets read
+    // alone (--no-batch, one worker).
+    void readerJobsDecodeAsOneBatch() {
+        constexpr int kJobs = 3;
+        static const char* kWords[] = {"harbour", "meadow", "lantern", "orchard", "granite", "willow", "copper", "thistle"};
+        QStringList volumes;
+        for (int j = 0; j < kJobs; ++j) {
+            volumes << data(QString("batch-volume%1.tif").arg(j));
+            writeTiffVolume(volumes.back(), 2, [j](int p) {
+                std::vector<std::string> lines;
+                for (int l = 0; l < 26; ++l)
+                    lines.push_back(std::string(kWords[(j + l) % 8]) + " and " + kWords[(p + 3 * l + j) % 8] + " by the " +
+                                    kWords[(5 * l + j + p) % 8] + " line " + std::to_string(l + 1));
+                return lines;
+            }, 1700, 2200, 1.4);
+        }
+        auto readAll = [&](const QStringList& extra, std::string* metrics) {
+            std::vector<std::string> texts;
+            Server s;
+            if (!s.start(data(extra.contains("--no-batch") ? "batch-alone" : "batch-together"), QStringList{"--threads", "1"} + extra))
+                return texts;
+            auto c = s.client();
+            std::vector<std::string> ids;
+            for (const QString& v : volumes) {
+                auto r = c->Post("/v1/jobs", httplib::MultipartFormDataItems{
+                                                 {"file", readFile(v), QFileInfo(v).fileName().toStdString(), "image/tiff"},
+                                                 {"engine", "reader", "", ""}});
+                if (!r || r->status != 202) return texts;
+                ids.push_back(json(r->body).value("id").toString().toStdString());
+            }
+            for (const auto& id : ids) {
+                if (waitForJob(*c, id).value("state").toString() != "done") return texts;
+                texts.push_back(c->Get("/v1/jobs/" + id + "/export?format=txt")->body);
+            }
+            *metrics = c->Get("/metrics")->body;
+            return texts;
+        };
+        auto counter = [](const std::string& metrics, const std::string& name) {
+            const auto at = metrics.find("\n" + name + " ");
+            return at == std::string::npos ? -1LL : std::stoll(metrics.substr(at + name.size() + 2));
+        };
+        std::string together, alone;
+        const auto batched = readAll({"--workers", QString::number(kJobs)}, &together);
+        QCOMPARE(int(batched.size()), kJobs);
+        const long long passes = counter(together, "quire_decode_batch_passes_total"),
+                        drafts = counter(together, "quire_decode_batch_drafts_total");
+        qInfo("%lld drafts in %lld passes", drafts, passes);
+        QVERIFY2(passes > 0 && drafts > passes, together.c_str());
+        QVERIFY(together.find("quire_decode_batch_members 0") != std::string::npos);
+        const auto single = readAll({"--workers", "1", "--no-batch"}, &alone);
+        QCOMPARE(int(single.size()), kJobs);
+        QCOMPARE(counter(alone, "quire_decode_batch_passes_total"), 0LL);
+        for (int j = 0; j < kJobs; ++j) {
+            QVERIFY2(batched[size_t(j)].find(kWords[j]) != std::string::npos, batched[size_t(j)].c_str());
+            QCOMPARE(batched[size_t(j)], single[size_t(j)]);
+        }
+    }
+
     // Over the body limit: 413 with the limit in words; over the queue: 429 with Retry-After.
     void limitsAreKept() {
         Server s;

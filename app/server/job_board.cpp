@@ -20,6 +20,7 @@
 #include "memory_guard.h"
 #include "quire/core/process_memory.h"
 #include "quire/pipeline/transcriber.h"
+#include "quire/reader/reader_sharing.h"
 #include "quire/store/project_store.h"
 
 namespace fs = std::filesystem;
@@ -125,7 +126,9 @@ struct JobBoard::Job {
 
 JobBoard::JobBoard(ServerOptions options, RecognizerOptions engineDefaults, std::string pdfHelper, ServerMetrics& metrics)
     : m_options(std::move(options)), m_engineDefaults(std::move(engineDefaults)), m_pdfHelper(std::move(pdfHelper)),
-      m_metrics(metrics) {}
+      m_metrics(metrics) {
+    if (m_options.batchReaders) m_readerSharing = std::make_shared<ReaderSharing>();
+}
 
 JobBoard::~JobBoard() { stop(); }
 
@@ -610,6 +613,7 @@ void JobBoard::runJob(const std::shared_ptr<Job>& job) {
     p.recognizer.languages = job->request.languages;
     p.recognizer.device = m_options.device;
     p.recognizer.deviceMemoryMiB = m_options.gpuMemoryMiB;
+    p.recognizer.readerSharing = m_readerSharing;
     p.source.pdfHelper = m_pdfHelper;
     const int cores = int(std::max(1u, std::thread::hardware_concurrency()));
     p.threads = m_options.threadsPerJob > 0 ? m_options.threadsPerJob : std::max(1, cores / m_options.workers);
@@ -756,6 +760,10 @@ ServerMetrics::Snapshot JobBoard::snapshot() const {
     s.guardedUsedBytes = memory.usedBytes;
     s.guardBytes = memory.guardBytes(m_options.memoryGuardShare);
     s.guardActive = memory.over(m_options.memoryGuardShare);
+    if (m_readerSharing) {
+        const auto b = m_readerSharing->batcher().stats();
+        s.decodePasses = b.passes, s.decodeDrafts = b.drafts, s.decodeMembers = b.members;
+    }
     std::unique_lock lock(m_mutex);
     for (const char* state : {"queued", "running", "done", "failed", "cancelled"}) s.jobsByState[state] = 0;
     for (const auto& [id, job] : m_jobs) {

@@ -127,6 +127,7 @@ private:
 
     ServerOptions m_options;
     RecognizerOptions m_engineDefaults;
+    std::shared_ptr<ReaderSharing> m_readerSharing;  // the reader jobs' batch (null with --no-batch)
     std::string m_pdfHelper;
     ServerMetrics& m_metrics;
     mutable std::mutex m_mutex;

@@ -60,6 +60,12 @@ std::string ServerMetrics::prometheusText(const Snapshot& s) {
     o << "quire_pages_in_flight " << s.pagesInFlight << '\n';
     metric("quire_batch_size", "gauge", "Jobs being read at this moment.");
     o << "quire_batch_size " << s.running << '\n';
+    metric("quire_decode_batch_members", "gauge", "Reader pages being decoded together in one batch now.");
+    o << "quire_decode_batch_members " << s.decodeMembers << '\n';
+    metric("quire_decode_batch_passes_total", "counter", "Decoder passes that computed reader jobs' drafts together.");
+    o << "quire_decode_batch_passes_total " << s.decodePasses << '\n';
+    metric("quire_decode_batch_drafts_total", "counter", "Drafts computed in those passes (÷ passes: the mean batch).");
+    o << "quire_decode_batch_drafts_total " << s.decodeDrafts << '\n';
     int64_t pagesLastMinute = 0, tokensLastMinute = 0;
     for (const auto& p : m_recentPages) pagesLastMinute += p.second;
     for (const auto& t : m_recentTokens) tokensLastMinute += t.second;

@@ -27,6 +27,10 @@ public:
         int64_t guardedUsedBytes = 0, guardBytes = 0;  // the memory the guard watches (the GPU's or this process's)
         bool guardOnGpu = false, guardActive = false;
         int64_t pagesInFlight = 0;
+        // Reader jobs decoding as one batch (decoder::StepBatcher): passes computed, drafts in them,
+        // and the pages being decoded together now.
+        int64_t decodePasses = 0, decodeDrafts = 0;
+        int decodeMembers = 0;
     };
     std::string prometheusText(const Snapshot& now);
 

@@ -11,7 +11,7 @@ namespace quire::server {
 
 const char* const kServerUsage =
     "usage: quire-server --data DIR [--port N] [--host ADDR] [--token-file F] [--input-dir DIR]\n"
-    "                    [--workers N] [--threads N] [--max-queue N] [--max-pages N] [--sync-max-pages N] [--sync-wait S]\n"
+    "                    [--workers N] [--threads N] [--no-batch] [--max-queue N] [--max-pages N] [--sync-max-pages N] [--sync-wait S]\n"
     "                    [--max-body-mb N] [--memory-guard SHARE] [--retain-hours H] [--keep-inputs-hours H]\n"
     "                    [--tls-cert F --tls-key F]\n"
     "                    [--redis HOST:PORT [--worker] [--claim-after S]] [--device cpu|cuda [--gpu-memory MIB]]\n"
@@ -47,6 +47,10 @@ Result<ServerOptions> parseServerOptions(int argc, char** argv, const char* envT
         a = a.substr(2);
         if (a == "worker") {
             o.worker = true;
+            continue;
+        }
+        if (a == "no-batch") {
+            o.batchReaders = false;
             continue;
         }
         bool known = false;

@@ -20,6 +20,9 @@ struct ServerOptions {
     size_t maxBodyBytes = size_t(512) << 20;
     int workers = 1;                  // jobs read at the same time
     int threadsPerJob = 0;            // 0: the cores shared among the workers
+    // Reader jobs read at the same time decode as one batch (one model, drafts computed together:
+    // ReaderSharing); --no-batch has each decode alone (for comparison).
+    bool batchReaders = true;
     int maxQueuedJobs = 16;           // waiting jobs; beyond them 429
     int maxPagesInFlight = 20000;     // pages of queued and running jobs together; beyond them 429
     int syncMaxPages = 20;            // POST /v1/transcribe takes documents up to this many pages

@@ -4,8 +4,10 @@
 1. Status calls under uploads: 16 threads upload the sample volume (--uploads in all) while 4
    threads make --status-calls GET /v1/jobs/{id} calls: requests/s and p50/p99 latency of both.
 2. The reader at 1, 4 and 16 concurrent jobs (--workers 1, 4, 16): the same --pages pages split into
-   that many jobs, side by side in one run: pages/min, text tokens/s (quire_tokens_total), peak
-   resident memory of the server (VmHWM), jobs lost (submitted but not done: must be 0).
+   that many jobs, side by side in one run, each with the jobs decoding as one batch (the server's
+   default) and alone (--no-batch): pages/min, text tokens/s (quire_tokens_total), the mean batch
+   (drafts per batched decoder pass), peak resident memory of the server (VmHWM), jobs lost
+   (submitted but not done: must be 0).
 
     tools/bench/server_load.py --server build/app/quire-server [--engine reader] [--pages 16]
 Prints a Markdown table (docs/BENCHMARKS.md) and writes --json.
@@ -139,14 +141,15 @@ def status_under_uploads(args, work):
         srv.stop()
 
 
-def tokens_total(srv):
+def counter(srv, name):
     _, text = srv.call("GET", "/metrics")
-    m = re.search(rb"^quire_tokens_total (\d+)", text, re.M)
+    m = re.search(rb"^" + name.encode() + rb" (\d+)", text, re.M)
     return int(m.group(1)) if m else 0
 
 
-def concurrent_jobs(args, work, pages, jobs):
-    srv = Server(args.server, os.path.join(work, f"jobs{jobs}"), ["--workers", str(jobs), "--threads", "1", "--max-queue", "1000"])
+def concurrent_jobs(args, work, pages, jobs, batch):
+    srv = Server(args.server, os.path.join(work, f"jobs{jobs}{'' if batch else '-alone'}"),
+                 ["--workers", str(jobs), "--threads", "1", "--max-queue", "1000"] + ([] if batch else ["--no-batch"]))
     try:
         per_job = [pages[i::jobs] for i in range(jobs)]
         start = time.perf_counter()
@@ -167,8 +170,9 @@ def concurrent_jobs(args, work, pages, jobs):
             done_pages += view["done"]
             lost += view["state"] != "done"
         wall = time.perf_counter() - start
-        tokens = tokens_total(srv)
-        return {"jobs": jobs, "pages": done_pages, "wall_s": wall, "pages_per_min": done_pages * 60 / wall,
+        tokens = counter(srv, "quire_tokens_total")
+        passes, drafts = counter(srv, "quire_decode_batch_passes_total"), counter(srv, "quire_decode_batch_drafts_total")
+        return {"jobs": jobs, "batch": batch, "mean_batch": drafts / passes if passes else 0, "pages": done_pages, "wall_s": wall, "pages_per_min": done_pages * 60 / wall,
                 "tokens": tokens, "tokens_per_s": tokens / wall, "jobs_lost": lost, "states": states,
                 "peak_rss_mib": srv.peak_rss_mib()}
     finally:
@@ -194,7 +198,8 @@ def main():
         pages = [rendered[i % len(rendered)] for i in range(args.pages)]
         result = {"machine": f"{os.cpu_count()} cores", "engine": args.engine,
                   "status_under_uploads": status_under_uploads(args, work),
-                  "concurrent": [concurrent_jobs(args, work, pages, int(c)) for c in args.concurrency.split(",")]}
+                  "concurrent": [concurrent_jobs(args, work, pages, int(c), batch)
+                                 for c in args.concurrency.split(",") for batch in (True, False)]}
     finally:
         shutil.rmtree(work, ignore_errors=True)
     s = result["status_under_uploads"]
@@ -203,11 +208,11 @@ def main():
           f"uploads {s['uploads_per_s']:.1f}/s, p50 {s['upload_p50_ms']:.0f} ms, p99 {s['upload_p99_ms']:.0f} ms; "
           f"errors {s['error_count']}; jobs kept {s['jobs_kept']} of {s['jobs_accepted']} accepted; peak RSS {s['peak_rss_mib']:.0f} MiB")
     print()
-    print(f"| concurrent {args.engine} jobs | pages | wall s | pages/min | text tokens/s | jobs lost | peak RSS MiB |")
-    print("|---|---|---|---|---|---|---|")
+    print(f"| concurrent {args.engine} jobs | decoding | mean batch | pages | wall s | pages/min | text tokens/s | jobs lost | peak RSS MiB |")
+    print("|---|---|---|---|---|---|---|---|---|")
     for c in result["concurrent"]:
-        print(f"| {c['jobs']} | {c['pages']} | {c['wall_s']:.1f} | {c['pages_per_min']:.1f} | {c['tokens_per_s']:.0f} | "
-              f"{c['jobs_lost']} | {c['peak_rss_mib']:.0f} |")
+        print(f"| {c['jobs']} | {'one batch' if c['batch'] else 'alone'} | {c['mean_batch']:.2f} | {c['pages']} | "
+              f"{c['wall_s']:.1f} | {c['pages_per_min']:.1f} | {c['tokens_per_s']:.0f} | {c['jobs_lost']} | {c['peak_rss_mib']:.0f} |")
     if args.json:
         with open(args.json, "w") as f:
             json.dump(result, f, indent=1)

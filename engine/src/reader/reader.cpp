@@ -1,6 +1,7 @@
 // ReaderEngine: the reader model over PP-OCR's visual tokens, page by page in one decoder session,
 // its decoding rules, word boxes from attention, and its checkpoint.
 #include "quire/reader/reader.h"
+#include "quire/reader/reader_sharing.h"
 
 #include "core/byte_stream.h"
 #include "decoder/kernels.h"
@@ -118,7 +119,7 @@ std::string ReaderEngine::deviceNotice() const {
 Result<std::unique_ptr<ReaderEngine>> ReaderEngine::load(const ReaderOptions& options) {
     auto dir = findReaderModel(options.modelDir);
     if (!dir) return dir.status();
-    auto model = decoder::loadModel(*dir);
+    auto model = options.sharing ? options.sharing->model(*dir) : decoder::loadModel(*dir);
     if (!model) return model.status();
     auto ppocr = PpocrEngine::load(options.ppocr);
     if (!ppocr) return ppocr.status();
@@ -550,6 +551,9 @@ Result<ReaderPage> ReaderEngine::decodePage(const Result<PpocrPage>& read, int d
     int input = fresh ? kBos : kPageBreak;
     const int maxDraft = d->options.draft ? decoder::DecodeSession::kMaxDraftTokens : 1;
     int draftFrom = 0, draftLength = maxDraft;
+    // In a batch, this page's drafts are computed with the other engines' while it is decoded.
+    decoder::StepBatcher::Membership member;
+    if (d->options.sharing) member = d->options.sharing->batcher().join();
     for (;;) {
         if (cancel && cancel->load(std::memory_order_relaxed)) return Status(ErrorCode::Cancelled, "reading cancelled");
         std::vector<int> inputs{input};
@@ -557,14 +561,16 @@ Result<ReaderPage> ReaderEngine::decodePage(const Result<PpocrPage>& read, int d
             inputs.push_back(visualIds[size_t(v)]);
         result.computedTokens += int(inputs.size());
         Outcome outcome = Outcome::Go;
-        auto fed = d->session->stepDraft(inputs, [&](int i, const decoder::StepResult& step) {
+        const auto onStep = [&](int i, const decoder::StepResult& step) {
             const int g = draftFrom + i;
             outcome = handle(step, g < int(visualIds.size()) ? g : -1);
             // With a prior the pick depends on the guess, so the pass goes on only where the next
             // guess is the one a plain step would get (LineEndRule::nextGuess).
             const bool guessHolds = d->options.draftPrior <= 0 || nextGuess() == g + 1;
             return outcome == Outcome::Go && guessHolds && size_t(i) + 1 < inputs.size() && inputs[size_t(i) + 1] == chosen;
-        });
+        };
+        auto fed = d->options.sharing ? d->options.sharing->batcher().stepDraft(*d->session, inputs, onStep)
+                                      : d->session->stepDraft(inputs, onStep);
         if (!fed) return fed.status();
         if (outcome == Outcome::Failed) return fail(failure);
         if (outcome == Outcome::Done) break;

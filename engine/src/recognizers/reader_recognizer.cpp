@@ -89,6 +89,7 @@ Result<std::unique_ptr<Recognizer>> createReaderRecognizer(const RecognizerOptio
     if (t.rareBelow >= 0) o.rareBelow = t.rareBelow;
     if (t.rarePrior >= 0.f) o.rarePrior = t.rarePrior;
     o.joinDashes = o.joinDashes && t.dashRule;
+    o.sharing = options.readerSharing;
     auto e = ReaderEngine::load(o);
     if (!e) return e.status();
     return std::unique_ptr<Recognizer>(new ReaderRecognizer(std::move(e).value(), options.languages, t.printStats));

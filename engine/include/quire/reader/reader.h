@@ -32,6 +32,8 @@
 
 namespace quire {
 
+class ReaderSharing;
+
 // Vocabulary of the reader (tools/train/data.py): specials, then PP-OCR's characters.
 namespace reader_vocab {
 constexpr int kUnknown = 0, kBos = 1, kEos = 2, kPageBreak = 3, kParagraph = 4, kLineBreak = 5, kSpace = 6,
@@ -322,6 +324,9 @@ struct ReaderOptions {
     bool closeUpSpacing = true;
     // A long dash the front-end read as two or three dashes is written as one "—" (PrintedPunctuation).
     bool joinDashes = true;
+    // Engines of one process that decode as one batch share this (reader_sharing.h): the model and
+    // front-end are taken from it, and each page's drafts are computed with the other engines'.
+    std::shared_ptr<ReaderSharing> sharing;
 };
 
 // Training counts of a reader model's characters, read from `character_counts.tsv` (a header line

@@ -18,6 +18,8 @@
 
 namespace quire {
 
+class ReaderSharing;
+
 // Measurement settings of the reader's decoding (docs/DECODING.md, docs/ACCURACY.md): each unset
 // value (negative) keeps the reader's default. quire-cli maps the QUIRE_READER_* variables onto
 // them; the engine reads no environment.
@@ -56,6 +58,9 @@ struct RecognizerOptions {
     int ppocrDetMaxSide = 0;
     std::string ppocrLayout;
     ReaderTuning readerTuning;
+    // "reader": engines given the same sharing decode as one batch (quire-server's jobs;
+    // quire/reader/reader_sharing.h). Null: the engine loads and decodes alone.
+    std::shared_ptr<ReaderSharing> readerSharing;
 };
 
 // Resolves engine "auto" for the given languages from the accuracies measured in
