@@ -9,8 +9,6 @@
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
-#include <cblas.h>
-
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -22,8 +20,10 @@
 #include <sstream>
 #include <unistd.h>
 
-#include "bench_find.h"
-#include "bench_pages.h"
+#include "bench_command.h"
+#include "features_command.h"
+#include "find_command.h"
+#include "history_command.h"
 #include "cli_args.h"
 #include "command_support.h"
 #include "pages_command.h"
@@ -32,18 +32,11 @@
 #include "measurement_env.h"
 #include "quire/core/process_tuning.h"
 #include "quire/core/backend.h"
-#include "quire/decoder/bench.h"
-#include "quire/reader/reader.h"
-#include "quire/decoder/safetensors.h"
 #include "quire/export/exporters.h"
-#include "quire/ppocr/ppocr.h"
-#include "quire/preprocess/preprocess.h"
-#include "quire/store/book_search.h"
 #include "quire/store/project_backups.h"
-#include "quire/store/page_history.h"
 #include "quire/store/project_properties.h"
-#include "quire/text/word_diff.h"
 #include "quire/pipeline/transcriber.h"
+#include "quire/preprocess/preprocess.h"
 
 namespace fs = std::filesystem;
 using namespace quire;
@@ -172,84 +165,6 @@ int doExport(ProjectStore& store, const std::string& formats, const cli::Args& a
         if (!json) spdlog::info("wrote {}", f.string());
     }
     if (json) printJson({{"event", "export"}, {"files", files}});
-    return kOk;
-}
-
-// The PP-OCR recognizer's visual tokens for the reader model: per page one safetensors file with a
-// [frames, 120] tensor per line and, in its metadata, the lines' boxes, CTC hypotheses, per-character
-// probabilities and frames, and each frame's x on the source page. Pages are preprocessed as
-// `transcribe` does, so training and inference see the same encoder outputs.
-int cmdFeatures(const cli::Args& args) {
-    if (args.positionals().empty()) return fail(kUsage, "features: give at least one input document");
-    const std::string outDir = args.value("out", "");
-    if (outDir.empty()) return fail(kUsage, "features: --out DIR is required");
-    const bool json = args.has("json");
-    SourceOptions so;
-    so.pdfHelper = pdfHelperIn(QCoreApplication::applicationDirPath().toStdString());
-    try {
-        so.pdfDpi = std::stoi(args.value("dpi", "300"));
-    } catch (const std::exception&) {
-        return fail(kUsage, "--dpi takes a number");
-    }
-    std::error_code ec;
-    fs::create_directories(outDir, ec);
-    if (ec) return fail(kUsage, outDir + ": cannot create the output folder (" + ec.message() + ")");
-    RecognizerOptions ro;
-    if (Status st = cli::applyMeasurementEnvironment(ro); !st) return fail(kUsage, st.message());
-    cli::applyModelLocations(ro);
-    PpocrOptions po;
-    po.modelDir = ro.ppocrDir;
-    // The reading order and detector size transcribe uses.
-    po.layout = ro.ppocrLayout.empty() ? ppocrLayoutFor(args.value("lang", "eng")) : ro.ppocrLayout;
-    if (ro.ppocrDetMaxSide > 0) po.detMaxSide = ro.ppocrDetMaxSide;
-    auto engine = PpocrEngine::load(po);
-    if (!engine) return fail(exitFor(engine.status()), engine.status().message());
-    int pageNo = 0;
-    for (const auto& input : args.positionals()) {
-        auto src = openSource(input, so);
-        if (!src) return fail(exitFor(src.status()), src.status().message());
-        for (int i = 0; i < (*src)->pageCount(); ++i) {
-            auto img = (*src)->loadPage(i);
-            if (!img) return fail(exitFor(img.status()), img.status().message());
-            const PreprocessResult pre = preprocessPage(img->image, PreprocessParams{});
-            for (const auto& region : pre.regions) {
-                ++pageNo;
-                auto page = (*engine)->read(region.image, true);
-                if (!page) return fail(kInternal, input + " page " + std::to_string(i + 1) + ": " + page.status().message());
-                std::vector<std::pair<std::string, std::pair<std::vector<int64_t>, std::vector<float>>>> tensors;
-                QJsonArray lines;
-                for (size_t k = 0; k < page->lines.size(); ++k) {
-                    const auto& l = page->lines[k];
-                    tensors.push_back({"line" + std::to_string(k) + ".features",
-                                       {{l.frames, 120}, std::vector<float>(l.features.begin(), l.features.end())}});
-                    const Box b = region.toSource(l.box);
-                    QJsonArray ids, probs, frames, xs;
-                    for (size_t c = 0; c < l.charIds.size(); ++c) {
-                        ids.append(l.charIds[c]);
-                        probs.append(double(l.charProbs[c]));
-                        frames.append(l.charFrames[c]);
-                    }
-                    for (float x : l.frameX) xs.append(region.toSource({int(x), l.box.y, 1, 1}).x);
-                    lines.append(QJsonObject{{"box", QJsonArray{b.x, b.y, b.w, b.h}}, {"text", QString::fromStdString(l.text)},
-                                             {"char_ids", ids}, {"char_probs", probs}, {"char_frames", frames},
-                                             {"frames", l.frames}, {"frame_x", xs}});
-                }
-                QJsonObject meta{{"source", QString::fromStdString(input)}, {"source_page", i + 1}, {"page", pageNo},
-                                 {"width", img->image.cols}, {"height", img->image.rows}, {"lines", lines}};
-                char name[64];
-                std::snprintf(name, sizeof name, "page-%05d.safetensors", pageNo);
-                const fs::path file = fs::path(outDir) / name;
-                if (auto st = decoder::writeSafeTensors(file, tensors, decoder::DType::F32,
-                                                        {{"quire.features", QJsonDocument(meta).toJson(QJsonDocument::Compact).toStdString()},
-                                                         {"encoder", "PP-OCRv4 rec (ch_PP-OCRv4_rec_infer.onnx), transpose_51"}});
-                    !st)
-                    return fail(kInternal, st.message());
-                if (json) printJson({{"event", "features"}, {"page", pageNo}, {"file", QString::fromStdString(file.string())},
-                                     {"lines", int(page->lines.size())}});
-                else spdlog::info("{} page {}: {} lines → {}", input, i + 1, page->lines.size(), file.string());
-            }
-        }
-    }
     return kOk;
 }
 
@@ -528,59 +443,6 @@ int cmdCorrect(const cli::Args& args) {
     return kOk;
 }
 
-int cmdHistory(const cli::Args& args) {
-    auto number = [&](const char* key) -> std::optional<int> {
-        if (!args.value(key)) return std::nullopt;
-        try {
-            size_t used = 0;
-            const int n = std::stoi(*args.value(key), &used);
-            if (used == args.value(key)->size() && n >= 0) return n;
-        } catch (const std::exception&) {
-        }
-        return -1;
-    };
-    const auto page = number("page"), diff = number("diff"), revert = number("revert");
-    if (!page || *page < 1) return fail(kUsage, "history needs --page N (the page's number in the book, from 1)");
-    if ((diff && *diff < 0) || (revert && *revert < 0)) return fail(kUsage, "--diff and --revert take a version number");
-    auto store = openProject(args, revert ? ProjectStore::Mode::OpenExisting : ProjectStore::Mode::ReadOnly);
-    if (!store) return fail(exitFor(store.status()), store.status().message());
-    auto pages = (*store)->pages();
-    if (!pages) return fail(kInternal, pages.status().message());
-    if (*page > int(pages->size())) return fail(kUsage, "--page must be between 1 and " + std::to_string(pages->size()));
-    const int64_t pageId = (*pages)[size_t(*page - 1)].id;
-    if (revert) {
-        auto id = revertPage(**store, pageId, *revert);
-        if (!id) return fail(exitFor(id.status()), id.status().message());
-        spdlog::info("page {}: version {} is the current text again (correction {})", *page, *revert, *id);
-    }
-    auto versions = pageVersions(**store, pageId);
-    if (!versions) return fail(kInternal, versions.status().message());
-    if (diff && *diff >= int(versions->size()))
-        return fail(kUsage, "the page has versions 0 to " + std::to_string(versions->size() - 1));
-    if (args.has("json")) {
-        QJsonArray list;
-        for (const auto& v : *versions)
-            list.append(QJsonObject{{"version", v.number}, {"label", QString::fromStdString(v.label)},
-                                    {"createdAt", QString::fromStdString(v.createdAt)}, {"text", QString::fromStdString(v.text)},
-                                    {"current", v.current}});
-        printJson({{"page", *page}, {"versions", list}});
-        return kOk;
-    }
-    if (diff) {
-        // Removed words in [-…-], added in {+…+} (as wdiff and git diff --word-diff write them).
-        const auto current = std::find_if(versions->begin(), versions->end(), [](const PageVersion& v) { return v.current; });
-        for (const auto& p : wordDiff((*versions)[size_t(*diff)].text, current->text))
-            std::cout << (p.kind == DiffPiece::Removed ? "[-" + p.text + "-]" : p.kind == DiffPiece::Added ? "{+" + p.text + "+}" : p.text);
-        std::cout << "\n";
-        return kOk;
-    }
-    for (const auto& v : *versions) {
-        std::cout << v.number << ": " << v.label << (v.createdAt.empty() ? "" : ", " + v.createdAt)
-                  << (v.current ? " (current)" : "") << "\n";
-    }
-    return kOk;
-}
-
 int cmdProperties(const cli::Args& args) {
     const bool change = args.has("title") || args.has("author") || args.has("language");
     auto store = openProject(args, change ? ProjectStore::Mode::OpenExisting : ProjectStore::Mode::ReadOnly);
@@ -601,216 +463,6 @@ int cmdProperties(const cli::Args& args) {
     std::cout << "title: " << shown(p->title, "(not set: exports use the project's name)") << "\n"
               << "author: " << shown(p->author, "(not set)") << "\n"
               << "language: " << shown(p->language, "(not set: exports use the languages it was read in)") << "\n";
-    return kOk;
-}
-
-int cmdFind(const cli::Args& args) {
-    SearchQuery query;
-    if (args.has("text") == args.has("regex")) return fail(kUsage, "find needs one of --text T or --regex R");
-    query.pattern = args.value("text") ? *args.value("text") : *args.value("regex");
-    query.mode = args.has("regex") ? SearchMode::Regex : args.has("whole-word") ? SearchMode::WholeWord : SearchMode::Plain;
-    if (args.has("regex") && args.has("whole-word")) return fail(kUsage, "--whole-word goes with --text, not --regex");
-    query.matchCase = args.has("match-case");
-    if (auto s = BookSearch::compile(query); !s) return fail(kUsage, s.status().message());
-    const auto replacement = args.value("replace");
-    auto store = openProject(args, replacement ? ProjectStore::Mode::OpenExisting : ProjectStore::Mode::ReadOnly);
-    if (!store) return fail(exitFor(store.status()), store.status().message());
-    auto hits = findInBook(**store, query, 0, &g_cancel);
-    if (!hits) return fail(hits.status().code() == ErrorCode::Cancelled ? kInternal : exitFor(hits.status()), hits.status().message());
-    std::optional<Replacement> done;
-    if (replacement) {
-        auto r = replaceInBook(**store, query, *replacement);
-        if (!r) return fail(exitFor(r.status()), r.status().message());
-        done = *r;
-    }
-    std::set<int64_t> pagesHit;
-    for (const auto& h : *hits) pagesHit.insert(h.pageId);
-    if (args.has("json")) {
-        QJsonArray list;
-        for (const auto& h : *hits)
-            list.append(QJsonObject{{"page", h.sequence}, {"line", h.line}, {"start", h.start}, {"length", h.length},
-                                    {"context", QString::fromStdString(h.context)}});
-        QJsonObject o{{"hits", list}, {"pages", int(pagesHit.size())}};
-        if (done) o["replaced"] = QJsonObject{{"hits", done->hits}, {"pages", done->pages}};
-        printJson(o);
-        return kOk;
-    }
-    for (const auto& h : *hits) std::cout << "p. " << h.sequence << ", line " << h.line << ": " << h.context << "\n";
-    std::cout << hits->size() << (hits->size() == 1 ? " hit" : " hits") << " on " << pagesHit.size()
-              << (pagesHit.size() == 1 ? " page" : " pages") << "\n";
-    if (done) std::cout << "replaced " << done->hits << " on " << done->pages << (done->pages == 1 ? " page" : " pages")
-                        << " (each page's replacement is a correction; the page's earlier text stays in its history)\n";
-    return kOk;
-}
-
-// `bench decode`: a volume of generated pages decoded with the chosen attention, KV and speed per checkpoint.
-int cmdBenchDecode(const cli::Args& args) {
-    using namespace quire::decoder;
-    DecodeBenchParams p;
-    if (args.has("volume") && !args.has("model")) return fail(kUsage, "bench decode: --volume goes with --model (its front-end reads the pages)");
-    if (auto dir = args.value("model")) {
-        // A trained model (the shipped reader) with the reader's attention budgets unless given.
-        auto m = loadModel(*dir);
-        if (!m) return fail(exitFor(m.status()), m.status().message());
-        p.model = *m;
-        p.config = p.model->config;
-        p.attention = readerAttentionDefaults();
-    } else if (auto cfg = args.value("config")) {
-        auto c = ModelConfig::load(*cfg);
-        if (!c) return fail(kUsage, c.status().message());
-        p.config = *c;
-    } else {
-        auto c = benchShape(args.value("shape", "reader"));
-        if (!c) return fail(kUsage, c.status().message());
-        p.config = *c;
-    }
-    auto mode = parseAttentionMode(args.value("mode", "srswa"));
-    if (!mode) return fail(kUsage, mode.status().message());
-    p.attention.mode = *mode;
-    try {
-        p.pages = std::stoi(args.value("pages", "100"));
-        p.batch = std::stoi(args.value("batch", "1"));
-        p.pageTokens = std::stoi(args.value("page-tokens", args.value("shape", "reader") == "unlimited-ocr" ? "273" : "200"));
-        p.tokensPerPage = std::stoi(args.value("tokens-per-page", "24"));
-        if (!p.model || args.has("recent")) p.attention.recentTokens = std::stoi(args.value("recent", "128"));
-        if (!p.model || args.has("gated-pages")) p.attention.gatedPages = std::stoi(args.value("gated-pages", "4"));
-        if (!p.model || args.has("blocks-per-page")) p.attention.blocksPerGatedPage = std::stoi(args.value("blocks-per-page", "8"));
-        p.maxKvBytes = std::stod(args.value("max-kv-gb", "8")) * 1e9;
-        p.attention.threads = std::stoi(args.value("threads", "1"));
-        p.attention.deviceMemoryLimit = size_t(std::stoul(args.value("gpu-memory", "0"))) << 20;
-    } catch (const std::exception&) {
-        return fail(kUsage, "bench decode: numeric options take numbers");
-    }
-    if (p.pages < 1 || p.batch < 1 || p.pageTokens < 1 || p.tokensPerPage < 2)
-        return fail(kUsage, "bench decode: --pages, --batch, --page-tokens >= 1 and --tokens-per-page >= 2");
-    if (p.attention.threads < 1 || p.attention.threads > 2) return fail(kUsage, "bench decode: --threads is 1 or 2");
-    p.device = args.value("device", "cpu");
-    p.recall = args.has("recall");
-    if (auto volume = args.value("volume")) {
-        auto pages = cli::readerPageInputs(*volume, *args.value("model"), p.config.visualTokenIds, 300);
-        if (!pages) return fail(exitFor(pages.status()), pages.status().message());
-        p.pageInputs = std::move(*pages);
-        size_t tokens = 0;
-        for (const auto& in : p.pageInputs) tokens += in.size() / size_t(p.config.visualStride());
-        std::cerr << "volume: " << p.pageInputs.size() << " pages read by the front-end, " << tokens / p.pageInputs.size()
-                  << " visual tokens a page on average, fed in turn\n";
-    }
-    auto r = runDecodeBench(p);
-    if (!r) return fail(exitFor(r.status()), r.status().message());
-    r->shape = args.value("model", args.value("config", args.value("shape", "reader")));
-    if (args.has("json")) {
-        std::cout << r->toJson() << std::endl;
-        return kOk;
-    }
-    std::cout << "mode " << r->mode << ", " << r->parameters / 1'000'000.0 << " M parameters, batch " << r->batch
-              << ", " << r->pagesDone << " pages, " << r->tokensPerSecond << " tokens/s, peak KV "
-              << r->peakKvBytes / 1048576.0 << " MiB, checksum " << std::hex << r->checksum << std::dec << "\n";
-    for (const auto& c : r->checkpoints) {
-        std::cout << "  page " << c.page << ": " << c.msPerToken << " ms/token, KV " << c.kvBytes / 1048576.0
-                  << " MiB (reserved " << c.kvCapacityBytes / 1048576.0 << "), host " << c.hostBytes / 1048576.0
-                  << " MiB, attends " << c.attendedTokens << " tokens";
-        if (c.recallMean >= 0) std::cout << ", recall mean " << c.recallMean << " p1 " << c.recallP1;
-        std::cout << "\n";
-    }
-    for (size_t b = 0; b < r->budgets.size(); ++b)
-        if (r->budgets[b].cuts > 0)
-            std::cout << "  session " << b + 1 << ": device short of memory, " << r->budgets[b].gatedPages << " gated pages of "
-                      << r->budgets[b].blocksPerGatedPage << " blocks (budgets halved " << r->budgets[b].cuts << " times)\n";
-    if (!r->note.empty()) std::cout << "  " << r->note << "\n";
-    return kOk;
-}
-
-// `bench reader`: the reader's decoding time per page next to Tesseract's on the same page, measured
-// in one run, alternating: Tesseract on one core (OMP_THREAD_LIMIT=1, its fastest per page), the
-// decoder on --threads (2 by default, the two cores issue 7 allows it; OpenBLAS on one thread, as a
-// transcription runs it beside the front-end). The front-end reads every page first, so that
-// the decoder's time is its own and nothing else runs beside it; each repeat decodes the pages
-// again as one volume with a fresh reader, in order (later pages see the earlier ones through the
-// gate). Prints per page both times and their ratio, and the text's checksum per repeat.
-int cmdBenchReader(const cli::Args& args) {
-    const auto& pos = args.positionals();
-    if (pos.size() < 2) return fail(kUsage, "bench reader: give at least one page image");
-    int repeat = 1, dpi = 300, threads = 2;
-    try {
-        repeat = std::stoi(args.value("repeat", "1"));
-        dpi = std::stoi(args.value("dpi", "300"));
-        threads = std::stoi(args.value("threads", "2"));
-    } catch (const std::exception&) {
-        return fail(kUsage, "bench reader: --repeat, --dpi and --threads take numbers");
-    }
-    if (repeat < 1) return fail(kUsage, "bench reader: --repeat must be at least 1");
-    if (threads < 1 || threads > 2) return fail(kUsage, "bench reader: --threads is 1 or 2 (the decoder's threads)");
-    openblas_set_num_threads(1);
-    SourceOptions so;
-    so.pdfDpi = dpi;
-    so.pdfHelper = pdfHelperIn(QCoreApplication::applicationDirPath().toStdString());
-    std::vector<cv::Mat> pages;
-    std::vector<int> dpis;
-    for (size_t i = 1; i < pos.size(); ++i) {
-        auto src = openSource(pos[i], so);
-        if (!src) return fail(exitFor(src.status()), src.status().message());
-        for (int p = 0; p < (*src)->pageCount(); ++p) {
-            auto img = (*src)->loadPage(p);
-            if (!img) return fail(exitFor(img.status()), img.status().message());
-            for (auto& region : preprocessPage(img->image, PreprocessParams{}).regions) {
-                pages.push_back(region.image);
-                dpis.push_back(img->dpi);
-            }
-        }
-    }
-    RecognizerOptions ro;
-    if (Status st = cli::applyMeasurementEnvironment(ro); !st) return fail(kUsage, st.message());
-    cli::applyModelLocations(ro);
-    ro.languages = args.value("lang", "eng");
-    ro.engine = "tesseract";
-    auto tess = createRecognizer(ro);
-    if (!tess) return fail(exitFor(tess.status()), tess.status().message());
-    ro.engine = "reader";
-    ro.decoderThreads = threads;
-    ro.device = args.value("device", "cpu");
-    using Clock = std::chrono::steady_clock;
-    const auto secondsSince = [](Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); };
-    const size_t n = pages.size();
-    std::vector<std::vector<double>> tessS(n), decodeS(n);
-    // The front-end's reading of every page, once (a prepared page is not used up by decoding it).
-    std::vector<std::unique_ptr<PreparedPage>> prepared;
-    {
-        auto reader = createRecognizer(ro);
-        if (!reader) return fail(exitFor(reader.status()), reader.status().message());
-        if (!(*reader)->splitsPages()) return fail(kInternal, "bench reader: the reader does not split its pages");
-        const auto f0 = Clock::now();
-        for (size_t i = 0; i < n; ++i) prepared.push_back((*reader)->prepare(pages[i], dpis[i], nullptr));
-        std::cout << "front-end: " << secondsSince(f0) / double(n) << " s/page (every page read before decoding)\n";
-    }
-    for (int r = 0; r < repeat; ++r) {
-        auto reader = createRecognizer(ro);
-        if (!reader) return fail(exitFor(reader.status()), reader.status().message());
-        std::string text;
-        for (size_t i = 0; i < n; ++i) {
-            auto t0 = Clock::now();
-            auto t = (*tess)->recognize(pages[i], dpis[i]);
-            if (!t) return fail(kInternal, "bench reader: Tesseract, page " + std::to_string(i + 1) + ": " + t.status().message());
-            tessS[i].push_back(secondsSince(t0));
-            t0 = Clock::now();
-            auto d = (*reader)->recognizePrepared(*prepared[i], nullptr, {});
-            if (!d) return fail(kInternal, "bench reader: reader, page " + std::to_string(i + 1) + ": " + d.status().message());
-            decodeS[i].push_back(secondsSince(t0));
-            text += d->plainText() + "\f";
-        }
-        std::cout << "repeat " << r + 1 << ": text checksum " << std::hex << std::hash<std::string>{}(text) << std::dec << "\n";
-    }
-    std::cout << "| page | Tesseract s | decoder s | decoder / Tesseract |\n|---|---|---|---|\n";
-    const auto fmt = [](const std::vector<double>& v) {
-        std::ostringstream o;
-        o.precision(2);
-        for (size_t i = 0; i < v.size(); ++i) o << (i ? " / " : "") << std::fixed << v[i];
-        return o.str();
-    };
-    for (size_t i = 0; i < n; ++i) {
-        std::vector<double> ratio;
-        for (size_t r = 0; r < tessS[i].size(); ++r) ratio.push_back(decodeS[i][r] / tessS[i][r]);
-        std::cout << "| " << i + 1 << " | " << fmt(tessS[i]) << " | " << fmt(decodeS[i]) << " | " << fmt(ratio) << " |\n";
-    }
     return kOk;
 }
 
@@ -890,15 +542,7 @@ int main(int argc, char** argv) {
         std::cerr << "quire-cli " << cmd << ": " << error << "\n\n" << kUsageText;
         return kUsage;
     }
-    if (cmd == "bench") {
-        if (!args.positionals().empty() && args.positionals()[0] == "reader") return cmdBenchReader(args);
-        if (args.positionals().size() == 1 && args.positionals()[0] == "find") return cli::benchFind(args);
-        if (args.positionals().size() != 1 || args.positionals()[0] != "decode") {
-            std::cerr << "quire-cli bench: the benchmarks are 'decode', 'reader' and 'find'\n";
-            return kUsage;
-        }
-        return cmdBenchDecode(args);
-    }
+    if (cmd == "bench") return benchCommand(args);
     if (cmd != "transcribe" && cmd != "features" && !args.positionals().empty()) {
         std::cerr << "quire-cli " << cmd << ": unexpected argument '" << args.positionals().front() << "'\n";
         return kUsage;
@@ -909,12 +553,12 @@ int main(int argc, char** argv) {
         if (cmd == "status") return cmdStatus(args);
         if (cmd == "correct") return cmdCorrect(args);
         if (cmd == "pages") return pagesCommand(args);
-        if (cmd == "find") return cmdFind(args);
+        if (cmd == "find") return findCommand(args, &g_cancel);
         if (cmd == "properties") return cmdProperties(args);
-        if (cmd == "history") return cmdHistory(args);
+        if (cmd == "history") return historyCommand(args);
         if (cmd == "regions") return regionsCommand(args);
         if (cmd == "restore") return cmdRestore(args);
-        if (cmd == "features") return cmdFeatures(args);
+        if (cmd == "features") return featuresCommand(args);
         return cmdDevices();
     } catch (const std::exception& e) {
         return fail(kInternal, std::string("internal error: ") + e.what());
