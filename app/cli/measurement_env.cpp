@@ -70,6 +70,11 @@ Status applyMeasurementEnvironment(RecognizerOptions& o) {
         t.spacingRule = s[0] == '1', t.dashRule = s[2] == '1';
     }
     if (const char* v = variable("QUIRE_READER_STATS")) t.printStats = std::string(v) == "1";
+    if (const char* v = variable("QUIRE_READER_CONTEXT")) {
+        // "volume" (the default: one context across the pages) or "page" (a fresh one at every page).
+        if (std::string(v) != "volume" && std::string(v) != "page") return malformed("QUIRE_READER_CONTEXT", "volume or page", v);
+        t.contextPerPage = std::string(v) == "page";
+    }
     return Status::ok();
 }
 

@@ -381,7 +381,9 @@ Result<ReaderPage> ReaderEngine::decodePage(const Result<PpocrPage>& read, int d
                          std::to_string(d->options.attention.maxPageTokens);
         return result;
     }
-    // A new session at the first page and after a failed page (its junk is not context).
+    // A new session at the first page and after a failed page (its junk is not context); at every
+    // page with contextPerPage (the ablation of the volume's context).
+    if (d->options.contextPerPage) d->dropSession();
     bool fresh = false;
     if (!d->session) {
         d->session = std::make_unique<decoder::DecodeSession>(d->model, d->options.attention);

@@ -90,6 +90,7 @@ Result<std::unique_ptr<Recognizer>> createReaderRecognizer(const RecognizerOptio
     if (t.rarePrior >= 0.f) o.rarePrior = t.rarePrior;
     o.joinDashes = o.joinDashes && t.dashRule;
     o.sharing = options.readerSharing;
+    o.contextPerPage = t.contextPerPage;
     auto e = ReaderEngine::load(o);
     if (!e) return e.status();
     return std::unique_ptr<Recognizer>(new ReaderRecognizer(std::move(e).value(), options.languages, t.printStats));

@@ -324,6 +324,9 @@ struct ReaderOptions {
     bool closeUpSpacing = true;
     // A long dash the front-end read as two or three dashes is written as one "—" (PrintedPunctuation).
     bool joinDashes = true;
+    // Measurement: every page read with a fresh context (no earlier pages, no recent output), as
+    // if each were the volume's first: the ablation of continuous reading (docs/ACCURACY.md).
+    bool contextPerPage = false;
     // Engines of one process that decode as one batch share this (reader_sharing.h): the model and
     // front-end are taken from it, and each page's drafts are computed with the other engines'.
     std::shared_ptr<ReaderSharing> sharing;

@@ -33,6 +33,7 @@ struct ReaderTuning {
     bool spacingRule = true;     // old books' spaces before ; : ? ! dropped (where the language allows)
     bool dashRule = true;        // a dash and a hyphen read for a long dash written as one "—"
     bool printStats = false;     // a line of timings per page on stderr (tools/bench/reader_volume.py)
+    bool contextPerPage = false; // every page read with a fresh context (the ablation of the volume's context)
 };
 
 struct RecognizerOptions {
