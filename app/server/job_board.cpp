@@ -1,7 +1,6 @@
 // quire-server's jobs: submission, the bounded queue and its workers, state on disk, resume.
 #include "job_board.h"
 
-#include <JlCompress.h>
 #include <QFile>
 #include <QJsonArray>
 #include <QJsonDocument>
@@ -17,6 +16,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "board_job.h"
 #include "memory_guard.h"
 #include "quire/core/process_memory.h"
 #include "quire/pipeline/transcriber.h"
@@ -48,8 +48,6 @@ JobState parseState(const QString& s) {
     return JobState::Queued;
 }
 
-bool finishedState(JobState s) { return s == JobState::Done || s == JobState::Failed || s == JobState::Cancelled; }
-
 std::string isoTime(std::time_t t) {
     char buf[32];
     std::tm tm{};
@@ -76,16 +74,6 @@ std::string storedName(size_t index, const std::string& name) {
     return std::to_string(index + 1) + "-" + (out.empty() ? "upload" : out);
 }
 
-// A job's id as newJobId makes it: what may name a folder under DATA/jobs.
-bool isJobId(const std::string& id) { return id.size() == 16 && id.find_first_not_of("0123456789abcdef") == std::string::npos; }
-
-// This process in the shared queue's consumer group: host, process id and `role`.
-std::string consumerName(const std::string& role) {
-    char host[256] = {};
-    gethostname(host, sizeof host - 1);
-    return std::string(host) + ":" + std::to_string(getpid()) + ":" + role;
-}
-
 // A finished page as an event (GET /v1/jobs/{id}/events); `text` only where it is at hand.
 std::string pageEventJson(const PageRecord& page, const std::string& failure, const std::string* text) {
     QJsonObject o{{"page", page.sequence}, {"status", pageStatusName(page.status)}, {"flagged", page.flagged},
@@ -94,35 +82,22 @@ std::string pageEventJson(const PageRecord& page, const std::string& failure, co
     return QJsonDocument(o).toJson(QJsonDocument::Compact).toStdString();
 }
 
+}  // namespace
+
+bool finishedState(JobState s) { return s == JobState::Done || s == JobState::Failed || s == JobState::Cancelled; }
+
+bool isJobId(const std::string& id) { return id.size() == 16 && id.find_first_not_of("0123456789abcdef") == std::string::npos; }
+
+std::string consumerName(const std::string& role) {
+    char host[256] = {};
+    gethostname(host, sizeof host - 1);
+    return std::string(host) + ":" + std::to_string(getpid()) + ":" + role;
+}
+
 void replaceAll(std::string& s, const std::string& from, const std::string& to) {
     if (from.empty()) return;
     for (size_t at = s.find(from); at != std::string::npos; at = s.find(from, at + to.size())) s.replace(at, from.size(), to);
 }
-
-}  // namespace
-
-struct JobBoard::Job {
-    std::string id;
-    fs::path dir;
-    JobRequest request;
-    JobState state = JobState::Queued;
-    std::time_t createdAt = 0, finishedAt = 0;
-    std::string error;
-    int pages = 0, done = 0, failed = 0, flagged = 0;
-    double pagesPerMinute = 0, etaSeconds = -1;
-    std::vector<std::string> events;
-    std::atomic<bool> cancel{false};
-    bool cancelledByUser = false;
-    bool local = false;  // being read by this process
-    std::mutex exportMutex;
-    // Each input's path on the server and its name as the client gave it: what the client is shown.
-    std::vector<std::pair<std::string, std::string>> shownAs;
-    fs::path project() const { return dir / "job.quire"; }
-    std::string shown(std::string text) const {
-        for (const auto& [path, name] : shownAs) replaceAll(text, path, name);
-        return text;
-    }
-};
 
 JobBoard::JobBoard(ServerOptions options, RecognizerOptions engineDefaults, std::string pdfHelper, ServerMetrics& metrics)
     : m_options(std::move(options)), m_engineDefaults(std::move(engineDefaults)), m_pdfHelper(std::move(pdfHelper)),
@@ -528,82 +503,6 @@ bool JobBoard::stopRunning(const std::shared_ptr<Job>& job) {
     return finishedState(job->state);
 }
 
-void JobBoard::redisWorker(int index) {
-    const std::string consumer = consumerName(std::to_string(index));
-    std::unique_ptr<RedisQueue> queue, beat;  // a connection each: hiredis contexts are not shared between threads
-    auto pause = [&](int ms) {
-        std::unique_lock lock(m_mutex);
-        m_changed.wait_for(lock, std::chrono::milliseconds(ms), [&] { return m_stopping.load(); });
-    };
-    while (!m_stopping) {
-        if (!queue || !beat) {
-            auto q = RedisQueue::connect(m_options.redis, consumer);
-            auto b = RedisQueue::connect(m_options.redis, consumer);
-            if (!q || !b) {
-                spdlog::warn("worker {}: {}", index, (!q ? q.status() : b.status()).message());
-                pause(2000);
-                continue;
-            }
-            queue = std::move(*q), beat = std::move(*b);
-        }
-        auto entry = queue->next(1000, m_options.claimAfterSeconds * 1000);
-        if (!entry) {
-            spdlog::warn("worker {}: {}", index, entry.status().message());
-            queue.reset();
-            pause(1000);
-            continue;
-        }
-        if (!*entry) continue;
-        const RedisQueue::Entry e = **entry;
-        if (!isJobId(e.jobId)) {
-            spdlog::warn("the queue holds '{}', not a job id; dropped", e.jobId.substr(0, 40));
-            (void)queue->ack(e.streamId);
-            continue;
-        }
-        auto loaded = load(jobsDir() / e.jobId);
-        if (!loaded || !*loaded) {
-            spdlog::warn("job {} from the queue: {}; dropped", e.jobId, loaded ? "no such job in the shared folder" : loaded.status().message());
-            (void)queue->ack(e.streamId);
-            continue;
-        }
-        const auto job = *loaded;
-        if (finishedState(job->state) || job->request.sync) {
-            (void)queue->ack(e.streamId);  // cancelled while it waited (or done, its acknowledgement lost)
-            continue;
-        }
-        if (e.reclaimed) spdlog::info("job {}: taken over from a worker that stopped answering", job->id);
-        {
-            std::lock_guard lock(m_mutex);
-            startRunning(job);
-        }
-        // While the job is read: the heartbeat that keeps it this worker's, and the front-end's cancel.
-        std::atomic<bool> over{false};
-        std::thread heartbeat([&] {
-            const auto every = std::chrono::milliseconds(std::max(1, m_options.claimAfterSeconds) * 1000 / 3);
-            auto last = std::chrono::steady_clock::now();
-            while (!over) {
-                std::this_thread::sleep_for(std::chrono::milliseconds(100));
-                std::error_code ec;
-                if (!job->cancel && fs::exists(job->dir / "cancel-requested", ec)) {
-                    std::lock_guard lock(m_mutex);
-                    job->cancelledByUser = true;
-                    job->cancel = true;
-                }
-                if (std::chrono::steady_clock::now() - last >= every) {
-                    if (Status s = beat->touch(e.streamId); !s) spdlog::warn("job {}: heartbeat: {}", job->id, s.message());
-                    last = std::chrono::steady_clock::now();
-                }
-            }
-        });
-        runJob(job);
-        over = true;
-        heartbeat.join();
-        // A job left unfinished by a stopping server stays pending: a worker takes it over later.
-        if (stopRunning(job))
-            if (Status s = queue->ack(e.streamId); !s) spdlog::warn("job {}: acknowledgement: {}", job->id, s.message());
-    }
-}
-
 void JobBoard::runJob(const std::shared_ptr<Job>& job) {
     spdlog::info("job {} started: {} page(s), {} done before", job->id, job->pages, job->done);
     auto store = ProjectStore::open(job->project(), ProjectStore::Mode::OpenExisting);
@@ -672,86 +571,6 @@ void JobBoard::runJob(const std::shared_ptr<Job>& job) {
     if (job->request.sync && job->state == JobState::Cancelled) remove(job->id);  // its caller was answered 504 and left
 }
 
-Result<QJsonArray> JobBoard::pagesJson(const std::string& id, int first, int last) {
-    const auto job = fresh(id);
-    if (!job) return Status(ErrorCode::NotFound, "no job " + id);
-    auto store = ProjectStore::open(job->project(), ProjectStore::Mode::ReadOnly);
-    if (!store) return store.status();
-    auto pages = (*store)->pages();
-    if (!pages) return pages.status();
-    for (const int n : {first, last})
-        if (n < 1 || n > int(pages->size()))
-            return Status(ErrorCode::NotFound, "job " + id + " has no page " + std::to_string(n) + " (it has " +
-                                                   std::to_string(pages->size()) + ")");
-    auto box = [](const Box& b) { return QJsonArray{b.x, b.y, b.w, b.h}; };
-    QJsonArray out;
-    for (int n = first; n <= last; ++n) {
-        const PageRecord& page = (*pages)[size_t(n - 1)];
-        QJsonObject o{{"page", n},
-                      {"status", pageStatusName(page.status)},
-                      {"flagged", page.flagged},
-                      {"flagReason", QString::fromStdString(page.flagReason)},
-                      {"confidence", page.meanConfidence},
-                      {"file", QString::fromStdString(job->shown(page.sourceFile))},
-                      {"filePage", page.filePage + 1},
-                      {"width", page.width},
-                      {"height", page.height},
-                      {"failure", QString::fromStdString(job->shown(page.failure))}};
-        if (page.status == PageStatus::Done) {
-            auto text = (*store)->effectiveText(page.id);
-            if (!text) return text.status();
-            o["text"] = QString::fromStdString(*text);
-            auto layout = (*store)->layout(page.id);
-            if (!layout) return layout.status();
-            QJsonArray lines;
-            for (const Line& l : layout->lines) {
-                QJsonArray words;
-                for (const Word& w : l.words)
-                    words.append(QJsonObject{{"text", QString::fromStdString(w.text)}, {"box", box(w.box)}, {"confidence", w.confidence}});
-                lines.append(QJsonObject{{"box", box(l.box)}, {"block", l.block}, {"words", words}});
-            }
-            o["lines"] = lines;
-            o["engine"] = QString::fromStdString(layout->engine);
-        }
-        out.append(o);
-    }
-    return out;
-}
-
-Result<fs::path> JobBoard::exportFile(const std::string& id, ExportFormat format) {
-    const auto job = fresh(id);
-    if (!job) return Status(ErrorCode::NotFound, "no job " + id);
-    {
-        std::lock_guard lock(m_mutex);
-        if (job->state != JobState::Done)
-            return Status(ErrorCode::InvalidArgument, "job " + id + " is " + jobStateName(job->state) +
-                                                          "; its export is written once it is done");
-    }
-    std::lock_guard exporting(job->exportMutex);
-    const fs::path outDir = job->dir / "export";
-    const std::string ext = exportFormatName(format);
-    const bool folder = format == ExportFormat::Alto || format == ExportFormat::PageXml;
-    const fs::path file = outDir / ("book." + ext + (folder ? ".zip" : ""));
-    std::error_code ec;
-    if (fs::exists(file, ec)) return file;
-    auto store = ProjectStore::open(job->project(), ProjectStore::Mode::OpenExisting);
-    if (!store) return store.status();
-    ExportOptions opt;
-    opt.outDir = outDir;
-    opt.formats = {format};
-    auto written = exportProject(**store, opt);
-    if (!written) return written.status();
-    if (folder) {
-        const fs::path dir = outDir / ("book." + ext);
-        const fs::path partial = fs::path(file.string() + ".partial");
-        if (!JlCompress::compressDir(QString::fromStdString(partial.string()), QString::fromStdString(dir.string())))
-            return Status(ErrorCode::Io, file.string() + ": cannot write the zip");
-        fs::rename(partial, file, ec);
-        if (ec) return Status(ErrorCode::Io, file.string() + ": " + ec.message());
-    }
-    return file;
-}
-
 ServerMetrics::Snapshot JobBoard::snapshot() const {
     ServerMetrics::Snapshot s;
     s.residentBytes = residentBytes();
@@ -784,39 +603,6 @@ std::string JobBoard::unreadiness() const {
     if (!m_modelsMissing.empty()) return m_modelsMissing;
     if (auto refusal = admission()) return refusal->message;
     return {};
-}
-
-void JobBoard::cleanup() {
-    // Looked at often enough that a job outlives its retention by at most a quarter of it (and a minute).
-    const double shortest = std::min(m_options.retainHours > 0 ? m_options.retainHours : 1e9,
-                                     m_options.keepInputsHours > 0 ? m_options.keepInputsHours : 1e9);
-    const auto every = std::chrono::milliseconds(int64_t(std::clamp(shortest * 3600.0 / 4, 1.0, 60.0) * 1000));
-    std::unique_lock lock(m_mutex);
-    while (!m_stopping) {
-        if (m_options.retainHours > 0 || m_options.keepInputsHours > 0) {
-            std::vector<std::string> ids;
-            for (const auto& [id, job] : m_jobs) ids.push_back(id);
-            lock.unlock();
-            const std::time_t now = std::time(nullptr);
-            for (const auto& id : ids) {
-                const auto job = fresh(id);  // with a shared queue, as its worker left it
-                if (!job || !finishedState(job->state) || job->finishedAt <= 0) continue;
-                const double hours = double(now - job->finishedAt) / 3600.0;
-                if (m_options.retainHours > 0 && hours > m_options.retainHours) {
-                    if (remove(id)) spdlog::info("job {} removed: finished more than {} hours ago", id, m_options.retainHours);
-                } else if (m_options.keepInputsHours > 0 && hours > m_options.keepInputsHours) {
-                    std::error_code ec;
-                    if (fs::exists(job->dir / "inputs", ec)) {
-                        std::lock_guard exporting(job->exportMutex);
-                        fs::remove_all(job->dir / "inputs", ec);
-                        spdlog::info("job {}: its uploads removed, {} hours after it finished", id, m_options.keepInputsHours);
-                    }
-                }
-            }
-            lock.lock();
-        }
-        m_changed.wait_for(lock, every, [&] { return m_stopping.load(); });
-    }
 }
 
 }  // namespace quire::server
