@@ -70,6 +70,14 @@ Status applyMeasurementEnvironment(RecognizerOptions& o) {
         t.spacingRule = s[0] == '1', t.dashRule = s[2] == '1';
     }
     if (const char* v = variable("QUIRE_READER_STATS")) t.printStats = std::string(v) == "1";
+    if (const char* v = variable("QUIRE_READER_LINES")) {
+        // "E,H,J": the line-end, hyphen and line-join rules on (1) or off (0).
+        const std::string s = v;
+        if (s.size() != 5 || s[1] != ',' || s[3] != ',' || std::string("01").find(s[0]) == std::string::npos ||
+            std::string("01").find(s[2]) == std::string::npos || std::string("01").find(s[4]) == std::string::npos)
+            return malformed("QUIRE_READER_LINES", "E,H,J (each 0 or 1: the line-end, hyphen and line-join rules)", v);
+        t.lineEndRule = s[0] == '1', t.hyphenRule = s[2] == '1', t.joinRule = s[4] == '1';
+    }
     if (const char* v = variable("QUIRE_READER_CONTEXT")) {
         // "volume" (the default: one context across the pages) or "page" (a fresh one at every page).
         if (std::string(v) != "volume" && std::string(v) != "page") return malformed("QUIRE_READER_CONTEXT", "volume or page", v);

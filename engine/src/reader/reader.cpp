@@ -473,9 +473,9 @@ Result<ReaderPage> ReaderEngine::decodePage(const Result<PpocrPage>& read, int d
     };
     auto handle = [&](const decoder::StepResult& step, int guess) {
         const std::vector<float>& logits = *step.logits;
-        const bool early = lineEnds && !lineEndRule.allowsLineEnd();
+        const bool early = lineEnds && d->options.lineEndRule && !lineEndRule.allowsLineEnd();
         const auto [lineLast, nextFirst] = lineEnds ? lineEndRule.junction() : std::pair<int, int>{-1, -1};
-        const bool noJoin = lineEnds && spacedScript && lineHasText && !early && lineLast >= 0 && nextFirst >= 0 &&
+        const bool noJoin = lineEnds && d->options.joinRule && spacedScript && lineHasText && !early && lineLast >= 0 && nextFirst >= 0 &&
                             endsWord[size_t(lineLast)] && wordChar[size_t(nextFirst)];
         const bool prior = d->options.draftPrior > 0 && guess >= 0;
         if (early || prior || noJoin) {
@@ -493,7 +493,9 @@ Result<ReaderPage> ReaderEngine::decodePage(const Result<PpocrPage>& read, int d
             }
         }
         const int picked = d->sampler->pick(early || prior || noJoin ? biased : logits);
-        const int hyphenBack = lineEnds ? lineEndHyphen.pick(picked, guess, lineLast, picked >= 0 && config.isLineEnd(picked)) : -1;
+        const int hyphenBack = lineEnds && d->options.hyphenRule
+                                   ? lineEndHyphen.pick(picked, guess, lineLast, picked >= 0 && config.isLineEnd(picked))
+                                   : -1;
         const int next = chosen = picked >= 0 ? printed.pick(picked, guess) : picked;
         lineEndRule.push(next >= 0 && config.isLineEnd(next));
         if (next >= 0 && config.isLineEnd(next)) lineHasText = false;

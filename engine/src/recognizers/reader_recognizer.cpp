@@ -91,6 +91,7 @@ Result<std::unique_ptr<Recognizer>> createReaderRecognizer(const RecognizerOptio
     o.joinDashes = o.joinDashes && t.dashRule;
     o.sharing = options.readerSharing;
     o.contextPerPage = t.contextPerPage;
+    o.lineEndRule = t.lineEndRule, o.hyphenRule = t.hyphenRule, o.joinRule = t.joinRule;
     auto e = ReaderEngine::load(o);
     if (!e) return e.status();
     return std::unique_ptr<Recognizer>(new ReaderRecognizer(std::move(e).value(), options.languages, t.printStats));

@@ -324,6 +324,13 @@ struct ReaderOptions {
     bool closeUpSpacing = true;
     // A long dash the front-end read as two or three dashes is written as one "—" (PrintedPunctuation).
     bool joinDashes = true;
+    // The line rules, each on by default and off only to measure it (docs/ACCURACY.md): no line end
+    // before the line's visual tokens are written for (LineEndRule), a line-end hyphen written back
+    // where the line does not join the next (LineEndHyphen), and no joining with nothing of two
+    // lines of a Latin script that end and begin a word (the line-join rule of decodePage).
+    bool lineEndRule = true;
+    bool hyphenRule = true;
+    bool joinRule = true;
     // Measurement: every page read with a fresh context (no earlier pages, no recent output), as
     // if each were the volume's first: the ablation of continuous reading (docs/ACCURACY.md).
     bool contextPerPage = false;

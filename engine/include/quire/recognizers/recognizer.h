@@ -34,6 +34,7 @@ struct ReaderTuning {
     bool dashRule = true;        // a dash and a hyphen read for a long dash written as one "—"
     bool printStats = false;     // a line of timings per page on stderr (tools/bench/reader_volume.py)
     bool contextPerPage = false; // every page read with a fresh context (the ablation of the volume's context)
+    bool lineEndRule = true, hyphenRule = true, joinRule = true;  // the reader's line rules (ReaderOptions)
 };
 
 struct RecognizerOptions {
