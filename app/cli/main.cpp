@@ -111,9 +111,10 @@ const char* kUsageText =
     "\nExit codes: 0 ok, 2 bad usage or unreadable input, 3 pages of this run failed, 1 internal error.\n"
     "\nEnvironment: QUIRE_PPOCR_DIR, QUIRE_READER_MODEL (where the models are); for measurements\n"
     "(docs/BENCHMARKS.md, docs/ACCURACY.md): QUIRE_PPOCR_DET_MAX_SIDE=320..4096, QUIRE_PPOCR_LAYOUT=tesseract|rows,\n"
-    "QUIRE_READER_DRAFT=0, QUIRE_READER_PRIOR=NATS, QUIRE_READER_WINDOW=B,G, QUIRE_READER_RARE=BELOW,NATS,\n"
+    "QUIRE_PPOCR_SCORE=contour|box, QUIRE_READER_DRAFT=0, QUIRE_READER_PRIOR=NATS, QUIRE_READER_WINDOW=B,G,\n"
+    "QUIRE_READER_RARE=BELOW,NATS, "
     "QUIRE_READER_PRINTED=S,D, QUIRE_READER_LINES=E,H,J, QUIRE_READER_CONTEXT=volume|page, QUIRE_READER_STATS=1,\n"
-    "QUIRE_READER_PIPELINE=0, QUIRE_READER_PREPARERS=1|2, QUIRE_NN_PROFILE=1.\n";
+    "QUIRE_READER_PIPELINE=0, QUIRE_READER_PREPARERS=1|2, QUIRE_UNEVEN_LIGHT=SHARE, QUIRE_NN_PROFILE=1.\n";
 
 std::string duration(double secs) {
     if (secs < 0) return "?";
@@ -236,6 +237,7 @@ int cmdTranscribe(const cli::Args& args) {
     if (args.has("no-orient")) p.preprocess.orient = false;
     if (args.has("no-invert")) p.preprocess.invertNegative = false;
     if (args.has("binarize")) p.preprocess.binarize = true;
+    if (Status st = cli::applyPreprocessEnvironment(p.preprocess); !st) return fail(kUsage, st.message());
     if (auto split = args.value("split")) {
         if (*split != "none" && *split != "auto") return fail(kUsage, "--split takes none or auto");
         p.preprocess.split = *split == "auto" ? SplitMode::Auto : SplitMode::None;

@@ -36,6 +36,10 @@ Status applyMeasurementEnvironment(RecognizerOptions& o) {
         if (std::string(v) != "tesseract" && std::string(v) != "rows") return malformed("QUIRE_PPOCR_LAYOUT", "tesseract or rows", v);
         o.ppocrLayout = v;
     }
+    if (const char* v = variable("QUIRE_PPOCR_SCORE")) {
+        if (std::string(v) != "contour" && std::string(v) != "box") return malformed("QUIRE_PPOCR_SCORE", "contour or box", v);
+        o.ppocrContourScore = std::string(v) == "contour";
+    }
     ReaderTuning& t = o.readerTuning;
     if (const char* v = variable("QUIRE_READER_DRAFT")) t.draft = std::string(v) != "0";
     if (const char* v = variable("QUIRE_READER_PRIOR")) {
@@ -82,6 +86,17 @@ Status applyMeasurementEnvironment(RecognizerOptions& o) {
         // "volume" (the default: one context across the pages) or "page" (a fresh one at every page).
         if (std::string(v) != "volume" && std::string(v) != "page") return malformed("QUIRE_READER_CONTEXT", "volume or page", v);
         t.contextPerPage = std::string(v) == "page";
+    }
+    return Status::ok();
+}
+
+Status applyPreprocessEnvironment(PreprocessParams& p) {
+    if (const char* v = variable("QUIRE_UNEVEN_LIGHT")) {
+        // The paper's brightness spread above which a page is flattened (kUnevenLight).
+        char* end = nullptr;
+        const double share = std::strtod(v, &end);
+        if (*end != '\0' || !(share >= 0.0 && share <= 1.0)) return malformed("QUIRE_UNEVEN_LIGHT", "a share, 0-1", v);
+        p.unevenLight = share;
     }
     return Status::ok();
 }

@@ -101,6 +101,15 @@ bool spaceable(const std::string& ch) {
     return false;                                    // CJK and other scripts written without spaces
 }
 
+// A rotated rectangle's corners as a contour (regionScore over the rectangle: PaddleOCR's "fast" score).
+std::vector<cv::Point> rectangleContour(const cv::RotatedRect& r) {
+    cv::Point2f corners[4];
+    r.points(corners);
+    std::vector<cv::Point> out;
+    for (const auto& c : corners) out.emplace_back(int(std::lround(c.x)), int(std::lround(c.y)));
+    return out;
+}
+
 }  // namespace
 
 float regionScore(const cv::Mat& prob, const std::vector<cv::Point>& contour) {
@@ -268,7 +277,8 @@ Result<std::shared_ptr<const PpocrEngine>> PpocrEngine::load(const PpocrOptions&
     const std::string key = *dir + "|" + std::to_string(options.detMaxSide) + "|" + std::to_string(options.recBatch) +
                             "|" + std::to_string(options.detThreshold) + "|" + std::to_string(options.detBoxThreshold) +
                             "|" + std::to_string(options.detUnclipRatio) + "|" + std::to_string(options.recMaxWidth) +
-                            "|" + options.layout + (options.graphClassifier ? "|graph" : "") + "|" + options.device;
+                            "|" + options.layout + (options.graphClassifier ? "|graph" : "") + "|" + options.device +
+                            (options.detContourScore ? "" : "|box-score");
     if (auto hit = cache[key].lock()) return hit;
 
     if (options.verifyChecksums)
@@ -392,7 +402,7 @@ Result<std::vector<std::vector<cv::Point2f>>> PpocrEngine::detect(const cv::Mat&
         if (contours[k].size() < 4) continue;
         cv::RotatedRect r = cv::minAreaRect(contours[k]);
         if (std::min(r.size.width, r.size.height) < float(m_options.detMinSize)) continue;
-        if (regionScore(prob, contours[k]) < m_options.detBoxThreshold) continue;
+        if (regionScore(prob, m_options.detContourScore ? contours[k] : rectangleContour(r)) < m_options.detBoxThreshold) continue;
         // Unclip: grow the box by area × ratio / perimeter on every side (PaddleOCR's pyclipper
         // offset of a rectangle, whose minimum-area rectangle is exactly this).
         const float area = r.size.width * r.size.height, perim = 2 * (r.size.width + r.size.height);

@@ -21,6 +21,7 @@ std::string PreprocessParams::toJson() const {
     o["deskew"] = deskew;
     o["maxSkewDegrees"] = maxSkewDegrees;
     o["normalizeBackground"] = normalizeBackground;
+    if (unevenLight != kUnevenLight) o["unevenLight"] = unevenLight;  // stored only when not the default
     o["binarize"] = binarize;
     o["split"] = split == SplitMode::Auto ? "auto" : "none";
     o["orient"] = orient;
@@ -39,6 +40,7 @@ Result<PreprocessParams> PreprocessParams::fromJson(const std::string& json) {
     p.deskew = o.value("deskew").toBool(p.deskew);
     p.maxSkewDegrees = o.value("maxSkewDegrees").toDouble(p.maxSkewDegrees);
     p.normalizeBackground = o.value("normalizeBackground").toBool(p.normalizeBackground);
+    p.unevenLight = o.value("unevenLight").toDouble(p.unevenLight);
     p.binarize = o.value("binarize").toBool(p.binarize);
     p.split = o.value("split").toString() == "auto" ? SplitMode::Auto : SplitMode::None;
     p.orient = o.value("orient").toBool(p.orient);
@@ -314,7 +316,7 @@ PreprocessResult preprocessPage(const cv::Mat& image, const PreprocessParams& pa
         // An evenly lit scan is given to the recognizer as it is (flattening it only stretched its
         // noise: -0.9 CER points on a Fraktur page); uneven light is flattened.
         region.backgroundUnevenness = uneven;
-        const bool flatten = params.normalizeBackground && uneven > kUnevenLight;
+        const bool flatten = params.normalizeBackground && uneven > params.unevenLight;
         const cv::Mat g = flatten ? flat : gray(rect);
         if (std::abs(region.skewDegrees) >= 0.05) {
             cv::warpAffine(g, region.image, rotationMatrix(g.size(), -region.skewDegrees), g.size(),

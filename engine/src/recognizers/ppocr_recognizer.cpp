@@ -38,6 +38,7 @@ PpocrOptions ppocrOptionsFor(const RecognizerOptions& options) {
     o.layout = options.ppocrLayout.empty() ? ppocrLayoutFor(options.languages) : options.ppocrLayout;
     o.device = options.device;
     if (options.ppocrDetMaxSide > 0) o.detMaxSide = options.ppocrDetMaxSide;
+    o.detContourScore = options.ppocrContourScore;
     return o;
 }
 

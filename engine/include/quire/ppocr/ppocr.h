@@ -31,6 +31,10 @@ struct PpocrOptions {
     float detBoxThreshold = 0.6f; // DB: minimum mean probability inside a box
     float detUnclipRatio = 1.5f;  // DB: box expansion (area × ratio / perimeter)
     int detMinSize = 3;           // DB: boxes with a shorter side (detector pixels) are dropped
+    // DB: a region's score is the mean probability inside its contour (PaddleOCR's "slow" mode);
+    // false: inside its minimum-area rectangle ("fast" mode). Generated pages hardly tell the two
+    // apart (their lines are rectangles); real pages do (docs/ACCURACY.md, 2026-12-03).
+    bool detContourScore = true;
     int recBatch = 8;             // text lines per recognizer call
     int recMaxWidth = 3200;       // widest line image (height 48) given to the recognizer
     bool verifyChecksums = true;  // compare model files with the pinned SHA-256 sums

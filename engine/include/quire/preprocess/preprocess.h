@@ -14,10 +14,15 @@ namespace quire {
 
 enum class SplitMode { None, Auto };
 
+// Pages whose paper brightness varies more than this are flattened before recognition.
+constexpr double kUnevenLight = 0.12;
+
 struct PreprocessParams {
     bool deskew = true;
     double maxSkewDegrees = 5.0;  // search range of the skew estimate
     bool normalizeBackground = true;  // flatten uneven lighting, stretch contrast
+    // ... on pages whose paper brightness varies more than this (kUnevenLight; 0: every page).
+    double unevenLight = kUnevenLight;
     bool binarize = false;  // adaptive (Sauvola-like) binarisation before recognition
     SplitMode split = SplitMode::None;
     bool orient = true;          // turn pages scanned sideways or upside down (orientation.h)
@@ -65,8 +70,6 @@ double estimateSkewDegrees(const cv::Mat& gray, double maxDegrees);
 cv::Mat normalizeBackground(const cv::Mat& gray);
 // Also reports the paper's brightness spread (5th-95th percentile over the median).
 cv::Mat normalizeBackground(const cv::Mat& gray, double* unevenness);
-// Pages whose paper brightness varies more than this are flattened before recognition.
-constexpr double kUnevenLight = 0.12;
 cv::Mat binarizeAdaptive(const cv::Mat& gray);
 // x of the gutter of a two-page spread, or -1 when the image is not a spread.
 int findSpreadGutter(const cv::Mat& gray);

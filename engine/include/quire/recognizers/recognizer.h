@@ -30,11 +30,11 @@ struct ReaderTuning {
     int gatedPages = -1;         // earlier pages the gate may pick (0-16)
     int rareBelow = -1;          // a character seen fewer times in training is rare (0-1,000,000)
     float rarePrior = -1.f;      // nats a rare character of the front-end gets (0-100)
-    bool spacingRule = true;     // old books' spaces before ; : ? ! dropped (where the language allows)
+    bool spacingRule = false;    // old books' spaces before ; : ? ! dropped (where the language allows); off by default
     bool dashRule = true;        // a dash and a hyphen read for a long dash written as one "—"
     bool printStats = false;     // a line of timings per page on stderr (tools/bench/reader_volume.py)
     bool contextPerPage = false; // every page read with a fresh context (the ablation of the volume's context)
-    bool lineEndRule = true, hyphenRule = true, joinRule = true;  // the reader's line rules (ReaderOptions)
+    bool lineEndRule = true, hyphenRule = false, joinRule = false;  // the reader's line rules (ReaderOptions)
 };
 
 struct RecognizerOptions {
@@ -59,6 +59,7 @@ struct RecognizerOptions {
     // language, ppocrLayoutFor()).
     int ppocrDetMaxSide = 0;
     std::string ppocrLayout;
+    bool ppocrContourScore = true;  // PpocrOptions::detContourScore (false: measurement only)
     ReaderTuning readerTuning;
     // "reader": engines given the same sharing decode as one batch (quire-server's jobs;
     // quire/reader/reader_sharing.h). Null: the engine loads and decodes alone.
