@@ -3,6 +3,7 @@
 
 #include <cstdlib>
 #include <string>
+#include <vector>
 
 #include "quire/nn/onnx_graph.h"
 
@@ -16,6 +17,16 @@ const char* variable(const char* name) {
 
 Status malformed(const char* name, const std::string& takes, const char* got) {
     return Status(ErrorCode::InvalidArgument, std::string(name) + ": expected " + takes + ", got \"" + got + "\"");
+}
+
+// "1,0,1": `n` switches, each 0 or 1, comma-separated; empty where `v` is not that.
+std::vector<bool> switches(const std::string& v, size_t n) {
+    std::vector<bool> on;
+    for (size_t i = 0; i < v.size(); i += 2) {
+        if ((v[i] != '0' && v[i] != '1') || (i + 1 < v.size() && v[i + 1] != ',')) return {};
+        on.push_back(v[i] == '1');
+    }
+    return on.size() == n && v.size() == 2 * n - 1 ? on : std::vector<bool>{};
 }
 
 }  // namespace
@@ -68,19 +79,16 @@ Status applyMeasurementEnvironment(RecognizerOptions& o) {
     }
     if (const char* v = variable("QUIRE_READER_PRINTED")) {
         // "S,D": the spacing and dash rules on (1) or off (0).
-        const std::string s = v;
-        if (s.size() != 3 || s[1] != ',' || (s[0] != '0' && s[0] != '1') || (s[2] != '0' && s[2] != '1'))
-            return malformed("QUIRE_READER_PRINTED", "S,D (each 0 or 1: the spacing and dash rules)", v);
-        t.spacingRule = s[0] == '1', t.dashRule = s[2] == '1';
+        const auto on = switches(v, 2);
+        if (on.empty()) return malformed("QUIRE_READER_PRINTED", "S,D (each 0 or 1: the spacing and dash rules)", v);
+        t.spacingRule = on[0], t.dashRule = on[1];
     }
     if (const char* v = variable("QUIRE_READER_STATS")) t.printStats = std::string(v) == "1";
     if (const char* v = variable("QUIRE_READER_LINES")) {
         // "E,H,J": the line-end, hyphen and line-join rules on (1) or off (0).
-        const std::string s = v;
-        if (s.size() != 5 || s[1] != ',' || s[3] != ',' || std::string("01").find(s[0]) == std::string::npos ||
-            std::string("01").find(s[2]) == std::string::npos || std::string("01").find(s[4]) == std::string::npos)
-            return malformed("QUIRE_READER_LINES", "E,H,J (each 0 or 1: the line-end, hyphen and line-join rules)", v);
-        t.lineEndRule = s[0] == '1', t.hyphenRule = s[2] == '1', t.joinRule = s[4] == '1';
+        const auto on = switches(v, 3);
+        if (on.empty()) return malformed("QUIRE_READER_LINES", "E,H,J (each 0 or 1: the line-end, hyphen and line-join rules)", v);
+        t.lineEndRule = on[0], t.hyphenRule = on[1], t.joinRule = on[2];
     }
     if (const char* v = variable("QUIRE_READER_CONTEXT")) {
         // "volume" (the default: one context across the pages) or "page" (a fresh one at every page).
