@@ -66,10 +66,7 @@ void DecodeSession::Impl::draftLayer(int l, DraftPass& dp, const float* Qm, cons
         frame(sp, dp.posOf[size_t(i)]);
         dr.positions[size_t(i)][size_t(l)] = positionRuns(sp);
     }
-    const std::vector<float> Qs(Qm, Qm + size_t(k) * Q);
-    std::vector<float> As(size_t(k) * Q);
-    attendDraft(l, dp.spans, dp.posOf, Qs, k, As, dp.tracking ? &dp.mass : nullptr);
-    std::copy(As.begin(), As.end(), A);
+    attendDraft(l, dp.spans, dp.posOf, Qm, k, A, dp.tracking ? &dp.mass : nullptr);
 }
 
 void DecodeSession::Impl::computeDraftRows(Impl* const* s, int n) {
@@ -117,7 +114,7 @@ std::pair<int, int> DecodeSession::Impl::groupsOf(int half) const {
 }
 
 // Over 120 lines: one loop nest over the draft's tokens, KV groups and spans, sharing the window's tiles.
-void DecodeSession::Impl::attendDraft(int layer, const std::vector<std::vector<Span>>& spans, const std::vector<int64_t>& pos, const std::vector<float>& Qm, int k, std::vector<float>& A, std::vector<std::vector<float>>* mass) {
+void DecodeSession::Impl::attendDraft(int layer, const std::vector<std::vector<Span>>& spans, const std::vector<int64_t>& pos, const float* Qm, int k, float* A, std::vector<std::vector<float>>* mass) {
     const int D = c.headDim, G = c.groupSize(), Q = c.numHeads * D;
     const float scale = float(1.0 / std::sqrt(double(D)));
     // Keys are laid out as [the window cache's tokens | the union of the other spans].
@@ -417,13 +414,12 @@ Status DecodeSession::computeDrafts(const std::vector<DecodeSession*>& sessions)
             si.computeLogits();
             si.draftPass.computed = true;
         }
-        for (size_t from = 0; singles.size() > 1 && from < singles.size(); from += size_t(Impl::kPackedRows)) {
-            const size_t to = std::min(singles.size(), from + size_t(Impl::kPackedRows));
+        if (singles.size() > 1) {
             std::vector<Impl::PendingStep> pending;
-            for (size_t j = from; j < to; ++j) pending.push_back(std::move(singles[j]->draftPass.pending));
-            Impl::forwardBatch(singles.data() + from, pending.data(), int(to - from));
-            for (size_t j = from; j < to; ++j) {
-                singles[j]->draftPass.pending = std::move(pending[j - from]);
+            for (Impl* si : singles) pending.push_back(std::move(si->draftPass.pending));
+            Impl::forwardBatches(singles, pending);
+            for (size_t j = 0; j < singles.size(); ++j) {
+                singles[j]->draftPass.pending = std::move(pending[j]);
                 singles[j]->draftPass.computed = true;
             }
         }

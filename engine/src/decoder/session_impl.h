@@ -351,6 +351,8 @@ struct DecodeSession::Impl {
     // logits are its own step's, bit for bit), each session attending over its own blocks, the
     // sessions split between the two threads of the first session's `pairs`.
     static void forwardBatch(Impl* const* s, PendingStep* ps, int n);
+    // forwardBatch() over any number of sessions, kPackedRows a pass (stepBatch, computeDrafts).
+    static void forwardBatches(const std::vector<Impl*>& s, std::vector<PendingStep>& ps);
 
     // Row-wise Y[T, rows] = X[T, cols] W[rows, cols]^T.
     static void gemm(const std::vector<float>& w, int rows, int cols, const float* X, int T, float* Y);
@@ -492,7 +494,7 @@ struct DecodeSession::Impl {
     // its keys rotated by -delta: rotation is relative, so q rotated to pos + delta against k is q
     // rotated to pos against k rotated by -delta (the same up to float rounding as attend()).
     void attendDraft(int layer, const std::vector<std::vector<Span>>& spans, const std::vector<int64_t>& pos,
-                     const std::vector<float>& Qm, int k, std::vector<float>& A, std::vector<std::vector<float>>* mass);
+                     const float* Qm, int k, float* A, std::vector<std::vector<float>>* mass);
 
     // SR-SWA drafts: the keys and values of the window's pages, contiguous per layer and KV head,
     // so a draft's attention reads them in place instead of gathering them from their blocks for

@@ -101,6 +101,13 @@ void DecodeSession::Impl::forwardBatch(Impl* const* s, PendingStep* ps, int n) {
         std::copy_n(&all[size_t(i) * c.vocabSize], c.vocabSize, s[size_t(i)]->logits.data());
 }
 
+void DecodeSession::Impl::forwardBatches(const std::vector<Impl*>& s, std::vector<PendingStep>& ps) {
+    for (size_t from = 0; from < s.size(); from += size_t(kPackedRows)) {
+        const size_t to = std::min(s.size(), from + size_t(kPackedRows));
+        forwardBatch(s.data() + from, ps.data() + from, int(to - from));
+    }
+}
+
 void DecodeSession::Impl::enterNextPage() {
     ++currentPage;
     writtenLineEnds = 0;
@@ -240,13 +247,6 @@ Result<std::vector<StepResult>> DecodeSession::stepBatch(const std::vector<Decod
         }
         return Status::ok();
     };
-    // Their forward passes on the CPU, kPackedRows sessions a pass.
-    auto onTheCpu = [](const std::vector<Impl*>& impls, std::vector<Impl::PendingStep>& pending) {
-        for (size_t from = 0; from < impls.size(); from += size_t(Impl::kPackedRows)) {
-            const size_t to = std::min(impls.size(), from + size_t(Impl::kPackedRows));
-            Impl::forwardBatch(impls.data() + from, pending.data() + from, int(to - from));
-        }
-    };
     for (const auto& [backend, members] : onShared) {
         std::vector<Impl*> impls;
         std::vector<Impl::PendingStep> pending;
@@ -270,14 +270,14 @@ Result<std::vector<StepResult>> DecodeSession::stepBatch(const std::vector<Decod
                 if (!si->p.deviceFallback) return s;
                 si->dropDevice("generated step " + std::to_string(si->generated - 1) + " (counted from 0), in a batch", s);
             }
-            onTheCpu(impls, pending);
+            Impl::forwardBatches(impls, pending);
         }
         for (size_t j = 0; j < impls.size(); ++j) results[members[j]] = impls[j]->endStep(pending[j], true);
     }
     std::vector<Impl*> impls;
     std::vector<Impl::PendingStep> pending;
     if (Status s = begin(onCpu, impls, pending); !s) return s;
-    onTheCpu(impls, pending);
+    Impl::forwardBatches(impls, pending);
     for (size_t j = 0; j < impls.size(); ++j) results[onCpu[j]] = impls[j]->endStep(pending[j], true);
     return results;
 }
