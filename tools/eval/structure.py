@@ -285,9 +285,7 @@ def main():
     for name in sets + ["all"]:
         for label, res in results.items():
             if name == "all":
-                agg = {"pages": 0, "errors": 0, "chars": 0, "fates": collections.Counter(), "joins": [0, 0],
-                       "tp": 0}
-                tpsum = hsum = gsum = 0.0
+                agg = {"pages": 0, "errors": 0, "chars": 0, "fates": collections.Counter(), "joins": [0, 0]}
                 for v in res.values():
                     agg["pages"] += v["pages"]
                     agg["errors"] += v["errors"]
