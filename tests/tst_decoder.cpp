@@ -12,6 +12,7 @@
 #include <bit>
 #include <cmath>
 #include <random>
+#include <set>
 #include <thread>
 
 #include "decoder/kernels.h"
@@ -559,6 +560,108 @@ private slots:
         for (int t : ints(c["gen1"])) check(t);
         QCOMPARE(step, expected.size());
         qInfo("%s: worst relative difference to PyTorch %.2e over %d steps", qPrintable(mode), worst, step);
+        QVERIFY(worst < 1e-4);
+    }
+
+    // Training and the runtime attend the same positions: tools/train/srswa.py replays SR-SWA (the
+    // window with one page of look-ahead, the page gate, the Quest selector, the ring, the position
+    // frame) over a volume of eight pages under small budgets, and DecodeSession, fed the same way,
+    // must attend exactly the positions the replay lists for every generated token and layer, and
+    // compute its logits (tests/fixtures/reader_srswa, made by make_srswa_parity_fixture.py).
+    void srswaAttendsWhatTrainingAttends_data() {
+        QTest::addColumn<bool>("drafts");
+        QTest::newRow("steps") << false;
+        QTest::newRow("drafts") << true;  // each page's text fed as drafts, many tokens a pass
+    }
+    void srswaAttendsWhatTrainingAttends() {
+        QFETCH(bool, drafts);
+        const QString dir = sourceDir() + "/tests/fixtures/reader_srswa";
+        auto model = loadModel(dir.toStdString());
+        QVERIFY2(model, model.status().message().c_str());
+        QFile f(dir + "/case.json");
+        QVERIFY(f.open(QIODevice::ReadOnly));
+        const QJsonObject c = QJsonDocument::fromJson(f.readAll()).object();
+        const QJsonObject pat = c["pattern"].toObject();
+        AttentionParams p;
+        p.mode = AttentionMode::SrSwa;
+        p.windowBefore = pat["window_before"].toInt();
+        p.windowAfter = pat["window_after"].toInt();
+        p.gatedPages = pat["gated_pages"].toInt();
+        p.blocksPerGatedPage = pat["blocks_per_gated_page"].toInt();
+        p.gateRefreshSteps = pat["gate_refresh_steps"].toInt();
+        p.gateQueryTokens = pat["gate_query_tokens"].toInt();
+        p.gateHold = float(pat["gate_hold"].toDouble());
+        p.recentTokens = pat["recent"].toInt();
+        p.maxPageTokens = 64;
+        DecodeSession s(*model, p);
+        std::vector<int> sinks;
+        for (const auto& x : c["sinks"].toArray()) sinks.push_back(x.toInt());
+        QVERIFY(s.begin(sinks));
+        const QJsonArray attended = c["attended"].toArray(), logits = c["logits"].toArray();
+        int step = 0, lookAheadSteps = 0, passes = 0;
+        double worst = 0;
+        QString mismatch;
+        // Each generated step: its attended positions per layer against the replay's, its logits.
+        auto check = [&](const StepResult& r) {
+            if (step >= attended.size()) return false;
+            const auto got = s.lastAttendedPositions();
+            const QJsonArray want = attended[step].toArray();
+            for (size_t l = 0; l < got.size() && mismatch.isEmpty(); ++l) {
+                std::vector<int64_t> g = got[l], w;
+                std::sort(g.begin(), g.end());
+                for (const auto& run : want[int(l)].toArray())
+                    for (int k = 0; k < run.toArray()[1].toInt(); ++k) w.push_back(run.toArray()[0].toInt() + k);
+                const auto at = std::mismatch(g.begin(), g.end(), w.begin(), w.end());
+                if (at.first != g.end() || at.second != w.end())
+                    mismatch = QString("step %1, layer %2: the runtime attends %3 positions, training %4; first difference "
+                                       "at the %5th: %6 against %7")
+                                   .arg(step).arg(l).arg(g.size()).arg(w.size()).arg(at.first - g.begin())
+                                   .arg(at.first != g.end() ? *at.first : -1).arg(at.second != w.end() ? *at.second : -1);
+            }
+            if (got.size() != size_t(want.size())) mismatch = "layer count";
+            lookAheadSteps += s.stats().position < int64_t(got[0].back());
+            std::vector<float> wantLogits;
+            for (const auto& x : logits[step].toArray()) wantLogits.push_back(float(x.toDouble()));
+            worst = std::max(worst, relDiff(*r.logits, wantLogits));
+            ++step;
+            return mismatch.isEmpty();
+        };
+        std::vector<int> text;  // the current page's tokens, fed when the next page comes or at the end
+        auto feedText = [&]() {
+            for (size_t i = 0; i < text.size() && mismatch.isEmpty();) {
+                if (!drafts) {
+                    auto r = s.step(text[i++]);
+                    QVERIFY(r);
+                    check(*r);
+                    continue;
+                }
+                auto fed = s.stepDraft(std::vector<int>(text.begin() + long(i), text.end()),
+                                       [&](int, const StepResult& r) { return check(r); });
+                QVERIFY(fed);
+                i += size_t(*fed);
+                ++passes;
+            }
+            text.clear();
+        };
+        for (const auto& ev : c["events"].toArray()) {
+            const QJsonObject e = ev.toObject();
+            if (!e.contains("page")) {
+                text.push_back(e["token"].toInt());
+                continue;
+            }
+            feedText();
+            std::vector<float> rows;
+            for (const auto& row : e["rows"].toArray())
+                for (const auto& x : row.toArray()) rows.push_back(float(x.toDouble()));
+            QVERIFY(s.addPage(e["page"].toInt(), rows.data(), int(rows.size()) / (*model)->config.visualStride()));
+        }
+        feedText();
+        QVERIFY2(mismatch.isEmpty(), qPrintable(mismatch));
+        QCOMPARE(step, int(attended.size()));
+        qInfo("%d steps (%d draft passes), %d attending a page ahead; worst relative logit difference %.2e", step, passes,
+              lookAheadSteps, worst);
+        QVERIFY(lookAheadSteps > step / 2);  // the look-ahead page is in the set
+        if (drafts) QVERIFY(passes < step);  // drafts took several tokens a pass
         QVERIFY(worst < 1e-4);
     }
 

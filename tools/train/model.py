@@ -195,43 +195,61 @@ def copy_init(model, visual_flag=10.0, gain=6.0, sharpness=40.0, visual_scale=0.
     return gap
 
 
-def positions(kinds, page_aligned, tokens=None, line_ends=(), visual_line_end=-1):
-    """Rotary positions of a sequence's items (docs/DECODING.md). Plain: the items' indices.
-    Page-aligned: a page's visual tokens start at the next unused position, and the text generated
-    after that page starts at the same position, so the t-th character written sits at the
-    position of the t-th visual token (the character it most likely reads).
+def positions(kinds, page_aligned, tokens=None, line_ends=(), visual_line_end=-1, pages=None, page_break=3):
+    """Rotary positions of a sequence's items, as DecodeSession places them (docs/DECODING.md).
+    Plain: the items' indices.
+    Page-aligned: a page's visual tokens start at the next unused position, and the page's text
+    starts at the page's first position (at the page break that moves to it), so the t-th
+    character written sits at the position of the t-th visual token (the character it most likely
+    reads). A page fed ahead of the current one (the window's look-ahead) leaves the current
+    page's text where it stands.
     Line-aligned (page-aligned with `line_ends`, which needs the visual tokens' ids in `tokens`):
     the k-th line-end token written on a page sits just past the page's k-th visual line end
     (a visual token whose id is `visual_line_end`), where the next line's visual tokens start;
-    the tokens after it follow on from there."""
+    the tokens after it follow on from there.
+    `pages`: the page of each visual token; without it each run of visual tokens is one page."""
     if not page_aligned:
         return list(range(len(kinds)))
+    if pages is None:
+        pages, page = [], -1
+        for i, k in enumerate(kinds):
+            page += k == VISUAL and (i == 0 or kinds[i - 1] != VISUAL)
+            pages.append(page if k == VISUAL else -1)
     line_ends = set(line_ends)
-    out, frontier, page_start, next_gen, prev = [], 0, 0, 0, None
-    page_line_ends, written_ends = [], 0
+    out, position, frontier, generated, current, written = [], 0, 0, 0, 0, 0
+    pos0, page_line_ends = {}, {}
     for i, k in enumerate(kinds):
         if k == SINK:
-            p = frontier
+            p = position
+            position += 1
         elif k == VISUAL:
-            if prev != VISUAL:
-                page_start = frontier
-                next_gen = page_start
-                p = page_start
-                page_line_ends, written_ends = [], 0
-            else:
-                p = out[-1] + 1
+            page = pages[i]
+            if page not in pos0:  # the page's first token
+                text_position = position
+                ahead = current in pos0 and page > current
+                position = max(position, frontier)
+                pos0[page], page_line_ends[page] = position, []
+            p = position
+            position += 1
             if line_ends and tokens[i] == visual_line_end:
-                page_line_ends.append(p)
+                page_line_ends[page].append(p)
+            if i + 1 == len(kinds) or kinds[i + 1] != VISUAL or pages[i + 1] != page:  # the page's last
+                frontier = max(frontier, position)
+                position = text_position if ahead else pos0[page]
         else:
-            p = next_gen
+            if tokens[i] == page_break and generated > 0:
+                current, written = current + 1, 0
+                position = pos0.get(current, position)
             if line_ends and tokens[i] in line_ends:
-                if written_ends < len(page_line_ends):
-                    p = page_line_ends[written_ends] + 1
-                written_ends += 1
-            next_gen = p + 1
+                ends = page_line_ends.get(current, [])
+                if written < len(ends):
+                    position = ends[written] + 1
+                written += 1
+            p = position
+            position += 1
+            generated += 1
         out.append(p)
         frontier = max(frontier, p + 1)
-        prev = k
     return out
 
 

@@ -345,6 +345,8 @@ Status DecodeSession::beginDraft(const std::vector<int>& inputs) {
     const int page = d->currentPage + (pageBreak0 ? 1 : 0);
     int written = pageBreak0 ? 0 : d->writtenLineEnds;
     int64_t pos = d->position;
+    if (pageBreak0 && c.pageAlignedPositions)  // as enterNextPage() places it
+        if (const auto it = d->pagePos0.find(page); it != d->pagePos0.end()) pos = it->second;
     int since = d->stepsSinceGate;
     const bool refresh0 = srswa && (pageBreak0 || since >= m_params.gateRefreshSteps || d->generated == 0);
     Impl::DraftPass dp;

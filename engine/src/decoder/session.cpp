@@ -159,6 +159,10 @@ Status DecodeSession::addPage(int page, const float* visual, int count) {
     // Generated tokens after this page start a new block (positions inside a block stay consecutive).
     if (!d->genBlocks.empty()) d->blocks[size_t(d->genBlocks.back())].sealed = true;
     std::vector<float> summary(size_t(c.numLayers) * c.numKvHeads * c.headDim, 0.f);
+    // A page fed ahead of the current one (the window's look-ahead) leaves the current page's text
+    // where it stands; its own text starts at its first position when the page break reaches it.
+    const int64_t textPosition = d->position;
+    const bool ahead = c.pageAlignedPositions && d->pagePos0.count(d->currentPage) && page > d->currentPage;
     if (c.pageAlignedPositions) d->position = std::max(d->position, d->frontier);
     d->pagePos0[page] = d->position;
     if (c.lineAlignedPositions()) {
@@ -169,6 +173,7 @@ Status DecodeSession::addPage(int page, const float* visual, int count) {
                 ends.push_back(d->position + t);
     }
     if (Status s = d->prefillPage(page, visual, count, summary); !s) return s;
+    if (ahead) d->position = textPosition;
     d->addGateSummary(page, summary);
     d->pageTokens[page] = count;
     d->pageFedSinceLastGen = true;

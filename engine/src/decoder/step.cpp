@@ -111,6 +111,9 @@ void DecodeSession::Impl::forwardBatches(const std::vector<Impl*>& s, std::vecto
 void DecodeSession::Impl::enterNextPage() {
     ++currentPage;
     writtenLineEnds = 0;
+    // Page-aligned: the page's text starts where the page does (fed before, or ahead of, the break).
+    if (c.pageAlignedPositions)
+        if (const auto it = pagePos0.find(currentPage); it != pagePos0.end()) position = it->second;
     pageLineEnds.erase(pageLineEnds.begin(), pageLineEnds.lower_bound(currentPage));
 }
 
