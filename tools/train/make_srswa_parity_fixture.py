@@ -17,7 +17,7 @@ import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from model import GEN, SINK, VISUAL, Config, QuireDecoder, export  # noqa: E402
-from srswa import Pattern, replay  # noqa: E402
+from srswa import Pattern, run  # noqa: E402
 
 out = sys.argv[1]
 os.makedirs(out, exist_ok=True)
@@ -69,7 +69,8 @@ for pg in range(PAGES):
         events.append({"token": t})
         kinds.append(GEN), tokens.append(t), visual.append([0.0] * c.visual_dim), pages.append(-1)
 
-r, steps = replay(model, pattern, kinds, tokens, visual, pages)
+with torch.no_grad():
+    r, logits = run(model, pattern, kinds, tokens, visual, pages, record=True)
 
 
 def runs(sorted_positions):
@@ -84,11 +85,11 @@ def runs(sorted_positions):
     return out
 
 
-attended = [[runs(sorted(r.pos[j] for j in items)) for items in layers] for _, layers, _ in steps]
-logits = [[float(f"{x:.7g}") for x in lg.tolist()] for _, _, lg in steps]
+attended = [[runs(sorted(int(r.pos[j]) for j in items)) for items in r.attended[i]] for i in r.gen_items]
+logits = [[float(f"{x:.7g}") for x in lg.tolist()] for lg in logits]
 with open(os.path.join(out, "case.json"), "w") as f:
     json.dump({"sinks": sinks, "pattern": pattern.to_dict(), "events": events, "attended": attended,
                "logits": logits}, f)
-framed = sum(1 for _, layers, _ in steps if max(r.pos[j] for j in layers[0]) - min(r.pos[j] for j in layers[0]) >= 64)
-print(f"{len(steps)} generated steps, {sum(len(p) for p in page_rows)} visual tokens, {framed} steps framed, "
+framed = sum(1 for i in r.gen_items if max(r.pos[r.attended[i][0]]) - min(r.pos[r.attended[i][0]]) >= 64)
+print(f"{len(r.gen_items)} generated steps, {sum(len(p) for p in page_rows)} visual tokens, {framed} steps framed, "
       f"positions up to {max(r.pos)}")

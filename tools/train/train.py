@@ -1,6 +1,7 @@
 #!/usr/bin/python3
 """Trains Quire's reader: the runtime's decoder family over the front-end's visual tokens, with the
-R-SWA attention pattern it runs with (tools/train/model.py), on synthetic books
+attention pattern it runs with — the runtime's SR-SWA (tools/train/srswa.py) where the config's
+"training" has "srswa" budgets, else R-SWA masks (tools/train/model.py) — on synthetic books
 (tools/train/make_pages.py). One command, the same on a CPU and on a GPU:
 
     /usr/bin/python3 tools/train/train.py --config tools/train/configs/reader-small.json \\
@@ -29,12 +30,14 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from data import (BOS, COUNTS_FILE, EOS, PAGE_BREAK, VISUAL_DIM, Vocab, character_counts, features_ready,  # noqa: E402
                   merge_counts, prepare_document, read_counts, write_counts)
 from model import GEN, SINK, VISUAL, Config, QuireDecoder, attention_mask, copy_init, export, load_exported  # noqa: E402
+import srswa  # noqa: E402
 
 
-def build_sequence(record, max_len):
+def build_sequence(record, max_len, look_ahead=0):
     """One document as the runtime sees it: [BOS sink] [V0] [BOS y0...] [V1] [PB y1...] ... EOS,
     cut at max_len (teacher forcing makes a cut anywhere harmless; a cut page still brings its
-    visual tokens, so most documents keep a page break)."""
+    visual tokens, so most documents keep a page break). With look_ahead k each page is fed k
+    pages before its text: [V0 .. Vk] [BOS y0...] [Vk+1] [PB y1...] ..."""
     pages = len(record["visual"])
     kinds, tokens, visual, pages_of, labels = [SINK], [BOS], [None], [-1], [-100]
     y = []
@@ -47,13 +50,15 @@ def build_sequence(record, max_len):
         for v, i in zip(record["visual"][p], record["ids"][p]):
             kinds.append(VISUAL), tokens.append(int(i)), visual.append(v), pages_of.append(p), labels.append(-100)
 
-    add_page(0)
+    for p in range(min(pages, 1 + look_ahead)):
+        add_page(p)
     for x, t in zip(inputs, y):
         if len(kinds) >= max_len:
             break
         if x == PAGE_BREAK:
             page += 1
-            add_page(page)
+            if page + look_ahead < pages:
+                add_page(page + look_ahead)
         kinds.append(GEN), tokens.append(x), visual.append(None), pages_of.append(-1), labels.append(t)
     n = min(len(kinds), max_len)
     vis = np.zeros((n, VISUAL_DIM), np.float32)
@@ -110,19 +115,24 @@ def object_array(items):
     return a
 
 
-def run_model(model, seq, recent):
+def run_model(model, seq, recent, pattern=None):
+    """Logits and labels of a sequence's generated tokens: under the runtime's SR-SWA (pattern,
+    tools/train/srswa.py) or, without one, under R-SWA masks."""
     kinds, tokens, vis, pages_of, labels = seq
+    if pattern is not None:
+        _, logits = srswa.run(model, pattern, kinds.tolist(), tokens.tolist(), vis.numpy(), pages_of)
+        return logits, labels[labels != -100]
     mask = attention_mask(kinds.tolist(), pages_of, "rswa", recent=recent)
     logits = model(tokens[None], vis[None], kinds[None], mask[None])[0]
     return logits, labels
 
 
-def evaluate(model, seqs, recent):
+def evaluate(model, seqs, recent, pattern=None):
     model.eval()
     loss_sum, tokens, correct = 0.0, 0, 0
     with torch.no_grad():
         for seq in seqs:
-            logits, labels = run_model(model, seq, recent)
+            logits, labels = run_model(model, seq, recent, pattern)
             keep = labels != -100
             loss_sum += F.cross_entropy(logits[keep], labels[keep], reduction="sum").item()
             correct += (logits[keep].argmax(-1) == labels[keep]).sum().item()
@@ -169,8 +179,12 @@ def main():
     print(f"{len(records)} documents ready in {time.time() - t0:.0f} s", flush=True)
     held = held_out_count(len(records))
     max_len = train_cfg["max_len"]
-    train_seqs = [build_sequence(r, max_len) for r in records[held:]]
-    eval_seqs = [build_sequence(r, max_len) for r in records[:held]]
+    # "srswa" in the training config: the runtime's SR-SWA budgets (srswa.Pattern), the window's
+    # look-ahead pages fed before a page's text as the runtime is fed.
+    pattern = srswa.Pattern(**train_cfg["srswa"]) if "srswa" in train_cfg else None
+    look_ahead = pattern.window_after if pattern else 0
+    train_seqs = [build_sequence(r, max_len, look_ahead) for r in records[held:]]
+    eval_seqs = [build_sequence(r, max_len, look_ahead) for r in records[:held]]
     # How often the model saw each character, its starting point's training included: written beside
     # the exported model, where the runtime trusts the front-end more on characters it hardly saw.
     init_counts = {}
@@ -189,7 +203,7 @@ def main():
     ckpt = os.path.join(args.out, "checkpoint.pt")
     if args.copy_init and not (args.resume and os.path.exists(ckpt)):
         gap = copy_init(model)
-        el, acc = evaluate(model, eval_seqs, train_cfg["recent_tokens"])
+        el, acc = evaluate(model, eval_seqs, train_cfg["recent_tokens"], pattern)
         print(f"copy initialisation (rotary gap {gap:.3f}): held-out loss {el:.3f}, token acc {acc:.3f}", flush=True)
     if args.init and not (args.resume and os.path.exists(ckpt)):
         own = model.state_dict()
@@ -227,7 +241,7 @@ def main():
             if args.refresh_every and step % args.refresh_every == 0 and step:
                 new = load_records(find_documents(args.data, True), loaded, quire_cli, vocab)
                 if new:
-                    train_seqs += [build_sequence(r, max_len) for r in new]
+                    train_seqs += [build_sequence(r, max_len, look_ahead) for r in new]
                     train_records += new
                     counts = merge_counts(init_counts, character_counts(train_records, vocab))
                     print(f"step {step}: {len(new)} more documents, {len(train_seqs)} in training", flush=True)
@@ -235,7 +249,7 @@ def main():
             lr = train_cfg["lr"] * min(1.0, (step + 1) / warmup) * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * step / total)))
             for g in opt.param_groups:
                 g["lr"] = lr
-            logits, labels = run_model(model, train_seqs[i], recent)
+            logits, labels = run_model(model, train_seqs[i], recent, pattern)
             loss = F.cross_entropy(logits, labels, ignore_index=-100)
             opt.zero_grad()
             loss.backward()
@@ -244,7 +258,7 @@ def main():
             running.append(loss.item())
             step += 1
             if step % train_cfg["log_every"] == 0 or step == total:
-                el, acc = evaluate(model, eval_seqs, recent)
+                el, acc = evaluate(model, eval_seqs, recent, pattern)
                 tl = sum(running) / len(running)
                 running = []
                 log.write(f"{step}\t{tl:.4f}\t{el:.4f}\t{acc:.4f}\t{time.time() - start:.0f}\n")
