@@ -83,6 +83,15 @@ def english_paragraphs(rng):
     return paras, f"{book} {start}"
 
 
+def file_paragraphs(rng, path):
+    """A plain-text file's paragraphs (blank-line separated, whitespace collapsed), from a random
+    paragraph on; the chapter title is its first paragraph, cut to 40 characters."""
+    with open(path, encoding="utf-8", errors="replace") as f:
+        paras = [" ".join(p.split()) for p in re.split(r"\n\s*\n", f.read()) if p.strip()]
+    start = rng.randrange(max(1, len(paras) // 3))
+    return paras[start:], paras[0][:40].rstrip()
+
+
 SPEECH = re.compile(r"\b(said|saith|answered|cried|spake|say)( unto [^,;:.]+)?, ")
 QUOTES = [("\u201c", "\u201d"), ('"', '"'), ("\u2018", "\u2019"), ("'", "'")]
 DASHES = ["\u2014", " \u2014 ", "--", " -- ", "---"]
@@ -509,6 +518,37 @@ def page_targets(pages, lang):
     return targets
 
 
+def page_texts(pages, lang, st, numbers, title, chapter):
+    """Each page as printed, in the old-book ground truth's form (../shared/eval's oldbooks sets):
+    the running head with its page number as one line (or the folio as the last), then one line a
+    paragraph, hyphens inside the page joined and a word split over the page break left split
+    ("dis-" ending the page, the rest starting the next)."""
+    sep = "" if lang == "zh" else " "
+    out = []
+    for i, lines in enumerate(pages):
+        paras, para, join = [], "", False
+        for k, (text, first, last, hy) in enumerate(lines):
+            if first and para:
+                paras.append(para)
+                para = ""
+            piece = text[:-1] if hy and k < len(lines) - 1 else text
+            para += piece if (join or not para) else sep + piece
+            join = hy
+            if last:
+                paras.append(para)
+                para = ""
+        if para:
+            paras.append(para)
+        n = numbers[i]
+        if st.head_style == "running":
+            head = title if n % 2 == 0 else chapter
+            paras.insert(0, f"{n} {head}" if n % 2 == 0 else f"{head} {n}")
+        else:
+            paras.append(str(n))
+        out.append("\n".join(paras))
+    return out
+
+
 def degrade(img, rng, nrng, facing, dpi_out):
     a = np.asarray(img).astype(np.float32)
     if facing is not None and rng.random() < 0.4:  # bleed-through of the facing page
@@ -546,6 +586,13 @@ def self_test():
     want = ["In the beginning was the word, and the word was with God. And the light shineth",
             "in darkness.\n\nA new paragraph ends.", "Last one"]
     assert got == want, got
+    # The page as printed: heads with their numbers, a word split over the page break left split.
+    running, foot = type("St", (), {"head_style": "running"}), type("St", (), {"head_style": "foot"})
+    got = page_texts(pages, "en", running, [12, 13, 14], "THE BOOK", "CHAPTER ONE")
+    want = ["12 THE BOOK\nIn the beginning was the word, and the word was with God. And the light shi-",
+            "CHAPTER ONE 13\nneth in darkness.\nA new paragraph ends.", "14 THE BOOK\nLast one"]
+    assert got == want, got
+    assert page_texts(pages[2:], "en", foot, [7], "T", "C") == ["Last one\n7"]
     zh = [[("第一行", True, False, False), ("接着", False, True, False)], [("新段", True, True, False)]]
     assert page_targets(zh, "zh") == ["第一行接着", "新段"], page_targets(zh, "zh")
     print("make_pages self-test: ok")
@@ -572,6 +619,11 @@ def main():
                     help="share of documents given short heading and list-item paragraphs (headings)")
     ap.add_argument("--columns-share", type=float, default=0.0,
                     help="share of documents set in narrow columns (Chinese two or three, English two)")
+    ap.add_argument("--text", nargs="+", help="English documents from these plain-text files (one a document, in "
+                    "turn) instead of the King James Bible: held-out volumes from text never trained on")
+    ap.add_argument("--truth", choices=["reading", "page"], default="reading",
+                    help="the manifest's ground truth: the reading text (pNNN.target.txt) or the page as printed, "
+                    "running heads and folios included (pNNN.page.txt; tools/eval/structure.py's form)")
     args = ap.parse_args()
     if args.self_test:
         return self_test()
@@ -583,7 +635,11 @@ def main():
     manifest = ["set\tpage\timage\tgt\tlanguage\tsource_repo\tsource_path\tlicence\tsource_commit\tgt_kind\tnotes"]
     for doc in range(args.docs):
         lang = "zh" if rng.random() < args.zh_share else "en"
-        paras, chapter = chinese_paragraphs(rng) if lang == "zh" else english_paragraphs(rng)
+        if args.text:
+            lang = "en"
+            paras, chapter = file_paragraphs(rng, args.text[doc % len(args.text)])
+        else:
+            paras, chapter = chinese_paragraphs(rng) if lang == "zh" else english_paragraphs(rng)
         if lang == "en" and rng.random() < args.punct_share:
             paras = punctuate(paras, rng)
         if lang == "en" and rng.random() < args.numbers_share:
@@ -597,6 +653,8 @@ def main():
             paras = headings(paras, rng, lang)
         if lang == "zh":
             title = "唐詩宋詞選讀" if chapter != "chinese" else rng.choice(["格言与随笔", "社区语录", "读书札记"])
+        elif args.text:
+            title = rng.choice(["COLLECTED LICENCES", "TERMS AND CONDITIONS", "NOTICES"])
         else:
             title = rng.choice(["THE HOLY BIBLE", "AUTHORIZED VERSION", "SCRIPTURE READINGS"])
         st = Style(rng, lang, 300, args.lines, args.columns_share)
@@ -605,6 +663,7 @@ def main():
         ddir = os.path.join(args.out, f"doc{doc:04d}")
         os.makedirs(ddir, exist_ok=True)
         first = rng.randint(1, 300)
+        printed = page_texts(pages, lang, st, [first + k for k in range(len(pages))], title, chapter)
         prev = None
         dpi_out = rng.choice([300, 300, 200, 150])
         for k, lines in enumerate(pages):
@@ -615,8 +674,11 @@ def main():
             img.save(os.path.join(ddir, name + ".png"), dpi=(dpi_out, dpi_out))
             with open(os.path.join(ddir, name + ".target.txt"), "w", encoding="utf-8") as f:
                 f.write(targets[k] + "\n")
-            manifest.append(f"synth_doc{doc:04d}\t{name}\tdoc{doc:04d}/{name}.png\tdoc{doc:04d}/{name}.target.txt\t{lang}\t"
-                            f"quire\ttools/train/make_pages.py\tproject-generated\t-\treading\tseed {args.seed}")
+            with open(os.path.join(ddir, name + ".page.txt"), "w", encoding="utf-8") as f:
+                f.write(printed[k] + "\n")
+            truth = f"doc{doc:04d}/{name}.{'target' if args.truth == 'reading' else 'page'}.txt"
+            manifest.append(f"synth_doc{doc:04d}\t{name}\tdoc{doc:04d}/{name}.png\t{truth}\t{lang}\t"
+                            f"quire\ttools/train/make_pages.py\tproject-generated\t-\t{args.truth}\tseed {args.seed}")
     with open(os.path.join(args.out, "MANIFEST.tsv"), "w", encoding="utf-8") as f:
         f.write("\n".join(manifest) + "\n")
 
