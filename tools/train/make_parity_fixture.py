@@ -22,7 +22,7 @@ import sys
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from model import GEN, SINK, VISUAL, Config, QuireDecoder, attention_mask, export, load_exported  # noqa: E402
+from model import GEN, SINK, VISUAL, Config, QuireDecoder, attention_mask, export, load_exported, parity_weights  # noqa: E402
 
 # --trained DIR: golden logits of an exported (trained) model instead of a seeded one; the fixture
 # then holds no weights, only the case, with each step's logits at a fixed set of ids.
@@ -42,14 +42,7 @@ if trained:
     c = model.c
     with_ids = c.visual_token_ids
 else:
-    model = QuireDecoder(c)
-    with torch.no_grad():  # weights large enough that the logits are not all alike
-        for p in model.parameters():
-            p.normal_(0, 0.3)
-        for l in model.layers:
-            l.attn_norm.weight.uniform_(0.5, 1.5)
-            l.mlp_norm.weight.uniform_(0.5, 1.5)
-        model.norm.weight.uniform_(0.5, 1.5)
+    model = parity_weights(QuireDecoder(c))
     export(model, out)
 
 V, vocab = c.visual_dim, c.vocab_size

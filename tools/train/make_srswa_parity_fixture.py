@@ -16,7 +16,7 @@ import sys
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from model import GEN, SINK, VISUAL, Config, QuireDecoder, export  # noqa: E402
+from model import GEN, SINK, VISUAL, Config, QuireDecoder, export, parity_weights  # noqa: E402
 from srswa import Pattern, run  # noqa: E402
 
 out = sys.argv[1]
@@ -26,14 +26,7 @@ rng = random.Random(11)
 c = Config(vocab_size=64, hidden_size=32, num_layers=2, num_heads=4, num_kv_heads=2, head_dim=8,
            intermediate_size=48, visual_dim=12, max_position_embeddings=64, visual_token_ids=True,
            page_aligned_positions=True, line_end_token_ids=[4, 5], visual_line_end_token_id=6)
-model = QuireDecoder(c)
-with torch.no_grad():  # weights large enough that the logits, gate scores and bounds differ
-    for p in model.parameters():
-        p.normal_(0, 0.3)
-    for layer in model.layers:
-        layer.attn_norm.weight.uniform_(0.5, 1.5)
-        layer.mlp_norm.weight.uniform_(0.5, 1.5)
-    model.norm.weight.uniform_(0.5, 1.5)
+model = parity_weights(QuireDecoder(c))
 export(model, out)
 pattern = Pattern(window_before=0, window_after=1, gated_pages=2, blocks_per_gated_page=1, gate_refresh_steps=3,
                   gate_query_tokens=4, gate_hold=0.05, recent=12)

@@ -129,6 +129,19 @@ class QuireDecoder(nn.Module):
         return x @ self.embed_tokens.weight.T if self.lm_head is None else self.lm_head(x)
 
 
+def parity_weights(model, std=0.3):
+    """Random weights large enough that logits, gate scores and Quest bounds differ from token to
+    token (the parity fixtures' seeded models; the caller seeds torch)."""
+    with torch.no_grad():
+        for p in model.parameters():
+            p.normal_(0, std)
+        for layer in model.layers:
+            layer.attn_norm.weight.uniform_(0.5, 1.5)
+            layer.mlp_norm.weight.uniform_(0.5, 1.5)
+        model.norm.weight.uniform_(0.5, 1.5)
+    return model
+
+
 def rotary_peak_weights(head_dim, theta, span=9000, iters=3000):
     """Weights of the rotary frequency pairs for a head that should attend to relative position 0
     only: maximises the smallest gap, over 0 < |offset| < span, between the score at offset 0 and
