@@ -75,8 +75,8 @@ class Run:
                                         c.visual_line_end_token_id, pages, c.page_break_token_id), np.int64)
         self.inv = inv_freq(c)
         self.G = c.num_heads // c.num_kv_heads
-        # Per layer, the keys (pre-rotary and rotated) and values of each segment of items computed
-        # together (a sink, a page, a chunk of steps); item -> (segment, row).
+        # Per layer, the rotated keys and the values of each segment of items computed together (a
+        # sink, a page, a chunk of steps); item -> (segment, row).
         self.segments = [[] for _ in range(c.num_layers)]
         self.seg_of, self.row_of = np.full(len(kinds), -1, np.int64), np.full(len(kinds), -1, np.int64)
         self.sinks, self.gen_items, self.page_items = [], [], {}
@@ -86,66 +86,86 @@ class Run:
         self.recent_queries, self.recent_next = [None] * pattern.gate_query_tokens, 0
         self.outputs = {}  # generated item -> final hidden state
         self.attended = {}  # record: generated item -> [layer] -> attended items
+        self.window_cache = {}  # (layer, segments) -> the window pages' keys and values, once a page
+        # Training (labels): each page's loss is backpropagated when the text turns the page.
+        self.labels, self.pending, self.loss_scale = None, [], 1.0
+        self.loss_sum, self.correct = 0.0, 0
 
     # -- keys, values, attention -----------------------------------------------------------------
     def _store(self, l, items, k, v):
         seg = len(self.segments[l])
-        self.segments[l].append((k, rotate(k, self.pos[items], self.inv), v))
+        self.segments[l].append((rotate(k, self.pos[items], self.inv), v))
         if l == 0:
             self.seg_of[items], self.row_of[items] = seg, np.arange(len(items))
 
     def _gather(self, l, items):
-        """Keys (pre-rotary, rotated) and values [len(items), KV, D] of items, in that order."""
+        """Rotated keys and values [len(items), KV, D] of items, in that order."""
         items = np.asarray(items, np.int64)
         seg, row = self.seg_of[items], self.row_of[items]
         cuts = np.flatnonzero(np.diff(seg)) + 1
         out = []
         for a, b in zip(np.concatenate([[0], cuts]), np.concatenate([cuts, [len(items)]])):
-            k, kr, v = self.segments[l][int(seg[a])]
+            kr, v = self.segments[l][int(seg[a])]
             idx = torch.as_tensor(row[a:b])
-            out.append((k[idx], kr[idx], v[idx]))
+            out.append((kr[idx], v[idx]))
         return tuple(torch.cat(t) for t in zip(*out))
 
-    def _attend(self, l, queries, q, keys, allowed):
-        """Attention of `queries` (items; q [n, heads, D] pre-rotary) over `keys` (items), where
-        allowed [n, len(keys)] says which key each query attends. Keys at the query's own frame
-        are scored with rotated vectors; others with the rotary identity at their frame's offset."""
+    def _attend(self, queries, q, groups, allowed):
+        """Attention of `queries` (items; q [n, heads, D] pre-rotary) over key groups [(items,
+        rotated keys, values)], where allowed [n, keys of all groups] says which key each query
+        attends. The query is rotated where the position frame puts it for each key: at its own
+        position for most, with one product per group; at a few other positions for keys in other
+        intervals of a long volume. Scores and outputs are per group, so a group held for many
+        queries (the window's pages) is not copied."""
         c, G = self.c, self.G
-        k, kr, v = self._gather(l, keys)
-        keys, queries = np.asarray(keys, np.int64), np.asarray(queries, np.int64)
-        kpos, qpos = self.pos[keys], self.pos[queries]
-        shift = np.zeros((len(queries), len(keys)), np.int64)
-        for t in range(len(queries)):
-            sel = allowed[t].numpy()
-            shift[t, sel] = frame_offsets(kpos[sel], int(qpos[t]), c.max_position_embeddings)
-        far = np.flatnonzero((shift != 0).any(0))
-        near = np.flatnonzero(~(shift != 0).any(0))
         n, KV, D = len(queries), c.num_kv_heads, c.head_dim
-        # Queries grouped by KV head: [KV, G * n, D], so each product is one batched matmul.
+        queries = np.asarray(queries, np.int64)
+        qpos = self.pos[queries]
+        kpos = np.concatenate([self.pos[np.asarray(items, np.int64)] for items, _, _ in groups])
+        shift = np.zeros((n, len(kpos)), np.int64)
+        allowed_np = allowed.numpy()
+        for t in range(n):
+            sel = allowed_np[t]
+            shift[t, sel] = frame_offsets(kpos[sel], int(qpos[t]), c.max_position_embeddings)
+        moved = (shift != 0).any(0)
+
+        def layout(sc):  # [n, keys, heads] -> [KV, G * n, keys] (rows in group member, query order)
+            return sc.view(n, sc.shape[1], KV, G).permute(2, 3, 0, 1).reshape(KV, G * n, sc.shape[1])
         qg = rotate(q, qpos, self.inv).view(n, KV, G, D).permute(1, 2, 0, 3).reshape(KV, G * n, D)
-        parts, order = [torch.bmm(qg, kr[torch.as_tensor(near)].permute(1, 2, 0))], list(near)
-        if len(far):
-            fi = torch.as_tensor(far)
-            kf = k[fi].repeat_interleave(G, 1)  # pre-rotary [far, heads, D]
-            h = D // 2
-            a = torch.einsum("thi,khi->tkhi", q[..., :h], kf[..., :h]) + torch.einsum("thi,khi->tkhi", q[..., h:], kf[..., h:])
-            b = torch.einsum("thi,khi->tkhi", q[..., :h], kf[..., h:]) - torch.einsum("thi,khi->tkhi", q[..., h:], kf[..., :h])
-            delta = torch.as_tensor(qpos[:, None] + shift[:, far] - kpos[far][None, :], dtype=torch.float64)
-            ang = delta[..., None] * self.inv
-            cos, sin = ang.cos().to(q.dtype)[:, :, None], ang.sin().to(q.dtype)[:, :, None]
-            sf = (a * cos + b * sin).sum(-1)  # [n, far, heads]
-            parts.append(sf.view(n, len(far), KV, G).permute(2, 3, 0, 1).reshape(KV, G * n, len(far)))
-            order += list(far)
-        scores = torch.cat(parts, dim=2) / math.sqrt(D)  # [KV, G * n, keys in `order`]
-        order = torch.as_tensor(np.asarray(order, np.int64))
-        mask = allowed[:, order].repeat(G, 1)  # rows in (group member, query) order
+        parts, at = [], 0  # (scores [KV, G * n, k], columns, values [k, KV, D])
+        for items, kr, v in groups:
+            cols = np.arange(at, at + len(items))
+            at += len(items)
+            near, far = cols[~moved[cols]], cols[moved[cols]]
+            if len(near) == len(cols):
+                parts.append((torch.bmm(qg, kr.permute(1, 2, 0)), cols, v))
+                continue
+            if len(near):
+                ni = torch.as_tensor(near - cols[0])
+                parts.append((torch.bmm(qg, kr[ni].permute(1, 2, 0)), near, v[ni]))
+            # Far keys: the query rotated at each distinct frame offset it has for them.
+            fi = torch.as_tensor(far - cols[0])
+            vals = [np.unique(shift[t, far]) for t in range(n)]
+            width = max(len(x) for x in vals)
+            qat = np.stack([qpos[t] + np.pad(x, (0, width - len(x)), mode="edge") for t, x in enumerate(vals)])
+            pick = np.stack([np.searchsorted(x, shift[t, far]) for t, x in enumerate(vals)])  # [n, far]
+            qr = rotate(q[:, None].expand(n, width, -1, -1).reshape(n * width, c.num_heads, D), qat.reshape(-1), self.inv)
+            sc = torch.einsum("twhd,jhd->twjh", qr.view(n, width, c.num_heads, D), kr[fi].repeat_interleave(G, 1))
+            idx = torch.as_tensor(pick)[:, None, :, None].expand(n, 1, len(far), c.num_heads)
+            parts.append((layout(sc.gather(1, idx).squeeze(1)), far, v[fi]))
+        scores = torch.cat([p[0] for p in parts], dim=2) / math.sqrt(D)
+        order = torch.as_tensor(np.concatenate([p[1] for p in parts]))
+        mask = allowed[:, order].repeat(G, 1)
         w = torch.softmax(scores.masked_fill(~mask[None], float("-inf")), dim=-1)
-        out = torch.bmm(w, v[order].permute(1, 0, 2))  # [KV, G * n, D]
+        out, at = 0, 0
+        for sc, cols, v in parts:
+            out = out + torch.bmm(w[:, :, at:at + len(cols)], v.permute(1, 0, 2))
+            at += len(cols)
         return out.view(KV, G, n, D).permute(2, 0, 1, 3).reshape(n, -1)
 
     def _layers(self, items, x, keys_of_layer, on_query=None):
-        """items through the layers: x [n, H] their inputs; keys_of_layer(l, q) -> (keys, allowed)
-        after their keys and values are stored. Returns the final hidden states [n, H]."""
+        """items through the layers: x [n, H] their inputs; keys_of_layer(l, q) -> (key groups,
+        allowed), after their keys and values are stored. Returns the final hidden states [n, H]."""
         c = self.c
         for l, layer in enumerate(self.m.layers):
             n = layer.attn_norm(x)
@@ -154,8 +174,8 @@ class Run:
             self._store(l, items, k, layer.v_proj(n).view(len(items), c.num_kv_heads, c.head_dim))
             if on_query:
                 on_query(l, q, k)
-            keys, allowed = keys_of_layer(l, q)
-            x = x + layer.o_proj(self._attend(l, items, q, keys, allowed))
+            groups, allowed = keys_of_layer(l, q)
+            x = x + layer.o_proj(self._attend(items, q, groups, allowed))
             m = layer.mlp_norm(x)
             x = x + layer.down_proj(F.silu(layer.gate_proj(m)) * layer.up_proj(m))
         return x
@@ -165,7 +185,7 @@ class Run:
         self.sinks.append(i)
         keys = list(self.sinks)
         self._layers([i], self.m.embed_tokens.weight[self.tokens[i]][None],
-                     lambda l, q: (keys, torch.ones(1, len(keys), dtype=torch.bool)))
+                     lambda l, q: ([(keys, *self._gather(l, keys))], torch.ones(1, len(keys), dtype=torch.bool)))
 
     def page(self, items):
         """A page's visual tokens: each sees the sinks and its page up to itself."""
@@ -175,14 +195,14 @@ class Run:
         x = m.visual_proj(self.visual[items[0]:items[-1] + 1])
         if c.visual_token_ids:
             x = x + m.embed_tokens.weight[torch.tensor([self.tokens[i] for i in items])]
-        keys = self.sinks + items
         ns, n = len(self.sinks), len(items)
         allowed = torch.cat([torch.ones(n, ns, dtype=torch.bool), torch.ones(n, n, dtype=torch.bool).tril()], 1)
         mean = torch.zeros(c.num_layers, c.num_kv_heads, c.head_dim)
 
         def keep(l, q, k):
             mean[l] = k.detach().mean(0)
-        self._layers(items, x, lambda l, q: (keys, allowed), keep)
+        self._layers(items, x, lambda l, q: ([(self.sinks, *self._gather(l, self.sinks)),
+                                              (items, *self.segments[l][-1])], allowed), keep)
         self.summary[page] = mean
 
     # -- generated tokens -----------------------------------------------------------------------
@@ -214,7 +234,7 @@ class Run:
         rotated keys, [blocks, KV, D] each — and each block's first position."""
         if (page, l) not in self.bounds:
             items = self.page_items[page]
-            _, kr, _ = self._gather(l, items)
+            kr, _ = self._gather(l, items)
             kr = kr.detach()
             nb = (len(items) + BLOCK - 1) // BLOCK
             pad = nb * BLOCK - len(items)  # the last block's missing tokens repeat its first
@@ -238,19 +258,50 @@ class Run:
             out[pg] = order[:self.p.blocks_per_gated_page].tolist()
         return out
 
+    def _window(self, l, pages):
+        """The window pages' keys and values at layer l, joined once for all the chunks that see them."""
+        segs = tuple(int(self.seg_of[self.page_items[pg][0]]) for pg in pages)
+        if (l, segs) not in self.window_cache:
+            items = [it for pg in pages for it in self.page_items[pg]]
+            kr, v = (torch.cat(t) for t in zip(*(self.segments[l][sg] for sg in segs)))
+            self.window_cache[(l, segs)] = (items, kr, v)
+        return self.window_cache[(l, segs)]
+
+    def flush(self):
+        """Training: backpropagates the loss of the generated tokens since the last flush (a page's
+        text), then holds every key and value computed so far as a constant, so memory holds one
+        page's graph. Earlier pages and text stay in the context; gradients stop at them."""
+        if self.labels is None or not self.pending:
+            return
+        x = self.m.norm(torch.stack([self.outputs.pop(i) for i in self.pending]))
+        logits = x @ (self.m.embed_tokens.weight if self.m.lm_head is None else self.m.lm_head.weight).T
+        labels = torch.as_tensor(self.labels[np.asarray(self.pending)])
+        loss = F.cross_entropy(logits, labels, reduction="sum")
+        (loss * self.loss_scale).backward()
+        self.loss_sum += loss.item()
+        self.correct += int((logits.argmax(-1) == labels).sum())
+        self.pending = []
+        self.segments = [[(kr.detach(), v.detach()) for kr, v in segs] for segs in self.segments]
+        self.window_cache.clear()
+
     def chunk(self, items, refresh):
         """Generated steps that share the gate's choice; the first refreshes it (and may turn the
         page) where `refresh`."""
         c, p = self.c, self.p
         if self.tokens[items[0]] == c.page_break_token_id and self.generated > 0:
+            self.flush()
             self.current += 1
+            self.window_cache.clear()
+            if self.labels is not None:  # the window's pages again, with gradients for this page's text
+                for pg in sorted(self.page_items):
+                    if self.current - p.window_before <= pg <= self.current + p.window_after:
+                        self.page(self.page_items[pg])
         if refresh:
             self._refresh_gate()
         g0 = self.generated
         self.generated += len(items)
         self.gen_items += items
-        window = [it for pg, its in sorted(self.page_items.items())
-                  if self.current - p.window_before <= pg <= self.current + p.window_after for it in its]
+        window_pages = [pg for pg in sorted(self.page_items) if self.current - p.window_before <= pg <= self.current + p.window_after]
         # The ring of each step: the generated tokens from (its index - recent + 1) to itself.
         ring_from = max(0, g0 - p.recent + 1) if p.recent > 0 else g0 + len(items)
         ring = self.gen_items[ring_from:]
@@ -266,12 +317,15 @@ class Run:
                 self.selection[l] = self._select(l, q[0], qpos)
             gated = [it for pg in sorted(self.selection[l]) for b in self.selection[l][pg]
                      for it in self.page_items[pg][b * BLOCK:(b + 1) * BLOCK]]
-            fixed = self.sinks + window + gated
-            allowed = torch.cat([torch.ones(len(items), len(fixed), dtype=torch.bool), ring_ok], 1)
+            window = self._window(l, window_pages)
+            rest = self.sinks + gated + ring
+            allowed = torch.cat([torch.ones(len(items), len(window[0]) + len(self.sinks) + len(gated), dtype=torch.bool),
+                                 ring_ok], 1)
             if self.record:
                 for t, i in enumerate(items):
-                    self.attended.setdefault(i, []).append(fixed + [r for r, ok in zip(ring, ring_ok[t]) if ok])
-            return fixed + ring, allowed
+                    self.attended.setdefault(i, []).append(window[0] + self.sinks + gated +
+                                                           [r for r, ok in zip(ring, ring_ok[t]) if ok])
+            return [window, (rest, *self._gather(l, rest))], allowed
         x = self._layers(items, self.m.embed_tokens.weight[torch.tensor([self.tokens[i] for i in items])], keys)
         for t in range(len(items)):
             if p.gate_query_tokens > 0:
@@ -279,6 +333,8 @@ class Run:
                 self.recent_next = (self.recent_next + 1) % p.gate_query_tokens
         for t, i in enumerate(items):
             self.outputs[i] = x[t]
+        if self.labels is not None:
+            self.pending += items
 
 
 def chunks(kinds, tokens, pages, pattern, page_break):
@@ -302,12 +358,17 @@ def chunks(kinds, tokens, pages, pattern, page_break):
     return out
 
 
-def run(model, pattern, kinds, tokens, visual, pages, record=False):
+def run(model, pattern, kinds, tokens, visual, pages, record=False, labels=None):
     """Runs a sequence (kinds, tokens, visual rows [T, V], pages: the page of each visual token,
     -1 otherwise) as DecodeSession would. Returns the Run and the logits of the generated items in
-    order [n, vocab] (with gradients where enabled); with record, Run.attended lists, per
-    generated item and layer, the items it attended."""
+    order [n, vocab]; with record, Run.attended lists, per generated item and layer, the items it
+    attended. With labels (per item; those of generated items are used): training — the mean
+    cross-entropy over the generated items is backpropagated page by page (Run.flush), and the
+    Run's loss_sum and correct say how it went; no logits are returned."""
     r = Run(model, pattern, kinds, tokens, visual, pages, record)
+    if labels is not None:
+        r.labels = np.asarray(labels)
+        r.loss_scale = 1.0 / max(1, sum(1 for k in kinds if k == GEN))
     for kind, items, refresh in chunks(kinds, tokens, pages, pattern, model.c.page_break_token_id):
         if kind == "sink":
             r.sink(items[0])
@@ -315,6 +376,9 @@ def run(model, pattern, kinds, tokens, visual, pages, record=False):
             r.page(items)
         else:
             r.chunk(items, refresh)
+    if labels is not None:
+        r.flush()
+        return r, None
     x = model.norm(torch.stack([r.outputs[i] for i in r.gen_items]))
     w = model.embed_tokens.weight if model.lm_head is None else model.lm_head.weight
     return r, x @ w.T

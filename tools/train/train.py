@@ -249,13 +249,20 @@ def main():
             lr = train_cfg["lr"] * min(1.0, (step + 1) / warmup) * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * step / total)))
             for g in opt.param_groups:
                 g["lr"] = lr
-            logits, labels = run_model(model, train_seqs[i], recent, pattern)
-            loss = F.cross_entropy(logits, labels, ignore_index=-100)
             opt.zero_grad()
-            loss.backward()
+            if pattern is not None:  # SR-SWA: a whole volume, backpropagated page by page (srswa.Run.flush)
+                kinds, tokens, vis, pages_of, labels = train_seqs[i]
+                r, _ = srswa.run(model, pattern, kinds.tolist(), tokens.tolist(), vis.numpy(), pages_of,
+                                 labels=labels.numpy())
+                loss_value = r.loss_sum / max(1, int((labels != -100).sum()))
+            else:
+                logits, labels = run_model(model, train_seqs[i], recent)
+                loss = F.cross_entropy(logits, labels, ignore_index=-100)
+                loss.backward()
+                loss_value = loss.item()
             torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
             opt.step()
-            running.append(loss.item())
+            running.append(loss_value)
             step += 1
             if step % train_cfg["log_every"] == 0 or step == total:
                 el, acc = evaluate(model, eval_seqs, recent, pattern)
