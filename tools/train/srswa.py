@@ -18,7 +18,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from model import GEN, SINK, VISUAL, positions
+from model import GEN, SINK, VISUAL, positions, rope
 
 BLOCK = 16  # tokens of a KV block (kBlockTokens): the selector's unit
 
@@ -37,17 +37,9 @@ class Pattern:
         return dict(self.__dict__)
 
 
-def inv_freq(c):
-    return c.rope_theta ** (-2.0 * torch.arange(c.head_dim // 2, dtype=torch.float64) / c.head_dim)
-
-
-def rotate(x, pos, inv):
-    """Rotate-half rotary embedding of x [N, heads, D] at positions pos [N] (angles in double)."""
-    ang = torch.as_tensor(pos, dtype=torch.float64)[:, None] * inv
-    cos, sin = ang.cos().to(x.dtype)[:, None], ang.sin().to(x.dtype)[:, None]
-    h = x.shape[-1] // 2
-    x0, x1 = x[..., :h], x[..., h:]
-    return torch.cat([x0 * cos - x1 * sin, x0 * sin + x1 * cos], dim=-1)
+def rotate(x, pos, theta):
+    """model.rope for rows at their own positions: x [N, heads, D], pos [N]."""
+    return rope(x.transpose(0, 1), torch.as_tensor(pos), theta).transpose(0, 1)
 
 
 def frame_offsets(key_pos, qpos, max_positions):
@@ -73,7 +65,6 @@ class Run:
         self.visual = torch.as_tensor(np.asarray(visual, np.float32))
         self.pos = np.asarray(positions(kinds, c.page_aligned_positions, tokens, c.line_end_token_ids,
                                         c.visual_line_end_token_id, pages, c.page_break_token_id), np.int64)
-        self.inv = inv_freq(c)
         self.G = c.num_heads // c.num_kv_heads
         # Per layer, the rotated keys and the values of each segment of items computed together (a
         # sink, a page, a chunk of steps); item -> (segment, row).
@@ -94,7 +85,7 @@ class Run:
     # -- keys, values, attention -----------------------------------------------------------------
     def _store(self, l, items, k, v):
         seg = len(self.segments[l])
-        self.segments[l].append((rotate(k, self.pos[items], self.inv), v))
+        self.segments[l].append((rotate(k, self.pos[items], self.c.rope_theta), v))
         if l == 0:
             self.seg_of[items], self.row_of[items] = seg, np.arange(len(items))
 
@@ -131,7 +122,7 @@ class Run:
 
         def layout(sc):  # [n, keys, heads] -> [KV, G * n, keys] (rows in group member, query order)
             return sc.view(n, sc.shape[1], KV, G).permute(2, 3, 0, 1).reshape(KV, G * n, sc.shape[1])
-        qg = rotate(q, qpos, self.inv).view(n, KV, G, D).permute(1, 2, 0, 3).reshape(KV, G * n, D)
+        qg = rotate(q, qpos, self.c.rope_theta).view(n, KV, G, D).permute(1, 2, 0, 3).reshape(KV, G * n, D)
         parts, at = [], 0  # (scores [KV, G * n, k], columns, values [k, KV, D])
         for items, kr, v in groups:
             cols = np.arange(at, at + len(items))
@@ -149,7 +140,7 @@ class Run:
             width = max(len(x) for x in vals)
             qat = np.stack([qpos[t] + np.pad(x, (0, width - len(x)), mode="edge") for t, x in enumerate(vals)])
             pick = np.stack([np.searchsorted(x, shift[t, far]) for t, x in enumerate(vals)])  # [n, far]
-            qr = rotate(q[:, None].expand(n, width, -1, -1).reshape(n * width, c.num_heads, D), qat.reshape(-1), self.inv)
+            qr = rotate(q[:, None].expand(n, width, -1, -1).reshape(n * width, c.num_heads, D), qat.reshape(-1), self.c.rope_theta)
             sc = torch.einsum("twhd,jhd->twjh", qr.view(n, width, c.num_heads, D), kr[fi].repeat_interleave(G, 1))
             idx = torch.as_tensor(pick)[:, None, :, None].expand(n, 1, len(far), c.num_heads)
             parts.append((layout(sc.gather(1, idx).squeeze(1)), far, v[fi]))
@@ -252,7 +243,7 @@ class Run:
         for pg in self.gated:
             lo, hi, pos0 = self._page_bounds(pg, l)
             at = pos0 + np.minimum(qpos - pos0, c.max_position_embeddings // 2)
-            qr = rotate(q[None].expand(len(at), -1, -1), at, self.inv)  # [blocks, heads, D]
+            qr = rotate(q[None].expand(len(at), -1, -1), at, self.c.rope_theta)  # [blocks, heads, D]
             bound = torch.maximum(qr * lo.repeat_interleave(G, 1), qr * hi.repeat_interleave(G, 1)).sum((1, 2))
             order = torch.sort(-bound, stable=True).indices  # ties to the earlier block
             out[pg] = order[:self.p.blocks_per_gated_page].tolist()
