@@ -177,12 +177,18 @@ private slots:
         QTest::addColumn<int>("pad");
         QTest::addColumn<int>("dil");
         QTest::addColumn<int>("group");
-        QTest::newRow("1x1") << 5 << 7 << 1 << 1 << 0 << 1 << 1;
-        QTest::newRow("3x3 pad") << 3 << 4 << 3 << 1 << 1 << 1 << 1;
-        QTest::newRow("3x3 stride 2") << 4 << 6 << 3 << 2 << 1 << 1 << 1;
-        QTest::newRow("5x5 dilated") << 2 << 3 << 5 << 1 << 4 << 2 << 1;
-        QTest::newRow("depthwise 3x3") << 6 << 6 << 3 << 1 << 1 << 1 << 6;
-        QTest::newRow("depthwise 5x5 stride 2") << 8 << 8 << 5 << 2 << 2 << 1 << 8;
+        QTest::addColumn<int>("H");
+        QTest::addColumn<int>("W");
+        QTest::newRow("1x1") << 5 << 7 << 1 << 1 << 0 << 1 << 1 << 13 << 17;
+        QTest::newRow("3x3 pad") << 3 << 4 << 3 << 1 << 1 << 1 << 1 << 13 << 17;
+        QTest::newRow("3x3 stride 2") << 4 << 6 << 3 << 2 << 1 << 1 << 1 << 13 << 17;
+        QTest::newRow("5x5 dilated") << 2 << 3 << 5 << 1 << 4 << 2 << 1 << 13 << 17;
+        QTest::newRow("depthwise 3x3") << 6 << 6 << 3 << 1 << 1 << 1 << 6 << 13 << 17;
+        QTest::newRow("depthwise 5x5 stride 2") << 8 << 8 << 5 << 2 << 2 << 1 << 8 << 13 << 17;
+        // Unfolded a band of output rows at a time (16 MB of floats): 576 × 300 floats a row, so
+        // 24 rows a band and the last of three bands short.
+        QTest::newRow("3x3 in bands") << 64 << 5 << 3 << 1 << 1 << 1 << 1 << 61 << 300;
+        QTest::newRow("3x3 stride 2 in bands") << 64 << 5 << 3 << 2 << 1 << 1 << 1 << 121 << 600;
     }
     void convolutionMatchesDefinition() {
         QFETCH(int, C);
@@ -192,8 +198,10 @@ private slots:
         QFETCH(int, pad);
         QFETCH(int, dil);
         QFETCH(int, group);
+        QFETCH(int, H);
+        QFETCH(int, W);
         std::mt19937 rng(7);
-        const Tensor x = randomTensor({2, C, 13, 17}, rng);
+        const Tensor x = randomTensor({2, C, H, W}, rng);
         const Tensor w = randomTensor({M, C / group, k, k}, rng);
         const Tensor b = randomTensor({M}, rng);
         ConvShape p;

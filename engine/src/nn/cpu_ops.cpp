@@ -37,16 +37,20 @@ int64_t transposedOutSize(int64_t in, int k, int stride, int dil, int padA, int 
 
 namespace {
 
-// cols [C*kh*kw, Ho*Wo] from one image x [C, H, W].
-QUIRE_CLONES void im2col(const float* x, int C, int H, int W, const ConvShape& p, int Ho, int Wo, float* cols) {
+// Floats of the unfolded input a convolution holds at once (16 MB): a band of output rows at a time.
+constexpr int64_t kIm2colBudget = int64_t(1) << 22;
+
+// cols [C*kh*kw, (oy1-oy0)*Wo] from one image x [C, H, W]: output rows oy0 to oy1 only.
+QUIRE_CLONES void im2col(const float* x, int C, int H, int W, const ConvShape& p, int oy0, int oy1, int Wo, float* cols) {
+    const int64_t band = int64_t(oy1 - oy0) * Wo;
     for (int c = 0; c < C; ++c)
         for (int ky = 0; ky < p.kh; ++ky)
             for (int kx = 0; kx < p.kw; ++kx) {
-                float* row = cols + ((int64_t(c) * p.kh + ky) * p.kw + kx) * Ho * Wo;
+                float* row = cols + ((int64_t(c) * p.kh + ky) * p.kw + kx) * band;
                 const float* plane = x + int64_t(c) * H * W;
-                for (int oy = 0; oy < Ho; ++oy) {
+                for (int oy = oy0; oy < oy1; ++oy) {
                     const int iy = oy * p.strideH - p.padT + ky * p.dilH;
-                    float* out = row + int64_t(oy) * Wo;
+                    float* out = row + int64_t(oy - oy0) * Wo;
                     if (iy < 0 || iy >= H) {
                         std::fill(out, out + Wo, 0.f);
                         continue;
@@ -125,22 +129,29 @@ Tensor conv2d(const Tensor& x, const Tensor& w, const float* bias, const ConvSha
     }
     const bool pointwise = p.kh == 1 && p.kw == 1 && p.strideH == 1 && p.strideW == 1 && p.padT == 0 &&
                            p.padL == 0 && p.padB == 0 && p.padR == 0;
-    std::vector<float> cols(pointwise ? 0 : size_t(K) * size_t(plane));
+    // The unfolded input is made a band of output rows at a time: whole, it was the front-end's
+    // largest buffer (the detector's 3×3 convolutions at a quarter of the page: 140 MB).
+    const int bandRows = pointwise ? Ho : int(std::clamp<int64_t>(kIm2colBudget / (int64_t(K) * Wo), 1, Ho));
+    std::vector<float> cols(pointwise ? 0 : size_t(K) * size_t(bandRows) * size_t(Wo));
     for (int n = 0; n < N; ++n) {
         const float* xn = x.data() + int64_t(n) * C * H * W;
         float* yn = y.data() + int64_t(n) * M * plane;
-        const float* B = xn;
-        if (!pointwise) {
-            im2col(xn, C, H, W, p, Ho, Wo, cols.data());
-            B = cols.data();
-        }
         float beta = 0.f;
         if (bias) {
             for (int m = 0; m < M; ++m) std::fill(yn + m * plane, yn + (m + 1) * plane, bias[m]);
             beta = 1.f;
         }
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, M, int(plane), K, 1.f, w.data(), K, B, int(plane),
-                    beta, yn, int(plane));
+        for (int oy0 = 0; oy0 < Ho; oy0 += bandRows) {
+            const int oy1 = std::min(Ho, oy0 + bandRows);
+            const int band = (oy1 - oy0) * Wo;
+            const float* B = xn;
+            if (!pointwise) {
+                im2col(xn, C, H, W, p, oy0, oy1, Wo, cols.data());
+                B = cols.data();
+            }
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, M, band, K, 1.f, w.data(), K, B, band, beta,
+                        yn + int64_t(oy0) * Wo, int(plane));
+        }
     }
     return y;
 }
