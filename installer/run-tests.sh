@@ -22,9 +22,9 @@ if [ "${QUIRE_SKIP_SANITIZERS:-0}" != 1 ]; then
         ctest --output-on-failure -j "${JOBS:-$(nproc)}" --timeout 1800 -L "unit|integration|gui" -E "tst_memory|tst_crash|tst_hostile")
     echo "== sanitizer stage: ThreadSanitizer build of the decoder's two-thread draft passes and batches, and the step batcher"
     BUILD_DIR=build-tsan QUIRE_CUDA=OFF CMAKE_EXTRA_ARGS="-DQUIRE_TSAN=ON -DQUIRE_BUILD_GUI=OFF" \
-        bash installer/build.sh --target tst_decoder tst_step_batcher
+        bash installer/build.sh --target tst_decoder_batch tst_step_batcher
     # tests/tsan.supp: a false report inside Qt Test's own watchdog thread (the file says why).
-    TSAN_OPTIONS="halt_on_error=1 suppressions=$(pwd)/tests/tsan.supp" build-tsan/tests/tst_decoder twoThreadsComputeWhatOneDoes twoThreadsPrefillWhatOneDoes draftStepsMatchPlainSteps \
+    TSAN_OPTIONS="halt_on_error=1 suppressions=$(pwd)/tests/tsan.supp" build-tsan/tests/tst_decoder_batch twoThreadsComputeWhatOneDoes twoThreadsPrefillWhatOneDoes draftStepsMatchPlainSteps \
         batchedStepsMatchSessionsAlone sharedDeviceTakesSessionsFromTwoThreads
     # Several threads' drafts computed in one pass (StepBatcher), sessions of two threads among them.
     TSAN_OPTIONS="halt_on_error=1 suppressions=$(pwd)/tests/tsan.supp" build-tsan/tests/tst_step_batcher

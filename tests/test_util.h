@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "quire/decoder/config.h"
+#include "quire/decoder/session.h"
 
 namespace quire::test {
 
@@ -25,6 +26,18 @@ inline decoder::ModelConfig tinyDecoderConfig(int vocabSize = 48, int visualDim 
     c.visualDim = visualDim;
     c.maxPositions = maxPositions;
     return c;
+}
+
+// SR-SWA budgets small enough that the tiny model's volumes leave pages behind the window and
+// the gate chooses among them.
+inline decoder::AttentionParams smallSrSwaParams() {
+    decoder::AttentionParams p;
+    p.mode = decoder::AttentionMode::SrSwa;
+    p.recentTokens = 24;
+    p.maxPageTokens = 40;
+    p.gatedPages = 2;
+    p.blocksPerGatedPage = 2;
+    return p;
 }
 
 // Random visual tokens of a page (normal, seeded by the page number): [count, dim].

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Golden logits from the PyTorch reader (tools/train/model.py) for tests/tst_decoder: a small
+"""Golden logits from the PyTorch reader (tools/train/model.py) for tests/tst_decoder_attention: a small
 seeded model exported in the runtime's format, one sequence (sinks, two pages of visual tokens,
 generated tokens with a page break), and the logits at every generated step under full attention
 and R-SWA (a ring of 4, so eviction happens). The C++ runtime must reproduce them.

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""The SR-SWA parity fixture for tests/tst_decoder: a small seeded model of the reader's family
+"""The SR-SWA parity fixture for tests/tst_decoder_attention: a small seeded model of the reader's family
 (visual token ids, line-aligned positions) and one volume of eight pages fed with one page of
 look-ahead, replayed by tools/train/srswa.py under small budgets (two gated pages of one block, a
 refresh every three steps, a ring of twelve, positions far past the trained range so the frame

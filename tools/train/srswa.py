@@ -4,7 +4,7 @@ window of pages (with look-ahead), the page gate over earlier pages, the token s
 blocks inside them, the sinks and the last generated tokens — with the runtime's position frame.
 `run` gives the logits of every generated token (with gradients, for training) and, when asked,
 what each attended; the parity fixture (make_srswa_parity_fixture.py) comes from it, and
-tst_decoder checks that DecodeSession attends exactly the same positions and computes the same
+tst_decoder_attention checks that DecodeSession attends exactly the same positions and computes the same
 logits.
 
 The gate and the selector choose by the model's own queries and keys, and a refreshing step's

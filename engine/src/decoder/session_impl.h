@@ -358,7 +358,7 @@ struct DecodeSession::Impl {
     static void gemm(const std::vector<float>& w, int rows, int cols, const float* X, int T, float* Y);
 
     // gemm() of a page's T rows in two halves of rows, one per thread of `pairs` (OpenBLAS sums
-    // each output along the same K order whatever rows go with it: tst_decoder
+    // each output along the same K order whatever rows go with it: tst_decoder_batch
     // twoThreadsPrefillWhatOneDoes).
     void gemmRows(const std::vector<float>& w, int rows, int cols, const float* X, int T, float* Y) const;
 
