@@ -16,9 +16,6 @@ void tuneHeapForLargeBuffers() {
     if (const char* t = std::getenv("GLIBC_TUNABLES"); t && std::strstr(t, "glibc.malloc.")) return;
     mallopt(M_MMAP_THRESHOLD, 1 << 30);
     mallopt(M_TRIM_THRESHOLD, 128 << 20);
-    // Two arenas, not eight a core: each thread's arena kept its own freed activations (six of 64 MB
-    // resident in a reading); with two, a reading's peak RSS is 70-90 MB lower and no slower.
-    mallopt(M_ARENA_MAX, 2);
 #endif
 }
 

@@ -7,8 +7,7 @@ namespace quire {
 // node; glibc serves anything above its mmap threshold with a fresh mmap, so each such buffer
 // costs the kernel's page faults, zeroing and munmap. This keeps them in the heap (mmap threshold
 // 1 GB; freed memory returned to the system above 128 MB at the heap's top): faster, for more peak
-// memory (the figures are in docs/BENCHMARKS.md); and at most two arenas, so threads' freed
-// buffers are reused across threads instead of held per thread. Left as it is where $GLIBC_TUNABLES sets
+// memory (the figures are in docs/BENCHMARKS.md). Left as it is where $GLIBC_TUNABLES sets
 // malloc's own values, and on C libraries other than glibc.
 void tuneHeapForLargeBuffers();
 
