@@ -1,7 +1,6 @@
 // The decoding runtime's pieces on the CPU: model loading and its refusals, the kernels against
 // libm and plain loops, the decode benchmark, greedy decoding rules. What tokens attend to is
 // tst_decoder_attention; passes of many tokens at once, tst_decoder_batch.
-#include <QFile>
 #include <QTemporaryDir>
 #include <QTest>
 

@@ -5,13 +5,10 @@
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QJsonObject>
-#include <QTemporaryDir>
 #include <QTest>
 
+#include <algorithm>
 #include <cmath>
-#include <cstring>
-#include <random>
-#include <set>
 
 #include "quire/decoder/model.h"
 #include "quire/decoder/session.h"

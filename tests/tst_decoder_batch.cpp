@@ -2,8 +2,8 @@
 // prefill, two threads, draft steps, several volumes' steps as one batch, a shared device.
 #include <QTest>
 
-#include <cmath>
-#include <random>
+#include <algorithm>
+#include <cstring>
 #include <thread>
 
 #include "quire/decoder/model.h"
