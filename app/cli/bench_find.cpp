@@ -41,7 +41,7 @@ PageText generatedPage(std::mt19937& rng) {
         for (int x = 150, width = 0; width < 62;) {
             std::string w = kWords[pick(rng)];
             width += int(w.size()) + 1;
-            l.words.push_back({w, {x, 150 + line * 60, int(w.size()) * 28, 48}, 90});
+            l.words.push_back({w, {x, 150 + line * 60, int(w.size()) * 28, 48}, 90, {}});
             x += int(w.size()) * 28 + 20;
         }
         chars += int(l.text().size()) + 1;

@@ -16,6 +16,7 @@
 #include "quire/decoder/safetensors.h"
 #include "quire/ppocr/ppocr.h"
 #include "quire/preprocess/preprocess.h"
+#include "quire/recognizers/line_evidence.h"
 #include "quire/recognizers/recognizer.h"
 #include "quire/source/document_source.h"
 
@@ -26,7 +27,32 @@ namespace quire::cli {
 // The PP-OCR recognizer's visual tokens for the reader model: per page one safetensors file with a
 // [frames, 120] tensor per line and, in its metadata, the lines' boxes, CTC hypotheses, per-character
 // probabilities and frames, and each frame's x on the source page. Pages are preprocessed as
-// `transcribe` does, so training and inference see the same encoder outputs.
+// `transcribe` does, so training and inference see the same encoder outputs. With --evidence, each
+// line also carries Tesseract's reading of it laid on its characters (alignLineEvidence).
+namespace {
+
+QJsonObject evidenceJson(const LineEvidence& ev, const PreparedRegion& region) {
+    QJsonArray glyphs, paired, breaks, before;
+    for (size_t j = 0; j < ev.glyphs.size(); ++j) {
+        const Glyph& g = ev.glyphs[j];
+        QJsonArray choices;
+        for (const auto& c : g.choices) choices.append(QJsonArray{QString::fromStdString(c.text), double(c.confidence)});
+        const Box b = region.toSource(g.box);
+        glyphs.append(QJsonObject{{"text", QString::fromStdString(g.text)}, {"confidence", double(g.confidence)},
+                                  {"choices", choices}, {"word_start", bool(ev.wordStarts[j])},
+                                  {"box", QJsonArray{b.x, b.y, b.w, b.h}}});
+    }
+    for (const auto& c : ev.chars) {
+        paired.append(c.glyph);
+        breaks.append(c.breakBefore ? 1 : 0);
+        before.append(QString::fromStdString(c.before));
+    }
+    return {{"glyphs", glyphs}, {"char_glyph", paired}, {"char_break_before", breaks}, {"char_before", before},
+            {"trailing", QString::fromStdString(ev.trailing)}};
+}
+
+}  // namespace
+
 int featuresCommand(const Args& args) {
     if (args.positionals().empty()) return fail(kUsage, "features: give at least one input document");
     const std::string outDir = args.value("out", "");
@@ -52,6 +78,16 @@ int featuresCommand(const Args& args) {
     if (ro.ppocrDetMaxSide > 0) po.detMaxSide = ro.ppocrDetMaxSide;
     auto engine = PpocrEngine::load(po);
     if (!engine) return fail(exitFor(engine.status()), engine.status().message());
+    std::unique_ptr<Recognizer> tesseract;
+    if (args.has("evidence")) {
+        RecognizerOptions to = ro;
+        to.engine = "tesseract";
+        to.languages = args.value("lang", "eng");
+        to.glyphChoices = true;
+        auto rec = createRecognizer(to);
+        if (!rec) return fail(exitFor(rec.status()), rec.status().message());
+        tesseract = std::move(*rec);
+    }
     int pageNo = 0;
     for (const auto& input : args.positionals()) {
         auto src = openSource(input, so);
@@ -64,6 +100,12 @@ int featuresCommand(const Args& args) {
                 ++pageNo;
                 auto page = (*engine)->read(region.image, true);
                 if (!page) return fail(kInternal, input + " page " + std::to_string(i + 1) + ": " + page.status().message());
+                PageText other;
+                if (tesseract) {
+                    auto read = tesseract->recognize(region.image, img->dpi);
+                    if (!read) return fail(kInternal, input + " page " + std::to_string(i + 1) + ": " + read.status().message());
+                    other = std::move(*read);
+                }
                 std::vector<std::pair<std::string, std::pair<std::vector<int64_t>, std::vector<float>>>> tensors;
                 QJsonArray lines;
                 for (size_t k = 0; k < page->lines.size(); ++k) {
@@ -78,9 +120,19 @@ int featuresCommand(const Args& args) {
                         frames.append(l.charFrames[c]);
                     }
                     for (float x : l.frameX) xs.append(region.toSource({int(x), l.box.y, 1, 1}).x);
-                    lines.append(QJsonObject{{"box", QJsonArray{b.x, b.y, b.w, b.h}}, {"text", QString::fromStdString(l.text)},
-                                             {"char_ids", ids}, {"char_probs", probs}, {"char_frames", frames},
-                                             {"frames", l.frames}, {"frame_x", xs}});
+                    QJsonObject lineJson{{"box", QJsonArray{b.x, b.y, b.w, b.h}}, {"text", QString::fromStdString(l.text)},
+                                         {"char_ids", ids}, {"char_probs", probs}, {"char_frames", frames},
+                                         {"frames", l.frames}, {"frame_x", xs}};
+                    if (tesseract) {
+                        std::vector<std::string> chars;
+                        std::vector<float> charX;
+                        for (size_t c = 0; c < l.charIds.size(); ++c) {
+                            chars.push_back((*engine)->charOf(l.charIds[c]));
+                            charX.push_back(l.xOfFrame(l.charFrames[c]));
+                        }
+                        lineJson["tesseract"] = evidenceJson(alignLineEvidence(chars, charX, l.box, other), region);
+                    }
+                    lines.append(lineJson);
                 }
                 QJsonObject meta{{"source", QString::fromStdString(input)}, {"source_page", i + 1}, {"page", pageNo},
                                  {"width", img->image.cols}, {"height", img->image.rows}, {"lines", lines}};

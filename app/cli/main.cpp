@@ -48,7 +48,8 @@ std::atomic<bool> g_cancel{false};
 
 const char* kUsageText =
     "Usage:\n"
-    "  quire-cli features INPUT... --out DIR [--dpi 300] [--lang eng] [--json]   (PP-OCR visual tokens per page)\n"
+    "  quire-cli features INPUT... --out DIR [--dpi 300] [--lang eng] [--evidence] [--json]\n"
+    "                                   (PP-OCR visual tokens per page; --evidence: Tesseract's glyphs laid on them)\n"
     "  quire-cli transcribe [INPUT...] --project P.quire [--lang eng] [--engine tesseract|ppocr|reader|auto]\n"
     "            [--reader-model DIR (default: $QUIRE_READER_MODEL, else the installed reader)] [--device cpu|cuda]\n"
     "            [--gpu-memory MIB] [--threads N] [--dpi 300] [--pdf-text recognize|keep] [--split none|auto]\n"
@@ -523,7 +524,7 @@ int main(int argc, char** argv) {
         {"regions", {{"project", "page", "set"}, {"clear", "json"}}},
         {"restore", {{"project", "from"}, {}}},
         {"devices", {{}, {}}},
-        {"features", {{"out", "dpi", "lang"}, {"json"}}},
+        {"features", {{"out", "dpi", "lang"}, {"json", "evidence"}}},
         {"bench", {{"pages", "mode", "device", "batch", "config", "model", "volume", "shape", "page-tokens", "tokens-per-page", "recent",
                     "gated-pages", "blocks-per-page", "max-kv-gb", "lang", "repeat", "dpi", "threads", "gpu-memory"},
                    {"json", "recall"}}},

@@ -128,7 +128,7 @@ PageText textFromLayer(const std::string& text, int w, int h, int dpi) {
         l.paragraph = para;
         std::istringstream ws(line);
         std::string word;
-        while (ws >> word) l.words.push_back({word, {}, 100.0f});
+        while (ws >> word) l.words.push_back({word, {}, 100.0f, {}});
         page.lines.push_back(std::move(l));
     }
     return page;

@@ -60,7 +60,8 @@ using TessPtr = std::unique_ptr<tesseract::TessBaseAPI, TessDeleter>;
 
 class TesseractRecognizer : public Recognizer {
 public:
-    TesseractRecognizer(TessPtr api, std::string langs) : m_api(std::move(api)), m_langs(std::move(langs)) {}
+    TesseractRecognizer(TessPtr api, std::string langs, bool glyphs)
+        : m_api(std::move(api)), m_langs(std::move(langs)), m_glyphs(glyphs) {}
     std::string name() const override { return "tesseract"; }
     std::string version() const override { return tesseract::TessBaseAPI::Version(); }
 
@@ -114,6 +115,7 @@ public:
             w.confidence = it->Confidence(W);
             int l, t, r, b;
             if (it->BoundingBox(W, &l, &t, &r, &b)) w.box = {l, t, r - l, b - t};
+            if (m_glyphs) w.glyphs = glyphsOf(*it);
             page.lines.back().words.push_back(std::move(w));
         } while (it->Next(W));
         std::erase_if(page.lines, [](const Line& l) { return l.words.empty(); });
@@ -123,8 +125,32 @@ public:
     }
 
 private:
+    // The symbols of the word at `word`, each with its box and the LSTM's alternatives.
+    static std::vector<Glyph> glyphsOf(const tesseract::ResultIterator& word) {
+        std::vector<Glyph> glyphs;
+        tesseract::ResultIterator it(word);
+        const auto S = tesseract::RIL_SYMBOL;
+        do {
+            std::unique_ptr<char[]> text(it.GetUTF8Text(S));
+            if (!text || !*text.get()) continue;
+            Glyph g;
+            g.text = text.get();
+            g.confidence = it.Confidence(S);
+            int l, t, r, b;
+            if (it.BoundingBox(S, &l, &t, &r, &b)) g.box = {l, t, r - l, b - t};
+            tesseract::ChoiceIterator choice(it);
+            do {
+                const char* c = choice.GetUTF8Text();
+                if (c && *c) g.choices.push_back({c, choice.Confidence()});
+            } while (choice.Next());
+            glyphs.push_back(std::move(g));
+        } while (it.Next(S) && !it.IsAtBeginningOf(tesseract::RIL_WORD));
+        return glyphs;
+    }
+
     TessPtr m_api;
     std::string m_langs;
+    bool m_glyphs = false;
 };
 
 }  // namespace
@@ -168,7 +194,10 @@ Result<std::unique_ptr<Recognizer>> createTesseractRecognizer(const RecognizerOp
                                              dir.string());
     api->SetPageSegMode(tesseract::PSM_AUTO);
     api->SetVariable("debug_file", "/dev/null");  // keep its diagnostics off the user's terminal
-    return std::unique_ptr<Recognizer>(new TesseractRecognizer(std::move(api), options.languages));
+    // Mode 2: each symbol's alternatives from the CTC output (the best path, and so the text, unchanged).
+    if (options.glyphChoices) api->SetVariable("lstm_choice_mode", "2");
+    return std::unique_ptr<Recognizer>(
+        new TesseractRecognizer(std::move(api), options.languages, options.glyphChoices));
 }
 
 }  // namespace quire

@@ -738,7 +738,7 @@ Result<PageText> ProjectStore::layout(int64_t pageId) {
             l.box = {q.i32(3), q.i32(4), q.i32(5), q.i32(6)};
             page.lines.push_back(std::move(l));
         }
-        page.lines.back().words.push_back({q.text(7), {q.i32(8), q.i32(9), q.i32(10), q.i32(11)}, float(q.f64(12))});
+        page.lines.back().words.push_back({q.text(7), {q.i32(8), q.i32(9), q.i32(10), q.i32(11)}, float(q.f64(12)), {}});
     }
     if (!q.status()) return q.status();
     return page;

@@ -16,10 +16,26 @@ struct Box {
     Box united(const Box& o) const;
 };
 
+// One of a recogniser's readings of a glyph, with its confidence (0..100).
+struct GlyphChoice {
+    std::string text;  // UTF-8
+    float confidence = 0;
+};
+
+// A recognised character with its box and the recogniser's alternatives (Tesseract's LSTM
+// choices): the evidence the reader weighs beside its front-end's reading (issue #29, item 2).
+struct Glyph {
+    std::string text;  // UTF-8
+    Box box;
+    float confidence = 0;               // 0..100
+    std::vector<GlyphChoice> choices;   // best first; the first is `text` itself
+};
+
 struct Word {
     std::string text;  // UTF-8
     Box box;
     float confidence = 0;  // 0..100
+    std::vector<Glyph> glyphs;  // filled only where asked (RecognizerOptions::glyphChoices)
 };
 
 struct Line {

@@ -60,6 +60,9 @@ struct RecognizerOptions {
     int ppocrDetMaxSide = 0;
     std::string ppocrLayout;
     bool ppocrContourScore = true;  // PpocrOptions::detContourScore (false: measurement only)
+    // Tesseract: each word's glyphs with boxes, confidences and the LSTM's alternatives
+    // (lstm_choice_mode 2; the text is the same), for the reader's evidence (quire-cli features).
+    bool glyphChoices = false;
     ReaderTuning readerTuning;
     // "reader": engines given the same sharing decode as one batch (quire-server's jobs;
     // quire/reader/reader_sharing.h). Null: the engine loads and decodes alone.

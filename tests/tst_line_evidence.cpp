@@ -1,0 +1,200 @@
+// Tesseract's glyphs as evidence for the reader (issue #29, item 2): the glyphs spell Tesseract's
+// words with their LSTM alternatives, alignLineEvidence lays them on the front-end's characters by
+// text and position, and `quire-cli features --evidence` writes them beside the visual tokens.
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QJsonObject>
+#include <QTemporaryDir>
+#include <QtTest>
+
+#include <opencv2/imgcodecs.hpp>
+
+#include "quire/recognizers/line_evidence.h"
+#include "quire/recognizers/recognizer.h"
+#include "test_util.h"
+
+using namespace quire;
+using namespace quire::test;
+
+namespace {
+
+// A word of glyphs 20 px wide on a line 40 px high at y 100, the first glyph's left edge at x.
+Word word(const std::string& text, int x) {
+    Word w;
+    w.text = text;
+    w.box = {x, 100, 20 * int(text.size()), 40};
+    for (size_t k = 0; k < text.size(); ++k)
+        w.glyphs.push_back({text.substr(k, 1), {x + 20 * int(k), 100, 20, 40}, 90, {{text.substr(k, 1), 90}}});
+    return w;
+}
+
+PageText page(std::vector<Word> words) {
+    PageText p;
+    Line l;
+    for (auto& w : words) l.words.push_back(std::move(w));
+    l.box = {0, 100, 1000, 40};
+    p.lines.push_back(std::move(l));
+    return p;
+}
+
+// The front-end's characters of `text`, each centred in its 20 px cell from x.
+void frontEnd(const std::string& text, int x, std::vector<std::string>& chars, std::vector<float>& xs) {
+    for (size_t k = 0; k < text.size(); ++k) {
+        chars.push_back(text.substr(k, 1));
+        xs.push_back(float(x + 20 * int(k) + 10));
+    }
+}
+
+// The JSON metadata of a safetensors file ("__metadata__"'s "quire.features").
+QJsonObject featuresMeta(const QString& file) {
+    QFile f(file);
+    if (!f.open(QIODevice::ReadOnly)) return {};
+    const QByteArray head = f.read(8);
+    if (head.size() != 8) return {};
+    quint64 n = 0;
+    for (int i = 7; i >= 0; --i) n = (n << 8) | quint8(head[i]);
+    const auto header = QJsonDocument::fromJson(f.read(qint64(n))).object();
+    return QJsonDocument::fromJson(header["__metadata__"].toObject()["quire.features"].toString().toUtf8()).object();
+}
+
+}  // namespace
+
+class TstLineEvidence : public QObject {
+    Q_OBJECT
+
+private slots:
+    // Equal characters at their places pair; a misread character pairs with the glyph at its place;
+    // a word space gets the word break; a glyph the front-end missed goes before the next character.
+    void glyphsPairByTextAndPlace() {
+        // Tesseract: "the cat." ; the front-end: "the cot" with the full stop missed and "he" read as one cell off.
+        const PageText other = page({word("the", 100), word("cat.", 180)});
+        std::vector<std::string> chars;
+        std::vector<float> xs;
+        frontEnd("the cot", 100, chars, xs);
+        xs[3] = 170;  // the restored space sits in the gap
+        chars[4] = "c", xs[4] = 190;
+        chars[5] = "o", xs[5] = 210;
+        chars[6] = "t", xs[6] = 230;
+        const LineEvidence ev = alignLineEvidence(chars, xs, {90, 100, 400, 40}, other);
+        QCOMPARE(int(ev.glyphs.size()), 7);
+        QCOMPARE(int(ev.chars.size()), 7);
+        const std::vector<int> want{0, 1, 2, -1, 3, 4, 5};
+        for (size_t i = 0; i < want.size(); ++i) QCOMPARE(ev.chars[i].glyph, want[i]);
+        QCOMPARE(ev.glyphs[size_t(ev.chars[5].glyph)].text, std::string("a"));  // "o" read where Tesseract has "a"
+        QVERIFY(ev.chars[3].breakBefore);   // the space
+        for (size_t i : {0, 1, 2, 4, 5, 6}) QVERIFY(!ev.chars[i].breakBefore);
+        QCOMPARE(ev.trailing, std::string("."));
+        QVERIFY(ev.wordStarts[0] && ev.wordStarts[3] && !ev.wordStarts[4]);
+    }
+
+    void missedCharactersAndMissedSpaces() {
+        // Tesseract: "in the"; the front-end: "inhe" — the space and the "t" missed.
+        const PageText other = page({word("in", 100), word("the", 160)});
+        std::vector<std::string> chars{"i", "n", "h", "e"};
+        std::vector<float> xs{110, 130, 190, 210};
+        const LineEvidence ev = alignLineEvidence(chars, xs, {90, 100, 400, 40}, other);
+        QCOMPARE(ev.chars[0].glyph, 0);
+        QCOMPARE(ev.chars[1].glyph, 1);
+        QCOMPARE(ev.chars[2].glyph, 3);
+        QCOMPARE(ev.chars[2].before, std::string("t"));
+        QVERIFY(ev.chars[2].breakBefore);  // the word break the front-end has no space for
+        QVERIFY(ev.trailing.empty());
+    }
+
+    // Glyphs of another line, or far along this one, are never paired.
+    void farGlyphsStayApart() {
+        PageText other = page({word("abc", 100)});
+        Line below;
+        below.box = {0, 200, 1000, 40};
+        Word w = word("xyz", 100);
+        w.box.y = 200;
+        for (auto& g : w.glyphs) g.box.y = 200;
+        below.words.push_back(w);
+        other.lines.push_back(below);
+        std::vector<std::string> chars{"a", "b", "c"};
+        std::vector<float> xs{510, 530, 550};  // the same letters, twenty cells to the right
+        const LineEvidence ev = alignLineEvidence(chars, xs, {90, 100, 600, 40}, other);
+        QCOMPARE(int(ev.glyphs.size()), 3);  // not the line below
+        for (const auto& c : ev.chars) QCOMPARE(c.glyph, -1);
+        QCOMPARE(ev.chars[0].before, std::string("abc"));
+        // No glyphs at all: nothing paired, nothing inserted.
+        const LineEvidence none = alignLineEvidence(chars, xs, {90, 100, 600, 40}, PageText{});
+        for (const auto& c : none.chars) QVERIFY(c.glyph == -1 && c.before.empty() && !c.breakBefore);
+    }
+
+    // Tesseract's glyphs spell its words, lie in their boxes and lead their own alternatives; asking
+    // for them leaves the text as it was.
+    void tesseractGlyphsSpellItsWords() {
+        const cv::Mat img = textPage({"Quire reads whole volumes of books,", "page after page: 1823 and 1920."});
+        RecognizerOptions o;
+        o.engine = "tesseract";
+        auto plain = createRecognizer(o);
+        QVERIFY2(plain, plain.status().message().c_str());
+        o.glyphChoices = true;
+        auto withGlyphs = createRecognizer(o);
+        QVERIFY2(withGlyphs, withGlyphs.status().message().c_str());
+        auto a = (*plain)->recognize(img, 300);
+        auto b = (*withGlyphs)->recognize(img, 300);
+        QVERIFY(a && b);
+        QCOMPARE(QString::fromStdString(b->plainText()), QString::fromStdString(a->plainText()));
+        QVERIFY(b->wordCount() >= 10);
+        int glyphs = 0, withAlternatives = 0;
+        for (const auto& l : b->lines)
+            for (const auto& w : l.words) {
+                std::string spelled;
+                for (const auto& g : w.glyphs) {
+                    spelled += g.text;
+                    ++glyphs;
+                    QVERIFY2(!g.choices.empty() && g.choices[0].text == g.text, g.text.c_str());
+                    if (g.choices.size() > 1) ++withAlternatives;
+                    const int cx = g.box.x + g.box.w / 2;
+                    QVERIFY2(cx >= w.box.x - 2 && cx <= w.box.right() + 2, w.text.c_str());
+                }
+                QCOMPARE(QString::fromStdString(spelled), QString::fromStdString(w.text));
+            }
+        QVERIFY(withAlternatives > 0);
+        for (const auto& l : a->lines)
+            for (const auto& w : l.words) QVERIFY(w.glyphs.empty());
+        qInfo("%d glyphs, %d with alternatives", glyphs, withAlternatives);
+    }
+
+    // `features --evidence`: every line's characters carry a pairing, and on a clean page nearly
+    // every character is paired with Tesseract's same character.
+    void featuresCarryTheEvidence() {
+        QTemporaryDir dir;
+        const QString scan = dir.filePath("page.png");
+        QVERIFY(cv::imwrite(scan.toStdString(),
+                            textPage({"The second volume of the records", "was bound in 1823 with its index."})));
+        const auto r = runCli({"features", scan, "--out", dir.filePath("f"), "--evidence"});
+        QVERIFY2(r.exitCode == 0, qPrintable(r.err));
+        const QJsonObject meta = featuresMeta(dir.filePath("f/page-00001.safetensors"));
+        const QJsonArray lines = meta["lines"].toArray();
+        QCOMPARE(lines.size(), 2);
+        int chars = 0, same = 0;
+        for (const auto v : lines) {
+            const QJsonObject line = v.toObject();
+            const QJsonObject ev = line["tesseract"].toObject();
+            const QJsonArray ids = line["char_ids"].toArray(), paired = ev["char_glyph"].toArray(),
+                             glyphs = ev["glyphs"].toArray(), breaks = ev["char_break_before"].toArray();
+            QCOMPARE(paired.size(), ids.size());
+            QCOMPARE(breaks.size(), ids.size());
+            QVERIFY(!glyphs.isEmpty());
+            const QString text = line["text"].toString();
+            QCOMPARE(text.size(), ids.size());  // Latin text: one UTF-16 unit per character
+            for (int k = 0; k < ids.size(); ++k) {
+                if (text[k] == ' ') continue;
+                ++chars;
+                const int g = paired[k].toInt();
+                if (g >= 0 && glyphs[g].toObject()["text"].toString() == QString(text[k])) ++same;
+            }
+        }
+        QVERIFY2(same >= chars * 9 / 10, qPrintable(QString("%1 of %2").arg(same).arg(chars)));
+        // Without --evidence the lines carry none.
+        const auto plain = runCli({"features", scan, "--out", dir.filePath("g")});
+        QVERIFY2(plain.exitCode == 0, qPrintable(plain.err));
+        QVERIFY(!featuresMeta(dir.filePath("g/page-00001.safetensors"))["lines"].toArray()[0].toObject().contains("tesseract"));
+    }
+};
+
+QTEST_GUILESS_MAIN(TstLineEvidence)
+#include "tst_line_evidence.moc"
