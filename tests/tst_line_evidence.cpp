@@ -1,6 +1,7 @@
 // Tesseract's glyphs as evidence for the reader (issue #29, item 2): the glyphs spell Tesseract's
 // words with their LSTM alternatives, alignLineEvidence lays them on the front-end's characters by
-// text and position, and `quire-cli features --evidence` writes them beside the visual tokens.
+// text and position, `quire-cli features --evidence` writes them beside the visual tokens, and the
+// reader's evidence prior (ReaderOptions::evidencePrior) weighs them while it decodes.
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QJsonObject>
@@ -9,6 +10,8 @@
 
 #include <opencv2/imgcodecs.hpp>
 
+#include "quire/ppocr/ppocr.h"
+#include "quire/reader/reader.h"
 #include "quire/recognizers/line_evidence.h"
 #include "quire/recognizers/recognizer.h"
 #include "test_util.h"
@@ -193,6 +196,64 @@ private slots:
         const auto plain = runCli({"features", scan, "--out", dir.filePath("g")});
         QVERIFY2(plain.exitCode == 0, qPrintable(plain.err));
         QVERIFY(!featuresMeta(dir.filePath("g/page-00001.safetensors"))["lines"].toArray()[0].toObject().contains("tesseract"));
+    }
+
+    // Where Tesseract's glyph differs from the front-end's character, enough nats of evidence prior
+    // make the reader write the glyph; without the prior it writes the front-end's; decoding with
+    // drafts writes what one token at a time writes.
+    void evidencePriorWeighsTesseractsGlyph() {
+        auto dir = findReaderModel();
+        if (!dir) QSKIP("no reader model is shipped");
+        ReaderOptions o;
+        o.modelDir = *dir;
+        auto plain = ReaderEngine::load(o);
+        o.evidencePrior = 40.f;
+        auto weighed = ReaderEngine::load(o);
+        o.draft = false;
+        auto stepwise = ReaderEngine::load(o);
+        QVERIFY2(plain && weighed && stepwise, "the reader loads");
+        const cv::Mat img = textPage({"The binder sewed the sheets", "on cords of hemp."}, 1500, 400, 1.3);
+        auto encoded = (*plain)->encode(img);
+        QVERIFY2(encoded, encoded.status().message().c_str());
+        PpocrPage page = *encoded;
+        // Tesseract "read" a "z" where the front-end read the "e" of "sheets" (and agreed elsewhere).
+        bool marked = false;
+        for (auto& line : page.lines) {
+            const size_t at = line.text.find("sheets");
+            if (at == std::string::npos) continue;
+            line.evidence.assign(line.charIds.size(), {});
+            line.evidenceConf.assign(line.charIds.size(), 0.f);
+            for (size_t c = 0; c < line.charIds.size(); ++c) {
+                line.evidence[c] = (*plain)->frontEnd().charOf(line.charIds[c]);
+                line.evidenceConf[c] = 1.f;
+            }
+            line.evidence[at + 2] = "z";  // one byte a character on this Latin line
+            marked = true;
+        }
+        QVERIFY2(marked, "the front-end reads \"sheets\"");
+        auto a = (*plain)->readEncoded(page, 300);
+        auto b = (*weighed)->readEncoded(page, 300);
+        auto c = (*stepwise)->readEncoded(page, 300);
+        QVERIFY(a && b && c);
+        const QString plainText = QString::fromStdString(a->text.plainText());
+        const QString weighedText = QString::fromStdString(b->text.plainText());
+        QVERIFY2(plainText.contains("sheets"), qPrintable(plainText));
+        QVERIFY2(weighedText.contains("shzets"), qPrintable(weighedText));
+        QCOMPARE(QString(weighedText).replace("shzets", "sheets"), plainText);
+        QCOMPARE(QString::fromStdString(c->text.plainText()), weighedText);
+    }
+
+    // quire-cli takes the prior from QUIRE_READER_EVIDENCE (a measurement setting) and names a
+    // malformed value.
+    void cliNamesAMalformedEvidencePrior() {
+        QTemporaryDir dir;
+        const QString scan = dir.filePath("page.png");
+        QVERIFY(cv::imwrite(scan.toStdString(), textPage({"A page of the register."})));
+        qputenv("QUIRE_READER_EVIDENCE", "lots");
+        const auto r = runCli({"transcribe", scan, "--project", dir.filePath("p.quire"), "--engine", "reader"});
+        qunsetenv("QUIRE_READER_EVIDENCE");
+        QCOMPARE(r.exitCode, 2);
+        QVERIFY2(r.err.contains("QUIRE_READER_EVIDENCE"), qPrintable(r.err));
     }
 };
 

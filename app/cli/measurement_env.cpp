@@ -59,6 +59,12 @@ Status applyMeasurementEnvironment(RecognizerOptions& o) {
         if (*end != '\0' || !(nats >= 0.f && nats <= 100.f)) return malformed("QUIRE_READER_PRIOR", "nats, 0-100", v);
         t.prior = nats;
     }
+    if (const char* v = variable("QUIRE_READER_EVIDENCE")) {
+        char* end = nullptr;
+        const float nats = std::strtof(v, &end);
+        if (*end != '\0' || !(nats >= 0.f && nats <= 100.f)) return malformed("QUIRE_READER_EVIDENCE", "nats, 0-100", v);
+        t.evidencePrior = nats;
+    }
     if (const char* v = variable("QUIRE_READER_WINDOW")) {
         // "B,G": pages before the current one in the window, gated pages.
         char* end = nullptr;

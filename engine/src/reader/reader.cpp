@@ -15,6 +15,7 @@
 #include <fstream>
 #include <limits>
 #include <map>
+#include <unordered_map>
 
 #include "quire/decoder/model.h"
 #include "quire/source/document_source.h"
@@ -86,6 +87,7 @@ struct ReaderEngine::Impl {
     std::vector<std::vector<float>> pending;
     std::string modelIdentity;  // computed at the first checkpoint or restore
     std::vector<bool> rare;     // by vocabulary id: characters the model hardly saw (empty: no counts)
+    std::unordered_map<std::string, int> idOf;  // a character's vocabulary id (the evidence's glyphs)
 
     const std::string& identity() {
         if (modelIdentity.empty()) {
@@ -110,6 +112,7 @@ struct ReaderEngine::Impl {
 ReaderEngine::ReaderEngine() : d(std::make_unique<Impl>()) {}
 ReaderEngine::~ReaderEngine() = default;
 int ReaderEngine::pagesRead() const { return d->pagesRead; }
+const PpocrEngine& ReaderEngine::frontEnd() const { return *d->ppocr; }
 std::string ReaderEngine::deviceNotice() const {
     std::string n = d->session && !d->session->deviceNotice().empty() ? d->session->deviceNotice() : d->lastDeviceNotice;
     if (const std::string f = d->ppocr ? d->ppocr->deviceNotice() : std::string(); !f.empty()) n += (n.empty() ? "" : "; ") + f;
@@ -144,6 +147,7 @@ Result<std::unique_ptr<ReaderEngine>> ReaderEngine::load(const ReaderOptions& op
         const std::string ch = e->d->ppocr->charOf(cls);
         if (PrintedPunctuation::isDash(ch)) e->d->dashTokens.push_back(kFirstChar + cls - 1);
         if (ch == "\u2014" && e->d->options.joinDashes) e->d->emDash = kFirstChar + cls - 1;
+        e->d->idOf.emplace(ch, kFirstChar + cls - 1);
     }
     const fs::path counts = fs::path(*dir) / "character_counts.tsv";
     std::error_code ec;
@@ -420,6 +424,25 @@ Result<ReaderPage> ReaderEngine::decodePage(const Result<PpocrPage>& read, int d
     std::vector<int> visualIds;
     if (config.visualTokenIds)
         for (int t = 0; t < count; ++t) visualIds.push_back(int(visual[size_t(t) * config.visualStride() + config.visualDim]));
+    // Tesseract's glyph at each visual token where it differs from the front-end's character (-1:
+    // none, the same, or not in the vocabulary), with its confidence: ReaderOptions::evidencePrior.
+    std::vector<int> evidenceIds;
+    std::vector<float> evidenceConf;
+    if (d->options.evidencePrior > 0 && config.visualTokenIds) {
+        for (const auto& line : page.lines) {
+            if (!bringsVisualTokens(line)) continue;
+            for (size_t c = 0; c < line.charFrames.size(); ++c) {
+                const auto it = c < line.evidence.size() ? d->idOf.find(line.evidence[c]) : d->idOf.end();
+                const int id = it == d->idOf.end() || it->second == vocabId(line.charIds[c]) ? -1 : it->second;
+                evidenceIds.push_back(id);
+                evidenceConf.push_back(id >= 0 ? line.evidenceConf[c] : 0.f);
+            }
+            evidenceIds.push_back(-1);  // the line's end
+            evidenceConf.push_back(0.f);
+        }
+        evidenceIds.resize(visualIds.size(), -1);
+        evidenceConf.resize(visualIds.size(), 0.f);
+    }
     LineEndRule lineEndRule(visualIds);
     const bool lineEnds = config.lineAlignedPositions() && config.visualTokenIds;
     // The front-end's reading of the next visual token gets `draftPrior` nats, times the front-end's
@@ -478,7 +501,8 @@ Result<ReaderPage> ReaderEngine::decodePage(const Result<PpocrPage>& read, int d
         const bool noJoin = lineEnds && d->options.joinRule && spacedScript && lineHasText && !early && lineLast >= 0 && nextFirst >= 0 &&
                             endsWord[size_t(lineLast)] && wordChar[size_t(nextFirst)];
         const bool prior = d->options.draftPrior > 0 && guess >= 0;
-        if (early || prior || noJoin) {
+        const int evidence = guess >= 0 && size_t(guess) < evidenceIds.size() ? evidenceIds[size_t(guess)] : -1;
+        if (early || prior || noJoin || evidence >= 0) {
             biased = logits;
             if (early)
                 for (int id : config.lineEndTokenIds) biased[size_t(id)] = -std::numeric_limits<float>::infinity();
@@ -491,8 +515,9 @@ Result<ReaderPage> ReaderEngine::decodePage(const Result<PpocrPage>& read, int d
                     biased[size_t(id)] += (size_t(id) < d->rare.size() && d->rare[size_t(id)] ? d->options.rarePrior : d->options.draftPrior) *
                                           visual[size_t(guess) * config.visualStride() + kCharProb];
             }
+            if (evidence >= 0) biased[size_t(evidence)] += d->options.evidencePrior * evidenceConf[size_t(guess)];
         }
-        const int picked = d->sampler->pick(early || prior || noJoin ? biased : logits);
+        const int picked = d->sampler->pick(early || prior || noJoin || evidence >= 0 ? biased : logits);
         const int hyphenBack = lineEnds && d->options.hyphenRule
                                    ? lineEndHyphen.pick(picked, guess, lineLast, picked >= 0 && config.isLineEnd(picked))
                                    : -1;
@@ -570,7 +595,7 @@ Result<ReaderPage> ReaderEngine::decodePage(const Result<PpocrPage>& read, int d
             outcome = handle(step, g < int(visualIds.size()) ? g : -1);
             // With a prior the pick depends on the guess, so the pass goes on only where the next
             // guess is the one a plain step would get (LineEndRule::nextGuess).
-            const bool guessHolds = d->options.draftPrior <= 0 || nextGuess() == g + 1;
+            const bool guessHolds = (d->options.draftPrior <= 0 && evidenceIds.empty()) || nextGuess() == g + 1;
             return outcome == Outcome::Go && guessHolds && size_t(i) + 1 < inputs.size() && inputs[size_t(i) + 1] == chosen;
         };
         auto fed = d->options.sharing ? d->options.sharing->batcher().stepDraft(*d->session, inputs, onStep)

@@ -5,6 +5,7 @@
 #include <thread>
 
 #include "quire/reader/reader.h"
+#include "quire/recognizers/line_evidence.h"
 #include "quire/recognizers/recognizer.h"
 #include "recognizers/engines.h"
 #include "recognizers/notice_once.h"
@@ -18,13 +19,16 @@ namespace {
 // cap is an engine failure with the reason.
 class ReaderRecognizer : public Recognizer {
 public:
-    ReaderRecognizer(std::unique_ptr<ReaderEngine> engine, std::string langs, bool printStats)
-        : m_engine(std::move(engine)), m_langs(std::move(langs)), m_printStats(printStats) {}
+    // `evidence`: Tesseract (from `tessdata`) reads each page too, for the reader's evidence prior.
+    ReaderRecognizer(std::unique_ptr<ReaderEngine> engine, std::string langs, bool printStats, bool evidence,
+                     std::string tessdata)
+        : m_engine(std::move(engine)), m_langs(std::move(langs)), m_printStats(printStats), m_evidence(evidence),
+          m_tessdata(std::move(tessdata)) {}
     std::string name() const override { return "reader"; }
     std::string version() const override { return "SR-SWA reader"; }
     Result<PageText> recognize(const cv::Mat& gray, int dpi, const std::atomic<bool>* cancel,
                                const std::function<void(const std::string&)>& onText) override {
-        return finish(m_engine->readPage(gray, dpi, cancel, onText));
+        return finish(m_engine->readEncoded(encode(gray, dpi, cancel), dpi, cancel, onText));
     }
     // The front-end's reading of a page, ahead of the decoder.
     struct Encoded : PreparedPage {
@@ -34,7 +38,7 @@ public:
     };
     bool splitsPages() const override { return true; }
     std::unique_ptr<PreparedPage> prepare(const cv::Mat& gray, int dpi, const std::atomic<bool>* cancel) const override {
-        return std::make_unique<Encoded>(m_engine->encode(gray, cancel), dpi);
+        return std::make_unique<Encoded>(encode(gray, dpi, cancel), dpi);
     }
     Result<PageText> recognizePrepared(PreparedPage& page, const std::atomic<bool>* cancel,
                                        const std::function<void(const std::string&)>& onText) override {
@@ -51,6 +55,47 @@ public:
     }
 
 private:
+    // The front-end's reading of a page and, for the evidence prior, Tesseract's glyphs laid on its
+    // characters (one Tesseract per thread: pages are prepared on several).
+    Result<PpocrPage> encode(const cv::Mat& gray, int dpi, const std::atomic<bool>* cancel) const {
+        auto page = m_engine->encode(gray, cancel);
+        if (!page || !m_evidence) return page;
+        thread_local std::unique_ptr<Recognizer> tesseract;
+        thread_local std::string tesseractFor;
+        const std::string key = m_langs + "|" + m_tessdata;
+        if (!tesseract || tesseractFor != key) {
+            RecognizerOptions o;
+            o.engine = "tesseract";
+            o.languages = m_langs;
+            o.tessdataDir = m_tessdata;
+            o.glyphChoices = true;
+            auto made = createTesseractRecognizer(o);
+            if (!made) return Status(made.status().code(), "reader's evidence: " + made.status().message());
+            tesseract = std::move(*made);
+            tesseractFor = key;
+        }
+        auto other = tesseract->recognize(gray, dpi, cancel);
+        if (!other) return other.status();
+        const PpocrEngine& front = m_engine->frontEnd();
+        for (auto& line : page->lines) {
+            std::vector<std::string> chars;
+            std::vector<float> xs;
+            for (size_t c = 0; c < line.charIds.size(); ++c) {
+                chars.push_back(front.charOf(line.charIds[c]));
+                xs.push_back(line.xOfFrame(line.charFrames[c]));
+            }
+            const LineEvidence ev = alignLineEvidence(chars, xs, line.box, *other);
+            line.evidence.assign(chars.size(), {});
+            line.evidenceConf.assign(chars.size(), 0.f);
+            for (size_t c = 0; c < chars.size(); ++c)
+                if (const int g = ev.chars[c].glyph; g >= 0) {
+                    line.evidence[c] = ev.glyphs[size_t(g)].text;
+                    line.evidenceConf[c] = ev.glyphs[size_t(g)].confidence / 100.f;
+                }
+        }
+        return page;
+    }
+
     Result<PageText> finish(Result<ReaderPage> page) const {
         if (!page) return page.status();
         // A line per page on stderr for benchmarks (tools/bench/reader_volume.py).
@@ -67,6 +112,8 @@ private:
     std::unique_ptr<ReaderEngine> m_engine;
     std::string m_langs;
     bool m_printStats = false;
+    bool m_evidence = false;
+    std::string m_tessdata;
     NoticeOnce m_notice;
 };
 
@@ -92,9 +139,13 @@ Result<std::unique_ptr<Recognizer>> createReaderRecognizer(const RecognizerOptio
     o.sharing = options.readerSharing;
     o.contextPerPage = t.contextPerPage;
     o.lineEndRule = t.lineEndRule, o.hyphenRule = t.hyphenRule, o.joinRule = t.joinRule;
+    o.evidencePrior = t.evidencePrior;
+    if (o.evidencePrior > 0)
+        if (Status s = checkTesseractLanguages(options.languages, options.tessdataDir); !s) return s;
     auto e = ReaderEngine::load(o);
     if (!e) return e.status();
-    return std::unique_ptr<Recognizer>(new ReaderRecognizer(std::move(e).value(), options.languages, t.printStats));
+    return std::unique_ptr<Recognizer>(new ReaderRecognizer(std::move(e).value(), options.languages, t.printStats,
+                                                            o.evidencePrior > 0, options.tessdataDir));
 }
 
 }  // namespace quire

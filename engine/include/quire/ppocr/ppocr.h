@@ -73,6 +73,11 @@ struct PpocrLine {
     std::vector<float> frameX;  // per frame: x centre in the input image's pixels
     std::vector<float> features;    // frames × 120, the recognizer's last features before its classifier
     int block = 0;              // column/region in reading order (readingOrder's block)
+    // Another recogniser's reading laid on the characters (the reader's evidence, issue #29 item 2;
+    // empty unless the reader asks for it): per character the glyph read there (empty: none) and
+    // its confidence, 0..1.
+    std::vector<std::string> evidence;
+    std::vector<float> evidenceConf;
 
     // The page x of frame `f` (clamped to the line's frames; the box's left edge without frames).
     float xOfFrame(int f) const;

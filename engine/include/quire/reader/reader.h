@@ -319,6 +319,11 @@ struct ReaderOptions {
     // synthetic pages.
     int rareBelow = 30;
     float rarePrior = 12.f;
+    // Nats added to the logit of Tesseract's glyph at the next visual token (PpocrLine::evidence),
+    // times Tesseract's confidence in it, where it differs from the front-end's character; 0: off.
+    // The reader's recognizer runs Tesseract beside the front-end only when this is above 0 and
+    // fills the evidence; readPage() and encode() alone bring none.
+    float evidencePrior = 0.f;
     // Old books' spaces before ; : ? ! and after opening quotation marks dropped on pages of a Latin
     // script (PrintedPunctuation; never for French, which sets them by rule). Found on
     // ../shared/eval pages and not validated elsewhere (the generated pages have no such spacing),
@@ -382,6 +387,7 @@ public:
     Result<ReaderPage> readEncoded(const Result<PpocrPage>& encoded, int dpi, const std::atomic<bool>* cancel = nullptr,
                                    const std::function<void(const std::string&)>& onText = {});
     int pagesRead() const;
+    const PpocrEngine& frontEnd() const;
     // Why the decoder (options.attention.device) or the front-end (options.ppocr.device) is not
     // running on the device it was asked for: no GPU, or a GPU that failed mid-run; empty while
     // they are.

@@ -32,6 +32,7 @@ struct ReaderTuning {
     float rarePrior = -1.f;      // nats a rare character of the front-end gets (0-100)
     bool spacingRule = false;    // old books' spaces before ; : ? ! dropped (where the language allows); off by default
     bool dashRule = true;        // a dash and a hyphen read for a long dash written as one "—"
+    float evidencePrior = 0.f;   // nats × Tesseract's confidence its glyph gets (ReaderOptions::evidencePrior; 0: off)
     bool printStats = false;     // a line of timings per page on stderr (tools/bench/reader_volume.py)
     bool contextPerPage = false; // every page read with a fresh context (the ablation of the volume's context)
     bool lineEndRule = true, hyphenRule = false, joinRule = false;  // the reader's line rules (ReaderOptions)
