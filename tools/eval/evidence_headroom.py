@@ -9,7 +9,9 @@ the character the reader must write there. Counted: tokens where each is right, 
 Tesseract is right (what the evidence can fix), where only the front-end is (what trusting it
 blindly would break), and target characters the front-end missed that Tesseract read just before
 the next token. Also the simplest rule, shown only as a reference: take Tesseract's glyph where its
-confidence is higher than the front-end's probability.
+confidence is higher than the front-end's probability. And the word spaces: target spaces the
+front-end missed where Tesseract starts a word, and the front-end's spaces the target does not
+have where Tesseract starts none.
 
     tools/eval/evidence_headroom.py DATA_DIR [DATA_DIR...]
 
@@ -26,7 +28,8 @@ import data  # noqa: E402
 
 def page_tokens(meta, vocab):
     """Per visual token (as data.page_visual_tokens orders them): (id, probability, Tesseract's id or
-    None, its confidence 0..1, the ids Tesseract read just before it)."""
+    None, its confidence 0..1, the ids Tesseract read just before it, whether Tesseract starts a
+    word between the previous token and this one)."""
     out = []
     for line in meta["lines"]:
         if not line["char_frames"]:
@@ -38,9 +41,15 @@ def page_tokens(meta, vocab):
             tid = vocab.index.get(glyphs[g]["text"], 0) if g >= 0 else None
             tconf = glyphs[g]["confidence"] / 100.0 if g >= 0 else 0.0
             before = [vocab.index.get(ch, 0) for ch in (ev["char_before"][c] if ev else "")]
-            out.append((vocab.ctc_id(cls), prob, tid, tconf, before))
-        out.append((data.LINE_BREAK, 1.0, None, 0.0, [vocab.index.get(ch, 0) for ch in (ev["trailing"] if ev else "")]))
+            brk = bool(ev and ev["char_break_before"][c])
+            out.append((vocab.ctc_id(cls), prob, tid, tconf, before, brk))
+        out.append((data.LINE_BREAK, 1.0, None, 0.0, [vocab.index.get(ch, 0) for ch in (ev["trailing"] if ev else "")],
+                    False))
     return out
+
+
+KEYS = ["tokens", "pp_right", "tess_right", "tess_none", "only_tess", "only_pp", "either", "rule_right", "unscored",
+        "missed", "missed_supplied", "missed_spaces", "missed_spaces_broken", "extra_spaces", "extra_spaces_unbroken"]
 
 
 def count_page(tokens, target, n):
@@ -51,12 +60,21 @@ def count_page(tokens, target, n):
             n["missed"] += len(missed)
             before = tokens[i1][4] if i1 < len(tokens) else []
             n["missed_supplied"] += sum(1 for t in missed if t in before)
+            spaces = sum(1 for t in target[j1:j2] if t == data.SPACE)
+            n["missed_spaces"] += spaces
+            if spaces and i1 < len(tokens) and tokens[i1][5]:
+                n["missed_spaces_broken"] += spaces
             continue
+        if op == "delete":
+            for k in range(i1, i2):
+                if tokens[k][0] == data.SPACE:
+                    n["extra_spaces"] += 1
+                    n["extra_spaces_unbroken"] += not tokens[k][5]
         if op == "delete" or (op == "replace" and i2 - i1 != j2 - j1):
             n["unscored"] += sum(1 for k in range(i1, i2) if tokens[k][0] >= data.FIRST_CHAR)
             continue
         for k in range(i1, i2):
-            pid, prob, tid, tconf, _ = tokens[k]
+            pid, prob, tid, tconf = tokens[k][:4]
             want = target[j1 + k - i1]
             if pid < data.FIRST_CHAR or want < data.FIRST_CHAR:
                 continue  # spaces and line ends
@@ -74,13 +92,13 @@ def count_page(tokens, target, n):
 
 def main(argv):
     vocab = data.Vocab()
-    keys = ["tokens", "pp_right", "tess_right", "tess_none", "only_tess", "only_pp", "either", "rule_right",
-            "unscored", "missed", "missed_supplied"]
+    keys = KEYS
     total = dict.fromkeys(keys, 0)
     print("| set | pages | character tokens | front-end right | Tesseract right (none paired) | only Tesseract right | "
           "only the front-end right | either right | confidence rule right | not laid one to one | "
-          "missed characters (Tesseract has them) |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|")
+          "missed characters (Tesseract has them) | missed spaces (Tesseract starts a word there) | "
+          "extra spaces (Tesseract starts none there) |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for root in argv:
         n = dict.fromkeys(keys, 0)
         pages = 0
@@ -113,28 +131,38 @@ def row(name, pages, n):
 
     print(f"| {name} | {pages} | {n['tokens']:,} | {pct('pp_right')} | {pct('tess_right')} ({pct('tess_none')}) | "
           f"{n['only_tess']:,} | {n['only_pp']:,} | {pct('either')} | {pct('rule_right')} | {n['unscored']:,} | "
-          f"{n['missed']:,} ({n['missed_supplied']:,}) |")
+          f"{n['missed']:,} ({n['missed_supplied']:,}) | {n['missed_spaces']:,} ({n['missed_spaces_broken']:,}) | "
+          f"{n['extra_spaces']:,} ({n['extra_spaces_unbroken']:,}) |")
 
 
 def self_test():
     """A hand-made line: the front-end reads "the cot st" for "the cat sat", Tesseract "the cat sat"
-    with its "a" of "sat" unpaired (read just before the last "t")."""
+    with its "a" of "sat" unpaired (read just before the last "t"); then "the catsat" and "th e" for
+    the spaces."""
     vocab = data.Vocab()
     enc = {ch: vocab.index[ch] for ch in "thecaos"}
     tokens = []
     for ch, tess in zip("the cot st", "the cat st"):
         if ch == " ":
-            tokens.append((data.SPACE, 0.9, None, 0.0, []))
+            tokens.append((data.SPACE, 0.9, None, 0.0, [], True))
         else:
-            tokens.append((enc[ch], 0.5 if ch == "o" else 0.99, enc[tess], 0.9, []))
-    tokens[-1] = (enc["t"], 0.99, enc["t"], 0.9, [enc["a"]])
-    tokens.append((data.LINE_BREAK, 1.0, None, 0.0, []))
-    n = dict.fromkeys(["tokens", "pp_right", "tess_right", "tess_none", "only_tess", "only_pp", "either",
-                       "rule_right", "unscored", "missed", "missed_supplied"], 0)
+            tokens.append((enc[ch], 0.5 if ch == "o" else 0.99, enc[tess], 0.9, [], False))
+    tokens[-1] = (enc["t"], 0.99, enc["t"], 0.9, [enc["a"]], False)
+    tokens.append((data.LINE_BREAK, 1.0, None, 0.0, [], False))
+    n = dict.fromkeys(KEYS, 0)
     count_page(tokens, vocab.encode("the cat sat"), n)
-    want = dict(tokens=8, pp_right=7, tess_right=8, tess_none=0, only_tess=1, only_pp=0, either=8, rule_right=8,
-                unscored=0, missed=1, missed_supplied=1)
+    want = dict.fromkeys(KEYS, 0)
+    want.update(tokens=8, pp_right=7, tess_right=8, only_tess=1, either=8, rule_right=8, missed=1, missed_supplied=1)
     assert n == want, n
+    # Spaces: "the catsat" with Tesseract's word break before the second "s"; "th e" where
+    # Tesseract reads one word.
+    line = [(enc[ch] if ch != " " else data.SPACE, 0.99, None, 0.0, [], k == 7) for k, ch in enumerate("the catsat")]
+    line += [(data.SPACE, 0.9, None, 0.0, [], False)]
+    line += [(enc[ch] if ch != " " else data.SPACE, 0.99, None, 0.0, [], False) for ch in "th e"]
+    line += [(data.LINE_BREAK, 1.0, None, 0.0, [], False)]
+    n = dict.fromkeys(KEYS, 0)
+    count_page(line, vocab.encode("the cat sat the"), n)
+    assert (n["missed_spaces"], n["missed_spaces_broken"], n["extra_spaces"], n["extra_spaces_unbroken"]) == (1, 1, 1, 1), n
     print("evidence counts: ok")
 
 
