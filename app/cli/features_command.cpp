@@ -123,15 +123,7 @@ int featuresCommand(const Args& args) {
                     QJsonObject lineJson{{"box", QJsonArray{b.x, b.y, b.w, b.h}}, {"text", QString::fromStdString(l.text)},
                                          {"char_ids", ids}, {"char_probs", probs}, {"char_frames", frames},
                                          {"frames", l.frames}, {"frame_x", xs}};
-                    if (tesseract) {
-                        std::vector<std::string> chars;
-                        std::vector<float> charX;
-                        for (size_t c = 0; c < l.charIds.size(); ++c) {
-                            chars.push_back((*engine)->charOf(l.charIds[c]));
-                            charX.push_back(l.xOfFrame(l.charFrames[c]));
-                        }
-                        lineJson["tesseract"] = evidenceJson(alignLineEvidence(chars, charX, l.box, other), region);
-                    }
+                    if (tesseract) lineJson["tesseract"] = evidenceJson(alignLineEvidence(l, **engine, other), region);
                     lines.append(lineJson);
                 }
                 QJsonObject meta{{"source", QString::fromStdString(input)}, {"source_page", i + 1}, {"page", pageNo},

@@ -19,6 +19,15 @@ Status malformed(const char* name, const std::string& takes, const char* got) {
     return Status(ErrorCode::InvalidArgument, std::string(name) + ": expected " + takes + ", got \"" + got + "\"");
 }
 
+// A prior in nats, 0-100, from the variable `name` (its value `v`).
+Status readNats(const char* name, const char* v, float& out) {
+    char* end = nullptr;
+    const float nats = std::strtof(v, &end);
+    if (*end != '\0' || !(nats >= 0.f && nats <= 100.f)) return malformed(name, "nats, 0-100", v);
+    out = nats;
+    return Status::ok();
+}
+
 // "1,0,1": `n` switches, each 0 or 1, comma-separated; empty where `v` is not that.
 std::vector<bool> switches(const std::string& v, size_t n) {
     std::vector<bool> on;
@@ -53,18 +62,10 @@ Status applyMeasurementEnvironment(RecognizerOptions& o) {
     }
     ReaderTuning& t = o.readerTuning;
     if (const char* v = variable("QUIRE_READER_DRAFT")) t.draft = std::string(v) != "0";
-    if (const char* v = variable("QUIRE_READER_PRIOR")) {
-        char* end = nullptr;
-        const float nats = std::strtof(v, &end);
-        if (*end != '\0' || !(nats >= 0.f && nats <= 100.f)) return malformed("QUIRE_READER_PRIOR", "nats, 0-100", v);
-        t.prior = nats;
-    }
-    if (const char* v = variable("QUIRE_READER_EVIDENCE")) {
-        char* end = nullptr;
-        const float nats = std::strtof(v, &end);
-        if (*end != '\0' || !(nats >= 0.f && nats <= 100.f)) return malformed("QUIRE_READER_EVIDENCE", "nats, 0-100", v);
-        t.evidencePrior = nats;
-    }
+    if (const char* v = variable("QUIRE_READER_PRIOR"))
+        if (Status s = readNats("QUIRE_READER_PRIOR", v, t.prior); !s) return s;
+    if (const char* v = variable("QUIRE_READER_EVIDENCE"))
+        if (Status s = readNats("QUIRE_READER_EVIDENCE", v, t.evidencePrior); !s) return s;
     if (const char* v = variable("QUIRE_READER_WINDOW")) {
         // "B,G": pages before the current one in the window, gated pages.
         char* end = nullptr;

@@ -116,4 +116,14 @@ LineEvidence alignLineEvidence(const std::vector<std::string>& chars, const std:
     return ev;
 }
 
+LineEvidence alignLineEvidence(const PpocrLine& line, const PpocrEngine& front, const PageText& other) {
+    std::vector<std::string> chars;
+    std::vector<float> xs;
+    for (size_t c = 0; c < line.charIds.size(); ++c) {
+        chars.push_back(front.charOf(line.charIds[c]));
+        xs.push_back(line.xOfFrame(line.charFrames[c]));
+    }
+    return alignLineEvidence(chars, xs, line.box, other);
+}
+
 }  // namespace quire

@@ -76,18 +76,11 @@ private:
         }
         auto other = tesseract->recognize(gray, dpi, cancel);
         if (!other) return other.status();
-        const PpocrEngine& front = m_engine->frontEnd();
         for (auto& line : page->lines) {
-            std::vector<std::string> chars;
-            std::vector<float> xs;
-            for (size_t c = 0; c < line.charIds.size(); ++c) {
-                chars.push_back(front.charOf(line.charIds[c]));
-                xs.push_back(line.xOfFrame(line.charFrames[c]));
-            }
-            const LineEvidence ev = alignLineEvidence(chars, xs, line.box, *other);
-            line.evidence.assign(chars.size(), {});
-            line.evidenceConf.assign(chars.size(), 0.f);
-            for (size_t c = 0; c < chars.size(); ++c)
+            const LineEvidence ev = alignLineEvidence(line, m_engine->frontEnd(), *other);
+            line.evidence.assign(ev.chars.size(), {});
+            line.evidenceConf.assign(ev.chars.size(), 0.f);
+            for (size_t c = 0; c < ev.chars.size(); ++c)
                 if (const int g = ev.chars[c].glyph; g >= 0) {
                     line.evidence[c] = ev.glyphs[size_t(g)].text;
                     line.evidenceConf[c] = ev.glyphs[size_t(g)].confidence / 100.f;

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "quire/core/geometry.h"
+#include "quire/ppocr/ppocr.h"
 
 namespace quire {
 
@@ -30,5 +31,8 @@ struct LineEvidence {
 // and near positions; a pair never spans more than three character widths.
 LineEvidence alignLineEvidence(const std::vector<std::string>& chars, const std::vector<float>& xs, const Box& line,
                                const PageText& other);
+// The same for a line of the PP-OCR front-end (its CTC characters at their frames' x), in the
+// pixel frame it was read in.
+LineEvidence alignLineEvidence(const PpocrLine& line, const PpocrEngine& front, const PageText& other);
 
 }  // namespace quire
