@@ -267,6 +267,25 @@ Result<ReaderPage> ReaderEngine::readEncoded(const Result<PpocrPage>& encoded, i
 
 namespace {
 
+// Per visual token of `page` (`count` of them): Tesseract's glyph where it differs from the
+// front-end's character, as a vocabulary id (-1: none, the same, not in `idOf`), and its confidence.
+void differingEvidence(const PpocrPage& page, const std::unordered_map<std::string, int>& idOf, size_t count,
+                       std::vector<int>& ids, std::vector<float>& conf) {
+    for (const auto& line : page.lines) {
+        if (!bringsVisualTokens(line)) continue;
+        for (size_t c = 0; c < line.charFrames.size(); ++c) {
+            const auto it = c < line.evidence.size() ? idOf.find(line.evidence[c]) : idOf.end();
+            const int id = it == idOf.end() || it->second == ReaderEngine::vocabId(line.charIds[c]) ? -1 : it->second;
+            ids.push_back(id);
+            conf.push_back(id >= 0 ? line.evidenceConf[c] : 0.f);
+        }
+        ids.push_back(-1);  // the line's end
+        conf.push_back(0.f);
+    }
+    ids.resize(count, -1);
+    conf.resize(count, 0.f);
+}
+
 // The page's text as lines and words with boxes: each written character placed at the visual token
 // it attended to most where that is a character of the front-end, else by aligning the text with the
 // front-end's characters; a word's confidence is its least certain character's.
@@ -428,21 +447,8 @@ Result<ReaderPage> ReaderEngine::decodePage(const Result<PpocrPage>& read, int d
     // none, the same, or not in the vocabulary), with its confidence: ReaderOptions::evidencePrior.
     std::vector<int> evidenceIds;
     std::vector<float> evidenceConf;
-    if (d->options.evidencePrior > 0 && config.visualTokenIds) {
-        for (const auto& line : page.lines) {
-            if (!bringsVisualTokens(line)) continue;
-            for (size_t c = 0; c < line.charFrames.size(); ++c) {
-                const auto it = c < line.evidence.size() ? d->idOf.find(line.evidence[c]) : d->idOf.end();
-                const int id = it == d->idOf.end() || it->second == vocabId(line.charIds[c]) ? -1 : it->second;
-                evidenceIds.push_back(id);
-                evidenceConf.push_back(id >= 0 ? line.evidenceConf[c] : 0.f);
-            }
-            evidenceIds.push_back(-1);  // the line's end
-            evidenceConf.push_back(0.f);
-        }
-        evidenceIds.resize(visualIds.size(), -1);
-        evidenceConf.resize(visualIds.size(), 0.f);
-    }
+    if (d->options.evidencePrior > 0 && config.visualTokenIds)
+        differingEvidence(page, d->idOf, visualIds.size(), evidenceIds, evidenceConf);
     LineEndRule lineEndRule(visualIds);
     const bool lineEnds = config.lineAlignedPositions() && config.visualTokenIds;
     // The front-end's reading of the next visual token gets `draftPrior` nats, times the front-end's
