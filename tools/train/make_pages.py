@@ -351,7 +351,7 @@ def vocabulary(paras, rng):
 
 
 class Style:
-    def __init__(self, rng, lang, dpi, max_lines=0, columns_share=0.0):
+    def __init__(self, rng, lang, dpi, max_lines=0, columns_share=0.0, head_gap_share=0.0):
         self.lang, self.dpi = lang, dpi
         scale = dpi / 300
         self.page_w, self.page_h = int(rng.choice([5.5, 6, 6.5]) * dpi), int(rng.choice([8.5, 9, 9.5]) * dpi)
@@ -375,12 +375,17 @@ class Style:
             self.columns = rng.choice([2, 3]) if lang == "zh" else 2
         self.gutter = int(0.3 * dpi)
         self.head_style = rng.choice(["running", "running", "folio"])
+        # The text's top below the running head's, in leadings: a blank line's white between them
+        # as many old books set it. No draw without the option: earlier seeds make the same pages.
+        self.head_gap = 1.2
+        if head_gap_share > 0 and rng.random() < head_gap_share:
+            self.head_gap = rng.uniform(2.0, 2.6)
         text_w = self.page_w - 2 * self.margin_x
         self.col_w = (text_w - self.gutter * (self.columns - 1)) // self.columns
-        self.lines_per_col = (self.page_h - self.margin_top - self.margin_bottom - int(1.2 * self.leading)) // self.leading
+        self.lines_per_col = (self.page_h - self.margin_top - self.margin_bottom - int(self.head_gap * self.leading)) // self.leading
         if max_lines and self.lines_per_col > max_lines:  # short pages: cheaper training sequences
             self.lines_per_col = max_lines
-            self.page_h = self.margin_top + self.margin_bottom + int(1.2 * self.leading) + max_lines * self.leading
+            self.page_h = self.margin_top + self.margin_bottom + int(self.head_gap * self.leading) + max_lines * self.leading
 
 
 def width(font, s):
@@ -462,7 +467,7 @@ def render(page_lines, number, st, title, chapter):
         num = str(number)
         d.text(((st.page_w - width(st.running, num)) / 2, st.page_h - st.margin_bottom + st.leading // 2), num,
                font=st.running, fill=0)
-    y0 += int(1.2 * st.leading)
+    y0 += int(st.head_gap * st.leading)
     for k, (text, first, last, _hy) in enumerate(page_lines):
         col, row = divmod(k, st.lines_per_col)
         x = st.margin_x + col * (st.col_w + st.gutter) + (st.indent if first else 0)
@@ -619,6 +624,8 @@ def main():
                     help="share of documents given short heading and list-item paragraphs (headings)")
     ap.add_argument("--columns-share", type=float, default=0.0,
                     help="share of documents set in narrow columns (Chinese two or three, English two)")
+    ap.add_argument("--head-gap-share", type=float, default=0.0,
+                    help="share of documents whose running head stands a blank line's white above the text")
     ap.add_argument("--text", nargs="+", help="English documents from these plain-text files (one a document, in "
                     "turn) instead of the King James Bible: held-out volumes from text never trained on")
     ap.add_argument("--truth", choices=["reading", "page"], default="reading",
@@ -657,7 +664,7 @@ def main():
             title = rng.choice(["COLLECTED LICENCES", "TERMS AND CONDITIONS", "NOTICES"])
         else:
             title = rng.choice(["THE HOLY BIBLE", "AUTHORIZED VERSION", "SCRIPTURE READINGS"])
-        st = Style(rng, lang, 300, args.lines, args.columns_share)
+        st = Style(rng, lang, 300, args.lines, args.columns_share, args.head_gap_share)
         pages = layout(paras, st, rng, args.pages)
         targets = page_targets(pages, lang)
         ddir = os.path.join(args.out, f"doc{doc:04d}")
