@@ -907,6 +907,88 @@ private slots:
         QVERIFY(placed >= words * 9 / 10);
     }
 
+    // Wide white bands: over a line high and over the page's usual white by half a line; lines
+    // side by side or going up (a column's top after the last) are never apart.
+    void wideWhiteBandsFollowThePagesSpacing() {
+        auto column = [](int headWhite, int pitch, int lines) {
+            std::vector<Box> boxes{Box{100, 100, 400, 40}};
+            int y = 100 + 40 + headWhite;
+            for (int k = 0; k < lines; ++k, y += pitch) boxes.push_back(Box{100, y, 800, 40});
+            return boxes;
+        };
+        // Single-spaced (10 px of white): a head 50 px above is apart, one 40 px above is not.
+        auto bands = wideWhiteBands(column(50, 50, 6), 40);
+        QCOMPARE(bands.size(), size_t(6));
+        QVERIFY(bands[0]);
+        for (size_t k = 1; k < bands.size(); ++k) QVERIFY(!bands[k]);
+        QVERIFY(!wideWhiteBands(column(40, 50, 6), 40)[0]);
+        // Double-spaced (50 px of white, more than a line): no line is apart from the next; a head
+        // with 71 px of white (over 50 + 20) is, one with 70 is not.
+        bands = wideWhiteBands(column(71, 90, 6), 40);
+        QVERIFY(bands[0]);
+        for (size_t k = 1; k < bands.size(); ++k) QVERIFY(!bands[k]);
+        QVERIFY(!wideWhiteBands(column(70, 90, 6), 40)[0]);
+        // The next column's top, and a box beside on the same row: not below, not apart.
+        const std::vector<Box> twoColumns{Box{100, 900, 400, 40}, Box{600, 100, 400, 40}, Box{1050, 100, 300, 40}};
+        QCOMPARE(wideWhiteBands(twoColumns, 40), (std::vector<bool>{false, false}));
+        QVERIFY(wideWhiteBands({}, 40).empty());
+        PpocrPage page;
+        for (int h : {30, 50, 40, 41, 39}) page.lines.push_back(PpocrLine{Box{0, 0, 10, h}});
+        QCOMPARE(page.medianLineHeight(), 40);
+        QCOMPARE(PpocrPage{}.medianLineHeight(), 1);
+    }
+
+    // A running head set apart from the text by white is a paragraph of its own in the reader's
+    // text (so that the book's assembly can tell it from the body), whatever the model wrote at its
+    // end; without the rule the model runs it into the body's first sentence on this page.
+    void readerKeepsARunningHeadApart() {
+        auto dir = findReaderModel();
+        if (!dir) QSKIP("no reader model is shipped");
+        const cv::Mat page = textPage({"THE BINDER'S GUIDE", "", "covered in calf or vellum, and the",
+                                       "edges gilt or sprinkled with red; the", "boards were of oak or of pasteboard,",
+                                       "and the spine was lettered in gold."},
+                                      1500, 760, 1.3);
+        // The paragraphs of the head's and the body's first words, whether a line holds both, and
+        // the page's paragraphs.
+        struct Reading {
+            int head = -1, body = -1, paragraphs = 0;
+            bool mixed = false;
+        };
+        auto readWith = [&](bool rule) {
+            Reading r;
+            ReaderOptions o;
+            o.modelDir = *dir;
+            o.layoutParagraphs = rule;
+            auto reader = ReaderEngine::load(o);
+            if (!reader) return r;
+            auto got = (*reader)->readPage(page, 300);
+            if (!got || !got->failure.empty()) return r;
+            qInfo("rule %s: %s", rule ? "on" : "off", got->text.plainText().c_str());
+            std::set<int> paragraphs;
+            for (const auto& line : got->text.lines) {
+                bool h = false, b = false;
+                for (const auto& w : line.words) {
+                    h = h || w.text.find("GUIDE") != std::string::npos;
+                    b = b || w.text.find("covered") != std::string::npos;
+                }
+                if (h) r.head = line.paragraph;
+                if (b) r.body = line.paragraph;
+                r.mixed = r.mixed || (h && b);
+                paragraphs.insert(line.paragraph);
+            }
+            r.paragraphs = int(paragraphs.size());
+            return r;
+        };
+        const Reading on = readWith(true);
+        QVERIFY(on.head >= 0 && on.body >= 0);
+        QVERIFY(!on.mixed);
+        QVERIFY(on.head < on.body);
+        QCOMPARE(on.paragraphs, 2);  // the head, and the body's lines as one paragraph
+        const Reading off = readWith(false);
+        QVERIFY(off.head >= 0 && off.body >= 0);
+        QCOMPARE(off.head, off.body);  // the page shows the rule at work: the model alone joins them
+    }
+
     // Verifying the front-end's characters as a draft many tokens per pass writes what decoding
     // one token at a time writes: the same words, boxes and token counts, confidences to rounding,
     // over pages that carry the context from one to the next.

@@ -97,6 +97,10 @@ Status applyMeasurementEnvironment(RecognizerOptions& o) {
         if (on.empty()) return malformed("QUIRE_READER_LINES", "E,H,J (each 0 or 1: the line-end, hyphen and line-join rules)", v);
         t.lineEndRule = on[0], t.hyphenRule = on[1], t.joinRule = on[2];
     }
+    if (const char* v = variable("QUIRE_READER_LAYOUT_PARAGRAPHS")) {
+        if (std::string(v) != "0" && std::string(v) != "1") return malformed("QUIRE_READER_LAYOUT_PARAGRAPHS", "0 or 1", v);
+        t.layoutParagraphs = *v == '1';
+    }
     if (const char* v = variable("QUIRE_READER_CONTEXT")) {
         // "volume" (the default: one context across the pages) or "page" (a fresh one at every page).
         if (std::string(v) != "volume" && std::string(v) != "page") return malformed("QUIRE_READER_CONTEXT", "volume or page", v);

@@ -14,6 +14,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <map>
 #include <mutex>
 #include <numeric>
@@ -657,6 +658,30 @@ float PpocrLine::xOfFrame(int f) const {
     return frameX.empty() ? float(box.x) : frameX[size_t(std::clamp(f, 0, int(frameX.size()) - 1))];
 }
 
+int PpocrPage::medianLineHeight() const {
+    std::vector<int> heights;
+    for (const auto& l : lines) heights.push_back(l.box.h);
+    if (heights.empty()) return 1;
+    std::nth_element(heights.begin(), heights.begin() + long(heights.size() / 2), heights.end());
+    return std::max(1, heights[heights.size() / 2]);
+}
+
+std::vector<bool> wideWhiteBands(const std::vector<Box>& lines, int lineHeight) {
+    // The white between each line and the next one down (a line beside or above: none).
+    std::vector<int> white(lines.size(), std::numeric_limits<int>::min()), usual;
+    for (size_t k = 0; k + 1 < lines.size(); ++k)
+        if (lines[k + 1].y >= lines[k].y + lines[k].h / 2) usual.push_back(white[k] = lines[k + 1].y - lines[k].bottom());
+    int threshold = lineHeight;
+    if (!usual.empty()) {
+        const size_t mid = (usual.size() - 1) / 2;  // the lower median: a head's band is not the usual
+        std::nth_element(usual.begin(), usual.begin() + long(mid), usual.end());
+        threshold = std::max(threshold, usual[mid] + lineHeight / 2);
+    }
+    std::vector<bool> wide;
+    for (size_t k = 0; k + 1 < lines.size(); ++k) wide.push_back(white[k] > threshold);
+    return wide;
+}
+
 float PpocrLine::halfFrame() const {
     return frameX.size() > 1 ? std::abs(frameX.back() - frameX.front()) / float(frameX.size() - 1) / 2 : float(box.w) / 2;
 }
@@ -831,10 +856,7 @@ PageText PpocrEngine::toPageText(const PpocrPage& page, int dpi) const {
     };
 
     // Lines: boxes of one block on the same row join into one line.
-    std::vector<int> heights;
-    for (const auto& l : page.lines) heights.push_back(l.box.h);
-    std::sort(heights.begin(), heights.end());
-    const int medianH = heights.empty() ? 1 : std::max(1, heights[heights.size() / 2]);
+    const int medianH = page.medianLineHeight();
     std::vector<int> blockRight(page.lines.size() + 1, 0);
     for (size_t k = 0; k < page.lines.size(); ++k)
         blockRight[size_t(page.lines[k].block)] = std::max(blockRight[size_t(page.lines[k].block)], page.lines[k].box.right());

@@ -450,6 +450,15 @@ Result<ReaderPage> ReaderEngine::decodePage(const Result<PpocrPage>& read, int d
     if (d->options.evidencePrior > 0 && config.visualTokenIds)
         differingEvidence(page, d->idOf, visualIds.size(), evidenceIds, evidenceConf);
     LineEndRule lineEndRule(visualIds);
+    // Per line with visual tokens: whether a wide white band sets the next one apart
+    // (ReaderOptions::layoutParagraphs).
+    std::vector<bool> laidApart;
+    if (d->options.layoutParagraphs) {
+        std::vector<Box> boxes;
+        for (const auto& line : page.lines)
+            if (bringsVisualTokens(line)) boxes.push_back(line.box);
+        laidApart = wideWhiteBands(boxes, page.medianLineHeight());
+    }
     const bool lineEnds = config.lineAlignedPositions() && config.visualTokenIds;
     // The front-end's reading of the next visual token gets `draftPrior` nats, times the front-end's
     // probability of it, before the pick (every kind of line end where the visual token is one):
@@ -485,6 +494,9 @@ Result<ReaderPage> ReaderEngine::decodePage(const Result<PpocrPage>& read, int d
     // A line the model skipped whole (a running head, a folio) ends with LINE_JOIN, as trained:
     // it adds nothing to the text, and the rule leaves it alone.
     bool lineHasText = false;
+    // Text written since the last line end that was a space or a paragraph: a running head written,
+    // then joined with nothing to the skipped folio beside it, still ends its paragraph at the band.
+    bool textSinceBreak = false;
     LineEndHyphen lineEndHyphen(std::move(hyphen));
     std::vector<float> biased;
     // A token of the text, written: to the repetition rules (they look at the text only), the
@@ -523,7 +535,11 @@ Result<ReaderPage> ReaderEngine::decodePage(const Result<PpocrPage>& read, int d
             }
             if (evidence >= 0) biased[size_t(evidence)] += d->options.evidencePrior * evidenceConf[size_t(guess)];
         }
-        const int picked = d->sampler->pick(early || prior || noJoin || evidence >= 0 ? biased : logits);
+        int picked = d->sampler->pick(early || prior || noJoin || evidence >= 0 ? biased : logits);
+        // Text the layout sets apart from the next line ends its paragraph, however the model ended it.
+        const size_t line = size_t(lineEndRule.line());
+        if (lineEnds && textSinceBreak && picked >= 0 && config.isLineEnd(picked) && line < laidApart.size() && laidApart[line])
+            picked = kParagraph;
         const int hyphenBack = lineEnds && d->options.hyphenRule
                                    ? lineEndHyphen.pick(picked, guess, lineLast, picked >= 0 && config.isLineEnd(picked))
                                    : -1;
@@ -531,6 +547,8 @@ Result<ReaderPage> ReaderEngine::decodePage(const Result<PpocrPage>& read, int d
         lineEndRule.push(next >= 0 && config.isLineEnd(next));
         if (next >= 0 && config.isLineEnd(next)) lineHasText = false;
         else if (next >= 0 && next != kSkip) lineHasText = true;
+        if (next >= 0 && config.isLineEnd(next) && next != kLineJoin) textSinceBreak = false;
+        else if (next >= 0 && next != kSkip && !config.isLineEnd(next)) textSinceBreak = true;
         chosenFrom = step.attendedVisual;
         if (next < 0) {
             failure = "decoding stopped: every token was banned by the repetition rule";

@@ -88,7 +88,16 @@ struct PpocrLine {
 struct PpocrPage {
     int width = 0, height = 0;
     std::vector<PpocrLine> lines;  // reading order
+
+    // The median height of the line boxes (at least 1): the unit of the layout's rules.
+    int medianLineHeight() const;
 };
+
+// Per pair of lines read one after the other (`lines[k]`, `lines[k + 1]`): whether the second
+// lies below the first past a white band wider than the page's own spacing — over `lineHeight`,
+// and over the usual white between a line and the next by half of it (so that double-spaced text
+// is not set apart line by line). A running head or a heading stands apart so; lines of a column do not.
+std::vector<bool> wideWhiteBands(const std::vector<Box>& lines, int lineHeight);
 
 class PpocrEngine {
 public:

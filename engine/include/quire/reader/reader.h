@@ -153,6 +153,7 @@ public:
         m_start.push_back(start);  // past the last line end
     }
     bool allowsLineEnd() const { return m_line + 1 >= m_start.size() || m_written >= length(); }
+    int line() const { return int(m_line); }  // the line being written, among the lines with visual tokens
     // Each token written (SKIP included): a line end moves to the next line.
     void push(bool lineEnd) {
         if (lineEnd) ++m_line, m_written = 0;
@@ -340,6 +341,10 @@ struct ReaderOptions {
     bool lineEndRule = true;
     bool hyphenRule = false;
     bool joinRule = false;
+    // A line of text set apart from the next by a wide white band (wideWhiteBands: a running head, a
+    // heading) ends its paragraph, whatever line end the model wrote there: a running head the model
+    // wrote ran into the body's first sentence ("THE BINDER'S GUIDEcovered in calf") without it.
+    bool layoutParagraphs = true;
     // Measurement: every page read with a fresh context (no earlier pages, no recent output), as
     // if each were the volume's first: the ablation of continuous reading (docs/ACCURACY.md).
     bool contextPerPage = false;

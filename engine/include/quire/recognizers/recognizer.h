@@ -36,6 +36,7 @@ struct ReaderTuning {
     bool printStats = false;     // a line of timings per page on stderr (tools/bench/reader_volume.py)
     bool contextPerPage = false; // every page read with a fresh context (the ablation of the volume's context)
     bool lineEndRule = true, hyphenRule = false, joinRule = false;  // the reader's line rules (ReaderOptions)
+    bool layoutParagraphs = true; // a line set apart by a wide white band ends its paragraph (ReaderOptions)
 };
 
 struct RecognizerOptions {
