@@ -11,7 +11,9 @@ them (`<set>_<page>.txt`), and reports per set, for pages in manifest order:
   ("But Cortez COLONIAL FLORIDA. Ii was not");
 - words hyphenated across a page break (the ground truth's page ends with "dis-" and the next
   page's body begins with the rest): how many the texts write whole ("distinguishable", or with
-  the hyphen kept where the word is a compound), at the end of the page or the start of the next;
+  the hyphen kept where the word is a compound), at the end of the page or the start of the next,
+  and how many the book joins (those, and those whose page text ends with "dis-" before a next
+  page beginning "tinguishable": the book's assembly joins such halves, engine/src/export/book.cpp);
 - paragraph breaks inside pages: precision, recall and F1 of the texts' paragraph starts against
   the ground truth's (ground truth paragraphs are its lines; page furniture left out
   of both; each text's words aligned to the ground truth's, a start counted where it falls on a
@@ -167,9 +169,18 @@ def paragraph_scores(gt_body, hyp_paras):
     return tp, len(hs), len(gs)
 
 
+def body_paragraphs(paras, head, folio):
+    """A text's paragraphs without the page furniture that stands alone."""
+    return [p for p in paras if not (head and letters(p) == letters(head)) and not (folio and p.strip() == folio)]
+
+
 def hyphen_joins(gt_a, gt_b, hyp_a, hyp_b):
     """For a page pair: None where the ground truth has no word hyphenated across the break, else
-    whether the texts write it whole."""
+    (whether the texts write it whole, whether the book joins it). The book (engine/src/export/
+    book.cpp) runs a paragraph on across the break and joins a word that ends the page with a
+    hyphen to the next page's first word where that starts in lower case: so a text that keeps the
+    hyphen at the page's end ("bind-" / "ing") is joined in the book as well. `hyp_a`, `hyp_b`:
+    the texts' body paragraphs (furniture out)."""
     if not gt_a or not gt_b:
         return None
     last = gt_a[-1].split()[-1] if gt_a[-1].split() else ""
@@ -181,7 +192,12 @@ def hyphen_joins(gt_a, gt_b, hyp_a, hyp_b):
         return None
     whole = {(last[:-1] + rest).lower(), (last + rest).lower()}
     near = words(" ".join(hyp_a))[-5:] + words(" ".join(hyp_b))[:8]
-    return any(w in whole for w in near)
+    written = any(w in whole for w in near)
+    ends = hyp_a[-1].split() if hyp_a else []
+    starts = hyp_b[0].split() if hyp_b else []
+    kept = (bool(ends) and bool(starts) and re.match(r"^\w*[A-Za-z]-$", ends[-1]) is not None and starts[0][:1].islower()
+            and (ends[-1][:-1] + re.sub(r"\W+$", "", starts[0])).lower() in whole)
+    return written, written or kept
 
 
 def measure(rows, base, hyp_dir):
@@ -203,22 +219,22 @@ def measure(rows, base, hyp_dir):
             chars += n
         fates = collections.Counter()
         tp = hs = gs = 0
-        joins = [0, 0]
+        joins = [0, 0, 0]  # written whole, joined in the book, words broken over a page break
         furn = furniture(gts)
         hyp_paras = [paragraphs(h) for h in hyps]
+        # Furniture out of the text's paragraphs too, where it stands alone.
+        bodies = [body_paragraphs(hyp_paras[i], head, folio) for i, (head, folio, _) in enumerate(furn)]
         for i, (head, folio, body) in enumerate(furn):
             for kind, fate in furniture_fate(head, folio, hyp_paras[i]).items():
                 fates[(kind, fate)] += 1
-            # Furniture out of the text's paragraphs too, where it stands alone.
-            hp = [p for p in hyp_paras[i]
-                  if not (head and letters(p) == letters(head)) and not (folio and p.strip() == folio)]
-            a, b, c = paragraph_scores(body, hp)
+            a, b, c = paragraph_scores(body, bodies[i])
             tp, hs, gs = tp + a, hs + b, gs + c
             if i + 1 < len(furn):
-                j = hyphen_joins(body, furn[i + 1][2], hyp_paras[i], hyp_paras[i + 1])
+                j = hyphen_joins(body, furn[i + 1][2], bodies[i], bodies[i + 1])
                 if j is not None:
-                    joins[0] += int(j)
-                    joins[1] += 1
+                    joins[0] += int(j[0])
+                    joins[1] += int(j[1])
+                    joins[2] += 1
         p = tp / hs if hs else 0.0
         rcl = tp / gs if gs else 0.0
         out[name] = {"pages": len(srows), "errors": round(errors), "chars": chars, "cer": errors / max(1, chars),
@@ -251,16 +267,23 @@ def self_test():
             hp = [q for q in paras if letters(q) != letters(head)]
             a, b, c = paragraph_scores(body, hp)
             tp, hs, gs = tp + a, hs + b, gs + c
-        joined = hyphen_joins(furn[0][2], furn[1][2], paragraphs(texts[0]), paragraphs(texts[1]))
+        joined = hyphen_joins(furn[0][2], furn[1][2], body_paragraphs(paragraphs(texts[0]), *furn[0][:2]),
+                              body_paragraphs(paragraphs(texts[1]), *furn[1][:2]))
         return fates, (tp, hs, gs), joined
     fates, para, joined = figures(good)
     assert fates[("head", "own")] == 2 and fates[("head", "dropped")] == 1 and fates[("head", "leaked")] == 0, fates
     assert para == (2, 2, 2), para
-    assert joined is True
+    assert joined == (True, True), joined
     fates, para, joined = figures(bad)
     assert fates[("head", "leaked")] == 1 and fates[("folio", "leaked")] == 1, fates
     assert para == (0, 0, 2), para
-    assert joined is False
+    assert joined == (False, False), joined
+    # The hyphen kept at the page's end: not whole in the page texts, joined in the book.
+    kept = [good[0].replace("is\nhyphenated", "is hyphen-"), good[1].replace("across it", "ated across it"), good[2]]
+    assert figures(kept)[2] == (False, True), figures(kept)[2]
+    # A hyphen kept before a capital (a new sentence, not the word's rest) is not a join.
+    capital = [kept[0], kept[1].replace("ated across it", "Ated across it"), good[2]]
+    assert figures(capital)[2] == (False, False), figures(capital)[2]
     print("structure.py self-test: ok")
 
 
@@ -279,19 +302,19 @@ def main():
         label, _, folder = spec.partition("=")
         results[label] = measure(rows, base, folder)
     print("| set | texts | pages | character errors | CER | heads own / dropped / leaked | folios own / dropped / leaked "
-          "| page-break hyphens joined | paragraph P | R | F1 |")
+          "| page-break hyphens whole / joined in the book | paragraph P | R | F1 |")
     print("|---|---|---|---|---|---|---|---|---|---|---|")
     sets = list(next(iter(results.values())).keys())
     for name in sets + ["all"]:
         for label, res in results.items():
             if name == "all":
-                agg = {"pages": 0, "errors": 0, "chars": 0, "fates": collections.Counter(), "joins": [0, 0]}
+                agg = {"pages": 0, "errors": 0, "chars": 0, "fates": collections.Counter(), "joins": [0, 0, 0]}
                 for v in res.values():
                     agg["pages"] += v["pages"]
                     agg["errors"] += v["errors"]
                     agg["chars"] += v["chars"]
                     agg["fates"] += v["fates"]
-                    agg["joins"] = [agg["joins"][0] + v["joins"][0], agg["joins"][1] + v["joins"][1]]
+                    agg["joins"] = [a + b for a, b in zip(agg["joins"], v["joins"])]
                 v = agg
                 v["cer"] = v["errors"] / max(1, v["chars"])
                 # Paragraph figures for all sets: the mean of the sets' (each set weighs the same).
@@ -303,7 +326,7 @@ def main():
             f = v["fates"]
             heads = f"{f[('head', 'own')]} / {f[('head', 'dropped')]} / {f[('head', 'leaked')]}"
             folios = f"{f[('folio', 'own')]} / {f[('folio', 'dropped')]} / {f[('folio', 'leaked')]}"
-            joins = f"{v['joins'][0]} of {v['joins'][1]}"
+            joins = f"{v['joins'][0]} / {v['joins'][1]} of {v['joins'][2]}"
             print(f"| {name} | {label} | {v['pages']} | {v['errors']} | {100 * v['cer']:.2f}% | {heads} | {folios} | {joins} "
                   f"| {v['precision']:.2f} | {v['recall']:.2f} | {v['f1']:.2f} |")
 
