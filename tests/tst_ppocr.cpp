@@ -989,6 +989,36 @@ private slots:
         QCOMPARE(off.head, off.body);  // the page shows the rule at work: the model alone joins them
     }
 
+    // A word broken over the page break keeps its hyphen at the end of the page's text, above the
+    // folio the reader skips, so that the book joins it (tests/make_page_end_hyphen_page.py).
+    void aWordBrokenOverThePageKeepsItsHyphen() {
+        auto dir = findReaderModel();
+        if (!dir) QSKIP("no reader model is shipped");
+        const cv::Mat page =
+            cv::imread((sourceDir() + "/tests/fixtures/page_end_hyphen.png").toStdString(), cv::IMREAD_GRAYSCALE);
+        QVERIFY(!page.empty());
+        auto readWith = [&](bool rule) {
+            ReaderOptions o;
+            o.modelDir = *dir;
+            o.pageEndHyphen = rule;
+            auto reader = ReaderEngine::load(o);
+            if (!reader) return std::string("(no reader)");
+            auto got = (*reader)->readPage(page, 300);
+            if (!got || !got->failure.empty()) return std::string("(failed)");
+            return got->text.plainText();
+        };
+        const std::string on = readWith(true), off = readWith(false);
+        qInfo("with the rule: %s", QString::fromStdString(on).replace('\n', " / ").toUtf8().constData());
+        qInfo("without: %s", QString::fromStdString(off).replace('\n', " / ").toUtf8().constData());
+        auto trimmed = [](std::string s) {
+            while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.pop_back();
+            return s;
+        };
+        QVERIFY2(QString::fromStdString(trimmed(on)).endsWith("bind-"), on.c_str());
+        QVERIFY2(!QString::fromStdString(trimmed(off)).endsWith("-"), off.c_str());  // the model alone drops it
+        QCOMPARE(QString::fromStdString(trimmed(on)).chopped(1), QString::fromStdString(trimmed(off)));
+    }
+
     // Verifying the front-end's characters as a draft many tokens per pass writes what decoding
     // one token at a time writes: the same words, boxes and token counts, confidences to rounding,
     // over pages that carry the context from one to the next.

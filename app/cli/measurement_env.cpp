@@ -101,6 +101,10 @@ Status applyMeasurementEnvironment(RecognizerOptions& o) {
         if (std::string(v) != "0" && std::string(v) != "1") return malformed("QUIRE_READER_LAYOUT_PARAGRAPHS", "0 or 1", v);
         t.layoutParagraphs = *v == '1';
     }
+    if (const char* v = variable("QUIRE_READER_PAGE_HYPHEN")) {
+        if (std::string(v) != "0" && std::string(v) != "1") return malformed("QUIRE_READER_PAGE_HYPHEN", "0 or 1", v);
+        t.pageEndHyphen = *v == '1';
+    }
     if (const char* v = variable("QUIRE_READER_CONTEXT")) {
         // "volume" (the default: one context across the pages) or "page" (a fresh one at every page).
         if (std::string(v) != "volume" && std::string(v) != "page") return malformed("QUIRE_READER_CONTEXT", "volume or page", v);
