@@ -28,6 +28,13 @@ Status readNats(const char* name, const char* v, float& out) {
     return Status::ok();
 }
 
+// A switch, 0 or 1, from the variable `name` (its value `v`).
+Status readSwitch(const char* name, const char* v, bool& out) {
+    if (std::string(v) != "0" && std::string(v) != "1") return malformed(name, "0 or 1", v);
+    out = *v == '1';
+    return Status::ok();
+}
+
 // "1,0,1": `n` switches, each 0 or 1, comma-separated; empty where `v` is not that.
 std::vector<bool> switches(const std::string& v, size_t n) {
     std::vector<bool> on;
@@ -97,14 +104,10 @@ Status applyMeasurementEnvironment(RecognizerOptions& o) {
         if (on.empty()) return malformed("QUIRE_READER_LINES", "E,H,J (each 0 or 1: the line-end, hyphen and line-join rules)", v);
         t.lineEndRule = on[0], t.hyphenRule = on[1], t.joinRule = on[2];
     }
-    if (const char* v = variable("QUIRE_READER_LAYOUT_PARAGRAPHS")) {
-        if (std::string(v) != "0" && std::string(v) != "1") return malformed("QUIRE_READER_LAYOUT_PARAGRAPHS", "0 or 1", v);
-        t.layoutParagraphs = *v == '1';
-    }
-    if (const char* v = variable("QUIRE_READER_PAGE_HYPHEN")) {
-        if (std::string(v) != "0" && std::string(v) != "1") return malformed("QUIRE_READER_PAGE_HYPHEN", "0 or 1", v);
-        t.pageEndHyphen = *v == '1';
-    }
+    if (const char* v = variable("QUIRE_READER_LAYOUT_PARAGRAPHS"))
+        if (Status s = readSwitch("QUIRE_READER_LAYOUT_PARAGRAPHS", v, t.layoutParagraphs); !s) return s;
+    if (const char* v = variable("QUIRE_READER_PAGE_HYPHEN"))
+        if (Status s = readSwitch("QUIRE_READER_PAGE_HYPHEN", v, t.pageEndHyphen); !s) return s;
     if (const char* v = variable("QUIRE_READER_CONTEXT")) {
         // "volume" (the default: one context across the pages) or "page" (a fresh one at every page).
         if (std::string(v) != "volume" && std::string(v) != "page") return malformed("QUIRE_READER_CONTEXT", "volume or page", v);

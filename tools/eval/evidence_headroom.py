@@ -92,15 +92,14 @@ def count_page(tokens, target, n):
 
 def main(argv):
     vocab = data.Vocab()
-    keys = KEYS
-    total = dict.fromkeys(keys, 0)
+    total = dict.fromkeys(KEYS, 0)
     print("| set | pages | character tokens | front-end right | Tesseract right (none paired) | only Tesseract right | "
           "only the front-end right | either right | confidence rule right | not laid one to one | "
           "missed characters (Tesseract has them) | missed spaces (Tesseract starts a word there) | "
           "extra spaces (Tesseract starts none there) |")
     print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for root in argv:
-        n = dict.fromkeys(keys, 0)
+        n = dict.fromkeys(KEYS, 0)
         pages = 0
         for doc in sorted(d for d in os.listdir(root) if d.startswith("doc")):
             ev_dir = os.path.join(root, doc, "evidence")
@@ -116,7 +115,7 @@ def main(argv):
                     target = vocab.encode(f.read())
                 count_page(page_tokens(json.loads(meta["quire.features"]), vocab), target, n)
                 pages += 1
-        for k in keys:
+        for k in KEYS:
             total[k] += n[k]
         row(os.path.basename(os.path.normpath(root)), pages, n)
     if len(argv) > 1:

@@ -267,25 +267,29 @@ Result<ReaderPage> ReaderEngine::readEncoded(const Result<PpocrPage>& encoded, i
 
 namespace {
 
-// The hyphen the front-end read at the end of the line where the page's written text ends, when
-// the model wrote that line's last word without it (-1: none). The reader is trained to write a
+// Writes back the hyphen the front-end read at the end of the line where the page's written text
+// ends, when the model wrote that line's last word without it. The reader is trained to write a
 // word broken over a page break whole on the page where it starts, but it does not see the next
 // page, so it writes the first half alone ("format" for "format-" / "ters"); with the hyphen kept,
 // the book's assembly joins the halves across the break (joinLines). `hyphen`, `wordChar`: per
-// visual token, the front-end's hyphens and letters; `attended`: per written token, its visual token.
-int pageEndHyphen(const std::vector<int>& visualIds, const std::vector<bool>& wordChar, const std::vector<bool>& hyphen,
-                  const std::vector<int>& tokens, const std::vector<int>& attended) {
+// visual token, the front-end's hyphens and letters; `charProb(v)`: its probability of visual token
+// v's character; per written token its probability and the visual token it attended to.
+void keepPageEndHyphen(const std::vector<int>& visualIds, const std::vector<bool>& wordChar, const std::vector<bool>& hyphen,
+                       const std::function<float(size_t)>& charProb, std::vector<int>& tokens, std::vector<float>& probs,
+                       std::vector<int>& attended) {
     size_t k = tokens.size();
     while (k > 0 && tokens[k - 1] < kFirstChar) --k;  // line ends after the last character
-    if (k == 0 || attended[k - 1] < 0) return -1;
+    if (k == 0 || attended[k - 1] < 0) return;
     const size_t v = size_t(attended[k - 1]);
     size_t end = v;
     while (end < visualIds.size() && visualIds[end] != kLineBreak) ++end;
-    if (end == visualIds.size() || end < 2) return -1;
+    if (end == visualIds.size() || end < 2) return;
     const size_t h = end - 1;  // the line's last visual token
     // The last character written read one of the two letters before the hyphen.
-    if (!hyphen[h] || !wordChar[h - 1] || v >= h || v + 2 < h) return -1;
-    return int(h);
+    if (!hyphen[h] || !wordChar[h - 1] || v >= h || v + 2 < h) return;
+    tokens.insert(tokens.begin() + long(k), visualIds[h]);
+    probs.insert(probs.begin() + long(k), charProb(h));
+    attended.insert(attended.begin() + long(k), int(h));
 }
 
 // Per visual token of `page` (`count` of them): Tesseract's glyph where it differs from the
@@ -653,15 +657,9 @@ Result<ReaderPage> ReaderEngine::decodePage(const Result<PpocrPage>& read, int d
         draftLength = std::min(std::max(2 * *fed, 2), maxDraft);
     }
 
-    if (d->options.pageEndHyphen && spacedScript && lineEnds) {
-        const int h = pageEndHyphen(visualIds, wordChar, hyphen, tokens, attended);
-        if (h >= 0) {
-            const size_t at = size_t(std::find_if(tokens.rbegin(), tokens.rend(), [](int t) { return t >= kFirstChar; }).base() - tokens.begin());
-            tokens.insert(tokens.begin() + long(at), visualIds[size_t(h)]);
-            probs.insert(probs.begin() + long(at), visual[size_t(h) * config.visualStride() + kCharProb]);
-            attended.insert(attended.begin() + long(at), h);
-        }
-    }
+    if (d->options.pageEndHyphen && spacedScript && lineEnds)
+        keepPageEndHyphen(visualIds, wordChar, hyphen, [&](size_t v) { return visual[v * config.visualStride() + kCharProb]; },
+                          tokens, probs, attended);
     layoutWords(page, *d->ppocr, tokens, probs, attended, result.text);
     return result;
 }

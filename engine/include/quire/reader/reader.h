@@ -346,7 +346,7 @@ struct ReaderOptions {
     // wrote ran into the body's first sentence ("THE BINDER'S GUIDEcovered in calf") without it.
     bool layoutParagraphs = true;
     // A word broken over the page break keeps its hyphen where the page's written text ends
-    // (pageEndHyphen in reader.cpp), so that the book's assembly can join its halves.
+    // (keepPageEndHyphen in reader.cpp), so that the book's assembly can join its halves.
     bool pageEndHyphen = true;
     // Measurement: every page read with a fresh context (no earlier pages, no recent output), as
     // if each were the volume's first: the ablation of continuous reading (docs/ACCURACY.md).
