@@ -517,6 +517,29 @@ private slots:
         QVERIFY(rule.allowsLineEnd());
     }
 
+    // SKIP stands for one visual token: a line takes none once its tokens outnumber its visual
+    // tokens by the slack, so a model that skips on must end the line or write.
+    void aLineTakesNoSkipPastItsTokens() {
+        using namespace reader_vocab;
+        const int a = kFirstChar;
+        LineEndRule rule({a, a, a, kLineBreak, a, kLineBreak});  // lines of 3 and 1
+        for (int k = 0; k < 3 + LineEndRule::kSkipSlack - 1; ++k) {
+            QVERIFY(rule.allowsSkip());
+            rule.push(false);
+        }
+        QVERIFY(rule.allowsSkip());
+        rule.push(false);  // the line's tokens: its 3 and the slack
+        QVERIFY(!rule.allowsSkip());
+        QVERIFY(rule.allowsLineEnd());
+        rule.push(true);  // the next line starts afresh
+        QVERIFY(rule.allowsSkip());
+        for (int k = 0; k < 1 + LineEndRule::kSkipSlack; ++k) rule.push(false);
+        QVERIFY(!rule.allowsSkip());
+        rule.push(true);  // past the page's last line end the rule says nothing
+        for (int k = 0; k < 50; ++k) rule.push(false);
+        QVERIFY(rule.allowsSkip());
+    }
+
     // The next written token reads on from where the last one looked while that stays in the line
     // being written; attention that left the line does not take the reading place with it.
     void theReadingPlaceStaysInTheLine() {

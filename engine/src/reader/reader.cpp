@@ -540,16 +540,19 @@ Result<ReaderPage> ReaderEngine::decodePage(const Result<PpocrPage>& read, int d
     auto handle = [&](const decoder::StepResult& step, int guess) {
         const std::vector<float>& logits = *step.logits;
         const bool early = lineEnds && d->options.lineEndRule && !lineEndRule.allowsLineEnd();
+        const bool noSkip = lineEnds && d->options.skipRule && !lineEndRule.allowsSkip();
         const auto [lineLast, nextFirst] = lineEnds ? lineEndRule.junction() : std::pair<int, int>{-1, -1};
         const bool noJoin = lineEnds && d->options.joinRule && spacedScript && lineHasText && !early && lineLast >= 0 && nextFirst >= 0 &&
                             endsWord[size_t(lineLast)] && wordChar[size_t(nextFirst)];
         const bool prior = d->options.draftPrior > 0 && guess >= 0;
         const int evidence = guess >= 0 && size_t(guess) < evidenceIds.size() ? evidenceIds[size_t(guess)] : -1;
-        if (early || prior || noJoin || evidence >= 0) {
+        const bool bias = early || noSkip || prior || noJoin || evidence >= 0;
+        if (bias) {
             biased = logits;
             if (early)
                 for (int id : config.lineEndTokenIds) biased[size_t(id)] = -std::numeric_limits<float>::infinity();
             if (noJoin) biased[size_t(kLineJoin)] = -std::numeric_limits<float>::infinity();
+            if (noSkip) biased[size_t(kSkip)] = -std::numeric_limits<float>::infinity();
             if (prior) {
                 const int id = visualIds[size_t(guess)];
                 if (config.isLineEnd(id))
@@ -560,7 +563,7 @@ Result<ReaderPage> ReaderEngine::decodePage(const Result<PpocrPage>& read, int d
             }
             if (evidence >= 0) biased[size_t(evidence)] += d->options.evidencePrior * evidenceConf[size_t(guess)];
         }
-        int picked = d->sampler->pick(early || prior || noJoin || evidence >= 0 ? biased : logits);
+        int picked = d->sampler->pick(bias ? biased : logits);
         // Text the layout sets apart from the next line ends its paragraph, however the model ended it.
         const size_t line = size_t(lineEndRule.line());
         if (lineEnds && textSinceBreak && picked >= 0 && config.isLineEnd(picked) && line < laidApart.size() && laidApart[line])

@@ -134,6 +134,7 @@ Result<std::unique_ptr<Recognizer>> createReaderRecognizer(const RecognizerOptio
     o.lineEndRule = t.lineEndRule, o.hyphenRule = t.hyphenRule, o.joinRule = t.joinRule;
     o.layoutParagraphs = t.layoutParagraphs;
     o.pageEndHyphen = t.pageEndHyphen;
+    o.skipRule = t.skipRule;
     o.evidencePrior = t.evidencePrior;
     if (o.evidencePrior > 0)
         if (Status s = checkTesseractLanguages(options.languages, options.tessdataDir); !s) return s;

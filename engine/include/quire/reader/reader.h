@@ -153,6 +153,12 @@ public:
         m_start.push_back(start);  // past the last line end
     }
     bool allowsLineEnd() const { return m_line + 1 >= m_start.size() || m_written >= length(); }
+    // SKIP stands for one visual token not read as text, so a line takes no SKIP once its tokens
+    // outnumber its visual tokens by kSkipSlack: the model must write text or end the line. A model
+    // that skipped on, past every token of the line, ran pages into the token cap and lost them
+    // (docs/ACCURACY.md, 2026-12-03: show-through read as junk lines, crops wider than trained).
+    static constexpr int kSkipSlack = 8;
+    bool allowsSkip() const { return m_line + 1 >= m_start.size() || m_written < length() + kSkipSlack; }
     int line() const { return int(m_line); }  // the line being written, among the lines with visual tokens
     // Each token written (SKIP included): a line end moves to the next line.
     void push(bool lineEnd) {
@@ -339,6 +345,9 @@ struct ReaderOptions {
     // rule of decodePage) were found by reading errors on ../shared/eval pages and did not lower
     // the errors on generated held-out pages, so they are off, kept for measurement.
     bool lineEndRule = true;
+    // No SKIP past a line's visual tokens (LineEndRule::allowsSkip): on, found and measured on
+    // generated held-out pages.
+    bool skipRule = true;
     bool hyphenRule = false;
     bool joinRule = false;
     // A line of text set apart from the next by a wide white band (wideWhiteBands: a running head, a

@@ -38,6 +38,7 @@ struct ReaderTuning {
     bool lineEndRule = true, hyphenRule = false, joinRule = false;  // the reader's line rules (ReaderOptions)
     bool layoutParagraphs = true; // a line set apart by a wide white band ends its paragraph (ReaderOptions)
     bool pageEndHyphen = true;    // a word broken over the page break keeps its hyphen (ReaderOptions)
+    bool skipRule = true;         // no SKIP past a line's visual tokens (ReaderOptions)
 };
 
 struct RecognizerOptions {
