@@ -342,7 +342,7 @@ struct ReaderOptions {
     // written for (LineEndRule: on, it lowers the errors on generated held-out Chinese pages); a
     // line-end hyphen written back where the line does not join the next (LineEndHyphen) and no
     // joining with nothing of two lines of a Latin script that end and begin a word (the line-join
-    // rule of decodePage) were found by reading errors on ../shared/eval pages and did not lower
+    // rule of PageDecoding::step) were found by reading errors on ../shared/eval pages and did not lower
     // the errors on generated held-out pages, so they are off, kept for measurement.
     bool lineEndRule = true;
     // No SKIP past a line's visual tokens (LineEndRule::allowsSkip): on, found and measured on
@@ -355,7 +355,7 @@ struct ReaderOptions {
     // wrote ran into the body's first sentence ("THE BINDER'S GUIDEcovered in calf") without it.
     bool layoutParagraphs = true;
     // A word broken over the page break keeps its hyphen where the page's written text ends
-    // (keepPageEndHyphen in reader.cpp), so that the book's assembly can join its halves.
+    // (keepPageEndHyphen in page_decoding.cpp), so that the book's assembly can join its halves.
     bool pageEndHyphen = true;
     // Measurement: every page read with a fresh context (no earlier pages, no recent output), as
     // if each were the volume's first: the ablation of continuous reading (docs/ACCURACY.md).
