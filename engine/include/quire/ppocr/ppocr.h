@@ -135,6 +135,10 @@ private:
     std::string m_dir;
 };
 
+// Two detected boxes on one text row. Detected boxes are grown by DB's unclip and overlap their
+// neighbours above and below, so rows are told by their centres, not by overlap.
+bool sameRow(const Box& a, const Box& b);
+
 // Orders line boxes as a reader would, by a recursive XY-cut at the page's white gaps: sections
 // top to bottom, columns (and side bars) left to right, each top to bottom; a table's cells row
 // by row. Returns indices into `boxes`, and each line's block number (a column's paragraph, a
