@@ -135,7 +135,9 @@ def furniture_fate(head, folio, hyp_paras):
             ws = p.split()
             if folio not in [re.sub(r"\W+$", "", w) for w in ws]:
                 continue
-            if len(ws) <= 6:  # alone or with the head
+            # Alone, or with the head's words (however long the head) and at most two others.
+            others = [w for w in letters(p).split() if not head or w not in letters(head).split()]
+            if len(ws) <= 6 or (head and len(others) <= 2):
                 fate = "own" if fate == "dropped" else fate
             elif folio in [re.sub(r"\W+$", "", w) for w in ws[:2] + ws[-2:]]:
                 fate = "leaked"
@@ -278,6 +280,11 @@ def self_test():
     assert fates[("head", "leaked")] == 1 and fates[("folio", "leaked")] == 1, fates
     assert para == (0, 0, 2), para
     assert joined == (False, False), joined
+    # A head of more than five words with its folio, as a paragraph of their own, is not a leak.
+    long_head = "GNU GENERAL PUBLIC LICENSE Version 3, 29"
+    assert furniture_fate(long_head, "29", [long_head, "The body text of the page runs on for a while."]) == \
+        {"head": "own", "folio": "own"}
+    assert furniture_fate(long_head, "29", [long_head + " The body text of the page runs on."])["head"] == "leaked"
     # The hyphen kept at the page's end: not whole in the page texts, joined in the book.
     kept = [good[0].replace("is\nhyphenated", "is hyphen-"), good[1].replace("across it", "ated across it"), good[2]]
     assert figures(kept)[2] == (False, True), figures(kept)[2]
