@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <random>
 #include <set>
 
@@ -30,6 +31,21 @@ namespace fs = std::filesystem;
 // A reader-shaped model small enough to generate in a test (random weights).
 static decoder::ModelConfig tinyReaderConfig() {
     return tinyDecoderConfig(reader_vocab::kVocabSize, reader_vocab::kVisualDim, 1 << 16);
+}
+
+// The shipped reader's text of `page` with one of its rules on or off (`set`), or nothing where
+// the model is missing or the page fails; the text goes to the test log.
+static std::optional<PageText> readWithRule(const std::string& dir, const cv::Mat& page, bool rule,
+                                            const std::function<void(ReaderOptions&, bool)>& set) {
+    ReaderOptions o;
+    o.modelDir = dir;
+    set(o, rule);
+    auto reader = ReaderEngine::load(o);
+    if (!reader) return std::nullopt;
+    auto got = (*reader)->readPage(page, 300);
+    if (!got || !got->failure.empty()) return std::nullopt;
+    qInfo("rule %s: %s", rule ? "on" : "off", QString::fromStdString(got->text.plainText()).replace('\n', " / ").toUtf8().constData());
+    return got->text;
 }
 
 class TestReader : public QObject {
@@ -154,16 +170,10 @@ private slots:
         };
         auto readWith = [&](bool rule) {
             Reading r;
-            ReaderOptions o;
-            o.modelDir = *dir;
-            o.layoutParagraphs = rule;
-            auto reader = ReaderEngine::load(o);
-            if (!reader) return r;
-            auto got = (*reader)->readPage(page, 300);
-            if (!got || !got->failure.empty()) return r;
-            qInfo("rule %s: %s", rule ? "on" : "off", got->text.plainText().c_str());
+            const auto text = readWithRule(*dir, page, rule, [](ReaderOptions& o, bool on) { o.layoutParagraphs = on; });
+            if (!text) return r;
             std::set<int> paragraphs;
-            for (const auto& line : got->text.lines) {
+            for (const auto& line : text->lines) {
                 bool h = false, b = false;
                 for (const auto& w : line.words) {
                     h = h || w.text.find("GUIDE") != std::string::npos;
@@ -187,6 +197,35 @@ private slots:
         QCOMPARE(off.head, off.body);  // the page shows the rule at work: the model alone joins them
     }
 
+    // A paragraph that starts with a first-line indent is a paragraph in the reader's text: the
+    // model sees no line's left edge, the typesetting rule does (typesetParagraphEnd).
+    void readerEndsAParagraphWhereTheNextLineIsIndented() {
+        auto dir = findReaderModel();
+        if (!dir) QSKIP("no reader model is shipped");
+        const cv::Mat page = textPage({"covered in calf or vellum, and the edges", "gilt or sprinkled with red; the boards",
+                                       "were of oak or of pasteboard, and the", "spine was lettered in gold, with bands",
+                                       "    and panels; the sewing was done on", "raised cords, five or six to a book."},
+                                      1500, 760, 1.3);
+        // The paragraphs of the first line and of the indented one.
+        auto readWith = [&](bool rule) {
+            std::pair<int, int> r{-1, -1};
+            const auto text = readWithRule(*dir, page, rule, [](ReaderOptions& o, bool on) { o.typesetParagraphs = on; });
+            if (!text) return r;
+            for (const auto& line : text->lines)
+                for (const auto& w : line.words) {
+                    if (w.text == "covered") r.first = line.paragraph;
+                    if (w.text == "panels;") r.second = line.paragraph;
+                }
+            return r;
+        };
+        const auto on = readWith(true);
+        QVERIFY(on.first >= 0 && on.second >= 0);
+        QVERIFY2(on.second == on.first + 1, "the indented line starts the next paragraph");
+        const auto off = readWith(false);
+        QVERIFY(off.first >= 0);
+        QCOMPARE(off.second, off.first);  // the page shows the rule at work: the model alone runs on
+    }
+
     // A word broken over the page break keeps its hyphen at the end of the page's text, above the
     // folio the reader skips, so that the book joins it (tests/make_page_end_hyphen_page.py).
     void aWordBrokenOverThePageKeepsItsHyphen() {
@@ -196,18 +235,10 @@ private slots:
             cv::imread((sourceDir() + "/tests/fixtures/page_end_hyphen.png").toStdString(), cv::IMREAD_GRAYSCALE);
         QVERIFY(!page.empty());
         auto readWith = [&](bool rule) {
-            ReaderOptions o;
-            o.modelDir = *dir;
-            o.pageEndHyphen = rule;
-            auto reader = ReaderEngine::load(o);
-            if (!reader) return std::string("(no reader)");
-            auto got = (*reader)->readPage(page, 300);
-            if (!got || !got->failure.empty()) return std::string("(failed)");
-            return got->text.plainText();
+            const auto text = readWithRule(*dir, page, rule, [](ReaderOptions& o, bool on) { o.pageEndHyphen = on; });
+            return text ? text->plainText() : std::string("(failed)");
         };
         const std::string on = readWith(true), off = readWith(false);
-        qInfo("with the rule: %s", QString::fromStdString(on).replace('\n', " / ").toUtf8().constData());
-        qInfo("without: %s", QString::fromStdString(off).replace('\n', " / ").toUtf8().constData());
         auto trimmed = [](std::string s) {
             while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.pop_back();
             return s;

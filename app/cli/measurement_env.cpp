@@ -110,6 +110,8 @@ Status applyMeasurementEnvironment(RecognizerOptions& o) {
         if (Status s = readSwitch("QUIRE_READER_PAGE_HYPHEN", v, t.pageEndHyphen); !s) return s;
     if (const char* v = variable("QUIRE_READER_SKIP_RULE"))
         if (Status s = readSwitch("QUIRE_READER_SKIP_RULE", v, t.skipRule); !s) return s;
+    if (const char* v = variable("QUIRE_READER_TYPESET_PARAGRAPHS"))
+        if (Status s = readSwitch("QUIRE_READER_TYPESET_PARAGRAPHS", v, t.typesetParagraphs); !s) return s;
     if (const char* v = variable("QUIRE_READER_CONTEXT")) {
         // "volume" (the default: one context across the pages) or "page" (a fresh one at every page).
         if (std::string(v) != "volume" && std::string(v) != "page") return malformed("QUIRE_READER_CONTEXT", "volume or page", v);

@@ -1,5 +1,5 @@
 // The front-end's lines on the page: which detected boxes share a row, the reading order by
-// recursive XY-cut, and the white bands that set a line apart from the next.
+// recursive XY-cut, the white bands that set a line apart from the next, paragraph ends as set.
 #include "quire/ppocr/ppocr.h"
 
 #include <algorithm>
@@ -208,6 +208,10 @@ std::vector<bool> wideWhiteBands(const std::vector<Box>& lines, int lineHeight) 
     std::vector<bool> wide;
     for (size_t k = 0; k + 1 < lines.size(); ++k) wide.push_back(white[k] > threshold);
     return wide;
+}
+
+bool typesetParagraphEnd(const Box& line, const Box& next, int blockRight, int lineHeight) {
+    return next.x - line.x > lineHeight || line.right() < blockRight - 4 * lineHeight;
 }
 
 }  // namespace quire

@@ -680,9 +680,7 @@ PageText PpocrEngine::toPageText(const PpocrPage& page, int dpi) const {
         if (last) {
             const bool newBlock = last->block != l.block;
             const bool gap = l.box.y - last->box.bottom() > medianH;
-            const bool indented = l.box.x - last->box.x > medianH;  // first-line indent, centred heading
-            const bool shortBefore = last->box.right() < blockRight[size_t(l.block)] - 4 * medianH;  // a paragraph's last line
-            if (newBlock || gap || indented || shortBefore) ++paragraph;
+            if (newBlock || gap || typesetParagraphEnd(last->box, l.box, blockRight[size_t(l.block)], medianH)) ++paragraph;
         }
         line.paragraph = paragraph;
         line.words = std::move(words);

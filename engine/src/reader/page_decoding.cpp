@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <map>
 
 namespace quire {
 
@@ -212,11 +213,19 @@ PageDecoding::PageDecoding(const Engine& engine, const PpocrPage& page, const st
         differingEvidence(page, m_e.idOf, m_visualIds.size(), m_evidenceIds, m_evidenceConf);
     // Per line with visual tokens: whether a wide white band sets the next one apart
     // (ReaderOptions::layoutParagraphs).
-    if (m_e.options.layoutParagraphs) {
-        std::vector<Box> boxes;
-        for (const auto& line : page.lines)
-            if (bringsVisualTokens(line)) boxes.push_back(line.box);
-        m_laidApart = wideWhiteBands(boxes, page.medianLineHeight());
+    std::vector<Box> boxes;
+    std::vector<int> blocks;
+    for (const auto& line : page.lines)
+        if (bringsVisualTokens(line)) boxes.push_back(line.box), blocks.push_back(line.block);
+    if (m_e.options.layoutParagraphs) m_laidApart = wideWhiteBands(boxes, page.medianLineHeight());
+    // Per line with visual tokens: whether the next, in the same block, starts a paragraph as set
+    // (ReaderOptions::typesetParagraphs).
+    if (m_e.options.typesetParagraphs) {
+        std::map<int, int> blockRight;
+        for (size_t k = 0; k < boxes.size(); ++k) blockRight[blocks[k]] = std::max(blockRight[blocks[k]], boxes[k].right());
+        for (size_t k = 0; k + 1 < boxes.size(); ++k)
+            m_typesetEnd.push_back(blocks[k] == blocks[k + 1] &&
+                                   typesetParagraphEnd(boxes[k], boxes[k + 1], blockRight[blocks[k]], page.medianLineHeight()));
     }
     // Lines of a Latin script join with nothing only at a hyphen or a dash: on a page of such a
     // script (under a tenth of its letters CJK), where the front-end read a letter or digit at the
@@ -335,6 +344,7 @@ PageDecoding::Outcome PageDecoding::step(const decoder::StepResult& step, int gu
     if (next == kSkip || next == kLineJoin) return Outcome::Go;
     if (hyphenBack >= 0 && !m_printed.inWrittenDash(hyphenBack)) write(m_visualIds[size_t(hyphenBack)], prob, hyphenBack);
     write(next, prob, step.attendedVisual);
+    if (next == kLineBreak) m_spaces.emplace_back(m_tokens.size() - 1, int(line));
     m_reread.push(step.attendedVisual);
     if (m_sampler.looping()) {
         m_failure = "decoding loop: the output repeats itself (page " + std::to_string(m_pageNo + 1) + ", " +
@@ -360,6 +370,10 @@ int PageDecoding::nextGuess() const {
 }
 
 void PageDecoding::finish(PageText& text) {
+    // A line end the model wrote as a space where the typesetting ends the paragraph: a paragraph
+    // (after decoding, not fed to the model, so the characters stay as read).
+    for (const auto& [k, line] : m_spaces)
+        if (size_t(line) < m_typesetEnd.size() && m_typesetEnd[size_t(line)]) m_tokens[k] = kParagraph;
     if (m_e.options.pageEndHyphen && m_spacedScript && m_lineEnds) {
         const int stride = m_e.config.visualStride();
         keepPageEndHyphen(m_visualIds, m_wordChar, m_hyphen, [&](size_t v) { return m_visual[v * size_t(stride) + kCharProb]; },

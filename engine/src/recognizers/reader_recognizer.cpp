@@ -135,6 +135,7 @@ Result<std::unique_ptr<Recognizer>> createReaderRecognizer(const RecognizerOptio
     o.layoutParagraphs = t.layoutParagraphs;
     o.pageEndHyphen = t.pageEndHyphen;
     o.skipRule = t.skipRule;
+    o.typesetParagraphs = t.typesetParagraphs;
     o.evidencePrior = t.evidencePrior;
     if (o.evidencePrior > 0)
         if (Status s = checkTesseractLanguages(options.languages, options.tessdataDir); !s) return s;

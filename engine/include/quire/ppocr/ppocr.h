@@ -99,6 +99,12 @@ struct PpocrPage {
 // is not set apart line by line). A running head or a heading stands apart so; lines of a column do not.
 std::vector<bool> wideWhiteBands(const std::vector<Box>& lines, int lineHeight);
 
+// Whether the typesetting ends a paragraph between two lines of one block read one after the
+// other: the second indented from the first by over `lineHeight` (a first-line indent, a centred
+// heading), or the first ending short of its block's right edge `blockRight` by over four line
+// heights (a paragraph's last line).
+bool typesetParagraphEnd(const Box& line, const Box& next, int blockRight, int lineHeight);
+
 class PpocrEngine {
 public:
     // Refuses a detector size outside 320-4096 pixels and an unknown layout.

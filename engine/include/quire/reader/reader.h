@@ -354,6 +354,10 @@ struct ReaderOptions {
     // heading) ends its paragraph, whatever line end the model wrote there: a running head the model
     // wrote ran into the body's first sentence ("THE BINDER'S GUIDEcovered in calf") without it.
     bool layoutParagraphs = true;
+    // A line end the model wrote as a space becomes a paragraph where the typesetting ends one
+    // (typesetParagraphEnd: the next line indented, or this one short of its block's right edge),
+    // after decoding. The model sees no line's left or right edge, only its text.
+    bool typesetParagraphs = true;
     // A word broken over the page break keeps its hyphen where the page's written text ends
     // (keepPageEndHyphen in page_decoding.cpp), so that the book's assembly can join its halves.
     bool pageEndHyphen = true;

@@ -37,6 +37,7 @@ struct ReaderTuning {
     bool contextPerPage = false; // every page read with a fresh context (the ablation of the volume's context)
     bool lineEndRule = true, hyphenRule = false, joinRule = false;  // the reader's line rules (ReaderOptions)
     bool layoutParagraphs = true; // a line set apart by a wide white band ends its paragraph (ReaderOptions)
+    bool typesetParagraphs = true; // a space at a line end becomes a paragraph where the typesetting ends one (ReaderOptions)
     bool pageEndHyphen = true;    // a word broken over the page break keeps its hyphen (ReaderOptions)
     bool skipRule = true;         // no SKIP past a line's visual tokens (ReaderOptions)
 };
