@@ -833,13 +833,13 @@ private slots:
         QCOMPARE(PpocrPage{}.medianLineHeight(), 1);
     }
 
-    // A paragraph ends where the next line is indented by over a line height or this one stops
-    // over four line heights short of its block's right edge; lines flush on both sides go on.
+    // A paragraph ends where the next line is indented by over half a line height or this one
+    // stops over four line heights short of its block's right edge; lines flush on both sides go on.
     void paragraphEndsAsTypeset() {
         const Box full{100, 100, 800, 40};  // right edge 900, the block's
         QVERIFY(!typesetParagraphEnd(full, Box{100, 150, 800, 40}, 900, 40));
-        QVERIFY(typesetParagraphEnd(full, Box{141, 150, 759, 40}, 900, 40));   // a first-line indent
-        QVERIFY(!typesetParagraphEnd(full, Box{140, 150, 760, 40}, 900, 40));  // one line height: not yet
+        QVERIFY(typesetParagraphEnd(full, Box{121, 150, 779, 40}, 900, 40));   // a first-line indent
+        QVERIFY(!typesetParagraphEnd(full, Box{120, 150, 780, 40}, 900, 40));  // half a line height: not yet
         QVERIFY(typesetParagraphEnd(Box{100, 100, 639, 40}, Box{100, 150, 800, 40}, 900, 40));  // short: 739 < 740
         QVERIFY(!typesetParagraphEnd(Box{100, 100, 640, 40}, Box{100, 150, 800, 40}, 900, 40));
         QVERIFY(!typesetParagraphEnd(full, Box{60, 150, 840, 40}, 900, 40));  // outdented (a hanging indent) goes on

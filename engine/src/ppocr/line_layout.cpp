@@ -211,7 +211,7 @@ std::vector<bool> wideWhiteBands(const std::vector<Box>& lines, int lineHeight) 
 }
 
 bool typesetParagraphEnd(const Box& line, const Box& next, int blockRight, int lineHeight) {
-    return next.x - line.x > lineHeight || line.right() < blockRight - 4 * lineHeight;
+    return 2 * (next.x - line.x) > lineHeight || line.right() < blockRight - 4 * lineHeight;
 }
 
 }  // namespace quire

@@ -100,9 +100,10 @@ struct PpocrPage {
 std::vector<bool> wideWhiteBands(const std::vector<Box>& lines, int lineHeight);
 
 // Whether the typesetting ends a paragraph between two lines of one block read one after the
-// other: the second indented from the first by over `lineHeight` (a first-line indent, a centred
-// heading), or the first ending short of its block's right edge `blockRight` by over four line
-// heights (a paragraph's last line).
+// other: the second indented from the first by over half of `lineHeight` (a first-line indent of
+// an em or more — a detected box is taller than the type — or a centred heading), or the first
+// ending short of its block's right edge `blockRight` by over four line heights (a paragraph's
+// last line).
 bool typesetParagraphEnd(const Box& line, const Box& next, int blockRight, int lineHeight);
 
 class PpocrEngine {
