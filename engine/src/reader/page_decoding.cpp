@@ -217,7 +217,8 @@ PageDecoding::PageDecoding(const Engine& engine, const PpocrPage& page, const st
     std::vector<int> blocks;
     for (const auto& line : page.lines)
         if (bringsVisualTokens(line)) boxes.push_back(line.box), blocks.push_back(line.block);
-    if (m_e.options.layoutParagraphs) m_laidApart = wideWhiteBands(boxes, page.medianLineHeight());
+    const int lineHeight = page.medianLineHeight();
+    if (m_e.options.layoutParagraphs) m_laidApart = wideWhiteBands(boxes, lineHeight);
     // Per line with visual tokens: whether the next, in the same block, starts a paragraph as set
     // (ReaderOptions::typesetParagraphs).
     if (m_e.options.typesetParagraphs) {
@@ -225,7 +226,7 @@ PageDecoding::PageDecoding(const Engine& engine, const PpocrPage& page, const st
         for (size_t k = 0; k < boxes.size(); ++k) blockRight[blocks[k]] = std::max(blockRight[blocks[k]], boxes[k].right());
         for (size_t k = 0; k + 1 < boxes.size(); ++k)
             m_typesetEnd.push_back(blocks[k] == blocks[k + 1] &&
-                                   typesetParagraphEnd(boxes[k], boxes[k + 1], blockRight[blocks[k]], page.medianLineHeight()));
+                                   typesetParagraphEnd(boxes[k], boxes[k + 1], blockRight[blocks[k]], lineHeight));
     }
     // Lines of a Latin script join with nothing only at a hyphen or a dash: on a page of such a
     // script (under a tenth of its letters CJK), where the front-end read a letter or digit at the
