@@ -180,6 +180,9 @@ private slots:
         // 24 rows a band and the last of three bands short.
         QTest::newRow("3x3 in bands") << 64 << 5 << 3 << 1 << 1 << 1 << 1 << 61 << 300;
         QTest::newRow("3x3 stride 2 in bands") << 64 << 5 << 3 << 2 << 1 << 1 << 1 << 121 << 600;
+        // With an epilogue a 1×1 convolution goes in bands of 2^17 output floats: 64 × 512 a row,
+        // so 4 rows a band and the last of three bands short.
+        QTest::newRow("1x1 in epilogue bands") << 16 << 64 << 1 << 1 << 0 << 1 << 1 << 10 << 512;
     }
     void convolutionMatchesDefinition() {
         QFETCH(int, C);
@@ -205,6 +208,21 @@ private slots:
         const Tensor want = naiveConv(x, w, b, p);
         QCOMPARE(got.shape, want.shape);
         QVERIFY2(maxAbsDiff(got.data(), want.data(), want.f.size()) < 1e-4, "convolution differs from its definition");
+
+        // With an epilogue (a fused elementwise chain): every output passes through it once, and
+        // the floats are those of the convolution followed by the same steps — to the bit where
+        // the product is made as before; a 1×1 product made in bands may round its last bit apart.
+        int64_t seen = 0;
+        const cpu::Epilogue affine = [&seen](float* run, int64_t count) {
+            seen += count;
+            for (int64_t i = 0; i < count; ++i) run[i] = std::max(run[i] * 0.5f - 1.f, -1.5f);
+        };
+        const Tensor fused = cpu::conv2d(x, w, b.data(), p, &affine);
+        QCOMPARE(seen, int64_t(got.size()));
+        Tensor after = got;
+        for (float& v : after.f) v = std::max(v * 0.5f - 1.f, -1.5f);
+        if (k == 1) QVERIFY2(maxAbsDiff(fused.data(), after.data(), after.f.size()) < 1e-5, "the epilogue changed the sums");
+        else QVERIFY2(std::memcmp(fused.data(), after.data(), sizeof(float) * after.f.size()) == 0, "the epilogue changed the sums");
     }
 
     void transposedConvolutionInvertsShape() {

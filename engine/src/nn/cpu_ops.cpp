@@ -39,6 +39,9 @@ namespace {
 
 // Floats of the unfolded input a convolution holds at once (16 MB): a band of output rows at a time.
 constexpr int64_t kIm2colBudget = int64_t(1) << 22;
+// Floats of output a 1×1 convolution with an epilogue writes per band (512 KB, half the L2 of the
+// machines measured): the epilogue reads them back from cache, not memory.
+constexpr int64_t kEpilogueBand = int64_t(1) << 17;
 
 // cols [C*kh*kw, (oy1-oy0)*Wo] from one image x [C, H, W]: output rows oy0 to oy1 only.
 QUIRE_CLONES void im2col(const float* x, int C, int H, int W, const ConvShape& p, int oy0, int oy1, int Wo, float* cols) {
@@ -74,7 +77,7 @@ QUIRE_CLONES void im2col(const float* x, int C, int H, int W, const ConvShape& p
 }
 
 QUIRE_CLONES void depthwise(const float* x, const float* w, const float* bias, int C, int H, int W, const ConvShape& p,
-               int Ho, int Wo, float* y) {
+               int Ho, int Wo, float* y, const Epilogue* epilogue) {
     for (int c = 0; c < C; ++c) {
         const float* plane = x + int64_t(c) * H * W;
         const float* k = w + int64_t(c) * p.kh * p.kw;
@@ -101,12 +104,13 @@ QUIRE_CLONES void depthwise(const float* x, const float* w, const float* bias, i
                 }
             }
         }
+        if (epilogue) (*epilogue)(out, int64_t(Ho) * Wo);
     }
 }
 
 }  // namespace
 
-Tensor conv2d(const Tensor& x, const Tensor& w, const float* bias, const ConvShape& p) {
+Tensor conv2d(const Tensor& x, const Tensor& w, const float* bias, const ConvShape& p, const Epilogue* epilogue) {
     const int N = int(x.shape[0]), C = int(x.shape[1]), H = int(x.shape[2]), W = int(x.shape[3]);
     const int M = int(w.shape[0]);
     const int Ho = outSize(H, p.kh, p.strideH, p.dilH, p.padT, p.padB);
@@ -117,40 +121,48 @@ Tensor conv2d(const Tensor& x, const Tensor& w, const float* bias, const ConvSha
     if (p.group > 1) {  // depthwise (checked by the caller: group == C == M)
         for (int n = 0; n < N; ++n)
             depthwise(x.data() + int64_t(n) * C * H * W, w.data(), bias, C, H, W, p, Ho, Wo,
-                      y.data() + int64_t(n) * M * plane);
+                      y.data() + int64_t(n) * M * plane, epilogue);
         return y;
     }
     const int K = C * p.kh * p.kw;
     if (K == 0 || x.f.empty()) {  // no input channels or an empty image: the bias alone
         for (int n = 0; n < N; ++n)
-            for (int m = 0; m < M; ++m)
-                std::fill_n(y.data() + (int64_t(n) * M + m) * plane, plane, bias ? bias[m] : 0.f);
+            for (int m = 0; m < M; ++m) {
+                float* run = y.data() + (int64_t(n) * M + m) * plane;
+                std::fill_n(run, plane, bias ? bias[m] : 0.f);
+                if (epilogue) (*epilogue)(run, plane);
+            }
         return y;
     }
     const bool pointwise = p.kh == 1 && p.kw == 1 && p.strideH == 1 && p.strideW == 1 && p.padT == 0 &&
                            p.padL == 0 && p.padB == 0 && p.padR == 0;
     // The unfolded input is made a band of output rows at a time: whole, it was the front-end's
-    // largest buffer (the detector's 3×3 convolutions at a quarter of the page: 140 MB).
-    const int bandRows = pointwise ? Ho : int(std::clamp<int64_t>(kIm2colBudget / (int64_t(K) * Wo), 1, Ho));
+    // largest buffer (the detector's 3×3 convolutions at a quarter of the page: 140 MB). A 1×1
+    // convolution with an epilogue goes in bands too, so that the epilogue finds its band in cache.
+    const int bandRows = pointwise ? (epilogue ? int(std::clamp<int64_t>(kEpilogueBand / (int64_t(M) * Wo), 1, Ho)) : Ho)
+                                   : int(std::clamp<int64_t>(kIm2colBudget / (int64_t(K) * Wo), 1, Ho));
     std::vector<float> cols(pointwise ? 0 : size_t(K) * size_t(bandRows) * size_t(Wo));
     for (int n = 0; n < N; ++n) {
         const float* xn = x.data() + int64_t(n) * C * H * W;
         float* yn = y.data() + int64_t(n) * M * plane;
-        float beta = 0.f;
-        if (bias) {
-            for (int m = 0; m < M; ++m) std::fill(yn + m * plane, yn + (m + 1) * plane, bias[m]);
-            beta = 1.f;
-        }
         for (int oy0 = 0; oy0 < Ho; oy0 += bandRows) {
             const int oy1 = std::min(Ho, oy0 + bandRows);
             const int band = (oy1 - oy0) * Wo;
-            const float* B = xn;
+            float* yb = yn + int64_t(oy0) * Wo;
+            // The bias first and the product added onto it (beta 1): the sums of before, to the bit.
+            if (bias)
+                for (int m = 0; m < M; ++m) std::fill_n(yb + m * plane, band, bias[m]);
+            const float* B = xn + int64_t(oy0) * Wo;
+            int ldb = int(plane);
             if (!pointwise) {
                 im2col(xn, C, H, W, p, oy0, oy1, Wo, cols.data());
                 B = cols.data();
+                ldb = band;
             }
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, M, band, K, 1.f, w.data(), K, B, band, beta,
-                        yn + int64_t(oy0) * Wo, int(plane));
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, M, band, K, 1.f, w.data(), K, B, ldb,
+                        bias ? 1.f : 0.f, yb, int(plane));
+            if (epilogue)
+                for (int m = 0; m < M; ++m) (*epilogue)(yb + m * plane, band);
         }
     }
     return y;

@@ -20,9 +20,13 @@ int outSize(int in, int k, int stride, int dil, int padA, int padB);
 // ... and of a transposed convolution: (in - 1)·stride + dil·(k - 1) + 1 - padA - padB.
 int64_t transposedOutSize(int64_t in, int k, int stride, int dil, int padA, int padB);
 
-// x [N, C, H, W], w [M, C/group, kh, kw], bias [M] or nullptr → y [N, M, Ho, Wo].
-// group must be 1 or C (depthwise, M == C); checked by the caller.
-Tensor conv2d(const Tensor& x, const Tensor& w, const float* bias, const ConvShape& p);
+// Run on each finished run of a convolution's outputs (one output channel's rows, bias added)
+// while it is still in cache: a fused elementwise chain, instead of a second pass over the tensor.
+using Epilogue = std::function<void(float* run, int64_t count)>;
+
+// x [N, C, H, W], w [M, C/group, kh, kw], bias [M] or nullptr → y [N, M, Ho, Wo], then the
+// epilogue (if any) on every output. group must be 1 or C (depthwise, M == C); checked by the caller.
+Tensor conv2d(const Tensor& x, const Tensor& w, const float* bias, const ConvShape& p, const Epilogue* epilogue = nullptr);
 // x [N, C, H, W], w [C, M, kh, kw] (group 1), bias [M] or nullptr → y [N, M, Ho, Wo] with
 // Ho = (H-1)*stride + dil*(kh-1) + 1 - padT - padB.
 Tensor convTranspose2d(const Tensor& x, const Tensor& w, const float* bias, const ConvShape& p);

@@ -262,6 +262,7 @@ Result<bool> DeviceRun::conv(const Node& n) {
     const Tensor* w = g.constants[size_t(wi)].get();
     const Tensor* b = bi >= 0 ? g.constants[size_t(bi)].get() : nullptr;
     if (!xs || xs->size() != 4 || !isFloat(xi) || !w || w->isInt || w->rank() != 4) return false;
+    if (!n.micro.empty() && !dev.canChain(n.micro)) return false;
     ConvShape s = n.conv;
     if (!n.kernelGiven) s.kh = int(w->shape[2]), s.kw = int(w->shape[3]);
     const int64_t C = (*xs)[1], M = w->shape[transposed ? 1 : 0];
@@ -284,6 +285,8 @@ Result<bool> DeviceRun::conv(const Node& n) {
     const Status st = transposed ? dev.convTranspose2d(io->x, io->w, io->b, s, int(Ho), int(Wo), io->y)
                                  : dev.conv2d(io->x, io->w, io->b, s, io->y);
     if (!st) return st;
+    if (!n.micro.empty())  // the fused epilogue (fuseElementwise) as a chain over the output
+        if (Status sc = dev.chain(io->y, size_t(numel(out)), n.micro); !sc) return sc;
     setOut(n, io->y, out);
     return true;
 }

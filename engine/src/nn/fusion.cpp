@@ -185,6 +185,26 @@ void foldIntoConvs(Graph& g, int& removed) {
     dropMarked(g, drop, removed);
 }
 
+// A chain that is a convolution's only reader becomes the convolution's epilogue: it runs on each
+// band of outputs while that is in cache (cpu::conv2d), not as a pass of its own over the tensor.
+void fuseConvEpilogues(Graph& g, int& removed) {
+    Links l = linksOf(g);
+    std::vector<bool> drop(g.nodes.size(), false);
+    for (size_t k = 0; k < g.nodes.size(); ++k) {
+        Node& ch = g.nodes[k];
+        if (ch.op != Op::Chain || ch.micro.empty() || ch.in.empty() || ch.in[0] < 0) continue;
+        auto it = l.producer.find(ch.in[0]);
+        if (it == l.producer.end() || drop[it->second]) continue;
+        Node& conv = g.nodes[it->second];
+        if (conv.op != Op::Conv || !conv.micro.empty() || conv.out.size() != 1 || l.consumers[size_t(ch.in[0])] != 1)
+            continue;
+        conv.micro = std::move(ch.micro);
+        conv.out = ch.out;
+        drop[k] = true;
+    }
+    dropMarked(g, drop, removed);
+}
+
 template <typename F>
 void each(float* x, int64_t n, F f) {
     for (int64_t i = 0; i < n; ++i) x[i] = f(x[i]);
@@ -221,8 +241,10 @@ int gateDepth(const std::vector<Micro>& chain) {
 
 void runChain(const std::vector<Micro>& chain, float* x, int64_t n) {
     constexpr int64_t kChunk = 2048;  // 8 KB: the chunk and its gate scratch stay in L1
-    const int depth = gateDepth(chain);
-    std::vector<float> scratch(size_t(kChunk * std::max(1, depth)));
+    // One buffer per thread: convolution epilogues call this once per channel of a band.
+    thread_local std::vector<float> scratch;
+    const size_t need = size_t(kChunk * std::max(1, gateDepth(chain)));
+    if (scratch.size() < need) scratch.resize(need);
     for (int64_t o = 0; o < n; o += kChunk) runSteps(chain, x + o, std::min(kChunk, n - o), scratch.data());
 }
 
@@ -233,6 +255,7 @@ int fuseElementwise(Graph& g) {
     fuseGates(g, removed);
     mergeChains(g, removed);
     foldIntoConvs(g, removed);
+    fuseConvEpilogues(g, removed);
     return removed;
 }
 

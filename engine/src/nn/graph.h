@@ -45,7 +45,7 @@ struct Node {
     bool keepDims = true, countIncludePad = false;
     int kh = 1, kw = 1, sh = 1, sw = 1;
     int pads[4] = {0, 0, 0, 0};
-    std::vector<Micro> micro;  // Op::Chain: elementwise steps applied in one pass
+    std::vector<Micro> micro;  // Op::Chain: elementwise steps applied in one pass; Op::Conv: its epilogue
 };
 
 struct Graph {
@@ -90,8 +90,9 @@ bool lastReader(const Graph& g, const Node& n, int k, int id, const std::vector<
 void foldBatchNorms(Graph& g);
 
 // Fuses elementwise operators at load: scalar Mul/Add/Sub/Div, activations and the
-// x·f(x) gates (hard-swish, swish) become one Chain node per run of them, and affine steps right
-// after a convolution are folded into its weights. Returns the number of nodes removed.
+// x·f(x) gates (hard-swish, swish) become one Chain node per run of them, affine steps right
+// after a convolution are folded into its weights, and the rest of a chain that only reads a
+// convolution becomes that convolution's epilogue. Returns the number of nodes removed.
 int fuseElementwise(Graph& g);
 // Applies a chain to n floats in place.
 void runChain(const std::vector<Micro>& chain, float* x, int64_t n);

@@ -36,6 +36,7 @@ void profileAdd(const std::string& label, const Node& n, double s, const char* w
     if (n.op == Op::Chain) key = std::filesystem::path(label).filename().string() + " fused elementwise";
     if (n.op == Op::Conv) key += n.conv.group > 1 ? " depthwise " + std::to_string(n.conv.kh) + "x" + std::to_string(n.conv.kw)
                                                   : " " + std::to_string(n.conv.kh) + "x" + std::to_string(n.conv.kw);
+    if (n.op == Op::Conv && !n.micro.empty()) key += " + elementwise";
     if (where) key += std::string(" [") + where + "]";
     std::lock_guard lock(p.mutex);
     auto& slot = p.seconds[key];
