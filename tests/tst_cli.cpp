@@ -137,6 +137,15 @@ private slots:
                                "--json"});
         QVERIFY2(r.exitCode == 0, qPrintable(r.err));
         QVERIFY(r.out.contains("\"event\":\"summary\""));
+        // The summary names the matrix kernels the run used: OpenBLAS's choice, or the one the
+        // environment forces (they set the recognizer's speed; benchmarks record them).
+        for (const QString& line : r.out.split('\n'))
+            if (line.contains("\"event\":\"summary\"")) {
+                const QString kernels = QJsonDocument::fromJson(line.toUtf8()).object().value("matrixKernels").toString();
+                QVERIFY(!kernels.isEmpty());
+                if (const QString forced = qEnvironmentVariable("OPENBLAS_CORETYPE"); !forced.isEmpty())
+                    QCOMPARE(kernels.toLower(), forced.toLower());
+            }
         const QString md = QString::fromStdString(readFile(out + "/book.md"));
         QVERIFY(md.startsWith("# CHAPTER I"));
         QVERIFY(!md.contains("NOTES ON THE KEEPING OF RECORDS"));  // running heads are not body text

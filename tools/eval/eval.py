@@ -76,6 +76,9 @@ def read_manifest(path, sets=""):
     return rows
 
 
+KERNELS = set()  # OpenBLAS's kernels in each quire-cli run
+
+
 def run_quire(cli, rows, base, threads, lang, workdir, dpi, engine, reader_model=None, extra=()):
     project = os.path.join(workdir, f"eval-{lang}-{engine}.quire")
     files = []
@@ -91,6 +94,9 @@ def run_quire(cli, rows, base, threads, lang, workdir, dpi, engine, reader_model
     elapsed = time.monotonic() - start
     if proc.returncode not in (0, 3):
         sys.exit(f"quire-cli failed ({proc.returncode}): {proc.stderr}")
+    for line in proc.stdout.splitlines():  # the matrix kernels the run used (they set the recognizer's speed)
+        if '"event":"summary"' in line:
+            KERNELS.add(json.loads(line).get("matrixKernels", "?"))
     status = subprocess.run([cli, "status", "--project", project, "--json", "--pages"], capture_output=True, text=True)
     pages = json.loads(status.stdout)["pageList"]
     by_key = {(os.path.realpath(p["file"]), p["filePage"]): p.get("text", "") for p in pages}
@@ -215,6 +221,8 @@ def main():
     for e in engines:
         emit(f"{e}: {len(rows)} pages in {seconds[e]:.1f} s with {args.threads} worker(s) = "
              f"{len(rows) / seconds[e] * 60:.1f} pages/min")
+    if KERNELS:
+        emit(f"OpenBLAS kernels (quire-cli): {', '.join(sorted(KERNELS))}")
     if args.markdown:
         with open(args.markdown, "w", encoding="utf-8") as f:
             f.write("\n".join(lines) + "\n")

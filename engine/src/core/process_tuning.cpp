@@ -1,6 +1,8 @@
 // Process-wide settings made once at start-up: the heap for large activations, OpenMP's threads.
 #include "quire/core/process_tuning.h"
 
+#include <cblas.h>
+
 #include <cstdlib>
 #include <cstring>
 #include <unistd.h>
@@ -24,5 +26,7 @@ void runTesseractSingleThreaded(char** argv) {
     setenv("OMP_THREAD_LIMIT", "1", 1);
     execv("/proc/self/exe", argv);
 }
+
+std::string blasKernels() { return openblas_get_corename(); }
 
 }  // namespace quire

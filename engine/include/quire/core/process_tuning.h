@@ -1,6 +1,8 @@
 // Process-wide settings an application using the engine makes once, at the start of main().
 #pragma once
 
+#include <string>
+
 namespace quire {
 
 // The heap for large activations. PP-OCR's networks allocate and free tens of megabytes per
@@ -16,5 +18,9 @@ void tuneHeapForLargeBuffers();
 // so where $OMP_THREAD_LIMIT is not set this sets it to 1 and starts the program again with
 // `argv`; it returns only where it was set already (or the restart failed: then as it is).
 void runTesseractSingleThreaded(char** argv);
+
+// The matrix kernels OpenBLAS chose as it loaded ("Cooperlake", "Haswell"...: by the CPU, or by
+// $OPENBLAS_CORETYPE), for benchmark records: they set the recognizer's speed.
+std::string blasKernels();
 
 }  // namespace quire
