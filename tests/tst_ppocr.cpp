@@ -18,6 +18,7 @@
 #include <set>
 
 #include "nn/cpu_ops.h"
+#include "nn/graph.h"
 #include "quire/nn/onnx_graph.h"
 #include "quire/core/backend.h"
 #include "quire/ppocr/ppocr.h"
@@ -223,6 +224,39 @@ private slots:
         for (float& v : after.f) v = std::max(v * 0.5f - 1.f, -1.5f);
         if (k == 1) QVERIFY2(maxAbsDiff(fused.data(), after.data(), after.f.size()) < 1e-5, "the epilogue changed the sums");
         else QVERIFY2(std::memcmp(fused.data(), after.data(), sizeof(float) * after.f.size()) == 0, "the epilogue changed the sums");
+    }
+
+    // The recognizer's commonest chain (hard-swish, /6, scale, shift) runs as one loop: the same
+    // floats as its steps one after another, on both sides of the clip and at its ends.
+    void hardSwishChainIsItsSteps() {
+        using quire::nn::Micro;
+        Micro gate{Micro::SelfGate};
+        gate.gate = {{Micro::AddC, 3.f}, {Micro::Clip, 0.f, 6.f}};
+        const std::vector<Micro> chain = {gate, {Micro::MulC, 1.f / 6.f}, {Micro::MulC, 0.73f}, {Micro::AddC, -0.2f}};
+        std::vector<float> x(5000);
+        std::mt19937 rng(11);
+        std::uniform_real_distribution<float> u(-9.f, 9.f);
+        for (float& v : x) v = u(rng);
+        x[0] = -3.f, x[1] = 3.f, x[2] = 0.f;
+        std::vector<float> want = x;
+        for (float& v : want) {
+            float g = std::min(std::max(v + 3.f, 0.f), 6.f);
+            v = v * g;
+            v = v * (1.f / 6.f);
+            v = v * 0.73f;
+            v = v + -0.2f;
+        }
+        quire::nn::runChain(chain, x.data(), int64_t(x.size()));
+        QVERIFY(x == want);
+        // The same steps with a sixth (a step that changes nothing) take the general path: equal.
+        std::vector<Micro> longer = chain;
+        longer.push_back({Micro::MulC, 1.f});
+        std::vector<float> y(want.size());
+        for (size_t k = 0; k < y.size(); ++k) y[k] = u(rng);
+        std::vector<float> z = y;
+        quire::nn::runChain(chain, y.data(), int64_t(y.size()));
+        quire::nn::runChain(longer, z.data(), int64_t(z.size()));
+        QVERIFY(y == z);
     }
 
     void transposedConvolutionInvertsShape() {

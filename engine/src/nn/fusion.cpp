@@ -230,6 +230,24 @@ QUIRE_CLONES void runSteps(const std::vector<Micro>& chain, float* x, int64_t n,
     }
 }
 
+// Hard-swish before its division, then an affine (Paddle's x·clip(x + 3, 0, 6), /6, learnable
+// scale and shift: the chain after most of the recognizer's convolutions), in one pass instead of
+// six; the same operations in the same order, so the same floats.
+bool isHardSwishAffine(const std::vector<Micro>& c) {
+    return c.size() == 4 && c[0].kind == Micro::SelfGate && c[0].gate.size() == 2 && c[0].gate[0].kind == Micro::AddC &&
+           c[0].gate[1].kind == Micro::Clip && c[1].kind == Micro::MulC && c[2].kind == Micro::MulC &&
+           c[3].kind == Micro::AddC;
+}
+
+QUIRE_CLONES void hardSwishAffine(const std::vector<Micro>& c, float* x, int64_t n) {
+    const float shift = c[0].gate[0].a, lo = c[0].gate[1].a, hi = c[0].gate[1].b;
+    const float m1 = c[1].a, m2 = c[2].a, add = c[3].a;
+    for (int64_t i = 0; i < n; ++i) {
+        const float v = x[i];
+        x[i] = v * std::min(std::max(v + shift, lo), hi) * m1 * m2 + add;
+    }
+}
+
 int gateDepth(const std::vector<Micro>& chain) {
     int d = 0;
     for (const auto& m : chain)
@@ -240,6 +258,7 @@ int gateDepth(const std::vector<Micro>& chain) {
 }  // namespace
 
 void runChain(const std::vector<Micro>& chain, float* x, int64_t n) {
+    if (isHardSwishAffine(chain)) return hardSwishAffine(chain, x, n);
     constexpr int64_t kChunk = 2048;  // 8 KB: the chunk and its gate scratch stay in L1
     // One buffer per thread: convolution epilogues call this once per channel of a band.
     thread_local std::vector<float> scratch;
