@@ -68,9 +68,13 @@ public:
         }
         return Status::ok();
     }
-    Status conv2d(const Handle& x, const Handle& w, const Handle& bias, const ConvShape& s, const Handle& y) override {
+    Status conv2d(const Handle& x, const Handle& w, const Handle& bias, const ConvShape& s, const Handle& y,
+                  const std::vector<Micro>& epilogue) override {
         if (Status st = reserveWorkspace(cuda::nn::conv2dWorkspaceBytes(s)); !st) return st;
-        return fromCuda(cuda::nn::conv2d(of(x), of(w), bias ? of(bias) : nullptr, s, m_workspace.get(), of(y)));
+        if (Status st = fromCuda(cuda::nn::conv2d(of(x), of(w), bias ? of(bias) : nullptr, s, m_workspace.get(), of(y))); !st)
+            return st;
+        if (epilogue.empty()) return Status::ok();
+        return chain(y, size_t(s.n) * size_t(s.m) * size_t(s.outH()) * size_t(s.outW()), epilogue);
     }
     Status convTranspose2d(const Handle& x, const Handle& w, const Handle& bias, const ConvShape& s, int oh, int ow,
                            const Handle& y) override {

@@ -41,8 +41,10 @@ public:
     // A graph constant (weights), uploaded once and kept while the device lives.
     Result<Handle> constant(const Tensor* t);
 
-    // y = conv(x, w) + bias (bias may be null), shapes as `s`.
-    virtual Status conv2d(const Handle& x, const Handle& w, const Handle& bias, const ConvShape& s, const Handle& y) = 0;
+    // y = conv(x, w) + bias (bias may be null), shapes as `s`, then the epilogue's steps (a fused
+    // chain, as cpu::conv2d runs it; empty for none; the caller checked canChain).
+    virtual Status conv2d(const Handle& x, const Handle& w, const Handle& bias, const ConvShape& s, const Handle& y,
+                          const std::vector<Micro>& epilogue) = 0;
     // y[n, s.m, oh, ow] = convTranspose(x[n, s.c, h, w], w[s.c, s.m, kh, kw]) + bias (may be null),
     // as cpu::convTranspose2d (group 1).
     virtual Status convTranspose2d(const Handle& x, const Handle& w, const Handle& bias, const ConvShape& s, int oh, int ow,

@@ -283,10 +283,8 @@ Result<bool> DeviceRun::conv(const Node& n) {
     auto io = convIo(xi, wi, b ? bi : -1, out);
     if (!io) return io.status();
     const Status st = transposed ? dev.convTranspose2d(io->x, io->w, io->b, s, int(Ho), int(Wo), io->y)
-                                 : dev.conv2d(io->x, io->w, io->b, s, io->y);
+                                 : dev.conv2d(io->x, io->w, io->b, s, io->y, n.micro);
     if (!st) return st;
-    if (!n.micro.empty())  // the fused epilogue (fuseElementwise) as a chain over the output
-        if (Status sc = dev.chain(io->y, size_t(numel(out)), n.micro); !sc) return sc;
     setOut(n, io->y, out);
     return true;
 }
