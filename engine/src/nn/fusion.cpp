@@ -138,18 +138,26 @@ void fuseGates(Graph& g, int& removed) {
     dropMarked(g, drop, removed);
 }
 
+// The convolution whose output only chain `ch` reads, or null: where the passes below fold the
+// chain's affine steps and then the rest of it.
+Node* convReadOnlyBy(Graph& g, const Links& l, const Node& ch, const std::vector<bool>& drop) {
+    if (ch.op != Op::Chain || ch.micro.empty() || ch.in.empty() || ch.in[0] < 0) return nullptr;
+    auto it = l.producer.find(ch.in[0]);
+    if (it == l.producer.end() || drop[it->second]) return nullptr;
+    Node& conv = g.nodes[it->second];
+    return conv.op == Op::Conv && l.consumers[size_t(ch.in[0])] == 1 ? &conv : nullptr;
+}
+
 // Leading MulC/AddC steps of a chain right after a convolution go into the convolution's weights.
 void foldIntoConvs(Graph& g, int& removed) {
     Links l = linksOf(g);
     std::vector<bool> drop(g.nodes.size(), false);
     for (size_t k = 0; k < g.nodes.size(); ++k) {
         Node& ch = g.nodes[k];
-        if (ch.op != Op::Chain || ch.micro.empty() || ch.in.empty() || ch.in[0] < 0) continue;
-        auto it = l.producer.find(ch.in[0]);
-        if (it == l.producer.end()) continue;
-        Node& conv = g.nodes[it->second];
-        if (conv.op != Op::Conv || conv.in.size() < 2 || l.consumers[size_t(ch.in[0])] != 1 || !constantOf(g, conv.in[1]))
-            continue;
+        Node* found = convReadOnlyBy(g, l, ch, drop);
+        if (!found) continue;
+        Node& conv = *found;
+        if (conv.in.size() < 2 || !constantOf(g, conv.in[1])) continue;
         if (constantOf(g, conv.in[1])->isInt || constantOf(g, conv.in[1])->rank() != 4) continue;
         if (conv.in.size() > 2 && conv.in[2] >= 0 && !constantOf(g, conv.in[2])) continue;
         size_t steps = 0;
@@ -192,14 +200,10 @@ void fuseConvEpilogues(Graph& g, int& removed) {
     std::vector<bool> drop(g.nodes.size(), false);
     for (size_t k = 0; k < g.nodes.size(); ++k) {
         Node& ch = g.nodes[k];
-        if (ch.op != Op::Chain || ch.micro.empty() || ch.in.empty() || ch.in[0] < 0) continue;
-        auto it = l.producer.find(ch.in[0]);
-        if (it == l.producer.end() || drop[it->second]) continue;
-        Node& conv = g.nodes[it->second];
-        if (conv.op != Op::Conv || !conv.micro.empty() || conv.out.size() != 1 || l.consumers[size_t(ch.in[0])] != 1)
-            continue;
-        conv.micro = std::move(ch.micro);
-        conv.out = ch.out;
+        Node* conv = convReadOnlyBy(g, l, ch, drop);
+        if (!conv || !conv->micro.empty() || conv->out.size() != 1) continue;
+        conv->micro = std::move(ch.micro);
+        conv->out = ch.out;
         drop[k] = true;
     }
     dropMarked(g, drop, removed);
