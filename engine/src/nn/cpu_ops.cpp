@@ -149,7 +149,8 @@ Tensor conv2d(const Tensor& x, const Tensor& w, const float* bias, const ConvSha
             const int oy1 = std::min(Ho, oy0 + bandRows);
             const int band = (oy1 - oy0) * Wo;
             float* yb = yn + int64_t(oy0) * Wo;
-            // The bias first and the product added onto it (beta 1): the sums of before, to the bit.
+            // The bias first and the product added onto it (beta 1), as before the bands: a band
+            // made for an epilogue may round its last bit apart from the whole product, no more.
             if (bias)
                 for (int m = 0; m < M; ++m) std::fill_n(yb + m * plane, band, bias[m]);
             const float* B = xn + int64_t(oy0) * Wo;
