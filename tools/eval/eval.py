@@ -76,9 +76,6 @@ def read_manifest(path, sets=""):
     return rows
 
 
-KERNELS = set()  # OpenBLAS's kernels in each quire-cli run
-
-
 def run_quire(cli, rows, base, threads, lang, workdir, dpi, engine, reader_model=None, extra=()):
     project = os.path.join(workdir, f"eval-{lang}-{engine}.quire")
     files = []
@@ -94,9 +91,10 @@ def run_quire(cli, rows, base, threads, lang, workdir, dpi, engine, reader_model
     elapsed = time.monotonic() - start
     if proc.returncode not in (0, 3):
         sys.exit(f"quire-cli failed ({proc.returncode}): {proc.stderr}")
-    for line in proc.stdout.splitlines():  # the matrix kernels the run used (they set the recognizer's speed)
+    kernels = "?"  # OpenBLAS's kernels in the run (they set the recognizer's speed)
+    for line in proc.stdout.splitlines():
         if '"event":"summary"' in line:
-            KERNELS.add(json.loads(line).get("matrixKernels", "?"))
+            kernels = json.loads(line).get("matrixKernels", "?")
     status = subprocess.run([cli, "status", "--project", project, "--json", "--pages"], capture_output=True, text=True)
     pages = json.loads(status.stdout)["pageList"]
     by_key = {(os.path.realpath(p["file"]), p["filePage"]): p.get("text", "") for p in pages}
@@ -104,7 +102,7 @@ def run_quire(cli, rows, base, threads, lang, workdir, dpi, engine, reader_model
     for r in rows:
         p, n = split_image(r["image"])
         out[r["key"]] = by_key.get((os.path.realpath(os.path.join(base, p)), n), "")
-    return out, elapsed
+    return out, elapsed, kernels
 
 
 def tesseract_page(image, page, lang, tmp, dpi):
@@ -159,14 +157,16 @@ def main():
     engines = [label[e] for e in quire_engines] + ([] if args.no_tesseract_cli else ["tesseract-cli"])
     hyps = {e: {} for e in engines}
     seconds = collections.Counter()
+    kernels = set()  # OpenBLAS's kernels in each quire-cli run
     with tempfile.TemporaryDirectory() as tmp:
         for lang, lrows in by_lang.items():
             tl = LANG.get(lang, lang)
             for e in quire_engines:
-                h, t = run_quire(os.path.abspath(args.quire_cli), lrows, base, args.threads, tl, tmp, args.dpi, e,
-                                 args.reader_model, args.quire_args.split())
+                h, t, k = run_quire(os.path.abspath(args.quire_cli), lrows, base, args.threads, tl, tmp, args.dpi, e,
+                                    args.reader_model, args.quire_args.split())
                 hyps[label[e]].update(h)
                 seconds[label[e]] += t
+                kernels.add(k)
             if "tesseract-cli" in hyps:
                 h, t = run_tesseract(lrows, base, args.threads, tl, tmp, args.dpi)
                 hyps["tesseract-cli"].update(h)
@@ -221,8 +221,8 @@ def main():
     for e in engines:
         emit(f"{e}: {len(rows)} pages in {seconds[e]:.1f} s with {args.threads} worker(s) = "
              f"{len(rows) / seconds[e] * 60:.1f} pages/min")
-    if KERNELS:
-        emit(f"OpenBLAS kernels (quire-cli): {', '.join(sorted(KERNELS))}")
+    if kernels:
+        emit(f"OpenBLAS kernels (quire-cli): {', '.join(sorted(kernels))}")
     if args.markdown:
         with open(args.markdown, "w", encoding="utf-8") as f:
             f.write("\n".join(lines) + "\n")
