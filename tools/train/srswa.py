@@ -57,6 +57,7 @@ def frame_offsets(key_pos, qpos, max_positions):
 
 class Run:
     """DecodeSession's state over one sequence, advanced a page or a chunk of steps at a time."""
+    QUERY_SLICE = 48  # queries whose attention _attend computes at once
 
     def __init__(self, model, pattern, kinds, tokens, visual, pages, record=False):
         self.m, self.c, self.p, self.record = model, model.c, pattern, record
@@ -78,6 +79,7 @@ class Run:
         self.outputs = {}  # generated item -> final hidden state
         self.attended = {}  # record: generated item -> [layer] -> attended items
         self.window_cache = {}  # (layer, segments) -> the window pages' keys and values, once a page
+        self.stats = {}  # text(): runs computed together, passes over them, runs taken chunk by chunk
         # Training (labels): each page's loss is backpropagated when the text turns the page.
         self.labels, self.pending, self.loss_scale = None, [], 1.0
         self.loss_sum, self.correct = 0.0, 0
@@ -110,6 +112,10 @@ class Run:
         queries (the window's pages) is not copied."""
         c, G = self.c, self.G
         n, KV, D = len(queries), c.num_kv_heads, c.head_dim
+        if n > self.QUERY_SLICE:  # a page's text at once: in slices, each over the keys it attends
+            return torch.cat([self._attend(queries[a:a + self.QUERY_SLICE], q[a:a + self.QUERY_SLICE],
+                                           *self._narrow(groups, allowed[a:a + self.QUERY_SLICE]))
+                              for a in range(0, n, self.QUERY_SLICE)])
         queries = np.asarray(queries, np.int64)
         qpos = self.pos[queries]
         kpos = np.concatenate([self.pos[np.asarray(items, np.int64)] for items, _, _ in groups])
@@ -134,16 +140,26 @@ class Run:
             if len(near):
                 ni = torch.as_tensor(near - cols[0])
                 parts.append((torch.bmm(qg, kr[ni].permute(1, 2, 0)), near, v[ni]))
-            # Far keys: the query rotated at each distinct frame offset it has for them.
+            # Far keys: query t meets key j rotated further by its frame offset s[t, j]. Queries
+            # whose offsets differ from their first far key's by the same a[j] (the steps of one
+            # chunk, mostly) share one product: <R(s) q, k> = <R(s[t, 0]) q, R(-a[j]) k>.
             fi = torch.as_tensor(far - cols[0])
-            vals = [np.unique(shift[t, far]) for t in range(n)]
-            width = max(len(x) for x in vals)
-            qat = np.stack([qpos[t] + np.pad(x, (0, width - len(x)), mode="edge") for t, x in enumerate(vals)])
-            pick = np.stack([np.searchsorted(x, shift[t, far]) for t, x in enumerate(vals)])  # [n, far]
-            qr = rotate(q[:, None].expand(n, width, -1, -1).reshape(n * width, c.num_heads, D), qat.reshape(-1), self.c.rope_theta)
-            sc = torch.einsum("twhd,jhd->twjh", qr.view(n, width, c.num_heads, D), kr[fi].repeat_interleave(G, 1))
-            idx = torch.as_tensor(pick)[:, None, :, None].expand(n, 1, len(far), c.num_heads)
-            parts.append((layout(sc.gather(1, idx).squeeze(1)), far, v[fi]))
+            sh = shift[:, far]
+            pattern, group = np.unique(sh - sh[:, :1], axis=0, return_inverse=True)
+            qr = rotate(q, qpos, self.c.rope_theta)
+            outs, rows_of = [], []
+            allowed_far = allowed_np[:, far]
+            for g in range(len(pattern)):
+                rows = np.flatnonzero(group.reshape(-1) == g)
+                need = np.flatnonzero(allowed_far[rows].any(0))  # scores of other keys are masked out
+                qt = rotate(qr[torch.as_tensor(rows)], sh[rows, 0], self.c.rope_theta)
+                kt = rotate(kr[fi[need]], -pattern[g][need], self.c.rope_theta).repeat_interleave(G, 1)
+                sg = qt.new_zeros(len(rows), len(far), c.num_heads)
+                sg[:, torch.as_tensor(need)] = torch.einsum("thd,jhd->tjh", qt, kt)
+                outs.append(sg)
+                rows_of.append(rows)
+            sc = torch.cat(outs)[torch.as_tensor(np.argsort(np.concatenate(rows_of), kind="stable"))]
+            parts.append((layout(sc), far, v[fi]))
         scores = torch.cat([p[0] for p in parts], dim=2) / math.sqrt(D)
         order = torch.as_tensor(np.concatenate([p[1] for p in parts]))
         mask = allowed[:, order].repeat(G, 1)
@@ -153,6 +169,25 @@ class Run:
             out = out + torch.bmm(w[:, :, at:at + len(cols)], v.permute(1, 0, 2))
             at += len(cols)
         return out.view(KV, G, n, D).permute(2, 0, 1, 3).reshape(n, -1)
+
+    @staticmethod
+    def _narrow(groups, allowed):
+        """Key groups and allowed [n, keys] without the keys no query attends (a group attended
+        whole is kept as it is, not copied)."""
+        need = allowed.any(0).numpy()
+        out, cols, at = [], [], 0
+        for items, kr, v in groups:
+            m = need[at:at + len(items)]
+            if m.all():
+                out.append((items, kr, v))
+                cols.append(np.arange(at, at + len(items)))
+            elif m.any():
+                idx = np.flatnonzero(m)
+                ti = torch.as_tensor(idx)
+                out.append(([items[i] for i in idx], kr[ti], v[ti]))
+                cols.append(at + idx)
+            at += len(items)
+        return out, allowed[:, torch.as_tensor(np.concatenate(cols))]
 
     def _layers(self, items, x, keys_of_layer, on_query=None):
         """items through the layers: x [n, H] their inputs; keys_of_layer(l, q) -> (key groups,
@@ -198,11 +233,15 @@ class Run:
 
     # -- generated tokens -----------------------------------------------------------------------
     def _refresh_gate(self):
+        self.gated = self._gate_choice(self.recent_queries, self.gated)
+
+    def _gate_choice(self, ring_buffer, held):
+        """The pages the gate picks (sorted) from the gate queries' ring buffer (entries None until
+        filled, summed in buffer order as the runtime does), `held` the pages it held before."""
         p, c = self.p, self.c
-        held, self.gated = self.gated, []
         if p.gated_pages <= 0:
-            return
-        ring = [r for r in self.recent_queries if r is not None]
+            return []
+        ring = [r for r in ring_buffer if r is not None]
         gq = sum(ring) if ring else torch.zeros(c.num_layers, c.num_kv_heads, c.head_dim)
 
         def inv(v):  # per layer, 1 / norm (0 for a zero vector)
@@ -218,7 +257,7 @@ class Run:
             score = float((dots * inv(s)).sum()) + (p.gate_hold if pg in held else 0.0)
             scored.append((score if ring else 0.0, pg))
         scored.sort(key=lambda t: (-t[0], t[1]))
-        self.gated = sorted(pg for _, pg in scored[:p.gated_pages])
+        return sorted(pg for _, pg in scored[:p.gated_pages])
 
     def _page_bounds(self, page, l):
         """Quest bounds of each block of a page at layer l — the per-channel min and max of its
@@ -234,13 +273,13 @@ class Run:
             self.bounds[(page, l)] = (kp.min(1).values, kp.max(1).values, pos0)
         return self.bounds[(page, l)]
 
-    def _select(self, l, q, qpos):
-        """The selector's blocks of each gated page for query q [heads, D] at qpos: Quest bounds
-        in each block's nominal frame (at most half the trained range before the query)."""
+    def _select(self, l, q, qpos, gated):
+        """The selector's blocks of each of the `gated` pages for query q [heads, D] at qpos: Quest
+        bounds in each block's nominal frame (at most half the trained range before the query)."""
         c, G = self.c, self.G
         q = q.detach()
         out = {}
-        for pg in self.gated:
+        for pg in gated:
             lo, hi, pos0 = self._page_bounds(pg, l)
             at = pos0 + np.minimum(qpos - pos0, c.max_position_embeddings // 2)
             qr = rotate(q[None].expand(len(at), -1, -1), at, self.c.rope_theta)  # [blocks, heads, D]
@@ -275,9 +314,8 @@ class Run:
         self.segments = [[(kr.detach(), v.detach()) for kr, v in segs] for segs in self.segments]
         self.window_cache.clear()
 
-    def chunk(self, items, refresh):
-        """Generated steps that share the gate's choice; the first refreshes it (and may turn the
-        page) where `refresh`."""
+    def _turn(self, items):
+        """Where generated `items` start with a page break: the text turns the page."""
         c, p = self.c, self.p
         if self.tokens[items[0]] == c.page_break_token_id and self.generated > 0:
             self.flush()
@@ -287,45 +325,153 @@ class Run:
                 for pg in sorted(self.page_items):
                     if self.current - p.window_before <= pg <= self.current + p.window_after:
                         self.page(self.page_items[pg])
+
+    def _window_pages(self):
+        p = self.p
+        return [pg for pg in sorted(self.page_items) if self.current - p.window_before <= pg <= self.current + p.window_after]
+
+    def _ring(self, g0, n):
+        """The ring of recent tokens of generated steps g0 .. g0 + n - 1 (their items in gen_items):
+        the ring's items and ring_ok [n, ring], whether each step attends each (from its index -
+        recent + 1 to itself)."""
+        p = self.p
+        ring_from = max(0, g0 - p.recent + 1) if p.recent > 0 else g0 + n
+        gidx = np.arange(ring_from, g0 + n)
+        mine = np.arange(g0, g0 + n)
+        ok = torch.as_tensor((gidx[None, :] <= mine[:, None]) & (gidx[None, :] > mine[:, None] - p.recent))
+        return self.gen_items[ring_from:g0 + n], ok
+
+    def _blocks(self, selection):
+        """The items of the selector's blocks ({page: [block, ...]}), page by page in its order."""
+        return [it for pg in sorted(selection) for b in selection[pg] for it in self.page_items[pg][b * BLOCK:(b + 1) * BLOCK]]
+
+    def _push_queries(self, ring_buffer, at, gq):
+        """The gate queries' ring buffer after steps whose queries are gq [n, L, KV, D]; returns the next slot."""
+        for t in range(len(gq)):
+            if self.p.gate_query_tokens > 0:
+                ring_buffer[at] = gq[t]
+                at = (at + 1) % self.p.gate_query_tokens
+        return at
+
+    def chunk(self, items, refresh):
+        """Generated steps that share the gate's choice; the first refreshes it (and may turn the
+        page) where `refresh`."""
+        self._turn(items)
+        self._steps(items, refresh)
+
+    def _steps(self, items, refresh):
+        c = self.c
         if refresh:
             self._refresh_gate()
         g0 = self.generated
         self.generated += len(items)
         self.gen_items += items
-        window_pages = [pg for pg in sorted(self.page_items) if self.current - p.window_before <= pg <= self.current + p.window_after]
-        # The ring of each step: the generated tokens from (its index - recent + 1) to itself.
-        ring_from = max(0, g0 - p.recent + 1) if p.recent > 0 else g0 + len(items)
-        ring = self.gen_items[ring_from:]
-        gidx = np.arange(ring_from, g0 + len(items))
-        mine = np.arange(g0, g0 + len(items))
-        ring_ok = torch.as_tensor((gidx[None, :] <= mine[:, None]) & (gidx[None, :] > mine[:, None] - p.recent))
+        window_pages = self._window_pages()
+        ring, ring_ok = self._ring(g0, len(items))
         gq = torch.zeros(len(items), c.num_layers, c.num_kv_heads, c.head_dim)
         qpos = int(self.pos[items[0]])
 
         def keys(l, q):
             gq[:, l] = q.detach().view(len(items), c.num_kv_heads, self.G, c.head_dim).mean(2)
             if refresh or self.selection[l] is None or len(self.selection[l]) != len(self.gated):
-                self.selection[l] = self._select(l, q[0], qpos)
-            gated = [it for pg in sorted(self.selection[l]) for b in self.selection[l][pg]
-                     for it in self.page_items[pg][b * BLOCK:(b + 1) * BLOCK]]
+                self.selection[l] = self._select(l, q[0], qpos, self.gated)
+            gated = self._blocks(self.selection[l])
             window = self._window(l, window_pages)
             rest = self.sinks + gated + ring
             allowed = torch.cat([torch.ones(len(items), len(window[0]) + len(self.sinks) + len(gated), dtype=torch.bool),
                                  ring_ok], 1)
             if self.record:
+                ring_arr, ring_ok_np = np.asarray(ring, np.int64), ring_ok.numpy()
                 for t, i in enumerate(items):
                     self.attended.setdefault(i, []).append(window[0] + self.sinks + gated +
-                                                           [r for r, ok in zip(ring, ring_ok[t]) if ok])
+                                                           ring_arr[ring_ok_np[t]].tolist())
             return [window, (rest, *self._gather(l, rest))], allowed
         x = self._layers(items, self.m.embed_tokens.weight[torch.tensor([self.tokens[i] for i in items])], keys)
-        for t in range(len(items)):
-            if p.gate_query_tokens > 0:
-                self.recent_queries[self.recent_next] = gq[t]
-                self.recent_next = (self.recent_next + 1) % p.gate_query_tokens
+        self.recent_next = self._push_queries(self.recent_queries, self.recent_next, gq)
         for t, i in enumerate(items):
             self.outputs[i] = x[t]
         if self.labels is not None:
             self.pending += items
+
+    def text(self, steps, attempts=4):
+        """A run of generated chunks [(items, refresh)] with no page fed between them (a page's
+        text), computed together: every step of the run through each layer at once, each attending
+        what it would attend step by step. The gate's choice at each refresh depends on the queries
+        of the steps before it, so the run is computed with guessed choices (the first chunk's, which
+        is exact, for all), the choices recomputed from the run's own queries, and the run computed
+        again until the two agree — then, chunk by chunk, every step saw what it would have seen
+        (the first chunk's inputs are exact, so its queries are, so the second's choice is, ...).
+        Where they do not agree after `attempts` or a chunk keeps the gate's choice, chunk by chunk."""
+        self._turn(steps[0][0])
+        if any(not refresh for _, refresh in steps):
+            for items, refresh in steps:
+                self._steps(items, refresh)
+            return
+        c = self.c
+        items = [i for it, _ in steps for i in it]
+        n, g0 = len(items), self.generated
+        first = np.cumsum([0] + [len(it) for it, _ in steps[:-1]])  # each chunk's first row
+        chunk_of = np.repeat(np.arange(len(steps)), [len(it) for it, _ in steps])
+        qpos = [int(self.pos[it[0]]) for it, _ in steps]
+        gen_before = len(self.gen_items)
+        self.gen_items += items
+        ring, ring_ok = self._ring(g0, n)
+        window_pages = self._window_pages()
+        held = self.gated
+        gates = [self._gate_choice(self.recent_queries, held)] * len(steps)
+        seg_counts = [len(sg) for sg in self.segments]
+        x0 = self.m.embed_tokens.weight[torch.tensor([self.tokens[i] for i in items])]
+        for _ in range(attempts):
+            gq = torch.zeros(n, c.num_layers, c.num_kv_heads, c.head_dim)
+            selections = [None] * c.num_layers
+            attended = {}
+
+            def keys(l, q):
+                gq[:, l] = q.detach().view(n, c.num_kv_heads, self.G, c.head_dim).mean(2)
+                selections[l] = [self._select(l, q[first[k]], qpos[k], gates[k]) for k in range(len(steps))]
+                blocks = [self._blocks(sel) for sel in selections[l]]
+                union = sorted(set(i for b in blocks for i in b))
+                col = {it: j for j, it in enumerate(union)}
+                gated_ok = torch.zeros(n, len(union), dtype=torch.bool)
+                for k, b in enumerate(blocks):
+                    rows = slice(int(first[k]), int(first[k]) + len(steps[k][0]))
+                    gated_ok[rows, torch.as_tensor([col[i] for i in b], dtype=torch.long)] = True
+                window = self._window(l, window_pages)
+                rest = self.sinks + union + ring
+                allowed = torch.cat([torch.ones(n, len(window[0]) + len(self.sinks), dtype=torch.bool), gated_ok, ring_ok], 1)
+                if self.record:
+                    ring_arr, ring_ok_np = np.asarray(ring, np.int64), ring_ok.numpy()
+                    for t, i in enumerate(items):
+                        attended.setdefault(i, []).append(window[0] + self.sinks + blocks[chunk_of[t]] +
+                                                          ring_arr[ring_ok_np[t]].tolist())
+                return [window, (rest, *self._gather(l, rest))], allowed
+            x = self._layers(items, x0, keys)
+            self.stats["passes"] = self.stats.get("passes", 0) + 1
+            # The gate's choices the run's own queries make, chunk by chunk.
+            buffer, at, prev, made = list(self.recent_queries), self.recent_next, held, []
+            for k in range(len(steps)):
+                prev = self._gate_choice(buffer, prev)
+                made.append(prev)
+                rows = slice(int(first[k]), int(first[k]) + len(steps[k][0]))
+                at = self._push_queries(buffer, at, gq[rows])
+            if made == gates:
+                self.stats["runs together"] = self.stats.get("runs together", 0) + 1
+                self.gated, self.recent_queries, self.recent_next = gates[-1], buffer, at
+                self.selection = [sel[-1] for sel in selections]
+                self.generated += n
+                self.attended.update(attended)
+                for t, i in enumerate(items):
+                    self.outputs[i] = x[t]
+                if self.labels is not None:
+                    self.pending += items
+                return
+            gates = made
+            for l, count in enumerate(seg_counts):  # the run's keys and values again, from the start
+                del self.segments[l][count:]
+        self.stats["sequential runs"] = self.stats.get("sequential runs", 0) + 1
+        del self.gen_items[gen_before:]
+        for it, refresh in steps:
+            self._steps(it, refresh)
 
 
 def chunks(kinds, tokens, pages, pattern, page_break):
@@ -349,24 +495,38 @@ def chunks(kinds, tokens, pages, pattern, page_break):
     return out
 
 
-def run(model, pattern, kinds, tokens, visual, pages, record=False, labels=None):
+def run(model, pattern, kinds, tokens, visual, pages, record=False, labels=None, together=True):
     """Runs a sequence (kinds, tokens, visual rows [T, V], pages: the page of each visual token,
     -1 otherwise) as DecodeSession would. Returns the Run and the logits of the generated items in
     order [n, vocab]; with record, Run.attended lists, per generated item and layer, the items it
     attended. With labels (per item; those of generated items are used): training — the mean
     cross-entropy over the generated items is backpropagated page by page (Run.flush), and the
-    Run's loss_sum and correct say how it went; no logits are returned."""
+    Run's loss_sum and correct say how it went; no logits are returned. `together`: each page's
+    text computed in one pass (Run.text) rather than chunk by chunk as the runtime steps — the
+    same attention and, but for the order of float sums, the same numbers
+    (tools/train/srswa_check.py)."""
     r = Run(model, pattern, kinds, tokens, visual, pages, record)
     if labels is not None:
         r.labels = np.asarray(labels)
         r.loss_scale = 1.0 / max(1, sum(1 for k in kinds if k == GEN))
+    pending = []  # consecutive chunks of steps, computed together when the next page or sink comes
+
+    def steps_done():
+        if pending:
+            r.text(pending) if together else [r.chunk(items, refresh) for items, refresh in pending]
+            pending.clear()
     for kind, items, refresh in chunks(kinds, tokens, pages, pattern, model.c.page_break_token_id):
+        if kind == "steps":
+            if together and pending and r.tokens[items[0]] == model.c.page_break_token_id:
+                steps_done()  # a page's text is one run
+            pending.append((items, refresh))
+            continue
+        steps_done()
         if kind == "sink":
             r.sink(items[0])
-        elif kind == "page":
-            r.page(items)
         else:
-            r.chunk(items, refresh)
+            r.page(items)
+    steps_done()
     if labels is not None:
         r.flush()
         return r, None
