@@ -276,16 +276,25 @@ class Run:
     def _select(self, l, q, qpos, gated):
         """The selector's blocks of each of the `gated` pages for query q [heads, D] at qpos: Quest
         bounds in each block's nominal frame (at most half the trained range before the query)."""
+        return self._select_many(l, q[None], [qpos], [gated])[0]
+
+    def _select_many(self, l, qs, qpos, gates):
+        """_select for several queries qs [m, heads, D] at qpos [m], each with its gated pages:
+        one product per page for all the queries that gate it."""
         c, G = self.c, self.G
-        q = q.detach()
-        out = {}
-        for pg in gated:
+        qs = qs.detach()
+        out = [{} for _ in gates]
+        for pg in sorted(set(pg for gated in gates for pg in gated)):
+            rows = [k for k, gated in enumerate(gates) if pg in gated]
             lo, hi, pos0 = self._page_bounds(pg, l)
-            at = pos0 + np.minimum(qpos - pos0, c.max_position_embeddings // 2)
-            qr = rotate(q[None].expand(len(at), -1, -1), at, self.c.rope_theta)  # [blocks, heads, D]
-            bound = torch.maximum(qr * lo.repeat_interleave(G, 1), qr * hi.repeat_interleave(G, 1)).sum((1, 2))
-            order = torch.sort(-bound, stable=True).indices  # ties to the earlier block
-            out[pg] = order[:self.p.blocks_per_gated_page].tolist()
+            at = pos0[None, :] + np.minimum(np.asarray(qpos)[rows][:, None] - pos0[None, :], c.max_position_embeddings // 2)
+            m, nb = at.shape
+            qr = rotate(qs[rows][:, None].expand(m, nb, -1, -1).reshape(m * nb, *qs.shape[1:]), at.reshape(-1),
+                        self.c.rope_theta).view(m, nb, *qs.shape[1:])  # [queries, blocks, heads, D]
+            bound = torch.maximum(qr * lo.repeat_interleave(G, 1), qr * hi.repeat_interleave(G, 1)).sum((2, 3))
+            order = torch.sort(-bound, dim=1, stable=True).indices[:, :self.p.blocks_per_gated_page]  # ties to the earlier block
+            for k, blocks in zip(rows, order.tolist()):
+                out[k][pg] = blocks
         return out
 
     def _window(self, l, pages):
@@ -428,7 +437,7 @@ class Run:
 
             def keys(l, q):
                 gq[:, l] = q.detach().view(n, c.num_kv_heads, self.G, c.head_dim).mean(2)
-                selections[l] = [self._select(l, q[first[k]], qpos[k], gates[k]) for k in range(len(steps))]
+                selections[l] = self._select_many(l, q[torch.as_tensor(first)], qpos, gates)
                 blocks = [self._blocks(sel) for sel in selections[l]]
                 union = sorted(set(i for b in blocks for i in b))
                 col = {it: j for j, it in enumerate(union)}

@@ -86,7 +86,7 @@ def check(model, pattern, seq, labels=None, fixture=None):
           f"in {rb.stats.get('passes', 0)} passes, chunk by chunk {rb.stats.get('sequential runs', 0)}")
     ok = ok and same and ra.gen_items == rb.gen_items
     ok = compare("logits", lb, la, 1e-4) and ok
-    print(f"  time without gradients: chunk by chunk {times[False]:.1f} s, together {times[True]:.1f} s")
+    print(f"  time without gradients, the positions recorded: chunk by chunk {times[False]:.1f} s, together {times[True]:.1f} s")
     if fixture is not None:
         recorded = torch.tensor(fixture["logits"])
         ok = compare("logits against the fixture (DecodeSession's)", lb, recorded, 1e-4) and ok
