@@ -9,8 +9,10 @@ logits.
 
 The gate and the selector choose by the model's own queries and keys, and a refreshing step's
 choice for layer l depends on the layers below it, so the sets are known only by decoding in
-order. The steps between two refreshes share their gated blocks and window, so they go through
-each layer together (a chunk); only the ring of recent tokens differs from step to step.
+order. The steps between two refreshes share their gated blocks and window (a chunk); only the
+ring of recent tokens differs from step to step. A page's text goes through each layer at once,
+with the gate's choices guessed and then confirmed from the pass's own queries (Run.text); chunk
+by chunk (Run.chunk) is the reference, and tools/train/srswa_check.py holds the two together.
 """
 import math
 
