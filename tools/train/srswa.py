@@ -14,6 +14,7 @@ ring of recent tokens differs from step to step. A page's text goes through each
 with the gate's choices guessed and then confirmed from the pass's own queries (Run.text); chunk
 by chunk (Run.chunk) is the reference, and tools/train/srswa_check.py holds the two together.
 """
+import collections
 import math
 
 import numpy as np
@@ -81,7 +82,7 @@ class Run:
         self.outputs = {}  # generated item -> final hidden state
         self.attended = {}  # record: generated item -> [layer] -> attended items
         self.window_cache = {}  # (layer, segments) -> the window pages' keys and values, once a page
-        self.stats = {}  # text(): runs computed together, passes over them, runs taken chunk by chunk
+        self.stats = collections.Counter()  # text(): runs computed together, their passes, runs chunk by chunk
         # Training (labels): each page's loss is backpropagated when the text turns the page.
         self.labels, self.pending, self.loss_scale = None, [], 1.0
         self.loss_sum, self.correct = 0.0, 0
@@ -294,7 +295,8 @@ class Run:
             qr = rotate(qs[rows][:, None].expand(m, nb, -1, -1).reshape(m * nb, *qs.shape[1:]), at.reshape(-1),
                         self.c.rope_theta).view(m, nb, *qs.shape[1:])  # [queries, blocks, heads, D]
             bound = torch.maximum(qr * lo.repeat_interleave(G, 1), qr * hi.repeat_interleave(G, 1)).sum((2, 3))
-            order = torch.sort(-bound, dim=1, stable=True).indices[:, :self.p.blocks_per_gated_page]  # ties to the earlier block
+            # Ties go to the earlier block.
+            order = torch.sort(-bound, dim=1, stable=True).indices[:, :self.p.blocks_per_gated_page]
             for k, blocks in zip(rows, order.tolist()):
                 out[k][pg] = blocks
         return out
@@ -339,7 +341,8 @@ class Run:
 
     def _window_pages(self):
         p = self.p
-        return [pg for pg in sorted(self.page_items) if self.current - p.window_before <= pg <= self.current + p.window_after]
+        return [pg for pg in sorted(self.page_items)
+                if self.current - p.window_before <= pg <= self.current + p.window_after]
 
     def _ring(self, g0, n):
         """The ring of recent tokens of generated steps g0 .. g0 + n - 1 (their items in gen_items):
@@ -354,7 +357,8 @@ class Run:
 
     def _blocks(self, selection):
         """The items of the selector's blocks ({page: [block, ...]}), page by page in its order."""
-        return [it for pg in sorted(selection) for b in selection[pg] for it in self.page_items[pg][b * BLOCK:(b + 1) * BLOCK]]
+        return [it for pg in sorted(selection) for b in selection[pg]
+                for it in self.page_items[pg][b * BLOCK:(b + 1) * BLOCK]]
 
     def _push_queries(self, ring_buffer, at, gq):
         """The gate queries' ring buffer after steps whose queries are gq [n, L, KV, D]; returns the next slot."""
@@ -414,14 +418,19 @@ class Run:
         (the first chunk's inputs are exact, so its queries are, so the second's choice is, ...).
         Where they do not agree after `attempts` or a chunk keeps the gate's choice, chunk by chunk."""
         self._turn(steps[0][0])
-        if any(not refresh for _, refresh in steps):
-            for items, refresh in steps:
-                self._steps(items, refresh)
+        if all(refresh for _, refresh in steps) and self._together(steps, attempts):
             return
+        self.stats["sequential runs"] += 1
+        for items, refresh in steps:
+            self._steps(items, refresh)
+
+    def _together(self, steps, attempts):
+        """text()'s passes; False, with nothing changed, where the choices do not settle."""
         c = self.c
         items = [i for it, _ in steps for i in it]
         n, g0 = len(items), self.generated
         first = np.cumsum([0] + [len(it) for it, _ in steps[:-1]])  # each chunk's first row
+        rows_of = [slice(int(f), int(f) + len(it)) for f, (it, _) in zip(first, steps)]  # each chunk's rows
         chunk_of = np.repeat(np.arange(len(steps)), [len(it) for it, _ in steps])
         qpos = [int(self.pos[it[0]]) for it, _ in steps]
         gen_before = len(self.gen_items)
@@ -444,12 +453,12 @@ class Run:
                 union = sorted(set(i for b in blocks for i in b))
                 col = {it: j for j, it in enumerate(union)}
                 gated_ok = torch.zeros(n, len(union), dtype=torch.bool)
-                for k, b in enumerate(blocks):
-                    rows = slice(int(first[k]), int(first[k]) + len(steps[k][0]))
+                for rows, b in zip(rows_of, blocks):
                     gated_ok[rows, torch.as_tensor([col[i] for i in b], dtype=torch.long)] = True
                 window = self._window(l, window_pages)
                 rest = self.sinks + union + ring
-                allowed = torch.cat([torch.ones(n, len(window[0]) + len(self.sinks), dtype=torch.bool), gated_ok, ring_ok], 1)
+                everyone = torch.ones(n, len(window[0]) + len(self.sinks), dtype=torch.bool)
+                allowed = torch.cat([everyone, gated_ok, ring_ok], 1)
                 if self.record:
                     ring_arr, ring_ok_np = np.asarray(ring, np.int64), ring_ok.numpy()
                     for t, i in enumerate(items):
@@ -457,16 +466,15 @@ class Run:
                                                           ring_arr[ring_ok_np[t]].tolist())
                 return [window, (rest, *self._gather(l, rest))], allowed
             x = self._layers(items, x0, keys)
-            self.stats["passes"] = self.stats.get("passes", 0) + 1
+            self.stats["passes"] += 1
             # The gate's choices the run's own queries make, chunk by chunk.
             buffer, at, prev, made = list(self.recent_queries), self.recent_next, held, []
-            for k in range(len(steps)):
+            for rows in rows_of:
                 prev = self._gate_choice(buffer, prev)
                 made.append(prev)
-                rows = slice(int(first[k]), int(first[k]) + len(steps[k][0]))
                 at = self._push_queries(buffer, at, gq[rows])
             if made == gates:
-                self.stats["runs together"] = self.stats.get("runs together", 0) + 1
+                self.stats["runs together"] += 1
                 self.gated, self.recent_queries, self.recent_next = gates[-1], buffer, at
                 self.selection = [sel[-1] for sel in selections]
                 self.generated += n
@@ -475,14 +483,12 @@ class Run:
                     self.outputs[i] = x[t]
                 if self.labels is not None:
                     self.pending += items
-                return
+                return True
             gates = made
             for l, count in enumerate(seg_counts):  # the run's keys and values again, from the start
                 del self.segments[l][count:]
-        self.stats["sequential runs"] = self.stats.get("sequential runs", 0) + 1
         del self.gen_items[gen_before:]
-        for it, refresh in steps:
-            self._steps(it, refresh)
+        return False
 
 
 def chunks(kinds, tokens, pages, pattern, page_break):
