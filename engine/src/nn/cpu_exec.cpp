@@ -155,8 +155,7 @@ Status computeConv(const Exec& e, const Node& n) {
         if (w->shape[2] != params.kh || w->shape[3] != params.kw)
             return nodeError(g, n, "kernel_shape disagrees with the weights");
         if (b && (b->size() != w->shape[0] || b->isInt)) return nodeError(g, n, "bias size disagrees with the weights");
-        const cpu::Epilogue epilogue = [&n](float* run, int64_t count) { runChain(n.micro, run, count); };
-        e.set(n, 0, cpu::conv2d(*x, *w, b ? b->data() : nullptr, params, n.micro.empty() ? nullptr : &epilogue));
+        e.set(n, 0, conv2dWithChain(*x, *w, b ? b->data() : nullptr, params, n.micro));
     } else {
         if (params.group != 1 || w->shape[0] != C)
             return nodeError(g, n, "input " + shapeString(x->shape) + " does not fit weights " +

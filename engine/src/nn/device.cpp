@@ -94,9 +94,7 @@ public:
     Status conv2d(const Handle& x, const Handle& w, const Handle& bias, const ConvShape& s, const Handle& y,
                   const std::vector<Micro>& epilogue) override {
         const Tensor xt = tensorOf(x, {s.n, s.c, s.h, s.w}), wt = tensorOf(w, {s.m, s.group == 1 ? s.c : 1, s.kh, s.kw});
-        const cpu::Epilogue steps = [&epilogue](float* run, int64_t count) { runChain(epilogue, run, count); };
-        return put(cpu::conv2d(xt, wt, bias ? of(bias).data() : nullptr, s, epilogue.empty() ? nullptr : &steps), y,
-                   "convolution");
+        return put(conv2dWithChain(xt, wt, bias ? of(bias).data() : nullptr, s, epilogue), y, "convolution");
     }
     Status convTranspose2d(const Handle& x, const Handle& w, const Handle& bias, const ConvShape& s, int oh, int ow,
                            const Handle& y) override {

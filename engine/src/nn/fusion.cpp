@@ -271,6 +271,12 @@ void runChain(const std::vector<Micro>& chain, float* x, int64_t n) {
     for (int64_t o = 0; o < n; o += kChunk) runSteps(chain, x + o, std::min(kChunk, n - o), scratch.data());
 }
 
+Tensor conv2dWithChain(const Tensor& x, const Tensor& w, const float* bias, const ConvShape& s,
+                       const std::vector<Micro>& chain) {
+    const cpu::Epilogue epilogue = [&chain](float* run, int64_t count) { runChain(chain, run, count); };
+    return cpu::conv2d(x, w, bias, s, chain.empty() ? nullptr : &epilogue);
+}
+
 int fuseElementwise(Graph& g) {
     int removed = 0;
     for (auto& n : g.nodes) toChain(g, n);

@@ -96,5 +96,9 @@ void foldBatchNorms(Graph& g);
 int fuseElementwise(Graph& g);
 // Applies a chain to n floats in place.
 void runChain(const std::vector<Micro>& chain, float* x, int64_t n);
+// cpu::conv2d with `chain` run on its output as its epilogue (none where the chain is empty): the
+// CPU executor's and the mirror device's convolution.
+Tensor conv2dWithChain(const Tensor& x, const Tensor& w, const float* bias, const ConvShape& s,
+                       const std::vector<Micro>& chain);
 
 }  // namespace quire::nn
