@@ -283,6 +283,42 @@ private slots:
         QVERIFY(!pageBreak.validate("config.json"));
     }
 
+    // The SR-SWA pattern a model was trained under survives config.json; a model without one has
+    // none; a pattern that cannot be run is refused with the field named.
+    void trainedPatternRoundTripsAndIsChecked() {
+        ModelConfig c = tinyDecoderConfig();
+        QVERIFY(!ModelConfig::fromJson(c.toJson(), "config.json")->srswa);
+        c.srswa = TrainedPattern{};
+        c.srswa->windowAfter = 1, c.srswa->gatedPages = 3, c.srswa->blocksPerGatedPage = 6, c.srswa->gateHold = 0.25f;
+        c.srswa->recentTokens = 96;
+        auto parsed = ModelConfig::fromJson(c.toJson(), "config.json");
+        QVERIFY2(parsed, parsed.status().message().c_str());
+        QVERIFY(parsed->srswa);
+        QCOMPARE(parsed->srswa->windowBefore, 0);
+        QCOMPARE(parsed->srswa->windowAfter, 1);
+        QCOMPARE(parsed->srswa->gatedPages, 3);
+        QCOMPARE(parsed->srswa->blocksPerGatedPage, 6);
+        QCOMPARE(parsed->srswa->gateHold, 0.25f);
+        QCOMPARE(parsed->srswa->recentTokens, 96);
+        QCOMPARE(parsed->srswa->gateRefreshSteps, 8);
+        // As tools/train writes it: the training config's "srswa" object, keys it leaves out default.
+        std::string json = tinyDecoderConfig().toJson();
+        json.insert(json.rfind('}'), ", \"srswa\": {\"window_after\": 2, \"recent\": 64}");
+        parsed = ModelConfig::fromJson(json, "config.json");
+        QVERIFY2(parsed && parsed->srswa, parsed ? "no pattern" : parsed.status().message().c_str());
+        QCOMPARE(parsed->srswa->windowAfter, 2);
+        QCOMPARE(parsed->srswa->recentTokens, 64);
+        QCOMPARE(parsed->srswa->gatedPages, 4);
+        for (const char* bad : {"\"srswa\": 1", "\"srswa\": {\"window_after\": -1}", "\"srswa\": {\"window_after\": 1.5}",
+                                "\"srswa\": {\"recent\": 0}", "\"srswa\": {\"gate_hold\": -2}"}) {
+            std::string j = tinyDecoderConfig().toJson();
+            j.insert(j.rfind('}'), std::string(", ") + bad);
+            const auto r = ModelConfig::fromJson(j, "m/config.json");
+            QVERIFY2(!r && r.status().code() == ErrorCode::Corrupt, bad);
+            QVERIFY2(QString::fromStdString(r.status().message()).contains("m/config.json: 'srswa"), r.status().message().c_str());
+        }
+    }
+
     void loaderRefusesBrokenFiles_data() {
         QTest::addColumn<QString>("damage");
         QTest::addColumn<QString>("words");

@@ -304,8 +304,10 @@ def save_safetensors(path, tensors, metadata=None):
             f.write(b)
 
 
-def export(model, out_dir):
-    """The runtime's format: config.json + model.safetensors (docs/MODEL_FORMAT.md)."""
+def export(model, out_dir, pattern=None):
+    """The runtime's format: config.json + model.safetensors (docs/MODEL_FORMAT.md). `pattern`: the
+    SR-SWA pattern (srswa.Pattern) the model was trained under, written as config.json's "srswa"
+    so that the reader runs the model with it (its look-ahead included)."""
     os.makedirs(out_dir, exist_ok=True)
     c = model.c
     t = {"embed_tokens.weight": model.embed_tokens.weight, "visual_proj.weight": model.visual_proj.weight,
@@ -318,8 +320,11 @@ def export(model, out_dir):
     if model.lm_head is not None:
         t["lm_head.weight"] = model.lm_head.weight
     save_safetensors(os.path.join(out_dir, "model.safetensors"), t)
+    config = json.loads(c.to_json())
+    if pattern is not None:
+        config["srswa"] = pattern.to_dict()
     with open(os.path.join(out_dir, "config.json"), "w") as f:
-        f.write(c.to_json() + "\n")
+        f.write(json.dumps(config, indent=2) + "\n")
 
 
 def load_exported(model_dir):
@@ -328,6 +333,7 @@ def load_exported(model_dir):
     with open(os.path.join(model_dir, "config.json")) as f:
         cfg = json.load(f)
     cfg.pop("model_type", None)
+    cfg.pop("srswa", None)  # how it runs, not what it is
     model = QuireDecoder(Config(**cfg))
     with open(os.path.join(model_dir, "model.safetensors"), "rb") as f:
         raw = f.read()

@@ -274,7 +274,7 @@ def main():
             if step % train_cfg["checkpoint_every"] == 0 or step == total:
                 torch.save({"model": model.state_dict(), "optimizer": opt.state_dict(), "step": step,
                             "py_rng": random.getstate(), "torch_rng": torch.get_rng_state()}, ckpt)
-                export(model, os.path.join(args.out, "model"))
+                export(model, os.path.join(args.out, "model"), pattern)
                 write_counts(os.path.join(args.out, "model", COUNTS_FILE), counts)
     print(f"done: {step} steps in {time.time() - start:.0f} s; model in {os.path.join(args.out, 'model')}")
 

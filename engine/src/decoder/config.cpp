@@ -1,6 +1,9 @@
 // A decoder model's config.json: reading, validating and writing it (docs/MODEL_FORMAT.md).
 #include "quire/decoder/config.h"
 
+#include <cmath>
+#include <tuple>
+
 #include <QFile>
 #include <QJsonDocument>
 #include <QJsonArray>
@@ -48,6 +51,29 @@ Result<ModelConfig> ModelConfig::fromJson(const std::string& json, const std::st
     }
     if (o.contains("visual_line_end_token_id") && o.value("visual_line_end_token_id").toDouble(-1) >= 0)
         if (Status s = integer("visual_line_end_token_id", c.visualLineEndTokenId, false); !s) return s;
+    if (o.contains("srswa")) {
+        if (!o.value("srswa").isObject()) return Status(ErrorCode::Corrupt, where + ": 'srswa' must be an object");
+        const QJsonObject a = o.value("srswa").toObject();
+        TrainedPattern t;
+        for (auto [key, field, most] : std::initializer_list<std::tuple<const char*, int*, int>>{
+                 {"window_before", &t.windowBefore, 8}, {"window_after", &t.windowAfter, 8},
+                 {"gated_pages", &t.gatedPages, 64}, {"blocks_per_gated_page", &t.blocksPerGatedPage, 1024},
+                 {"gate_refresh_steps", &t.gateRefreshSteps, 4096}, {"gate_query_tokens", &t.gateQueryTokens, 4096},
+                 {"recent", &t.recentTokens, 1 << 20}}) {
+            if (!a.contains(key)) continue;
+            const double v = a.value(key).toDouble(-1);
+            if (v < 0 || v > most || v != std::floor(v))
+                return Status(ErrorCode::Corrupt, where + ": 'srswa." + key + "' must be a whole number from 0 to " +
+                                                      std::to_string(most));
+            *field = int(v);
+        }
+        if (t.gateRefreshSteps < 1 || t.recentTokens < 1)
+            return Status(ErrorCode::Corrupt, where + ": 'srswa.gate_refresh_steps' and 'srswa.recent' must be at least 1");
+        const double hold = a.value("gate_hold").toDouble(t.gateHold);
+        if (!(hold >= 0 && hold <= 100)) return Status(ErrorCode::Corrupt, where + ": 'srswa.gate_hold' must lie in 0..100");
+        t.gateHold = float(hold);
+        c.srswa = t;
+    }
     if (Status s = c.validate(where); !s) return s;
     return c;
 }
@@ -94,6 +120,12 @@ std::string ModelConfig::toJson() const {
         o.insert("line_end_token_ids", ids);
         o.insert("visual_line_end_token_id", visualLineEndTokenId);
     }
+    if (srswa)
+        o.insert("srswa", QJsonObject{{"window_before", srswa->windowBefore}, {"window_after", srswa->windowAfter},
+                                      {"gated_pages", srswa->gatedPages}, {"blocks_per_gated_page", srswa->blocksPerGatedPage},
+                                      {"gate_refresh_steps", srswa->gateRefreshSteps},
+                                      {"gate_query_tokens", srswa->gateQueryTokens}, {"gate_hold", double(srswa->gateHold)},
+                                      {"recent", srswa->recentTokens}});
     return QJsonDocument(o).toJson(QJsonDocument::Indented).toStdString();
 }
 

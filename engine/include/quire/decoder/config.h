@@ -2,12 +2,22 @@
 #pragma once
 
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "quire/core/status.h"
 
 namespace quire::decoder {
+
+// The SR-SWA pattern a model was trained under (config.json's "srswa", written by tools/train from
+// its training config, docs/MODEL_FORMAT.md): a reader runs the model with it, look-ahead included.
+struct TrainedPattern {
+    int windowBefore = 0, windowAfter = 0;  // pages before and after the current one in the window
+    int gatedPages = 4, blocksPerGatedPage = 8, gateRefreshSteps = 8, gateQueryTokens = 16;
+    float gateHold = 0.05f;
+    int recentTokens = 128;
+};
 
 struct ModelConfig {
     int vocabSize = 0;
@@ -34,6 +44,7 @@ struct ModelConfig {
     int maxPositions = 4096;  // the rotary range the model was trained on
     bool tieWordEmbeddings = true;
     int bosTokenId = 1, eosTokenId = 2, pageBreakTokenId = 3;
+    std::optional<TrainedPattern> srswa;  // absent: trained without the runtime's SR-SWA (R-SWA masks)
 
     static Result<ModelConfig> fromJson(const std::string& json, const std::string& where);
     static Result<ModelConfig> load(const std::filesystem::path& file);
