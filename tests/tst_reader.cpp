@@ -48,6 +48,21 @@ static std::optional<PageText> readWithRule(const std::string& dir, const cv::Ma
     return got->text;
 }
 
+// The shipped reader as if trained with `after` pages of look-ahead (its config.json with an
+// "srswa" pattern) in `dir`; false where no reader model is shipped.
+static bool lookAheadModel(const fs::path& dir, int after) {
+    auto shipped = findReaderModel();
+    if (!shipped) return false;
+    auto c = decoder::ModelConfig::load(fs::path(*shipped) / "config.json");
+    if (!c) return false;
+    c->srswa = decoder::TrainedPattern{};
+    c->srswa->windowAfter = after;
+    fs::create_directories(dir);
+    for (const char* f : {"model.safetensors", "character_counts.tsv"}) fs::copy_file(fs::path(*shipped) / f, dir / f);
+    std::ofstream(dir / "config.json") << c->toJson();
+    return true;
+}
+
 class TestReader : public QObject {
     Q_OBJECT
 
@@ -357,11 +372,21 @@ private slots:
 
     // A reader run stopped part-way (cancelled here; a kill leaves the same committed state, as the
     // checkpoint is saved in each page's transaction) takes up the context it had: the pages read
-    // after the resume come out exactly as in an uninterrupted run.
+    // after the resume come out exactly as in an uninterrupted run. Also with a model that reads a
+    // page ahead (the transcriber holds the next prepared page for it; the saved context then ends
+    // with the page after the last one committed).
+    void readerResumesWithTheContextItHad_data() {
+        QTest::addColumn<int>("ahead");
+        QTest::newRow("shipped") << 0;
+        QTest::newRow("one page ahead") << 1;
+    }
     void readerResumesWithTheContextItHad() {
+        QFETCH(int, ahead);
         auto dir = findReaderModel();
         if (!dir) QSKIP("no reader model is shipped");
         QTemporaryDir tmp;
+        const fs::path aheadDir = fs::path(tmp.path().toStdString()) / "ahead";
+        if (ahead > 0) QVERIFY(lookAheadModel(aheadDir, ahead));
         const std::vector<std::vector<std::string>> texts = {
             {"The register of the parish", "was kept by the clerk"}, {"in a book of ninety leaves,", "bound in calf"},
             {"and he wrote each entry", "in the same hand"}, {"until the year of the flood", "took the vestry"},
@@ -377,6 +402,7 @@ private slots:
             p.inputs.push_back(png.toStdString());
         }
         p.recognizer.engine = "reader";
+        if (ahead > 0) p.recognizer.readerModel = aheadDir.string();
         std::vector<std::string> logs;
         p.onLog = [&](const std::string& m) { logs.push_back(m); };
         auto pageTexts = [](ProjectStore& store) {
@@ -387,11 +413,15 @@ private slots:
 
         // The uninterrupted run reads with one thread (no prepare stage); the parted runs with the
         // front-end of the next pages on two prepare threads of their own, handing their pages on
-        // in order: the same text either way.
+        // in order: the same text either way. (Reading ahead needs the prepared pages: with it,
+        // both runs prepare.)
         auto whole = ProjectStore::open(tmp.filePath("whole.quire").toStdString());
         QVERIFY(whole);
         TranscribeParams oneThread = p;
-        oneThread.preparers = 0;
+        if (ahead == 0) oneThread.preparers = 0;
+        // A budget of one page in memory: the page held for the look-ahead must not keep the loader
+        // from bringing the next one.
+        else oneThread.pixelBudget = 1;
         auto r = runTranscription(**whole, oneThread);
         QVERIFY2(r, r.status().message().c_str());
         QCOMPARE(r->done, total);
@@ -416,6 +446,11 @@ private slots:
         QVERIFY(saved && saved->has_value());
         QCOMPARE((*saved)->lastPageId, (*(*parted)->pages())[size_t(doneBefore - 1)].id);
         QVERIFY((*parted)->contextPage(doneBefore - 1));  // every page of the context is kept
+        // One context from the first page on (each page was the one fed ahead for it: another
+        // would have started a fresh one), the pages fed ahead of the last one committed kept
+        // with it; none beyond.
+        for (int k = 0; k < doneBefore + ahead; ++k) QVERIFY((*parted)->contextPage(k));
+        QVERIFY(!(*parted)->contextPage(doneBefore + ahead));
 
         logs.clear();
         r = runTranscription(**parted, p);
@@ -428,6 +463,7 @@ private slots:
         QCOMPARE(int(got.size()), total);
         for (size_t k = 0; k < got.size(); ++k) QCOMPARE(QString::fromStdString(got[k]), QString::fromStdString(expected[k]));
 
+        if (ahead > 0) return;
         // A checkpoint is refused by another model, and a damaged one is named as such.
         auto other = ReaderEngine::load(ReaderOptions{*dir});
         QVERIFY(other);
@@ -441,6 +477,75 @@ private slots:
         QVERIFY2(!refused && QString::fromStdString(refused.message()).contains("another reader model"), refused.message().c_str());
         Status damaged = (*other)->restore(cp.state.substr(0, cp.state.size() - 3), {});
         QCOMPARE(damaged.code(), ErrorCode::Corrupt);
+    }
+
+    // A model trained with a page of look-ahead reads with it: the page after the current one is fed
+    // before the current one's text is written (the checkpoints list it with the current page) and
+    // not fed again; a resume between the two continues exactly; a page that is not the one fed
+    // ahead for it starts a fresh context.
+    void readerFeedsThePageAheadAndResumesInsideIt() {
+        QTemporaryDir tmp;
+        const fs::path dir = fs::path(tmp.path().toStdString()) / "ahead";
+        if (!lookAheadModel(dir, 1)) QSKIP("no reader model is shipped");
+        const std::vector<std::vector<std::string>> texts = {
+            {"The register of the parish", "was kept by the clerk"}, {"in a book of ninety leaves,", "bound in calf"},
+            {"and he wrote each entry", "in the same hand"}, {"until the year of the flood", "took the vestry"}};
+        auto reader = ReaderEngine::load(ReaderOptions{dir.string()});
+        QVERIFY2(reader, reader.status().message().c_str());
+        QCOMPARE((*reader)->pagesAhead(), 1);
+        auto shipped = ReaderEngine::load(ReaderOptions{});
+        QVERIFY(shipped);
+        QCOMPARE((*shipped)->pagesAhead(), 0);  // trained without a pattern: the reader's defaults
+        std::vector<Result<PpocrPage>> pages;
+        for (const auto& t : texts) pages.push_back((*reader)->encode(textPage(t, 1300, 420, 1.4)));
+        std::vector<std::string> whole;
+        std::vector<DecoderCheckpoint> cps;
+        std::vector<std::vector<float>> context;  // the context's pages as the store keeps them
+        for (size_t k = 0; k < pages.size(); ++k) {
+            std::vector<const Result<PpocrPage>*> ahead;
+            if (k + 1 < pages.size()) ahead.push_back(&pages[k + 1]);
+            auto got = (*reader)->readEncoded(pages[k], 300, nullptr, {}, ahead);
+            QVERIFY2(got && got->failure.empty(), got ? got->failure.c_str() : got.status().message().c_str());
+            whole.push_back(got->text.plainText());
+            cps.push_back((*reader)->checkpoint());
+            QCOMPARE(cps.back().firstNewPage, int(context.size()));
+            for (auto& page : cps.back().newPages) context.push_back(page);
+            // Page k and k + 1 after the first page; then only the next; none after the last.
+            QCOMPARE(int(context.size()), std::min(int(k) + 2, int(pages.size())));
+        }
+        const auto provider = [&](int i) -> Result<std::vector<float>> {
+            if (i < 0 || size_t(i) >= context.size()) return Status(ErrorCode::NotFound, "no such page");
+            return context[size_t(i)];
+        };
+        // Resumed after the first page, with the second fed ahead already.
+        auto resumed = ReaderEngine::load(ReaderOptions{dir.string()});
+        QVERIFY(resumed);
+        QVERIFY2((*resumed)->restore(cps[0].state, provider), "restore");
+        for (size_t k = 1; k < pages.size(); ++k) {
+            std::vector<const Result<PpocrPage>*> ahead;
+            if (k + 1 < pages.size()) ahead.push_back(&pages[k + 1]);
+            auto got = (*resumed)->readEncoded(pages[k], 300, nullptr, {}, ahead);
+            QVERIFY(got && got->failure.empty());
+            QCOMPARE(QString::fromStdString(got->text.plainText()), QString::fromStdString(whole[k]));
+        }
+        // Resumed after the first page, but the next page is another: read as a volume's first.
+        auto changed = ReaderEngine::load(ReaderOptions{dir.string()});
+        QVERIFY(changed && (*changed)->restore(cps[0].state, provider));
+        auto other = (*changed)->readEncoded(pages[3], 300);
+        auto fresh = ReaderEngine::load(ReaderOptions{dir.string()});
+        QVERIFY(fresh);
+        auto first = (*fresh)->readEncoded(pages[3], 300);
+        QVERIFY(other && first && other->failure.empty());
+        QCOMPARE(QString::fromStdString(other->text.plainText()), QString::fromStdString(first->text.plainText()));
+        QCOMPARE((*changed)->checkpoint().restartPages, true);
+        // Without look-ahead given (a page read alone), the page is read and the next one fed then.
+        auto alone = ReaderEngine::load(ReaderOptions{dir.string()});
+        QVERIFY(alone);
+        for (size_t k = 0; k < 2; ++k) {
+            auto got = (*alone)->readEncoded(pages[k], 300);
+            QVERIFY(got && got->failure.empty());
+            QCOMPARE((*alone)->checkpoint().newPages.size(), size_t(1));
+        }
     }
 
     // The reader streams its text token by token to TranscribeParams::onText, per page, while it

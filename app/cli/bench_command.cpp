@@ -37,6 +37,7 @@ int benchDecode(const Args& args) {
         p.model = *m;
         p.config = p.model->config;
         p.attention = readerAttentionDefaults();
+        useTrainedPattern(p.attention, p.config);
     } else if (auto cfg = args.value("config")) {
         auto c = ModelConfig::load(*cfg);
         if (!c) return fail(kUsage, c.status().message());
@@ -174,7 +175,9 @@ int benchReader(const Args& args) {
             if (!t) return fail(kInternal, "bench reader: Tesseract, page " + std::to_string(i + 1) + ": " + t.status().message());
             tessS[i].push_back(secondsSince(t0));
             t0 = Clock::now();
-            auto d = (*reader)->recognizePrepared(*prepared[i], nullptr, {});
+            std::vector<PreparedPage*> ahead;  // the pages after it, for a model that reads ahead
+            for (size_t j = i + 1; j < n && int(ahead.size()) < (*reader)->pagesAhead(); ++j) ahead.push_back(prepared[j].get());
+            auto d = (*reader)->recognizePrepared(*prepared[i], ahead, nullptr, {});
             if (!d) return fail(kInternal, "bench reader: reader, page " + std::to_string(i + 1) + ": " + d.status().message());
             decodeS[i].push_back(secondsSince(t0));
             text += d->plainText() + "\f";

@@ -74,13 +74,16 @@ Status applyMeasurementEnvironment(RecognizerOptions& o) {
     if (const char* v = variable("QUIRE_READER_EVIDENCE"))
         if (Status s = readNats("QUIRE_READER_EVIDENCE", v, t.evidencePrior); !s) return s;
     if (const char* v = variable("QUIRE_READER_WINDOW")) {
-        // "B,G": pages before the current one in the window, gated pages.
+        // "B,G[,A]": pages before the current one in the window, gated pages, pages after it.
         char* end = nullptr;
         const long before = std::strtol(v, &end, 10);
         const long gated = *end == ',' ? std::strtol(end + 1, &end, 10) : -1;
-        if (*end != '\0' || before < 0 || before > 8 || gated < 0 || gated > 16)
-            return malformed("QUIRE_READER_WINDOW", "B,G (pages before the current one, 0-8; gated pages, 0-16)", v);
-        t.windowBefore = int(before), t.gatedPages = int(gated);
+        const bool hasAfter = *end == ',';
+        const long after = hasAfter ? std::strtol(end + 1, &end, 10) : -1;
+        if (*end != '\0' || before < 0 || before > 8 || gated < 0 || gated > 16 || (hasAfter && (after < 0 || after > 8)))
+            return malformed("QUIRE_READER_WINDOW",
+                             "B,G[,A] (pages before the current one, 0-8; gated pages, 0-16; pages after it, 0-8)", v);
+        t.windowBefore = int(before), t.gatedPages = int(gated), t.windowAfter = int(after);
     }
     if (const char* v = variable("QUIRE_READER_RARE")) {
         // "BELOW,NATS": the count under which a character is rare, and its prior.

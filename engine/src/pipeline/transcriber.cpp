@@ -15,10 +15,12 @@
 #include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
+#include <deque>
 #include <map>
 #include <mutex>
 #include <sstream>
 #include <thread>
+#include <utility>
 
 #include "pipeline/bounded_queue.h"
 #include "pipeline/crash_marker.h"
@@ -280,7 +282,8 @@ private:
     void loadPages();
     void preparePages();
     void recognizePages();
-    std::optional<Done> recognizePage(Recognizer& rec, Job& job);
+    // `after`: the prepared regions of the pages held after it (Recognizer::pagesAhead).
+    std::optional<Done> recognizePage(Recognizer& rec, Job& job, const std::vector<PreparedPage*>& after);
     void commitPages(RunSummary& summary);
 
     ProjectStore& store;
@@ -438,23 +441,50 @@ void Run::recognizePages() {
         jobs.close();
         preparedJobs.close();
     }
-    while (auto job = rec ? work().pop() : std::optional<Job>()) {
-        std::optional<Done> d = recognizePage(*rec, *job);
-        job->image = {};
-        job->pre.reset();
-        job->prepared.clear();
-        pixels.release(job->heldPixels);
+    // A reader that reads ahead gets the prepared pages after the one it reads: the worker holds
+    // pages until it has that many prepared regions after the first page held, or the queue ends.
+    const int ahead = rec && splitter ? rec->pagesAhead() : 0;
+    std::deque<Job> held;
+    bool ended = rec == nullptr;
+    const auto regionsAfterFirst = [&] {
+        size_t n = 0;
+        for (size_t i = 1; i < held.size(); ++i) n += held[i].prepared.size();
+        return n;
+    };
+    for (;;) {
+        while (!ended && (held.empty() || regionsAfterFirst() < size_t(ahead))) {
+            // A page held for the look-ahead no longer counts against the pixel budget, so that the
+            // loader can bring the next one whatever the budget (memory: the budget and `ahead` pages).
+            if (!held.empty())
+                for (Job& j : held) pixels.release(std::exchange(j.heldPixels, 0));
+            auto next = work().pop();
+            if (next) held.push_back(std::move(*next));
+            else ended = true;
+        }
+        if (held.empty()) break;
+        Job job = std::move(held.front());
+        held.pop_front();
+        std::vector<PreparedPage*> after;
+        for (const Job& j : held)
+            for (const auto& p : j.prepared)
+                if (p) after.push_back(p.get());
+        std::optional<Done> d = recognizePage(*rec, job, after);
+        job.image = {};
+        job.pre.reset();
+        job.prepared.clear();
+        pixels.release(job.heldPixels);
         if (!d) break;
         if (d->error.code() == ErrorCode::Cancelled) break;
         if (rec->carriesContext()) d->checkpoint = rec->checkpoint();
         if (!done.push(std::move(*d))) break;
     }
+    for (Job& j : held) pixels.release(j.heldPixels);
     if (--activeWorkers == 0) done.close();
 }
 
 // Recognises one loaded (and maybe prepared) page with `rec`; nothing when the run was cancelled
 // before it began.
-std::optional<Done> Run::recognizePage(Recognizer& rec, Job& job) {
+std::optional<Done> Run::recognizePage(Recognizer& rec, Job& job, const std::vector<PreparedPage*>& after) {
     Done d;
     d.page = job.page;
     if (!job.loadError) {
@@ -507,8 +537,12 @@ std::optional<Done> Run::recognizePage(Recognizer& rec, Job& job) {
                 std::function<void(const std::string&)> stream;
                 if (params.onText)
                     stream = [&, id = job.page.id](const std::string& piece) { params.onText(id, piece); };
+                std::vector<PreparedPage*> ahead;  // this page's later regions, then the pages after it
+                for (size_t n = r + 1; n < job.prepared.size(); ++n)
+                    if (job.prepared[n]) ahead.push_back(job.prepared[n].get());
+                ahead.insert(ahead.end(), after.begin(), after.end());
                 auto text = r < job.prepared.size() && job.prepared[r]
-                                ? rec.recognizePrepared(*job.prepared[r], params.cancel, stream)
+                                ? rec.recognizePrepared(*job.prepared[r], ahead, params.cancel, stream)
                                 : rec.recognize(region.image, img.dpi, params.cancel, stream);
                 if (!text) {
                     d.error = text.status();

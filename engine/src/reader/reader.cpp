@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <deque>
 #include <ctime>
 #include <filesystem>
 #include <fstream>
@@ -79,7 +80,10 @@ struct ReaderEngine::Impl {
     std::unique_ptr<decoder::DecodeSession> session;
     std::unique_ptr<decoder::GreedySampler> sampler;
     int pagesRead = 0;     // pages given to readPage
-    int sessionPages = 0;  // pages fed to the current session
+    int sessionPages = 0;  // pages fed to the current session, those fed ahead included
+    // The visual tokens of the pages fed ahead of the current one (look-ahead), in order: the next
+    // page read must be the first of them.
+    std::deque<std::vector<float>> fedAhead;
     // Checkpoints: whether the context restarted since the last one, and the pages added since.
     bool restartPages = true;
     int firstPending = 0;
@@ -97,11 +101,31 @@ struct ReaderEngine::Impl {
         }
         return modelIdentity;
     }
+    // Whether `fed`, a page fed ahead (its inputs, after a resume with the gate's summary after
+    // them), is the page whose visual tokens are `visual`.
+    bool fedAheadIs(const std::vector<float>& fed, const std::vector<float>& visual) const {
+        const auto& c = model->config;
+        const size_t summary = size_t(c.numLayers) * c.numKvHeads * c.headDim;
+        return (fed.size() == visual.size() || fed.size() == visual.size() + summary) &&
+               std::equal(visual.begin(), visual.end(), fed.begin());
+    }
+    // Feeds a page's visual tokens to the session and keeps what a resume needs of it: its inputs
+    // and the gate's summary of it (so that a page behind the window is not computed again).
+    Status feedPage(const std::vector<float>& visual, int count) {
+        if (Status s = session->addPage(sessionPages, visual.data(), count); !s) return s;
+        std::vector<float> kept = visual;
+        const std::vector<float> summary = session->pageSummary(sessionPages);
+        kept.insert(kept.end(), summary.begin(), summary.end());
+        pending.push_back(std::move(kept));
+        ++sessionPages;
+        return Status::ok();
+    }
     std::string lastDeviceNotice;  // of sessions already dropped
     void dropSession() {
         if (session && !session->deviceNotice().empty()) lastDeviceNotice = session->deviceNotice();
         session.reset();
         sampler.reset();
+        fedAhead.clear();
         restartPages = true;
         pending.clear();
         firstPending = 0;
@@ -111,6 +135,7 @@ struct ReaderEngine::Impl {
 ReaderEngine::ReaderEngine() : d(std::make_unique<Impl>()) {}
 ReaderEngine::~ReaderEngine() = default;
 int ReaderEngine::pagesRead() const { return d->pagesRead; }
+int ReaderEngine::pagesAhead() const { return d->options.attention.windowAfter; }
 const PpocrEngine& ReaderEngine::frontEnd() const { return *d->ppocr; }
 std::string ReaderEngine::deviceNotice() const {
     std::string n = d->session && !d->session->deviceNotice().empty() ? d->session->deviceNotice() : d->lastDeviceNotice;
@@ -138,6 +163,11 @@ Result<std::unique_ptr<ReaderEngine>> ReaderEngine::load(const ReaderOptions& op
     std::unique_ptr<ReaderEngine> e(new ReaderEngine);
     e->d->options = options;
     e->d->options.modelDir = *dir;
+    decoder::AttentionParams& a = e->d->options.attention;
+    useTrainedPattern(a, c);
+    if (options.windowBefore >= 0) a.windowBefore = options.windowBefore;
+    if (options.windowAfter >= 0) a.windowAfter = options.windowAfter;
+    if (options.gatedPages >= 0) a.gatedPages = options.gatedPages;
     e->d->options.attention.maxPageTokens = std::max(options.attention.maxPageTokens, 6144);
     e->d->options.attention.trackAttention = true;  // word boxes from the visual tokens attended to
     e->d->model = std::move(model).value();
@@ -213,10 +243,11 @@ Result<PpocrPage> ReaderEngine::encode(const cv::Mat& image, const std::atomic<b
 }
 
 Result<ReaderPage> ReaderEngine::readEncoded(const Result<PpocrPage>& encoded, int dpi, const std::atomic<bool>* cancel,
-                                             const std::function<void(const std::string&)>& onText) {
+                                             const std::function<void(const std::string&)>& onText,
+                                             const std::vector<const Result<PpocrPage>*>& ahead) {
     const auto start = std::chrono::steady_clock::now();
     const double cpuStart = threadCpuSeconds();
-    auto page = decodePage(encoded, dpi, cancel, onText);
+    auto page = decodePage(encoded, dpi, cancel, onText, ahead);
     if (!page) {
         d->dropSession();  // a half-read page is no context to go on from
         return page;
@@ -229,7 +260,8 @@ Result<ReaderPage> ReaderEngine::readEncoded(const Result<PpocrPage>& encoded, i
 
 
 Result<ReaderPage> ReaderEngine::decodePage(const Result<PpocrPage>& read, int dpi, const std::atomic<bool>* cancel,
-                                            const std::function<void(const std::string&)>& onText) {
+                                            const std::function<void(const std::string&)>& onText,
+                                            const std::vector<const Result<PpocrPage>*>& ahead) {
     const int pageNo = d->pagesRead++;
     if (!read) return read.status();
     const PpocrPage& page = *read;
@@ -242,14 +274,18 @@ Result<ReaderPage> ReaderEngine::decodePage(const Result<PpocrPage>& read, int d
     result.text.dpi = dpi;
     result.text.engine = "reader";
     result.text.engineVersion = fs::path(d->options.modelDir).filename().string();
+    // A new session at the first page and after a failed page (its junk is not context); at every
+    // page with contextPerPage (the ablation of the volume's context).
+    if (d->options.contextPerPage) d->dropSession();
+    // A page fed ahead is in the session already; one that is not the page fed ahead for it (a
+    // resumed project whose next page changed) leaves that session's context behind.
+    const bool wasFedAhead = !d->fedAhead.empty() && d->fedAheadIs(d->fedAhead.front(), visual);
+    if (!d->fedAhead.empty() && !wasFedAhead) d->dropSession();
     if (count > d->options.attention.maxPageTokens) {
         result.failure = "the page brings " + std::to_string(count) + " visual tokens, more than the reader's " +
                          std::to_string(d->options.attention.maxPageTokens);
         return result;
     }
-    // A new session at the first page and after a failed page (its junk is not context); at every
-    // page with contextPerPage (the ablation of the volume's context).
-    if (d->options.contextPerPage) d->dropSession();
     bool fresh = false;
     if (!d->session) {
         d->session = std::make_unique<decoder::DecodeSession>(d->model, d->options.attention);
@@ -258,14 +294,18 @@ Result<ReaderPage> ReaderEngine::decodePage(const Result<PpocrPage>& read, int d
         d->sessionPages = 0;  // the checkpoint fields were reset with the session (dropSession)
         fresh = true;
     }
-    if (Status s = d->session->addPage(d->sessionPages, visual.data(), count); !s) return s;
-    // What a resume needs of the page: its inputs and the gate's summary of it (so that a page
-    // behind the window is not computed again at resume).
-    std::vector<float> kept = visual;
-    const std::vector<float> summary = d->session->pageSummary(d->sessionPages);
-    kept.insert(kept.end(), summary.begin(), summary.end());
-    d->pending.push_back(std::move(kept));
-    ++d->sessionPages;
+    if (wasFedAhead) d->fedAhead.pop_front();
+    else if (Status s = d->feedPage(visual, count); !s) return s;
+    // Look-ahead: the pages after this one, fed before its text is written (as in training:
+    // tools/train/train.py, build_sequence), up to the window's pages after it.
+    for (size_t i = d->fedAhead.size(); i < ahead.size() && int(i) < d->options.attention.windowAfter; ++i) {
+        if (!ahead[i] || !*ahead[i]) break;
+        std::vector<float> next = visualTokens(**ahead[i], config.visualTokenIds);
+        const int nextCount = int(next.size()) / config.visualStride();
+        if (nextCount > d->options.attention.maxPageTokens) break;
+        if (Status s = d->feedPage(next, nextCount); !s) return s;
+        d->fedAhead.push_back(std::move(next));
+    }
 
     PageDecoding decoding({d->options, config, *d->ppocr, d->dashTokens, d->emDash, d->rare, d->idOf}, page, visual, pageNo,
                           *d->sampler, *d->session, onText);
@@ -319,18 +359,20 @@ Result<ReaderPage> ReaderEngine::decodePage(const Result<PpocrPage>& read, int d
 
 namespace {
 
-constexpr uint32_t kCheckpointMagic = 0x51524331;  // "QRC1"
+constexpr uint32_t kCheckpointMagic = 0x51524332;    // "QRC2": with the pages fed ahead
+constexpr uint32_t kCheckpointMagicV1 = 0x51524331;  // "QRC1": none fed ahead
 
 }  // namespace
 
 DecoderCheckpoint ReaderEngine::checkpoint() {
-    // Layout: magic, model identity, pages read, context pages, then (with a session) the
-    // session's state and the repetition rules' recent tokens.
+    // Layout: magic, model identity, pages read, context pages, the last of them fed ahead, then
+    // (with a session) the session's state and the repetition rules' recent tokens.
     ByteWriter w;
     w.put(kCheckpointMagic);
     w.putString(d->identity());
     w.put(uint32_t(d->pagesRead));
     w.put(d->session ? uint32_t(d->sessionPages) : 0u);
+    w.put(d->session ? uint32_t(d->fedAhead.size()) : 0u);
     if (d->session) {
         w.putString(d->session->saveState());
         const auto& h = d->sampler->history();
@@ -351,10 +393,13 @@ DecoderCheckpoint ReaderEngine::checkpoint() {
 Status ReaderEngine::restore(const std::string& state, const decoder::DecodeSession::PageProvider& pages) {
     auto bad = [](const std::string& why) { return Status(ErrorCode::Corrupt, "reader checkpoint: " + why); };
     ByteReader r(state);
-    uint32_t magic = 0, pagesRead = 0, sessionPages = 0;
+    uint32_t magic = 0, pagesRead = 0, sessionPages = 0, fedAhead = 0;
     std::string identity;
-    if (!r.get(magic) || magic != kCheckpointMagic) return bad("not a reader checkpoint");
+    if (!r.get(magic) || (magic != kCheckpointMagic && magic != kCheckpointMagicV1)) return bad("not a reader checkpoint");
     if (!r.getString(identity) || !r.get(pagesRead) || !r.get(sessionPages)) return bad("truncated");
+    if (magic == kCheckpointMagic && !r.get(fedAhead)) return bad("truncated");
+    if (fedAhead > 0 && fedAhead >= sessionPages)
+        return bad("more pages fed ahead than the context holds");
     if (identity != d->identity())
         return Status(ErrorCode::InvalidArgument, "reader checkpoint: saved with another reader model than " +
                                                       d->options.modelDir);
@@ -377,7 +422,16 @@ Status ReaderEngine::restore(const std::string& state, const decoder::DecodeSess
         auto session = decoder::DecodeSession::restore(d->model, d->options.attention, sessionState, pages);
         if (!session) return session.status();
         if ((*session)->pagesAdded() != int(sessionPages)) return bad("the session holds another number of pages");
+        // The pages fed ahead, to know them when their turn comes: their inputs without the gate's
+        // summary after them.
+        std::deque<std::vector<float>> ahead;
+        for (uint32_t i = sessionPages - fedAhead; i < sessionPages; ++i) {
+            auto page = pages(int(i));
+            if (!page) return page.status();
+            ahead.push_back(std::move(page).value());
+        }
         d->session = std::move(session).value();
+        d->fedAhead = std::move(ahead);
         d->sampler = std::make_unique<decoder::GreedySampler>(d->options.greedy);
         d->sampler->restoreHistory(history);
         d->sessionPages = int(sessionPages);

@@ -40,12 +40,20 @@ public:
     std::unique_ptr<PreparedPage> prepare(const cv::Mat& gray, int dpi, const std::atomic<bool>* cancel) const override {
         return std::make_unique<Encoded>(encode(gray, dpi, cancel), dpi);
     }
-    Result<PageText> recognizePrepared(PreparedPage& page, const std::atomic<bool>* cancel,
+    Result<PageText> recognizePrepared(PreparedPage& page, const std::vector<PreparedPage*>& ahead,
+                                       const std::atomic<bool>* cancel,
                                        const std::function<void(const std::string&)>& onText) override {
         auto* encoded = dynamic_cast<Encoded*>(&page);
         if (!encoded) return Status(ErrorCode::Internal, "reader: a page prepared by another engine");
-        return finish(m_engine->readEncoded(encoded->page, encoded->dpi, cancel, onText));
+        std::vector<const Result<PpocrPage>*> next;
+        for (PreparedPage* p : ahead) {
+            auto* e = dynamic_cast<Encoded*>(p);
+            if (!e) break;
+            next.push_back(&e->page);
+        }
+        return finish(m_engine->readEncoded(encoded->page, encoded->dpi, cancel, onText, next));
     }
+    int pagesAhead() const override { return m_engine->pagesAhead(); }
     bool carriesContext() const override { return true; }
     std::string takeNotice() override { return m_notice.take(m_engine->deviceNotice(), "reader"); }
     DecoderCheckpoint checkpoint() override { return m_engine->checkpoint(); }
@@ -124,8 +132,7 @@ Result<std::unique_ptr<Recognizer>> createReaderRecognizer(const RecognizerOptio
     o.attention.deviceMemoryLimit = options.deviceMemoryMiB << 20;
     o.draft = t.draft;
     if (t.prior >= 0.f) o.draftPrior = t.prior;
-    if (t.windowBefore >= 0) o.attention.windowBefore = t.windowBefore;
-    if (t.gatedPages >= 0) o.attention.gatedPages = t.gatedPages;
+    o.windowBefore = t.windowBefore, o.windowAfter = t.windowAfter, o.gatedPages = t.gatedPages;
     if (t.rareBelow >= 0) o.rareBelow = t.rareBelow;
     if (t.rarePrior >= 0.f) o.rarePrior = t.rarePrior;
     o.joinDashes = o.joinDashes && t.dashRule;

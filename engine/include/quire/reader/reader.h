@@ -21,6 +21,7 @@
 #include <memory>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include <opencv2/core.hpp>
 
@@ -111,6 +112,18 @@ inline decoder::AttentionParams readerAttentionDefaults() {
     a.windowBefore = 0;
     a.windowAfter = 0;
     return a;
+}
+
+// A model trained under the runtime's SR-SWA (ModelConfig::srswa) runs with the pattern it was
+// trained with: its window (look-ahead included), gate and selector budgets and recent tokens
+// replace those of `a`. A model without one keeps `a`.
+inline void useTrainedPattern(decoder::AttentionParams& a, const decoder::ModelConfig& c) {
+    if (!c.srswa) return;
+    const decoder::TrainedPattern& t = *c.srswa;
+    a.windowBefore = t.windowBefore, a.windowAfter = t.windowAfter;
+    a.gatedPages = t.gatedPages, a.blocksPerGatedPage = t.blocksPerGatedPage;
+    a.gateRefreshSteps = t.gateRefreshSteps, a.gateQueryTokens = t.gateQueryTokens, a.gateHold = t.gateHold;
+    a.recentTokens = t.recentTokens;
 }
 
 // A loop the repetition rules miss: the reader copying again, in shrinking pieces, lines it has
@@ -309,7 +322,12 @@ private:
 struct ReaderOptions {
     std::string modelDir;  // config.json + model.safetensors (docs/MODEL_FORMAT.md); empty: findReaderModel()
     PpocrOptions ppocr;
-    decoder::AttentionParams attention = readerAttentionDefaults();  // maxPageTokens is raised to fit pages
+    // maxPageTokens is raised to fit pages; a model with a trained pattern replaces the budgets
+    // (useTrainedPattern), then the overrides below apply.
+    decoder::AttentionParams attention = readerAttentionDefaults();
+    // Measurement: pages before and after the current one in the window and gated pages, over the
+    // model's pattern (-1: the model's, or attention's for a model without one).
+    int windowBefore = -1, windowAfter = -1, gatedPages = -1;
     decoder::GreedyOptions greedy = readerGreedyDefaults();
     // Verify the front-end's characters as a draft, many tokens per pass (DecodeSession::stepDraft):
     // the same text as one token at a time, faster.
@@ -405,8 +423,17 @@ public:
     // run for the next page on another thread), then the decoding, in page order. A failed
     // encoding given to readEncoded() fails that page as readPage() would.
     Result<PpocrPage> encode(const cv::Mat& image, const std::atomic<bool>* cancel = nullptr) const;
+    // Look-ahead: a model whose window holds pages after the current one (pagesAhead() > 0) is
+    // given the front-end's reading of the pages that follow in `ahead`, in order, up to
+    // pagesAhead() of them (fewer at the volume's end; none where they are not known, and the page
+    // is read without them). They are fed to the decoder before the page's text is written, as in
+    // training, and not fed again when their turn comes (a page whose visual tokens differ from
+    // those fed ahead for it starts a fresh context). A failed or oversized page ends the
+    // look-ahead there.
     Result<ReaderPage> readEncoded(const Result<PpocrPage>& encoded, int dpi, const std::atomic<bool>* cancel = nullptr,
-                                   const std::function<void(const std::string&)>& onText = {});
+                                   const std::function<void(const std::string&)>& onText = {},
+                                   const std::vector<const Result<PpocrPage>*>& ahead = {});
+    int pagesAhead() const;
     int pagesRead() const;
     const PpocrEngine& frontEnd() const;
     // Why the decoder (options.attention.device) or the front-end (options.ppocr.device) is not
@@ -432,7 +459,8 @@ public:
 private:
     ReaderEngine();
     Result<ReaderPage> decodePage(const Result<PpocrPage>& encoded, int dpi, const std::atomic<bool>* cancel,
-                                  const std::function<void(const std::string&)>& onText);
+                                  const std::function<void(const std::string&)>& onText,
+                                  const std::vector<const Result<PpocrPage>*>& ahead);
     struct Impl;
     std::unique_ptr<Impl> d;
 };

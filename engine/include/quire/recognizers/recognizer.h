@@ -27,6 +27,7 @@ struct ReaderTuning {
     bool draft = true;           // check the front-end's characters as a draft, many tokens a pass
     float prior = -1.f;          // nats × the front-end's probability its character gets
     int windowBefore = -1;       // pages before the current one in the decoder's window (0-8)
+    int windowAfter = -1;        // pages after it, read ahead (0-8)
     int gatedPages = -1;         // earlier pages the gate may pick (0-16)
     int rareBelow = -1;          // a character seen fewer times in training is rare (0-1,000,000)
     float rarePrior = -1.f;      // nats a rare character of the front-end gets (0-100)
@@ -114,10 +115,16 @@ public:
                                                   const std::atomic<bool>* /*cancel*/) const {
         return nullptr;
     }
-    virtual Result<PageText> recognizePrepared(PreparedPage& /*page*/, const std::atomic<bool>* /*cancel*/,
+    // `ahead`: the prepared pages that follow `page` in the volume, in order, for an engine that
+    // reads ahead (pagesAhead() > 0): up to pagesAhead() of them, fewer at the volume's end.
+    virtual Result<PageText> recognizePrepared(PreparedPage& /*page*/, const std::vector<PreparedPage*>& /*ahead*/,
+                                               const std::atomic<bool>* /*cancel*/,
                                                const std::function<void(const std::string&)>& /*onText*/) {
         return Status(ErrorCode::InvalidArgument, name() + " does not split its work on a page");
     }
+    // Pages after the one it recognizes that a split engine reads first (the reader of a model
+    // trained with look-ahead: a word broken over the page break is joined where it begins).
+    virtual int pagesAhead() const { return 0; }
 
     // Engines that carry context from page to page (the reader) checkpoint it after each page, and
     // a resumed run continues from the last one; `pages(i)` gives back the inputs of the context's
