@@ -53,12 +53,13 @@ def fixture_sequence(path):
     return kinds, tokens, np.asarray(visual, np.float32), pages, srswa.Pattern(**case["pattern"]), case
 
 
-def document_sequence(doc, pages):
-    """A training document's volume (train.build_sequence, no cut) and its labels."""
+def document_sequence(doc, pages, look_ahead):
+    """A training document's volume (train.build_sequence, no cut, `look_ahead` pages fed ahead) and
+    its labels."""
     from train import build_sequence
     z = np.load(os.path.join(doc, "record3.npz"), allow_pickle=True)
     record = {k: list(z[k])[:pages] for k in ("visual", "ids", "targets")}
-    kinds, tokens, vis, pages_of, labels = build_sequence(record, 10 ** 9, 0)
+    kinds, tokens, vis, pages_of, labels = build_sequence(record, 10 ** 9, look_ahead)
     return kinds.tolist(), tokens.tolist(), vis.numpy(), pages_of, labels.numpy()
 
 
@@ -126,7 +127,7 @@ def main():
         model = load_exported(args.model)
         with open(args.config) as f:
             pattern = srswa.Pattern(**json.load(f)["training"]["srswa"])
-        kinds, tokens, visual, pages, labels = document_sequence(args.doc, args.pages)
+        kinds, tokens, visual, pages, labels = document_sequence(args.doc, args.pages, pattern.window_after)
         print(f"{args.doc}, {args.pages} pages, {len(kinds)} items, model {args.model}:")
         ok = check(model, pattern, (kinds, tokens, visual, pages), labels)
     else:
