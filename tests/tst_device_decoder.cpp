@@ -144,8 +144,16 @@ private slots:
     // the same greedy tokens. Four volumes turning their pages at their own pace, gated pages
     // computed again and restaged. Then a fault of the shared device in the middle of a batch:
     // every session goes on with the CPU, with a notice, and the same tokens. A session's slots
-    // are taken again by the next session. Misuse is refused at begin().
+    // are taken again by the next session. Misuse is refused at begin(). Also with attention
+    // tracked (a reader's sessions): the visual token attended to most is each session's own
+    // device's at every step, and the sessions still step as one batch (the fault strikes them all).
+    void sharedDeviceBatchComputesWhatEachComputesAlone_data() {
+        QTest::addColumn<bool>("track");
+        QTest::newRow("plain") << false;
+        QTest::newRow("tracking attention") << true;
+    }
     void sharedDeviceBatchComputesWhatEachComputesAlone() {
+        QFETCH(bool, track);
         ModelConfig cfg = tinyDecoderConfig();
         cfg.maxPositions = 256;
         makeLineAligned(cfg);
@@ -160,6 +168,7 @@ private slots:
             std::unique_ptr<DecodeSession> s;
             int fed = -1, token = 0;
             std::vector<std::vector<float>> logits;
+            std::vector<int> attended;  // per step, the visual token attended to most (-1: none, or not tracked)
         };
         // 0: on the CPU alone; 1: on a mirror of its own; 2: on the shared device, in a batch (which
         // fails at kFaultAt); 3: on the other shared device, in a batch.
@@ -167,10 +176,11 @@ private slots:
         for (int kind = 0; kind < 4; ++kind)
             for (int i = 0; i < kSessions; ++i) {
                 AttentionParams p = params("srswa");
+                p.trackAttention = track;
                 if (kind > 0) p.device = StepDevice::Mirror;
                 if (kind == 2) p.sharedDevice = *shared;
                 if (kind == 3) p.sharedDevice = *sharedFine;
-                runs[size_t(kind)].push_back({std::make_unique<DecodeSession>(model, p), -1, cfg.bosTokenId, {}});
+                runs[size_t(kind)].push_back({std::make_unique<DecodeSession>(model, p), -1, cfg.bosTokenId, {}, {}});
                 QVERIFY(runs[size_t(kind)].back().s->begin({1, 5, 6 + i}));
             }
         auto feed = [&](Run& r, int i) {
@@ -194,6 +204,7 @@ private slots:
                     auto res = r.s->step(r.token);
                     QVERIFY(res);
                     r.logits.push_back(*res->logits);
+                    r.attended.push_back(res->attendedVisual);
                     r.token = next(runs[0][size_t(i)].logits[size_t(step)], i, step);  // the CPU's choices for all
                 }
             }
@@ -212,12 +223,13 @@ private slots:
                 for (int i = 0; i < kSessions; ++i) {
                     Run& r = runs[size_t(kind)][size_t(i)];
                     r.logits.push_back(*(*res)[size_t(i)].logits);
+                    r.attended.push_back((*res)[size_t(i)].attendedVisual);
                     r.token = next(runs[0][size_t(i)].logits[size_t(step)], i, step);
                 }
             }
         }
         double worst = 0;
-        int sameTokens = 0, bitsOwn = 0, beforeFault = 0;
+        int sameTokens = 0, bitsOwn = 0, beforeFault = 0, tracked = 0, sameAttended = 0;
         const auto best = [](const std::vector<float>& l) { return int(std::max_element(l.begin() + 7, l.end()) - l.begin()); };
         for (int i = 0; i < kSessions; ++i)
             for (int step = 0; step < kSteps; ++step) {
@@ -227,6 +239,10 @@ private slots:
                 const auto& fine = runs[3][size_t(i)].logits[size_t(step)];
                 bitsOwn += fine == own;
                 if (step < 350) beforeFault += faulty == own;
+                const int ownAt = runs[1][size_t(i)].attended[size_t(step)];
+                tracked += ownAt >= 0;
+                sameAttended += ownAt >= 0 && ownAt == runs[3][size_t(i)].attended[size_t(step)];
+                if (!track) QCOMPARE(runs[3][size_t(i)].attended[size_t(step)], -1);
                 for (const auto* l : {&own, &faulty, &fine}) {
                     worst = std::max(worst, relDiff(*l, cpu));
                     sameTokens += best(*l) == best(cpu);
@@ -234,6 +250,12 @@ private slots:
             }
         const int total = kSessions * kSteps;
         QCOMPARE(bitsOwn, total);  // the batch on a shared device is each session's own device, bit for bit
+        if (track) {
+            QVERIFY2(tracked > total * 9 / 10, qPrintable(QString("%1 of %2 steps tracked").arg(tracked).arg(total)));
+            QCOMPARE(sameAttended, tracked);
+        } else {
+            QCOMPARE(tracked, 0);
+        }
         QVERIFY2(worst <= 1e-4, qPrintable(QString("logits differ by %1").arg(worst)));
         QCOMPARE(sameTokens, 3 * total);
         // The fault struck inside the batch of step 350 (its third session): the steps before it
@@ -246,6 +268,7 @@ private slots:
             QVERIFY(runs[3][size_t(i)].s->stats().recomputedPages > 0);
             QVERIFY(runs[3][size_t(i)].s->stats().currentPage >= 10);
         }
+        if (track) return;
         // A session's slots go back to the shared device when it ends, and the next one takes them.
         const size_t bytes = runs[3][0].s->stats().deviceBytes;
         runs[3][1].s.reset();

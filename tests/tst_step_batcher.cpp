@@ -97,9 +97,11 @@ class TestStepBatcher : public QObject {
 
     ModelConfig m_cfg;
     std::shared_ptr<const ModelWeights> m_model, m_other;
+    std::shared_ptr<SharedDevice> m_shared;
 
     // Session i: SR-SWA (two threads; framed positions by a short rotary range), R-SWA, full
-    // attention, the mirror device (whose steps are its own), a session on another model.
+    // attention, the mirror device (whose steps are its own), a session on another model; from 7
+    // on, SR-SWA sessions on one shared (mirror) device, stepped together there.
     AttentionParams params(int i) const {
         AttentionParams p;
         p.mode = i == 3 ? AttentionMode::RSwa : i == 4 ? AttentionMode::Full : AttentionMode::SrSwa;
@@ -110,6 +112,7 @@ class TestStepBatcher : public QObject {
         p.trackAttention = i != 5;
         p.threads = i == 0 ? 2 : 1;
         if (i == 5) p.device = StepDevice::Mirror;
+        if (i >= 7) p.device = StepDevice::Mirror, p.sharedDevice = m_shared;
         return p;
     }
     std::shared_ptr<const ModelWeights> modelOf(int i) const { return i == 6 ? m_other : m_model; }
@@ -141,16 +144,20 @@ private slots:
         makeLineAligned(m_cfg);
         m_model = std::make_shared<const ModelWeights>(randomModel(m_cfg, 41));
         m_other = std::make_shared<const ModelWeights>(randomModel(m_cfg, 42));
+        auto shared = SharedDevice::open(m_model, StepDevice::Mirror);
+        QVERIFY2(shared, shared ? "" : shared.status().message().c_str());
+        m_shared = *shared;
     }
 
     // Seven sessions in lock-step rounds of beginDraft, one computeDrafts for all, endDraft: each
     // gets its alone run's logits, attended positions and visual tokens bit for bit, whatever its
     // attention mode, device, thread count or model. Sessions join late and leave early (volumes
-    // of different lengths); drafts of one token go through the single-step path.
+    // of different lengths); drafts of one token go through the single-step path. The sessions on
+    // a shared device take one token a draft there, stepped together (attention tracked).
     void draftsComputedTogetherMatchDraftsAlone() {
-        constexpr int kSessions = 7;
-        const int steps[kSessions] = {400, 260, 330, 300, 280, 240, 310};
-        const int joinsAt[kSessions] = {0, 0, 15, 0, 30, 5, 0};
+        constexpr int kSessions = 9;
+        const int steps[kSessions] = {400, 260, 330, 300, 280, 240, 310, 290, 270};
+        const int joinsAt[kSessions] = {0, 0, 15, 0, 30, 5, 0, 0, 10};
         std::vector<Reading> together;
         for (int i = 0; i < kSessions; ++i) together.push_back(start(i, steps[i]));
         int singles = 0, largest = 0;
@@ -188,6 +195,14 @@ private slots:
             QVERIFY(a.session->stats().currentPage >= 5);
         }
         QVERIFY(together[5].session->deviceNotice().empty());  // the mirror kept its session
+        for (int i : {7, 8}) {  // stepped together on the shared device, one token a draft
+            const SessionStats st = together[size_t(i)].session->stats();
+            QVERIFY(together[size_t(i)].session->deviceNotice().empty());
+            QVERIFY(st.onDevice);
+            QVERIFY2(st.deviceBatchedSteps > steps[i] / 2, qPrintable(QString::number(st.deviceBatchedSteps)));
+            QCOMPARE(together[size_t(i)].calls, steps[i]);
+        }
+        QCOMPARE(together[0].session->stats().deviceBatchedSteps, int64_t(0));
     }
 
     // Misuse is refused with a message, and a refused draft leaves nothing begun.
@@ -246,6 +261,42 @@ private slots:
         QCOMPARE(st.members, 0);
         QCOMPARE(st.largest, kThreads);
         QVERIFY(st.drafts > 2 * st.passes);
+    }
+
+    // Three threads whose sessions share one device (a server's reader jobs on a GPU): through one
+    // StepBatcher their steps run as one device batch, and each computes what it computes alone,
+    // bit for bit (run under ThreadSanitizer in CI).
+    void sharedDeviceSessionsOnThreadsStepTogether() {
+        constexpr int kThreads = 3;
+        const int first = 7, steps[kThreads] = {200, 160, 180};
+        StepBatcher batcher(std::chrono::milliseconds(500));
+        std::vector<Reading> readings;
+        for (int i = 0; i < kThreads; ++i) readings.push_back(start(first + i, steps[i]));
+        std::vector<std::string> errors(kThreads);
+        std::vector<StepBatcher::Membership> members;
+        for (int i = 0; i < kThreads; ++i) members.push_back(batcher.join());
+        std::vector<std::thread> threads;
+        for (int i = 0; i < kThreads; ++i)
+            threads.emplace_back([&, i] {
+                Reading& r = readings[size_t(i)];
+                const auto member = std::move(members[size_t(i)]);
+                while (!r.done()) {
+                    if (!r.feedPages(params(first + i))) return void(errors[size_t(i)] = "page refused");
+                    const auto d = r.draft();
+                    auto fed = batcher.stepDraft(*r.session, d, r.record(d));
+                    if (!fed) return void(errors[size_t(i)] = fed.status().message());
+                    r.advance(*fed);
+                }
+            });
+        for (auto& t : threads) t.join();
+        for (int i = 0; i < kThreads; ++i) {
+            QVERIFY2(errors[size_t(i)].empty(), errors[size_t(i)].c_str());
+            const Reading a = alone(first + i, steps[i]);
+            QVERIFY2(sameAs(readings[size_t(i)], a), qPrintable(QString("thread %1 computed otherwise").arg(i)));
+            QCOMPARE(a.session->stats().deviceBatchedSteps, int64_t(0));
+            QVERIFY(readings[size_t(i)].session->stats().deviceBatchedSteps > steps[i] / 2);
+        }
+        QCOMPARE(batcher.stats().largest, kThreads);
     }
 };
 

@@ -61,7 +61,7 @@ struct DecoderStep::Impl {
     float* hostOut = nullptr;  // logits | queries | keys | values
     size_t hostOutFloats = 0;
     cudaGraphExec_t graphs[2] = {nullptr, nullptr};  // without and with attention tracking
-    std::map<int, cudaGraphExec_t> batchGraphs;       // stepBatch's, by batch size
+    std::map<int, cudaGraphExec_t> batchGraphs;       // stepBatch's, by 2 · batch size + tracking
     size_t bytes = 0;
     size_t memoryLimit = 0;  // 0: all the device has
     // Attention tracking: each head's softmax maximum and sum, and the mass per tracked token.
@@ -86,6 +86,10 @@ struct DecoderStep::Impl {
     size_t batchSpanCap = 0;
     DeviceBuffer bX, bH, bQ, bK, bV, bA, bO, bG, bU, bLogits, bAct16, bWork, bQueries, bKeys, bValues, bParams, bTokens,
         bOffsets, bSpans;
+    // A batch's attention tracking: each sequence's head statistics, where its mass starts in bMass
+    // ([batch + 1]), and the mass of every tracked token of the batch (bMassCap floats).
+    DeviceBuffer bHeadStats, bMassOffsets, bMass;
+    int bMassCap = 0;
     static constexpr int kMaxSplits = 64;
 
     ~Impl() {
@@ -166,7 +170,7 @@ struct DecoderStep::Impl {
         const size_t N = size_t(n), H = size_t(c.hidden), Q = size_t(c.heads) * c.headDim, KV = size_t(c.kvHeads) * c.headDim,
                      F = size_t(c.intermediate), L = size_t(c.layers), f = sizeof(float);
         for (DeviceBuffer* b : {&bX, &bH, &bQ, &bK, &bV, &bA, &bO, &bG, &bU, &bLogits, &bAct16, &bWork, &bQueries, &bKeys, &bValues,
-                                &bParams, &bTokens, &bOffsets})
+                                &bParams, &bTokens, &bOffsets, &bHeadStats, &bMassOffsets})
             bytes -= b->bytes();
         for (auto [buf, count] :
              {std::pair{&bX, N * H * f}, {&bH, N * H * f}, {&bQ, N * Q * f}, {&bK, N * KV * f}, {&bV, N * KV * f},
@@ -174,7 +178,8 @@ struct DecoderStep::Impl {
               {&bAct16, N * std::max({H, Q, F}) * sizeof(__nv_bfloat16)},
               {&bWork, N * size_t(c.heads) * kMaxSplits * (size_t(c.headDim) + 2) * f}, {&bQueries, L * N * Q * f},
               {&bKeys, L * N * KV * f}, {&bValues, L * N * KV * f}, {&bParams, N * sizeof(StepParams)},
-              {&bTokens, N * sizeof(int32_t)}, {&bOffsets, L * (N + 1) * sizeof(int32_t)}})
+              {&bTokens, N * sizeof(int32_t)}, {&bOffsets, L * (N + 1) * sizeof(int32_t)},
+              {&bHeadStats, N * 2 * size_t(c.heads) * f}, {&bMassOffsets, (N + 1) * sizeof(int32_t)}})
             if (auto e = alloc(*buf, count); !e.empty()) return "batch scratch: " + e;
         batchMax = n;
         return {};
@@ -240,9 +245,9 @@ struct DecoderStep::Impl {
         if (!(e = launched("attention combine")).empty()) return e;
         if (tracking) {
             TrackKernel<<<dim3(c.heads, 32), kAttnThreads, 0, stream>>>(
-                q.as<float>(), pool.as<float>(), spans.as<AttentionSpan>() + size_t(l) * maxSpans, counts.as<int>() + l, l, c.layers,
-                c.kvHeads, c.headDim, c.heads / c.kvHeads, invFreq.as<double>(), float(1.0 / std::sqrt(double(c.headDim))),
-                headStats.as<float>(), mass.as<float>(), massCap);
+                q.as<float>(), 0, pool.as<float>(), spans.as<AttentionSpan>() + size_t(l) * maxSpans, counts.as<int>() + l, nullptr,
+                l, c.layers, c.kvHeads, c.headDim, c.heads / c.kvHeads, invFreq.as<double>(),
+                float(1.0 / std::sqrt(double(c.headDim))), headStats.as<float>(), mass.as<float>(), massCap, nullptr);
             if (!(e = launched("attention tracking")).empty()) return e;
         }
         return rowsRest(l, 1, att.as<float>(), x.as<float>(), hbuf.as<float>(), o.as<float>(), gate.as<float>(), up.as<float>(),
@@ -516,15 +521,26 @@ std::string DecoderStep::stepBatch(const std::vector<BatchItem>& items, const Ba
     const int B = int(items.size());
     if (B < 1 || B > 65535) return "stepBatch: " + std::to_string(B) + " sequences";
     std::vector<StepParams> params(static_cast<size_t>(B));
-    std::vector<int32_t> tokens(static_cast<size_t>(B));
+    std::vector<int32_t> tokens(static_cast<size_t>(B)), massOffsets(size_t(B) + 1, 0);
     for (int i = 0; i < B; ++i) {
         const BatchItem& it = items[size_t(i)];
         if (!m.validToken(it.token, it.slot, it.t)) return "stepBatch: token or slot out of range";
+        if (it.trackTokens < 0 || (it.trackTokens > 0 && !it.attendedMass)) return "stepBatch: tracking without a mass array";
         params[size_t(i)] = StepParams{it.token, it.slot, it.t, 0, it.pos};
         tokens[size_t(i)] = it.token;
+        massOffsets[size_t(i) + 1] = massOffsets[size_t(i)] + it.trackTokens;
     }
+    const bool tracking = massOffsets[size_t(B)] > 0;
     std::string e = m.reserveBatch(B);
     if (!e.empty()) return e;
+    if (massOffsets[size_t(B)] > m.bMassCap) {  // grows with the pages' length, outside the captured step
+        if (!(e = check(cudaStreamSynchronize(m.stream), "batch tracking")).empty()) return e;
+        m.dropGraphs();  // the batch's hold the old pointer
+        m.bytes -= m.bMass.bytes();
+        const int cap = std::max(massOffsets[size_t(B)], m.bMassCap + m.bMassCap / 2);
+        if (!(e = m.alloc(m.bMass, size_t(cap) * sizeof(float))).empty()) return "batch tracking: " + e;
+        m.bMassCap = cap;
+    }
     const int H = c.hidden, Q = c.heads * c.headDim, KV = c.kvHeads * c.headDim;
     // Enough (head, split) blocks for every multiprocessor twice over, the sequences counted.
     const int splits = std::clamp((2 * m.sms + c.heads * B - 1) / (c.heads * B), 1, Impl::kMaxSplits);
@@ -572,6 +588,10 @@ std::string DecoderStep::stepBatch(const std::vector<BatchItem>& items, const Ba
     if (e.empty())
         e = check(cudaMemcpyAsync(m.bTokens.get(), tokens.data(), tokens.size() * sizeof(int32_t), cudaMemcpyHostToDevice, st),
                   "batch");
+    if (e.empty() && tracking)
+        e = check(cudaMemcpyAsync(m.bMassOffsets.get(), massOffsets.data(), massOffsets.size() * sizeof(int32_t),
+                                  cudaMemcpyHostToDevice, st),
+                  "batch tracking");
     if (!perLayer) {
         for (int l = 0; l < c.layers && e.empty(); ++l) e = collect(l, nullptr);
         if (e.empty()) e = upload(0, c.layers);
@@ -582,7 +602,9 @@ std::string DecoderStep::stepBatch(const std::vector<BatchItem>& items, const Ba
     // Embedding, the layers and the LM head, reading the tokens, slots, positions and spans from
     // device memory: with the spans known up front, captured once per batch size and replayed.
     auto forward = [&]() -> std::string {
-        std::string e = embedding(m.bTokens.as<int32_t>(), m.embed.as<float>(), X, B, H, st);
+        std::string e = tracking ? check(cudaMemsetAsync(m.bMass.get(), 0, size_t(m.bMassCap) * sizeof(float), st), "batch tracking")
+                                 : std::string();
+        if (e.empty()) e = embedding(m.bTokens.as<int32_t>(), m.embed.as<float>(), X, B, H, st);
         for (int l = 0; l < c.layers && e.empty(); ++l) {
             e = m.rowsQkv(l, B, X, Xn, m.bQ.as<float>(), m.bK.as<float>(), m.bV.as<float>(), m.bAct16);
             if (e.empty())
@@ -613,8 +635,16 @@ std::string DecoderStep::stepBatch(const std::vector<BatchItem>& items, const Ba
                 e = launched("batch attention");
             }
             if (e.empty()) {
-                AttentionCombineKernel<<<dim3(c.heads, B), 128, 0, st>>>(m.bWork.as<float>(), splits, c.headDim, m.bA.as<float>(), nullptr);
+                AttentionCombineKernel<<<dim3(c.heads, B), 128, 0, st>>>(m.bWork.as<float>(), splits, c.headDim, m.bA.as<float>(),
+                                                                         tracking ? m.bHeadStats.as<float>() : nullptr);
                 e = launched("batch attention combine");
+            }
+            if (e.empty() && tracking) {
+                TrackKernel<<<dim3(c.heads, 32, B), kAttnThreads, 0, st>>>(
+                    m.bQ.as<float>(), size_t(Q), m.pool.as<float>(), m.bSpans.as<AttentionSpan>(), nullptr,
+                    m.bOffsets.as<int32_t>() + size_t(l) * (B + 1), l, c.layers, c.kvHeads, c.headDim, c.heads / c.kvHeads,
+                    m.invFreq.as<double>(), scale, m.bHeadStats.as<float>(), m.bMass.as<float>(), 0, m.bMassOffsets.as<int32_t>());
+                e = launched("batch attention tracking");
             }
             if (e.empty()) e = m.rowsRest(l, B, m.bA.as<float>(), X, Xn, O, m.bG.as<float>(), m.bU.as<float>(), m.bAct16);
         }
@@ -623,7 +653,7 @@ std::string DecoderStep::stepBatch(const std::vector<BatchItem>& items, const Ba
         return e;
     };
     if (e.empty() && !perLayer) {
-        cudaGraphExec_t& graph = m.batchGraphs[B];
+        cudaGraphExec_t& graph = m.batchGraphs[2 * B + (tracking ? 1 : 0)];
         if (!graph) {
             cudaGraph_t g = nullptr;
             e = check(cudaStreamBeginCapture(st, cudaStreamCaptureModeThreadLocal), "batch graph capture");
@@ -652,6 +682,10 @@ std::string DecoderStep::stepBatch(const std::vector<BatchItem>& items, const Ba
                 e = check(cudaMemcpy2DAsync(dst, w * sizeof(float), src->as<float>() + size_t(i) * w, size_t(B) * w * sizeof(float),
                                             w * sizeof(float), size_t(c.layers), cudaMemcpyDeviceToHost, st),
                           "batch results");
+        if (e.empty() && it.trackTokens > 0)
+            e = check(cudaMemcpyAsync(it.attendedMass, m.bMass.as<float>() + massOffsets[size_t(i)],
+                                      size_t(it.trackTokens) * sizeof(float), cudaMemcpyDeviceToHost, st),
+                      "batch tracking");
     }
     if (const std::string synced = check(cudaStreamSynchronize(st), "batch"); e.empty()) e = synced;
     return e;

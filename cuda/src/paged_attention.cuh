@@ -112,11 +112,13 @@ __global__ void AttentionSplitKernel(const float* q, size_t qStride, const float
     }
 }
 
-// headStats (a step's, may be null): each head's softmax maximum and sum, for attention tracking.
+// headStats (may be null): each head's softmax maximum and sum, for attention tracking (a batch's:
+// query z's at 2 · heads · z).
 __global__ void AttentionCombineKernel(const float* workspace, int splits, int headDim, float* out, float* headStats) {
-    const int h = blockIdx.x, z = blockIdx.y;  // y: the query (prefill)
+    const int h = blockIdx.x, z = blockIdx.y;  // y: the query (prefill, batch)
     workspace += size_t(z) * gridDim.x * splits * (headDim + 2);
     out += size_t(z) * gridDim.x * headDim;
+    if (headStats) headStats += size_t(z) * 2 * gridDim.x;
     float M = -INFINITY;
     for (int s = 0; s < splits; ++s) {
         const float* ws = workspace + (size_t(h) * splits + s) * (headDim + 2);
@@ -137,16 +139,30 @@ __global__ void AttentionCombineKernel(const float* workspace, int splits, int h
 }
 
 // Attention tracking: each tracked token's softmax weight (its score again, against the head's
-// final maximum and sum) added to mass[track + t - first]. Grid (heads, blocks walking the spans).
-__global__ void TrackKernel(const float* q, const float* pool, const AttentionSpan* spans, const int* count, int layer,
-                            int layers, int kvHeads, int headDim, int group, const double* invFreq, float scale,
-                            const float* headStats, float* mass, int massCap) {
+// final maximum and sum) added to mass[track + t - first]. Grid (heads, blocks walking the spans,
+// queries). A step: one query, `count` spans, mass[massCap]. A batch (`offsets`, `massOffsets`
+// given): query z at q + z · qStride, its spans from offsets[z] to offsets[z + 1], its head
+// statistics at 2 · heads · z and its mass from massOffsets[z] to massOffsets[z + 1].
+__global__ void TrackKernel(const float* q, size_t qStride, const float* pool, const AttentionSpan* spans, const int* count,
+                            const int* offsets, int layer, int layers, int kvHeads, int headDim, int group,
+                            const double* invFreq, float scale, const float* headStats, float* mass, int massCap,
+                            const int* massOffsets) {
     __shared__ float qr[kMaxHeadDim];
     const int h = blockIdx.x, warp = threadIdx.x / 32, lane = threadIdx.x % 32, warps = blockDim.x / 32;
-    const int g = h / group, n = *count;
+    const int g = h / group, z = blockIdx.z;
+    int n;
+    if (offsets) {
+        spans += offsets[z];
+        n = offsets[z + 1] - offsets[z];
+    } else {
+        n = *count;
+    }
+    q += size_t(z) * qStride;
+    headStats += size_t(z) * 2 * gridDim.x;
+    if (massOffsets) mass += massOffsets[z], massCap = massOffsets[z + 1] - massOffsets[z];
     const size_t halfFloats = size_t(layers) * kvHeads * kBlockTokens * headDim;
     const float M = headStats[2 * h], L = headStats[2 * h + 1];
-    if (!(L > 0.f)) return;
+    if (!(L > 0.f) || massCap <= 0) return;  // uniform across the block
     for (int s = blockIdx.y; s < n; s += gridDim.y) {
         const AttentionSpan sp = spans[s];
         if (sp.track < 0) continue;  // uniform across the block

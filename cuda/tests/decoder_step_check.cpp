@@ -329,13 +329,14 @@ void runShape(const std::string& label, const DecoderShape& c, bool bf16) {
     // A batch of five sequences in one stepBatch (each its own slot, place in its block, position,
     // token and spans; none reads another's slot), against the reference's steps one by one:
     // spans asked for up front (the batch's graph captured), layer by layer with each sequence's
-    // query, then up front again with other tokens, places and spans (the graph replayed).
-    for (int round = 0; round < 3; ++round) {
-        const bool perLayer = round == 1;
+    // query, then up front again with other tokens, places and spans (the graph replayed); then
+    // the three again with attention tracked on the odd sequences (a reader's, 12 · 16 tokens each).
+    for (int round = 0; round < 6; ++round) {
+        const bool perLayer = round % 3 == 1, tracking = round >= 3;
         constexpr int B = 5, kFirstOwn = 10;
         std::vector<BatchItem> items(B);
         std::vector<std::vector<std::vector<AttentionSpan>>> spans(B);
-        std::vector<std::vector<float>> wl(B), wq(B), wk(B), wv(B), gl(B), gq(B), gk(B), gv(B), seen(B);
+        std::vector<std::vector<float>> wl(B), wq(B), wk(B), wv(B), gl(B), gq(B), gk(B), gv(B), seen(B), wMass(B), gMass(B);
         for (int i = 0; i < B; ++i) {
             const int own = kFirstOwn + i, t = (3 * i + round) % kBlockTokens, token = (i * 11 + 3 + round) % c.vocab;
             const int64_t pos = 2000 + 100 * i + round + (i == 4 ? 50000 : 0);
@@ -344,10 +345,18 @@ void runShape(const std::string& label, const DecoderShape& c, bool bf16) {
                 std::erase_if(layer, [&](const AttentionSpan& sp) {
                     return sp.block >= kFirstOwn && sp.block < kFirstOwn + B && sp.block != own;
                 });
-            ref.step(token, own, t, pos, spans[size_t(i)], wl[size_t(i)], wq[size_t(i)], wk[size_t(i)], wv[size_t(i)]);
+            const bool track = tracking && i % 2 == 1;
+            if (track) {
+                for (auto& layer : spans[size_t(i)])
+                    for (size_t s = 0; s < layer.size(); s += 2) layer[s].track = int32_t(16 * (s / 2));
+                wMass[size_t(i)].assign(16 * 12, 0.f), gMass[size_t(i)].assign(16 * 12, -1.f);
+            }
+            ref.step(token, own, t, pos, spans[size_t(i)], wl[size_t(i)], wq[size_t(i)], wk[size_t(i)], wv[size_t(i)],
+                     track ? &wMass[size_t(i)] : nullptr);
             gl[size_t(i)].resize(wl[size_t(i)].size()), gq[size_t(i)].resize(wq[size_t(i)].size());
             gk[size_t(i)].resize(wk[size_t(i)].size()), gv[size_t(i)].resize(wv[size_t(i)].size());
-            items[size_t(i)] = {token, own, t, pos, gl[size_t(i)].data(), gq[size_t(i)].data(), gk[size_t(i)].data(), gv[size_t(i)].data()};
+            items[size_t(i)] = {token, own, t, pos, gl[size_t(i)].data(), gq[size_t(i)].data(), gk[size_t(i)].data(), gv[size_t(i)].data(),
+                                int(gMass[size_t(i)].size()), track ? gMass[size_t(i)].data() : nullptr};
         }
         auto spansFor = [&](int item, int l, const float* query, std::vector<AttentionSpan>& out) -> std::string {
             if (perLayer != (query != nullptr)) return "query given " + std::string(query ? "" : "not ") + "as asked";
@@ -357,17 +366,20 @@ void runShape(const std::string& label, const DecoderShape& c, bool bf16) {
         };
         e = dev->stepBatch(items, spansFor, perLayer);
         const std::string what = label + " batch of 5" +
-                                 (perLayer ? " (layer by layer)" : round == 0 ? " (graph captured)" : " (graph replayed)");
+                                 (perLayer ? " (layer by layer)" : round % 3 == 0 ? " (graph captured)" : " (graph replayed)") +
+                                 (tracking ? ", tracking attention on two" : "");
         if (!e.empty()) return check(what, false, e);
-        double el = 0, eq = 0, ek = 0, ev = 0, eSeen = 0;
+        double el = 0, eq = 0, ek = 0, ev = 0, eSeen = 0, eMass = 0;
         for (int i = 0; i < B; ++i) {
             el = std::max(el, maxRelErr(gl[size_t(i)], wl[size_t(i)])), eq = std::max(eq, maxRelErr(gq[size_t(i)], wq[size_t(i)]));
             ek = std::max(ek, maxRelErr(gk[size_t(i)], wk[size_t(i)])), ev = std::max(ev, maxRelErr(gv[size_t(i)], wv[size_t(i)]));
             if (perLayer) eSeen = std::max(eSeen, maxRelErr(seen[size_t(i)], wq[size_t(i)]));
+            if (!wMass[size_t(i)].empty()) eMass = std::max(eMass, maxRelErr(gMass[size_t(i)], wMass[size_t(i)]));
         }
-        char buf[200];
-        std::snprintf(buf, sizeof buf, "logits %.2e queries %.2e keys %.2e values %.2e (layer queries %.2e)", el, eq, ek, ev, eSeen);
-        check(what, el <= tol && eq <= tol && ek <= tol && ev <= tol && eSeen <= tol, buf);
+        char buf[240];
+        std::snprintf(buf, sizeof buf, "logits %.2e queries %.2e keys %.2e values %.2e (layer queries %.2e, attention mass %.2e)",
+                      el, eq, ek, ev, eSeen, eMass);
+        check(what, el <= tol && eq <= tol && ek <= tol && ev <= tol && eSeen <= tol && eMass <= tol, buf);
     }
     // A page's prefill: 37 tokens (three blocks, the last partial) into slots 5, 9 and 13, each
     // token attending to two sink blocks (one framed elsewhere) and causally to the page; then a

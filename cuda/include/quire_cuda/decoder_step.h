@@ -57,6 +57,9 @@ struct BatchItem {
     int token = 0, slot = 0, t = 0;
     int64_t pos = 0;
     float *logits = nullptr, *queries = nullptr, *keys = nullptr, *values = nullptr;
+    // Attention tracking as step()'s: trackTokens > 0 fills attendedMass[trackTokens].
+    int trackTokens = 0;
+    float* attendedMass = nullptr;
 };
 
 class DecoderStep {
@@ -88,8 +91,9 @@ public:
     // The steps of several sequences whose blocks lie in this pool (each its own slots), together:
     // each weight matrix applied to all their rows in one product (read once for the batch), the
     // attention one launch over every sequence's spans (grid z: the sequence). spansFor(item,
-    // layer, query or null, spans) gives item's spans; `perLayer` as step()'s. No attention
-    // tracking. With the spans up front, one CUDA graph launch (captured once per batch size, the
+    // layer, query or null, spans) gives item's spans; `perLayer` as step()'s. Items with
+    // trackTokens > 0 get their attention mass as step() gives it (one more launch a layer for
+    // the batch). With the spans up front, one CUDA graph launch (captured once per batch size and tracking, the
     // tokens, slots, positions and spans read from device memory); layer by layer otherwise. Its
     // scratch grows to the largest batch seen (the graphs captured again then).
     using BatchSpansFor =

@@ -68,10 +68,9 @@ public:
 
     Status stepBatch(const std::vector<DeviceStepIO>& ios, const BatchSpansFor& spansFor, bool perLayer) override {
         std::vector<cuda::BatchItem> items;
-        for (const DeviceStepIO& io : ios) {
-            if (io.trackTokens > 0) return Status(ErrorCode::Internal, "CUDA decoder: a batch does not track attention");
-            items.push_back({io.token, io.slot, io.t, io.pos, io.logits, io.queries, io.keys, io.values});
-        }
+        for (const DeviceStepIO& io : ios)
+            items.push_back({io.token, io.slot, io.t, io.pos, io.logits, io.queries, io.keys, io.values, io.trackTokens,
+                             io.attendedMass});
         std::vector<DeviceSpan> spans;
         Status inner;
         auto adapt = [&](int item, int layer, const float* query, std::vector<cuda::AttentionSpan>& out) -> std::string {

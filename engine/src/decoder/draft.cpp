@@ -365,7 +365,15 @@ Status DecodeSession::beginDraft(const std::vector<int>& inputs) {
     }
     const int k = int(dp.posOf.size());
     dp.inputs.assign(inputs.begin(), inputs.end());
-    if (m_params.measureRecall || m_params.referencePrefill || d->device) {
+    if (d->device && m_params.sharedDevice && !m_params.measureRecall && !m_params.referencePrefill) {
+        // On a shared device a draft's tokens are plain steps, each as dear as the batch's: one
+        // token a draft, begun here so that computeDrafts() steps the device's sessions together.
+        auto ps = d->beginStep(inputs[0]);
+        if (!ps) return ps.status();
+        dp.kind = Impl::DraftPass::Kind::Shared;
+        dp.inputs.resize(1);
+        dp.pending = std::move(*ps);
+    } else if (m_params.measureRecall || m_params.referencePrefill || d->device) {
         // A benchmark's probe or a device's steps: the plain steps, in endDraft.
         dp.kind = Impl::DraftPass::Kind::Plain;
         if (k == 1) dp.inputs.resize(1);
@@ -402,9 +410,14 @@ Status DecodeSession::computeDrafts(const std::vector<DecodeSession*>& sessions)
     // kPackedRows rows a pass (more would leave the packed products, and their results would
     // depend on the rows beside them).
     std::map<const ModelWeights*, std::pair<std::vector<Impl*>, std::vector<Impl*>>> byModel;
+    std::map<StepBackend*, std::vector<Impl*>> onShared;  // Shared: by device
     for (DecodeSession* s : sessions) {
         Impl& si = *s->d;
         if (si.draftPass.computed) continue;
+        if (si.draftPass.kind == Kind::Shared) {
+            onShared[si.device.get()].push_back(&si);
+            continue;
+        }
         auto& [singles, drafts] = byModel[si.model.get()];
         (si.draftPass.kind == Kind::Single ? singles : drafts).push_back(&si);
     }
@@ -433,6 +446,25 @@ Status DecodeSession::computeDrafts(const std::vector<DecodeSession*>& sessions)
             from = to;
         }
     }
+    for (auto& [backend, group] : onShared) {
+        if (group.size() == 1) {  // alone: step()'s own pass on the device, or the CPU's where it fails
+            Impl& si = *group[0];
+            Status s = si.deviceForward(si.draftPass.pending);
+            if (!s) {
+                if (!si.p.deviceFallback) return s;
+                si.dropDevice("generated step " + std::to_string(si.generated - 1) + " (counted from 0)", s);
+                si.forward([&](int l) { si.stepAttention(l, si.draftPass.pending); });
+                si.computeLogits();
+            }
+        } else {
+            std::vector<Impl::PendingStep> pending;
+            for (Impl* si : group) pending.push_back(std::move(si->draftPass.pending));
+            const Status s = Impl::forwardOnShared(*backend, group, pending);
+            for (size_t j = 0; j < group.size(); ++j) group[j]->draftPass.pending = std::move(pending[j]);
+            if (!s) return s;
+        }
+        for (Impl* si : group) si->draftPass.computed = true;
+    }
     return Status::ok();
 }
 
@@ -450,7 +482,7 @@ Result<int> DecodeSession::endDraft(const std::function<bool(int, const StepResu
         }
         return int(dp.inputs.size());
     }
-    if (dp.kind == Kind::Single) {
+    if (dp.kind == Kind::Single || dp.kind == Kind::Shared) {
         onStep(0, d->endStep(dp.pending, true));
         return 1;
     }

@@ -83,7 +83,6 @@ public:
     // by cuda/tests/decoder_step_check.
     Status stepBatch(const std::vector<DeviceStepIO>& ios, const BatchSpansFor& spansFor, bool perLayer) override {
         for (size_t i = 0; i < ios.size(); ++i) {
-            if (ios[i].trackTokens > 0) return Status(ErrorCode::Internal, "device mirror: a batch does not track attention");
             auto one = [&](int layer, const float* query, std::vector<DeviceSpan>& spans) {
                 return spansFor(int(i), layer, query, spans);
             };

@@ -206,6 +206,7 @@ SessionStats DecodeSession::stats() const {
     s.currentPage = d->currentPage;
     s.deviceBytes = d->device ? d->device->deviceBytes() : 0;
     s.deviceUploadBlocks = d->deviceUploads;
+    s.deviceBatchedSteps = d->batchedDeviceSteps;
     s.onDevice = d->device != nullptr;
     s.gatedPages = d->p.gatedPages;
     s.blocksPerGatedPage = d->p.blocksPerGatedPage;

@@ -454,12 +454,14 @@ struct DecodeSession::Impl {
     //           sessions' single steps, as stepBatch does), ended in endDraft: step() exactly;
     //   Tokens  posOf.size() tokens computed together (Draft), fed one by one in endDraft.
     struct DraftPass {
-        enum class Kind { None, Plain, Single, Tokens } kind = Kind::None;
+        // Plain: step() each in endDraft; Single: one token on the CPU; Tokens: a draft on the CPU;
+        // Shared: one token on a shared device, stepped with the other sessions there.
+        enum class Kind { None, Plain, Single, Tokens, Shared } kind = Kind::None;
         bool computed = false;
         std::vector<int> inputs;
         std::vector<int64_t> posOf;
         std::vector<bool> refreshAt;  // the gate is refreshed at token i (its query chooses from there)
-        PendingStep pending;          // Single
+        PendingStep pending;          // Single, Shared
         Draft draft;                  // Tokens
         std::vector<std::vector<Span>> spans;  // per token, the layer being computed
         std::vector<std::vector<float>> mass;  // per token, attention on the current page's tokens
@@ -562,6 +564,11 @@ struct DecodeSession::Impl {
     Status deviceSpans(const PendingStep& ps, int l, const float* query, std::vector<DeviceSpan>& out);
     void deviceEnd(PendingStep& ps);
     Status deviceForward(PendingStep& ps);
+    // The forward passes of steps begun in sessions on one shared device, as one device batch (its
+    // stepBatch); where the device fails, each session drops it and the CPU computes them
+    // (forwardBatches). The logits are done either way: endStep(ps, true) follows.
+    static Status forwardOnShared(StepBackend& backend, const std::vector<Impl*>& impls, std::vector<PendingStep>& pending);
+    int64_t batchedDeviceSteps = 0;  // steps computed in a batch on a shared device (SessionStats)
 
     void embed(int token);
 };

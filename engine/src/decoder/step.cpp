@@ -200,6 +200,32 @@ Result<StepResult> DecodeSession::step(int inputToken) {
     return d->endStep(*ps, onDevice);
 }
 
+Status DecodeSession::Impl::forwardOnShared(StepBackend& backend, const std::vector<Impl*>& impls,
+                                            std::vector<PendingStep>& pending) {
+    std::vector<DeviceStepIO> ios(impls.size());
+    bool perLayer = false;
+    Status s;
+    for (size_t j = 0; j < impls.size() && s; ++j) {
+        bool mine = false;
+        s = impls[j]->deviceBegin(pending[j], ios[j], mine);
+        perLayer = perLayer || mine;
+    }
+    if (s)
+        s = backend.stepBatch(ios, [&](int item, int l, const float* query, std::vector<DeviceSpan>& out) {
+            return impls[size_t(item)]->deviceSpans(pending[size_t(item)], l, query, out);
+        }, perLayer);
+    if (s) {
+        for (size_t j = 0; j < impls.size(); ++j) impls[j]->deviceEnd(pending[j]), ++impls[j]->batchedDeviceSteps;
+        return Status::ok();
+    }
+    for (Impl* si : impls) {  // each session goes on with the CPU (the host holds every key and value)
+        if (!si->p.deviceFallback) return s;
+        si->dropDevice("generated step " + std::to_string(si->generated - 1) + " (counted from 0), in a batch", s);
+    }
+    forwardBatches(impls, pending);
+    return Status::ok();
+}
+
 Result<std::vector<StepResult>> DecodeSession::stepBatch(const std::vector<DecodeSession*>& sessions,
                                                          const std::vector<int>& inputs) {
     if (sessions.empty() || sessions.size() != inputs.size())
@@ -218,14 +244,14 @@ Result<std::vector<StepResult>> DecodeSession::stepBatch(const std::vector<Decod
         return std::vector<StepResult>{*r};
     }
     std::vector<StepResult> results(sessions.size());
-    // On the CPU: together. On a shared device: together there, those on one device. Otherwise
-    // (a device of its own, attention tracking, alone on its shared device): each its own step().
+    // On the CPU: together. On a shared device: together there, those on one device (attention
+    // tracked or not). Otherwise (a device of its own, alone on its shared device): each its own step().
     std::vector<size_t> onCpu, alone;
     std::map<StepBackend*, std::vector<size_t>> onShared;
     for (size_t i = 0; i < sessions.size(); ++i) {
         const Impl& si = *sessions[i]->d;
         if (!si.device) onCpu.push_back(i);
-        else if (si.p.sharedDevice && !si.p.trackAttention) onShared[si.device.get()].push_back(i);
+        else if (si.p.sharedDevice) onShared[si.device.get()].push_back(i);
         else alone.push_back(i);
     }
     std::erase_if(onShared, [&](const auto& group) {
@@ -254,27 +280,7 @@ Result<std::vector<StepResult>> DecodeSession::stepBatch(const std::vector<Decod
         std::vector<Impl*> impls;
         std::vector<Impl::PendingStep> pending;
         if (Status s = begin(members, impls, pending); !s) return s;
-        std::vector<DeviceStepIO> ios(members.size());
-        bool perLayer = false;
-        Status s;
-        for (size_t j = 0; j < impls.size() && s; ++j) {
-            bool mine = false;
-            s = impls[j]->deviceBegin(pending[j], ios[j], mine);
-            perLayer = perLayer || mine;
-        }
-        if (s)
-            s = backend->stepBatch(ios, [&](int item, int l, const float* query, std::vector<DeviceSpan>& out) {
-                return impls[size_t(item)]->deviceSpans(pending[size_t(item)], l, query, out);
-            }, perLayer);
-        if (s) {
-            for (size_t j = 0; j < impls.size(); ++j) impls[j]->deviceEnd(pending[j]);
-        } else {  // each session goes on with the CPU (the host holds every key and value)
-            for (Impl* si : impls) {
-                if (!si->p.deviceFallback) return s;
-                si->dropDevice("generated step " + std::to_string(si->generated - 1) + " (counted from 0), in a batch", s);
-            }
-            Impl::forwardBatches(impls, pending);
-        }
+        if (Status s = Impl::forwardOnShared(*backend, impls, pending); !s) return s;
         for (size_t j = 0; j < impls.size(); ++j) results[members[j]] = impls[j]->endStep(pending[j], true);
     }
     std::vector<Impl*> impls;

@@ -78,7 +78,7 @@ public:
     virtual Status step(const DeviceStepIO& io, const SpansFor& spansFor, bool perLayer) = 0;
     // The steps of several sessions whose slots lie in this device (a SharedDevice's), together:
     // each weight read once for all of them. spansFor(item, layer, query, spans) is item's
-    // spansFor; `perLayer` as step()'s, for them all. No attention tracking (trackTokens 0).
+    // spansFor; `perLayer` as step()'s, for them all; each io's attention tracking as step()'s.
     using BatchSpansFor = std::function<Status(int item, int layer, const float* query, std::vector<DeviceSpan>& spans)>;
     virtual Status stepBatch(const std::vector<DeviceStepIO>& ios, const BatchSpansFor& spansFor, bool perLayer) = 0;
     // At most `maxTokens` tokens a page (sizes the prefill's scratch, once).

@@ -81,8 +81,8 @@ struct AttentionParams {
     // Report, per step, the current page's visual token attended to most (StepResult); a reader
     // places words on the page by it.
     bool trackAttention = false;
-    // Where generated steps run (StepDevice). Not with measureRecall, referencePrefill or
-    // trackAttention, which need the host's attention (begin() says so). Drafts (stepDraft) run
+    // Where generated steps run (StepDevice). Not with measureRecall or referencePrefill, which
+    // need the host's attention (begin() says so). Drafts (stepDraft) run
     // as plain steps there.
     StepDevice device = StepDevice::Cpu;
     // Cuda: the weights stored as bf16 (products accumulate in fp32); false keeps them fp32.
@@ -162,6 +162,7 @@ struct SessionStats {
     int currentPage = 0;
     size_t deviceBytes = 0;        // with a device (AttentionParams::device): the memory it holds
     int64_t deviceUploadBlocks = 0;  // blocks (or one layer of a gated block) copied to it so far
+    int64_t deviceBatchedSteps = 0;  // steps computed on a shared device together with other sessions'
     bool onDevice = false;         // the steps run on the device (false: the CPU, asked or fallen back)
     // The SR-SWA budgets the session runs with: those asked, or smaller where the device did not
     // have the memory for them (deviceBudgetCuts halvings; deviceNotice() says so).
