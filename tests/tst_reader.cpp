@@ -14,12 +14,14 @@
 #include <optional>
 #include <random>
 #include <set>
+#include <thread>
 
 #include "quire/core/backend.h"
 #include "quire/decoder/model.h"
 #include "quire/ppocr/ppocr.h"
 #include "quire/store/project_store.h"
 #include "quire/reader/reader.h"
+#include "quire/reader/reader_sharing.h"
 #include "quire/pipeline/transcriber.h"
 #include "quire/recognizers/recognizer.h"
 #include "test_util.h"
@@ -350,6 +352,65 @@ private slots:
         // Boxes come from the most-attended visual token, which a near tie could move: all but a few.
         QVERIFY2(sameBoxes >= words - 1, qPrintable(QString("%1 of %2 word boxes the same").arg(sameBoxes).arg(words)));
         qInfo("%d words, %d boxes the same", words, sameBoxes);
+    }
+
+    // Reader engines of one batch (a server's concurrent jobs) decoding on a device share one device
+    // of their ReaderSharing: their steps run there as one batch, attention tracked, and each
+    // volume's text and word boxes are what its engine writes alone on a device of its own.
+    void readersOnOneDeviceStepTogether() {
+        auto dir = findReaderModel();
+        if (!dir) QSKIP("no reader model is shipped");
+        const std::vector<std::vector<std::vector<std::string>>> volumes = {
+            {{"CHAPTER THE FIRST.", "Of the binding of books, and of"}, {"12 THE BINDER'S GUIDE", "The sheets were folded, gathered"}},
+            {{"The register of the parish", "was kept by the clerk"}, {"in a book of ninety leaves,", "bound in calf"}}};
+        ReaderOptions o;
+        o.modelDir = *dir;
+        o.attention.device = decoder::StepDevice::Mirror;
+        auto read = [&](ReaderEngine& e, const std::vector<std::vector<std::string>>& pages, std::vector<ReaderPage>& out,
+                        std::string& error) {
+            for (const auto& lines : pages) {
+                auto got = e.readPage(textPage(lines, 1100, 300, 1.3), 300);
+                if (!got || !got->failure.empty()) return void(error = got ? got->failure : got.status().message());
+                out.push_back(std::move(*got));
+            }
+        };
+        std::vector<std::vector<ReaderPage>> alone(volumes.size()), together(volumes.size());
+        for (size_t v = 0; v < volumes.size(); ++v) {
+            auto e = ReaderEngine::load(o);
+            QVERIFY2(e, e.status().message().c_str());
+            std::string error;
+            read(**e, volumes[v], alone[v], error);
+            QVERIFY2(error.empty(), error.c_str());
+        }
+        o.sharing = std::make_shared<ReaderSharing>(std::chrono::milliseconds(500));
+        std::vector<std::unique_ptr<ReaderEngine>> engines;
+        for (size_t v = 0; v < volumes.size(); ++v) {
+            auto e = ReaderEngine::load(o);
+            QVERIFY2(e, e.status().message().c_str());
+            engines.push_back(std::move(*e));
+        }
+        std::vector<std::string> errors(volumes.size());
+        std::vector<std::thread> threads;
+        for (size_t v = 0; v < volumes.size(); ++v)
+            threads.emplace_back([&, v] { read(*engines[v], volumes[v], together[v], errors[v]); });
+        for (auto& t : threads) t.join();
+        for (size_t v = 0; v < volumes.size(); ++v) {
+            QVERIFY2(errors[v].empty(), errors[v].c_str());
+            QVERIFY2(engines[v]->deviceNotice().empty(), engines[v]->deviceNotice().c_str());
+            QCOMPARE(together[v].size(), alone[v].size());
+            for (size_t p = 0; p < alone[v].size(); ++p) {
+                QCOMPARE(QString::fromStdString(together[v][p].text.plainText()), QString::fromStdString(alone[v][p].text.plainText()));
+                QCOMPARE(together[v][p].tokens, alone[v][p].tokens);
+                const auto &la = alone[v][p].text.lines, &lt = together[v][p].text.lines;
+                QCOMPARE(lt.size(), la.size());
+                for (size_t l = 0; l < la.size(); ++l)
+                    for (size_t w = 0; w < la[l].words.size() && w < lt[l].words.size(); ++w)
+                        QCOMPARE(lt[l].words[w].box.x, la[l].words[w].box.x);
+                QCOMPARE(alone[v][p].deviceBatchedSteps, int64_t(0));
+            }
+            QVERIFY2(together[v].back().deviceBatchedSteps > 0, "no step ran in a device batch");
+        }
+        QVERIFY(o.sharing->batcher().stats().largest >= 2);
     }
 
     // Asked for a GPU where there is none, a transcription with the reader goes on with the CPU

@@ -171,6 +171,11 @@ Result<std::unique_ptr<ReaderEngine>> ReaderEngine::load(const ReaderOptions& op
     e->d->options.attention.maxPageTokens = std::max(options.attention.maxPageTokens, 6144);
     e->d->options.attention.trackAttention = true;  // word boxes from the visual tokens attended to
     e->d->model = std::move(model).value();
+    // Engines of a batch on a device share one (their steps run together there); where it cannot be
+    // opened, each session tries its own device and falls back to the CPU with a notice.
+    if (options.sharing && a.device != decoder::StepDevice::Cpu && a.mode == decoder::AttentionMode::SrSwa && !a.sharedDevice)
+        if (auto shared = options.sharing->device(e->d->model, a.device, a.deviceBf16, a.deviceMemoryLimit))
+            a.sharedDevice = *shared;
     e->d->ppocr = std::move(ppocr).value();
     for (int cls = 1; cls <= kKeyCount; ++cls) {
         const std::string ch = e->d->ppocr->charOf(cls);
@@ -254,7 +259,11 @@ Result<ReaderPage> ReaderEngine::readEncoded(const Result<PpocrPage>& encoded, i
     }
     page->decodeSeconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     page->decodeCpuSeconds = threadCpuSeconds() - cpuStart;
-    if (d->session) page->pagesComputedAgain = d->session->stats().recomputedPages;
+    if (d->session) {
+        const decoder::SessionStats st = d->session->stats();
+        page->pagesComputedAgain = st.recomputedPages;
+        page->deviceBatchedSteps = st.deviceBatchedSteps;
+    }
     return page;
 }
 

@@ -13,4 +13,15 @@ Result<std::shared_ptr<const decoder::ModelWeights>> ReaderSharing::model(const 
     return m;
 }
 
+Result<std::shared_ptr<decoder::SharedDevice>> ReaderSharing::device(const std::shared_ptr<const decoder::ModelWeights>& model,
+                                                                     decoder::StepDevice device, bool bf16, size_t memoryLimit) {
+    std::lock_guard lock(m_mutex);
+    auto& held = m_devices[{model.get(), device}];
+    if (auto d = held.lock()) return d;
+    auto opened = decoder::SharedDevice::open(model, device, bf16, -1, memoryLimit);
+    if (!opened) return opened.status();
+    held = *opened;
+    return opened;
+}
+
 }  // namespace quire

@@ -82,8 +82,8 @@ struct AttentionParams {
     // places words on the page by it.
     bool trackAttention = false;
     // Where generated steps run (StepDevice). Not with measureRecall or referencePrefill, which
-    // need the host's attention (begin() says so). Drafts (stepDraft) run
-    // as plain steps there.
+    // need the host's attention (begin() says so). Drafts (stepDraft) run as plain steps there; on
+    // a shared device, one token a draft, stepped with the device's other sessions (computeDrafts).
     StepDevice device = StepDevice::Cpu;
     // Cuda: the weights stored as bf16 (products accumulate in fp32); false keeps them fp32.
     bool deviceBf16 = true;

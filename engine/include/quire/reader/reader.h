@@ -383,7 +383,8 @@ struct ReaderOptions {
     // if each were the volume's first: the ablation of continuous reading (docs/ACCURACY.md).
     bool contextPerPage = false;
     // Engines of one process that decode as one batch share this (reader_sharing.h): the model and
-    // front-end are taken from it, and each page's drafts are computed with the other engines'.
+    // front-end are taken from it, and each page's drafts are computed with the other engines';
+    // with a device (attention.device), their sessions share one device of it and step together there.
     std::shared_ptr<ReaderSharing> sharing;
 };
 
@@ -406,6 +407,9 @@ struct ReaderPage {
     // behind the window the session has computed again so far (DecodeSession::stats()).
     double decodeSeconds = 0, decodeCpuSeconds = 0;
     int64_t pagesComputedAgain = 0;
+    // Steps the session has computed so far on a shared device together with other volumes' (a
+    // batch of engines on one GPU: ReaderOptions::sharing with a device).
+    int64_t deviceBatchedSteps = 0;
 };
 
 class ReaderEngine {
