@@ -137,6 +137,30 @@ class TestStepBatcher : public QObject {
         return r;
     }
 
+    // Each reading on a thread of its own through `batcher` (session i's parameters: params(first + i));
+    // every thread a member before any starts, so the first passes wait for all. Each thread's error.
+    std::vector<std::string> readOnThreads(StepBatcher& batcher, std::vector<Reading>& readings, int first) const {
+        const size_t n = readings.size();
+        std::vector<std::string> errors(n);
+        std::vector<StepBatcher::Membership> members;
+        for (size_t i = 0; i < n; ++i) members.push_back(batcher.join());
+        std::vector<std::thread> threads;
+        for (size_t i = 0; i < n; ++i)
+            threads.emplace_back([&, i] {
+                Reading& r = readings[i];
+                const auto member = std::move(members[i]);
+                while (!r.done()) {
+                    if (!r.feedPages(params(first + int(i)))) return void(errors[i] = "page refused");
+                    const auto d = r.draft();
+                    auto fed = batcher.stepDraft(*r.session, d, r.record(d));
+                    if (!fed) return void(errors[i] = fed.status().message());
+                    r.advance(*fed);
+                }
+            });
+        for (auto& t : threads) t.join();
+        return errors;
+    }
+
 private slots:
     void initTestCase() {
         m_cfg = tinyDecoderConfig();
@@ -233,24 +257,7 @@ private slots:
         StepBatcher batcher(std::chrono::milliseconds(500));
         std::vector<Reading> readings;
         for (int i = 0; i < kThreads; ++i) readings.push_back(start(i, steps[i]));
-        std::vector<std::string> errors(kThreads);
-        // Every thread a member before any starts: the first passes wait for all four.
-        std::vector<StepBatcher::Membership> members;
-        for (int i = 0; i < kThreads; ++i) members.push_back(batcher.join());
-        std::vector<std::thread> threads;
-        for (int i = 0; i < kThreads; ++i)
-            threads.emplace_back([&, i] {
-                Reading& r = readings[size_t(i)];
-                const auto member = std::move(members[size_t(i)]);
-                while (!r.done()) {
-                    if (!r.feedPages(params(i))) return void(errors[size_t(i)] = "page refused");
-                    const auto d = r.draft();
-                    auto fed = batcher.stepDraft(*r.session, d, r.record(d));
-                    if (!fed) return void(errors[size_t(i)] = fed.status().message());
-                    r.advance(*fed);
-                }
-            });
-        for (auto& t : threads) t.join();
+        const std::vector<std::string> errors = readOnThreads(batcher, readings, 0);
         for (int i = 0; i < kThreads; ++i) {
             QVERIFY2(errors[size_t(i)].empty(), errors[size_t(i)].c_str());
             QVERIFY2(sameAs(readings[size_t(i)], alone(i, steps[i])), qPrintable(QString("thread %1 computed otherwise").arg(i)));
@@ -272,23 +279,7 @@ private slots:
         StepBatcher batcher(std::chrono::milliseconds(500));
         std::vector<Reading> readings;
         for (int i = 0; i < kThreads; ++i) readings.push_back(start(first + i, steps[i]));
-        std::vector<std::string> errors(kThreads);
-        std::vector<StepBatcher::Membership> members;
-        for (int i = 0; i < kThreads; ++i) members.push_back(batcher.join());
-        std::vector<std::thread> threads;
-        for (int i = 0; i < kThreads; ++i)
-            threads.emplace_back([&, i] {
-                Reading& r = readings[size_t(i)];
-                const auto member = std::move(members[size_t(i)]);
-                while (!r.done()) {
-                    if (!r.feedPages(params(first + i))) return void(errors[size_t(i)] = "page refused");
-                    const auto d = r.draft();
-                    auto fed = batcher.stepDraft(*r.session, d, r.record(d));
-                    if (!fed) return void(errors[size_t(i)] = fed.status().message());
-                    r.advance(*fed);
-                }
-            });
-        for (auto& t : threads) t.join();
+        const std::vector<std::string> errors = readOnThreads(batcher, readings, first);
         for (int i = 0; i < kThreads; ++i) {
             QVERIFY2(errors[size_t(i)].empty(), errors[size_t(i)].c_str());
             const Reading a = alone(first + i, steps[i]);

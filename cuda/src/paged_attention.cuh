@@ -28,6 +28,14 @@ __device__ void RotateQueryInto(const float* q, int h, int headDim, const double
     }
 }
 
+// Query z's spans: from offsets[z] to offsets[z + 1] (a prefill's token, a batch's sequence; `spans`
+// moved to the first), or a step's `count`. Returns how many.
+__device__ int QuerySpans(const AttentionSpan*& spans, const int* count, const int* offsets, int z) {
+    if (!offsets) return *count;
+    spans += offsets[z];
+    return offsets[z + 1] - offsets[z];
+}
+
 // Paged decode attention of one query (all heads) over the layer's spans, split over the KV:
 // grid (heads, splits), four warps a block. The spans' tokens, in order, are cut into `splits`
 // equal ranges; in each, warps take tokens in turn (a lane holds every 32nd dimension), keep an
@@ -46,13 +54,7 @@ __global__ void AttentionSplitKernel(const float* q, size_t qStride, const float
     const int g = h / group;
     const size_t halfFloats = size_t(layers) * kvHeads * kBlockTokens * headDim;
     const int z = blockIdx.z;
-    int n;
-    if (offsets) {
-        spans += offsets[z];
-        n = offsets[z + 1] - offsets[z];
-    } else {
-        n = *count;
-    }
+    const int n = QuerySpans(spans, count, offsets, z);
     q += size_t(z) * qStride;
     workspace += size_t(z) * gridDim.x * splits * (headDim + 2);
     int total = 0;
@@ -150,13 +152,7 @@ __global__ void TrackKernel(const float* q, size_t qStride, const float* pool, c
     __shared__ float qr[kMaxHeadDim];
     const int h = blockIdx.x, warp = threadIdx.x / 32, lane = threadIdx.x % 32, warps = blockDim.x / 32;
     const int g = h / group, z = blockIdx.z;
-    int n;
-    if (offsets) {
-        spans += offsets[z];
-        n = offsets[z + 1] - offsets[z];
-    } else {
-        n = *count;
-    }
+    const int n = QuerySpans(spans, count, offsets, z);
     q += size_t(z) * qStride;
     headStats += size_t(z) * 2 * gridDim.x;
     if (massOffsets) mass += massOffsets[z], massCap = massOffsets[z + 1] - massOffsets[z];
