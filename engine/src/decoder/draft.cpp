@@ -449,13 +449,9 @@ Status DecodeSession::computeDrafts(const std::vector<DecodeSession*>& sessions)
     for (auto& [backend, group] : onShared) {
         if (group.size() == 1) {  // alone: step()'s own pass on the device, or the CPU's where it fails
             Impl& si = *group[0];
-            Status s = si.deviceForward(si.draftPass.pending);
-            if (!s) {
-                if (!si.p.deviceFallback) return s;
-                si.dropDevice("generated step " + std::to_string(si.generated - 1) + " (counted from 0)", s);
-                si.forward([&](int l) { si.stepAttention(l, si.draftPass.pending); });
-                si.computeLogits();
-            }
+            auto onDevice = si.forwardStep(si.draftPass.pending);
+            if (!onDevice) return onDevice.status();
+            if (!*onDevice) si.computeLogits();
         } else {
             std::vector<Impl::PendingStep> pending;
             for (Impl* si : group) pending.push_back(std::move(si->draftPass.pending));

@@ -564,6 +564,9 @@ struct DecodeSession::Impl {
     Status deviceSpans(const PendingStep& ps, int l, const float* query, std::vector<DeviceSpan>& out);
     void deviceEnd(PendingStep& ps);
     Status deviceForward(PendingStep& ps);
+    // step()'s forward pass alone: on the device where the session has one (true: the logits are
+    // done), else, or where the device fails and the CPU may take over, on the CPU (false).
+    Result<bool> forwardStep(PendingStep& ps);
     // The forward passes of steps begun in sessions on one shared device, as one device batch (its
     // stepBatch); where the device fails, each session drops it and the CPU computes them
     // (forwardBatches). The logits are done either way: endStep(ps, true) follows.

@@ -181,23 +181,23 @@ void DecodeSession::Impl::embed(int token) {
     std::copy(e, e + c.hiddenSize, x.begin());
 }
 
+Result<bool> DecodeSession::Impl::forwardStep(PendingStep& ps) {
+    if (device) {
+        Status s = deviceForward(ps);
+        if (s) return true;
+        if (!p.deviceFallback) return s;
+        dropDevice("generated step " + std::to_string(generated - 1) + " (counted from 0)", s);
+    }
+    forward([&](int l) { stepAttention(l, ps); });
+    return false;
+}
+
 Result<StepResult> DecodeSession::step(int inputToken) {
     auto ps = d->beginStep(inputToken);
     if (!ps) return ps.status();
-    bool onDevice = false;
-    if (d->device) {
-        Status s = d->deviceForward(*ps);
-        if (s) {
-            onDevice = true;
-        } else {
-            if (!m_params.deviceFallback) return s;
-            d->dropDevice("generated step " + std::to_string(d->generated - 1) + " (counted from 0)", s);
-        }
-    }
-    if (!onDevice) {
-        d->forward([&](int l) { d->stepAttention(l, *ps); });
-    }
-    return d->endStep(*ps, onDevice);
+    auto onDevice = d->forwardStep(*ps);
+    if (!onDevice) return onDevice.status();
+    return d->endStep(*ps, *onDevice);
 }
 
 Status DecodeSession::Impl::forwardOnShared(StepBackend& backend, const std::vector<Impl*>& impls,

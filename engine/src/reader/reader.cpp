@@ -168,8 +168,8 @@ Result<std::unique_ptr<ReaderEngine>> ReaderEngine::load(const ReaderOptions& op
     if (options.windowBefore >= 0) a.windowBefore = options.windowBefore;
     if (options.windowAfter >= 0) a.windowAfter = options.windowAfter;
     if (options.gatedPages >= 0) a.gatedPages = options.gatedPages;
-    e->d->options.attention.maxPageTokens = std::max(options.attention.maxPageTokens, 6144);
-    e->d->options.attention.trackAttention = true;  // word boxes from the visual tokens attended to
+    a.maxPageTokens = std::max(options.attention.maxPageTokens, 6144);
+    a.trackAttention = true;  // word boxes from the visual tokens attended to
     e->d->model = std::move(model).value();
     // Engines of a batch on a device share one (their steps run together there); where it cannot be
     // opened, each session tries its own device and falls back to the CPU with a notice.
