@@ -29,12 +29,13 @@ void makeLineAligned(decoder::ModelConfig& c) {
     c.visualLineEndTokenId = 5;
 }
 
-std::vector<float> pageWithIds(int page, int count, int dim, int lineEnd) {
+std::vector<float> pageWithIds(int page, int count, int dim, int lineEnd, int evidenceIds) {
     const auto f = pageFeatures(page, count, dim);
     std::vector<float> v;
     for (int t = 0; t < count; ++t) {
         v.insert(v.end(), f.begin() + size_t(t) * dim, f.begin() + size_t(t + 1) * dim);
         v.push_back(float(lineEnd >= 0 && (t % 6 == 5 || t == count - 1) ? lineEnd : 10 + (t + page) % 7));
+        for (int k = 0; k < evidenceIds; ++k) v.push_back((t + k) % 3 == 2 ? -1.f : float(8 + (t * 5 + page + k) % 11));
     }
     return v;
 }

@@ -45,8 +45,9 @@ std::vector<float> pageFeatures(int page, int count, int dim);
 // Line-aligned positions (config.h): token 5 ends a visual line, tokens 4 and 6 end written lines.
 void makeLineAligned(decoder::ModelConfig& c);
 // A page's visual tokens with vocabulary ids after each one's features (visual_token_ids): every
-// sixth token (and the last) is `lineEnd` when lineEnd >= 0.
-std::vector<float> pageWithIds(int page, int count, int dim, int lineEnd);
+// sixth token (and the last) is `lineEnd` when lineEnd >= 0; then `evidenceIds` evidence ids
+// (visual_evidence_ids), every third of them -1 (none).
+std::vector<float> pageWithIds(int page, int count, int dim, int lineEnd, int evidenceIds = 0);
 // Largest absolute difference relative to the largest magnitude of b.
 double relDiff(const std::vector<float>& a, const std::vector<float>& b);
 

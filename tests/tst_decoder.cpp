@@ -262,6 +262,69 @@ private slots:
         QVERIFY(s.step(1));
     }
 
+    // Evidence ids (visual_evidence_ids) survive config.json, need visual_token_ids, widen each
+    // visual token by their count, and each is -1 (none) or a vocabulary id; the model file holds
+    // their gains, and a gain-less model reads as if the evidence were absent.
+    void evidenceIdsAreCheckedAtTheDoor() {
+        ModelConfig c = tinyDecoderConfig();
+        c.visualTokenIds = true;
+        c.visualEvidenceIds = 2;
+        QCOMPARE(c.visualStride(), c.visualDim + 3);
+        auto parsed = ModelConfig::fromJson(c.toJson(), "config.json");
+        QVERIFY2(parsed, parsed.status().message().c_str());
+        QCOMPARE(parsed->visualEvidenceIds, 2);
+        QCOMPARE(ModelConfig::fromJson(tinyDecoderConfig().toJson(), "config.json")->visualEvidenceIds, 0);
+        ModelConfig noIds = c;
+        noIds.visualTokenIds = false;
+        const Status st = noIds.validate("config.json");
+        QVERIFY2(!st && QString::fromStdString(st.message()).contains("visual_evidence_ids"), st.message().c_str());
+        ModelWeights w = randomModel(c, 3);
+        QCOMPARE(w.evidenceGain.size(), size_t(2 * c.hiddenSize));
+        QTemporaryDir dir;
+        QVERIFY(saveModel(w, dir.path().toStdString()));
+        auto loaded = loadModel(dir.path().toStdString());
+        QVERIFY2(loaded, loaded.status().message().c_str());
+        QCOMPARE((*loaded)->evidenceGain, w.evidenceGain);
+        std::vector<float> page(size_t(3) * c.visualStride(), 0.25f);
+        for (int t = 0; t < 3; ++t) {
+            float* row = &page[size_t(t) * c.visualStride() + c.visualDim];
+            row[0] = float(7 + t), row[1] = t == 1 ? -1.f : float(9 + t), row[2] = -1.f;
+        }
+        auto model = std::make_shared<const ModelWeights>(w);
+        DecodeSession s(model, AttentionParams{});
+        QVERIFY(s.begin({1}));
+        for (float bad : {-2.f, float(c.vocabSize), 0.5f, std::nanf("")}) {
+            auto broken = page;
+            broken[size_t(2) * c.visualStride() + c.visualDim + 2] = bad;
+            const Status refused = s.addPage(0, broken.data(), 3);
+            QVERIFY2(!refused && QString::fromStdString(refused.message()).contains("evidence id"), refused.message().c_str());
+        }
+        QVERIFY(s.addPage(0, page.data(), 3));
+        auto withEvidence = s.step(1);
+        QVERIFY(withEvidence);
+        // The same page without its evidence (every id -1) is another input: other logits; with the
+        // gains zero, the logits of a model without evidence ids on the page without them.
+        auto none = page;
+        for (int t = 0; t < 3; ++t) none[size_t(t) * c.visualStride() + c.visualDim + 1] = -1.f;
+        auto logitsOf = [&](std::shared_ptr<const ModelWeights> m, const std::vector<float>& p) {
+            DecodeSession d(m, AttentionParams{});
+            d.begin({1});
+            d.addPage(0, p.data(), 3);
+            return *d.step(1)->logits;
+        };
+        QVERIFY(logitsOf(model, none) != *withEvidence->logits);
+        ModelWeights quiet = w;
+        std::fill(quiet.evidenceGain.begin(), quiet.evidenceGain.end(), 0.f);
+        ModelWeights plain = w;
+        plain.config.visualEvidenceIds = 0, plain.evidenceGain.clear();
+        std::vector<float> noEvidence;
+        for (int t = 0; t < 3; ++t)
+            noEvidence.insert(noEvidence.end(), page.begin() + long(t) * c.visualStride(),
+                              page.begin() + long(t) * c.visualStride() + c.visualDim + 1);
+        QCOMPARE(logitsOf(std::make_shared<const ModelWeights>(quiet), page),
+                 logitsOf(std::make_shared<const ModelWeights>(plain), noEvidence));
+    }
+
     // Line-aligned positions survive config.json, and a config that cannot use them is refused.
     void lineAlignedConfigRoundTripsAndIsChecked() {
         ModelConfig c = tinyDecoderConfig();

@@ -163,10 +163,11 @@ private slots:
         // reader_parity_ids: the visual tokens also carry vocabulary ids (visual_token_ids).
         // reader_parity_aligned: ids and page-aligned positions (page_aligned_positions).
         // reader_parity_lines: ids and line-aligned positions (line_end_token_ids).
+        // reader_parity_evidence: as _lines, with two evidence ids a visual token, some -1 (none).
         // reader_golden: the shipped reader (resources/models/reader) against logits PyTorch gave
         // for it, at a fixed set of ids (make_parity_fixture.py --trained).
         for (const char* fixture : {"reader_parity", "reader_parity_ids", "reader_parity_aligned", "reader_parity_lines",
-                                    "reader_golden"}) {
+                                    "reader_parity_evidence", "reader_golden"}) {
             QTest::addRow("%s, full", fixture) << "full" << fixture;
             QTest::addRow("%s, rswa", fixture) << "rswa" << fixture;
             QTest::addRow("%s, srswa, covering budgets", fixture) << "srswa" << fixture;
@@ -205,8 +206,10 @@ private slots:
         const int stride = (*model)->config.visualStride();
         if (!golden) {
             QCOMPARE((*model)->config.visualTokenIds, fixture != "reader_parity");
-            QCOMPARE((*model)->config.pageAlignedPositions, fixture.endsWith("_aligned") || fixture.endsWith("_lines"));
-            QCOMPARE((*model)->config.lineAlignedPositions(), fixture.endsWith("_lines"));
+            const bool evidence = fixture.endsWith("_evidence");
+            QCOMPARE((*model)->config.pageAlignedPositions, fixture.endsWith("_aligned") || fixture.endsWith("_lines") || evidence);
+            QCOMPARE((*model)->config.lineAlignedPositions(), fixture.endsWith("_lines") || evidence);
+            QCOMPARE((*model)->config.visualEvidenceIds, evidence ? 2 : 0);
         }
         std::vector<int> watched;  // golden: the ids whose logits the case holds
         for (const auto& x : c["ids"].toArray()) watched.push_back(x.toInt());

@@ -49,7 +49,8 @@ Compared compare(DecodeSession& a, DecodeSession& b, const ModelConfig& cfg, int
         while (fed < page + a.params().windowAfter) {
             ++fed;
             const int n = 20 + fed % 3 * 10;
-            const auto f = cfg.visualTokenIds ? pageWithIds(fed, n, cfg.visualDim, 5) : pageFeatures(fed, n, cfg.visualDim);
+            const auto f = cfg.visualTokenIds ? pageWithIds(fed, n, cfg.visualDim, 5, cfg.visualEvidenceIds)
+                                              : pageFeatures(fed, n, cfg.visualDim);
             if (!a.addPage(fed, f.data(), n) || !b.addPage(fed, f.data(), n)) return r;
         }
         auto ra = a.step(token);
@@ -94,20 +95,24 @@ private slots:
         QTest::addColumn<int>("maxPositions");
         QTest::addColumn<bool>("lineAligned");
         QTest::addColumn<bool>("track");
-        QTest::newRow("srswa") << "srswa" << (1 << 20) << false << false;
-        QTest::newRow("srswa, tracking attention") << "srswa" << (1 << 20) << false << true;
-        QTest::newRow("srswa, framed, line-aligned, tracking") << "srswa" << 256 << true << true;
-        QTest::newRow("rswa") << "rswa" << (1 << 20) << false << false;
-        QTest::newRow("full") << "full" << (1 << 20) << false << false;
+        QTest::addColumn<int>("evidenceIds");
+        QTest::newRow("srswa") << "srswa" << (1 << 20) << false << false << 0;
+        QTest::newRow("srswa, tracking attention") << "srswa" << (1 << 20) << false << true << 0;
+        QTest::newRow("srswa, framed, line-aligned, tracking") << "srswa" << 256 << true << true << 0;
+        QTest::newRow("srswa, line-aligned, evidence ids") << "srswa" << (1 << 20) << true << false << 2;
+        QTest::newRow("rswa") << "rswa" << (1 << 20) << false << false << 0;
+        QTest::newRow("full") << "full" << (1 << 20) << false << false << 0;
     }
     void mirrorMatchesTheCpuSession() {
         QFETCH(QString, mode);
         QFETCH(int, maxPositions);
         QFETCH(bool, lineAligned);
         QFETCH(bool, track);
+        QFETCH(int, evidenceIds);
         ModelConfig cfg = tinyDecoderConfig();
         cfg.maxPositions = maxPositions;
         if (lineAligned) makeLineAligned(cfg);
+        cfg.visualEvidenceIds = evidenceIds;
         auto model = std::make_shared<const ModelWeights>(randomModel(cfg, 41));
         AttentionParams cpu = params(mode);
         cpu.trackAttention = track;

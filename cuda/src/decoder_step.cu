@@ -76,7 +76,7 @@ struct DecoderStep::Impl {
     }
     // The prefill's: the projector's weights, and scratch for up to prefillMax rows.
     DeviceMatrix visualW;
-    DeviceBuffer visualB;
+    DeviceBuffer visualB, evidenceGain;
     int prefillMax = 0;
     size_t prefillSpanCap = 0;
     DeviceBuffer pVisual, pX, pXn, pQ, pK, pV, pA, pO, pG, pU, pAct16, pWork, pSpans, pOffsets, pSlots;
@@ -150,7 +150,7 @@ struct DecoderStep::Impl {
         if (maxTokens <= prefillMax) return {};
         const size_t T = size_t(maxTokens), H = size_t(c.hidden), Q = size_t(c.heads) * c.headDim,
                      KV = size_t(c.kvHeads) * c.headDim, F = size_t(c.intermediate), f = sizeof(float);
-        const size_t stride = size_t(c.visualDim) + (c.visualTokenIds ? 1 : 0);
+        const size_t stride = size_t(c.visualStride());
         for (DeviceBuffer* b : {&pVisual, &pX, &pXn, &pQ, &pK, &pV, &pA, &pO, &pG, &pU, &pAct16, &pWork, &pOffsets, &pSlots})
             bytes -= b->bytes();
         for (auto [buf, n] : {std::pair{&pVisual, T * stride * f}, {&pX, T * H * f}, {&pXn, T * H * f}, {&pQ, T * Q * f},
@@ -347,6 +347,9 @@ std::unique_ptr<DecoderStep> DecoderStep::create(const DecoderShape& shape, cons
         (!(e = d->uploadMatrix(d->visualW, w.visualW, H, shape.visualDim)).empty() ||
          !(e = d->upload(d->visualB, w.visualB, size_t(H))).empty()))
         return fail(e);
+    if (shape.evidenceIds > 0 &&
+        (!w.evidenceGain || !(e = d->upload(d->evidenceGain, w.evidenceGain, size_t(shape.evidenceIds) * H)).empty()))
+        return fail(e.empty() ? "no evidence gains were given" : e);
     std::vector<double> inv(size_t(shape.headDim / 2));
     for (int i = 0; i < shape.headDim / 2; ++i) inv[size_t(i)] = std::pow(shape.ropeTheta, -2.0 * i / shape.headDim);
     if (!(e = d->alloc(d->invFreq, inv.size() * sizeof(double))).empty() ||
@@ -712,7 +715,7 @@ std::string DecoderStep::prefill(const PrefillSpec& spec, int maxTokens) {
         if (!(e = m.alloc(m.pSpans, cap * sizeof(AttentionSpan))).empty()) return "prefill spans: " + e;
         m.prefillSpanCap = cap;
     }
-    const int stride = c.visualDim + (c.visualTokenIds ? 1 : 0);
+    const int stride = c.visualStride();
     const int H = c.hidden, Q = c.heads * c.headDim, KV = c.kvHeads * c.headDim;
     cudaStream_t st = m.stream;
     auto copyIn = [&](DeviceBuffer& dst, const void* src, size_t n) {
@@ -729,7 +732,8 @@ std::string DecoderStep::prefill(const PrefillSpec& spec, int maxTokens) {
         e = launched("projector bias");
     }
     if (e.empty() && c.visualTokenIds) {
-        AddVisualIdsKernel<<<T, 128, 0, st>>>(X, m.pVisual.as<float>(), stride, c.visualDim, m.embed.as<float>(), H);
+        AddVisualIdsKernel<<<T, 128, 0, st>>>(X, m.pVisual.as<float>(), stride, c.visualDim, m.embed.as<float>(), H,
+                                              m.evidenceGain.as<float>(), c.evidenceIds);
         e = launched("visual token ids");
     }
     const float scale = float(1.0 / std::sqrt(double(c.headDim)));

@@ -28,10 +28,18 @@ __global__ void AddRowsKernel(float* x, const float* b, int rows, int n) {
 }
 
 // x[t] += embed[id of visual token t] (the id stored after its features).
-__global__ void AddVisualIdsKernel(float* x, const float* visual, int stride, int visualDim, const float* embed, int hidden) {
+__global__ void AddVisualIdsKernel(float* x, const float* visual, int stride, int visualDim, const float* embed, int hidden,
+                                   const float* evidenceGain, int evidenceIds) {
     const int t = blockIdx.x;
     const int id = int(visual[size_t(t) * stride + visualDim]);
-    for (int i = threadIdx.x; i < hidden; i += blockDim.x) x[size_t(t) * hidden + i] += embed[size_t(id) * hidden + i];
+    for (int i = threadIdx.x; i < hidden; i += blockDim.x) {
+        float v = x[size_t(t) * hidden + i] + embed[size_t(id) * hidden + i];
+        for (int k = 0; k < evidenceIds; ++k) {  // the evidence ids (-1: none), in the CPU's order
+            const float e = visual[size_t(t) * stride + visualDim + 1 + k];
+            if (e >= 0) v += evidenceGain[size_t(k) * hidden + i] * embed[size_t(e) * hidden + i];
+        }
+        x[size_t(t) * hidden + i] = v;
+    }
 }
 
 // rows of `cols` floats, `ld` apart, to contiguous bf16.

@@ -170,7 +170,7 @@ void referencePrefill(Reference& ref, const PrefillSpec& spec, std::vector<float
     const Model& m = ref.m;
     const DecoderShape& c = m.c;
     const int T = spec.tokens, H = c.hidden, D = c.headDim, Q = c.heads * D, KV = c.kvHeads * D, F = c.intermediate,
-              G = c.heads / c.kvHeads, stride = c.visualDim + (c.visualTokenIds ? 1 : 0);
+              G = c.heads / c.kvHeads, stride = c.visualStride();
     keys.assign(size_t(c.layers) * T * KV, 0.f), values.assign(keys.size(), 0.f);
     std::vector<float> X(size_t(T) * H), h(static_cast<size_t>(H)), q(size_t(T) * Q), k(static_cast<size_t>(KV)),
         v(static_cast<size_t>(KV)), att(static_cast<size_t>(Q)), o(static_cast<size_t>(H)), g(static_cast<size_t>(F)),

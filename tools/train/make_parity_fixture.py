@@ -12,8 +12,12 @@ in Quire's reader); the case's page rows then end with that id.
         tests/fixtures/reader_parity_aligned
     /usr/bin/python3 tools/train/make_parity_fixture.py --visual-token-ids --page-aligned-positions \
         --line-aligned-positions tests/fixtures/reader_parity_lines
+    /usr/bin/python3 tools/train/make_parity_fixture.py --visual-token-ids --page-aligned-positions \
+        --line-aligned-positions --evidence tests/fixtures/reader_parity_evidence
 With line-aligned positions (and for a trained model that has them) some visual tokens are line
 ends and some generated tokens write line ends, so the positions jump as they do in a real page.
+With --evidence each visual token also carries two evidence ids after its id (visual_evidence_ids:
+Tesseract's paired glyph and the glyph before it), some of them -1 (none).
 """
 import json
 import os
@@ -30,13 +34,14 @@ trained = sys.argv[sys.argv.index("--trained") + 1] if "--trained" in sys.argv e
 with_ids = "--visual-token-ids" in sys.argv[1:]
 aligned = "--page-aligned-positions" in sys.argv[1:]
 lines = "--line-aligned-positions" in sys.argv[1:]
+evidence = 2 if "--evidence" in sys.argv[1:] else 0
 out = [a for a in sys.argv[1:] if not a.startswith("--") and a != trained][0]
 os.makedirs(out, exist_ok=True)
 torch.manual_seed(7)
 c = Config(vocab_size=64, hidden_size=32, num_layers=2, num_heads=4, num_kv_heads=2, head_dim=8,
            intermediate_size=48, visual_dim=12, max_position_embeddings=4096, visual_token_ids=with_ids,
            page_aligned_positions=aligned, line_end_token_ids=[4, 5] if lines else [],
-           visual_line_end_token_id=6 if lines else -1)
+           visual_line_end_token_id=6 if lines else -1, visual_evidence_ids=evidence)
 if trained:
     model = load_exported(trained)
     c = model.c
@@ -58,6 +63,11 @@ if c.line_end_token_ids:  # lines of 3, 3 and 1 visual tokens on page 0, 2 and 3
     page_ids[1][1] = c.visual_line_end_token_id
     gen0[2], gen0[4] = c.line_end_token_ids[0], c.line_end_token_ids[-1]
     gen1[2] = c.line_end_token_ids[0]
+if evidence:  # ids drawn from the vocabulary, about a third of them -1 (none)
+    for k, p in enumerate(pages):
+        ev = torch.randint(0, vocab, (len(p), evidence)).float()
+        ev[torch.rand(len(p), evidence) < 0.35] = -1
+        pages[k] = torch.cat([p, ev], 1)
 items = [(SINK, t, None, -1) for t in sinks]
 items += [(VISUAL, int(i), v, 0) for v, i in zip(pages[0], page_ids[0])]
 items += [(GEN, t, None, -1) for t in gen0]
@@ -65,9 +75,11 @@ items += [(VISUAL, int(i), v, 1) for v, i in zip(pages[1], page_ids[1])]
 items += [(GEN, t, None, -1) for t in gen1]
 kinds = torch.tensor([k for k, _, _, _ in items])
 tokens = torch.tensor([t for _, t, _, _ in items])
-visual = torch.stack([v if v is not None else torch.zeros(V) for _, _, v, _ in items])
+visual = torch.stack([v if v is not None else torch.zeros(V + evidence) for _, _, v, _ in items])
 page_of = [p for _, _, _, p in items]
-rows = [[r + ([float(i)] if with_ids else []) for r, i in zip(p.tolist(), ids.tolist())] for p, ids in zip(pages, page_ids)]
+# A row: its features, its id (with ids), its evidence ids — the runtime's layout.
+rows = [[r[:V] + ([float(i)] if with_ids else []) + r[V:] for r, i in zip(p.tolist(), ids.tolist())]
+        for p, ids in zip(pages, page_ids)]
 case = {"sinks": sinks, "pages": rows, "gen0": gen0, "gen1": gen1, "recent": 4, "logits": {}}
 watch = sorted(set(range(0, vocab, max(1, vocab // 48))) | set(gen0 + gen1)) if trained else None
 if trained:

@@ -40,6 +40,9 @@ class Config:
         self.page_aligned_positions = kw.get("page_aligned_positions", False)
         self.line_end_token_ids = list(kw.get("line_end_token_ids", []))
         self.visual_line_end_token_id = kw.get("visual_line_end_token_id", -1)
+        # Ids of a second recogniser's reading carried by each visual token after its own id (issue
+        # #29, item 2: Tesseract's paired glyph, the glyph it read just before); -1 where none.
+        self.visual_evidence_ids = kw.get("visual_evidence_ids", 0)
 
     def to_json(self):
         d = dict(self.__dict__)
@@ -107,18 +110,32 @@ class QuireDecoder(nn.Module):
         self.c = c
         self.embed_tokens = nn.Embedding(c.vocab_size, c.hidden_size)
         self.visual_proj = nn.Linear(c.visual_dim, c.hidden_size)
+        # Each evidence id's embedding, scaled per dimension, is added to its visual token's input;
+        # zero at first, so a model given evidence starts as the model it was initialised from.
+        self.visual_evidence_gain = (nn.Parameter(torch.zeros(c.visual_evidence_ids, c.hidden_size))
+                                     if c.visual_evidence_ids else None)
         self.layers = nn.ModuleList(Layer(c) for _ in range(c.num_layers))
         self.norm = RMSNorm(c.hidden_size, c.rms_norm_eps)
         self.lm_head = None if c.tie_word_embeddings else nn.Linear(c.hidden_size, c.vocab_size, bias=False)
         nn.init.normal_(self.embed_tokens.weight, std=0.02)
 
+    def visual_input(self, visual, emb):
+        """Visual tokens' inputs: visual [..., V + evidence ids] (the ids as floats, -1: none), emb
+        the embeddings of their own ids (added with visual_token_ids)."""
+        c = self.c
+        x = self.visual_proj(visual[..., :c.visual_dim]) + (emb if c.visual_token_ids else 0)
+        for k in range(c.visual_evidence_ids):
+            ids = visual[..., c.visual_dim + k].long()
+            x = x + (ids >= 0)[..., None] * self.embed_tokens(ids.clamp(min=0)) * self.visual_evidence_gain[k]
+        return x
+
     def forward(self, tokens, visual, kinds, mask, pos=None):
         """tokens [B, T] (where kind is VISUAL: the visual token's id, used with visual_token_ids),
-        visual [B, T, V] (used where VISUAL), kinds [B, T], mask [B, T, T] bool (True: may attend).
-        Returns logits [B, T, vocab]."""
+        visual [B, T, V (+ evidence ids)] (used where VISUAL), kinds [B, T], mask [B, T, T] bool
+        (True: may attend). Returns logits [B, T, vocab]."""
         T = tokens.shape[1]
         emb = self.embed_tokens(tokens.clamp(min=0))
-        vis = self.visual_proj(visual) + (emb if self.c.visual_token_ids else 0)
+        vis = self.visual_input(visual, emb)
         x = torch.where((kinds == VISUAL)[..., None], vis, emb)
         if pos is None:
             pos = torch.as_tensor(positions(kinds[0].tolist(), self.c.page_aligned_positions, tokens[0].tolist(),
@@ -319,6 +336,8 @@ def export(model, out_dir, pattern=None):
             t[f"layers.{i}.{name}.weight"] = getattr(l, name).weight
     if model.lm_head is not None:
         t["lm_head.weight"] = model.lm_head.weight
+    if model.visual_evidence_gain is not None:
+        t["visual_evidence_gain"] = model.visual_evidence_gain
     save_safetensors(os.path.join(out_dir, "model.safetensors"), t)
     config = json.loads(c.to_json())
     if pattern is not None:

@@ -221,9 +221,8 @@ class Run:
         c, m = self.c, self.m
         page = self.pages[items[0]]
         self.page_items[page] = items
-        x = m.visual_proj(self.visual[items[0]:items[-1] + 1])
-        if c.visual_token_ids:
-            x = x + m.embed_tokens.weight[torch.tensor([self.tokens[i] for i in items])]
+        x = m.visual_input(self.visual[items[0]:items[-1] + 1],
+                           m.embed_tokens.weight[torch.tensor([self.tokens[i] for i in items])])
         ns, n = len(self.sinks), len(items)
         allowed = torch.cat([torch.ones(n, ns, dtype=torch.bool), torch.ones(n, n, dtype=torch.bool).tril()], 1)
         mean = torch.zeros(c.num_layers, c.num_kv_heads, c.head_dim)

@@ -22,8 +22,10 @@ struct DecoderShape {
     int vocab = 0, hidden = 0, layers = 0, heads = 0, kvHeads = 0, headDim = 0, intermediate = 0;
     int visualDim = 0;            // features of a visual token (the projector's input)
     bool visualTokenIds = false;  // each visual token also carries a vocabulary id after its features
+    int evidenceIds = 0;          // and these evidence ids after it (-1: none), scaled embeddings added
     float rmsEps = 1e-5f;
     double ropeTheta = 10000.0;
+    int visualStride() const { return visualDim + (visualTokenIds ? 1 + evidenceIds : 0); }
 };
 
 // Host pointers to fp32 weights, row-major [out, in] like the engine's.
@@ -37,13 +39,14 @@ struct DecoderHostWeights {
     const float* head;   // [vocab, hidden]
     const float* visualW = nullptr;  // [hidden, visualDim]
     const float* visualB = nullptr;  // [hidden]
+    const float* evidenceGain = nullptr;  // [evidenceIds, hidden]
 };
 
 // A page's prefill (see DecoderStep::prefill).
 struct PrefillSpec {
     int tokens = 0;
     int64_t pos0 = 0;
-    const float* visual = nullptr;        // host [tokens, visualDim (+1 with ids)]
+    const float* visual = nullptr;        // host [tokens, DecoderShape::visualStride()]
     const int32_t* blockSlots = nullptr;  // host [ceil(tokens / 16)]
     const AttentionSpan* spans = nullptr; // host, token t's at [offsets[t], offsets[t + 1])
     const int32_t* offsets = nullptr;     // host [tokens + 1]

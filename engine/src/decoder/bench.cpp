@@ -152,6 +152,7 @@ Result<DecodeBenchResult> runDecodeBench(const DecodeBenchParams& p) {
                 int id = lineEnd ? mc.visualLineEndTokenId : character(rng);
                 while (!lineEnd && mc.isLineEnd(id)) id = character(rng);
                 visual[size_t(t) * stride + mc.visualDim] = float(id);
+                for (int k = 1; k <= mc.visualEvidenceIds; ++k) visual[size_t(t) * stride + mc.visualDim + k] = -1.f;  // none
             }
             for (auto& s : sessions)
                 if (Status st = s->addPage(fed, visual.data(), p.pageTokens); !st) return st;

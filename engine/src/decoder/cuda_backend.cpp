@@ -97,10 +97,11 @@ Result<std::unique_ptr<StepBackend>> makeCudaBackend(std::shared_ptr<const Model
     shape.vocab = c.vocabSize, shape.hidden = c.hiddenSize, shape.layers = c.numLayers, shape.heads = c.numHeads;
     shape.kvHeads = c.numKvHeads, shape.headDim = c.headDim, shape.intermediate = c.intermediateSize;
     shape.rmsEps = c.rmsNormEps, shape.ropeTheta = c.ropeTheta;
-    shape.visualDim = c.visualDim, shape.visualTokenIds = c.visualTokenIds;
+    shape.visualDim = c.visualDim, shape.visualTokenIds = c.visualTokenIds, shape.evidenceIds = c.visualEvidenceIds;
     cuda::DecoderHostWeights w;
     w.embed = model->embed.data(), w.finalNorm = model->finalNorm.data(), w.head = model->head();
     w.visualW = model->visualW.data(), w.visualB = model->visualB.data();
+    w.evidenceGain = model->evidenceGain.empty() ? nullptr : model->evidenceGain.data();
     for (const LayerWeights& L : model->layers)
         w.layers.push_back({L.attnNorm.data(), L.wq.data(), L.wk.data(), L.wv.data(), L.wo.data(), L.mlpNorm.data(),
                             L.wGate.data(), L.wUp.data(), L.wDown.data()});

@@ -104,8 +104,7 @@ public:
             float* x = &X[size_t(t) * H];
             matvec(model->visualW.data(), H, c.visualDim, in, x);
             for (int i = 0; i < H; ++i) x[i] += model->visualB[size_t(i)];
-            if (c.visualTokenIds)
-                for (int i = 0; i < H; ++i) x[i] += model->embed[size_t(in[c.visualDim]) * H + i];
+            if (c.visualTokenIds) addVisualTokenIds(*model, in, x);
         }
         for (int l = 0; l < c.numLayers; ++l) {
             const LayerWeights& L = model->layers[size_t(l)];

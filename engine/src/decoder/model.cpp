@@ -10,7 +10,7 @@ namespace fs = std::filesystem;
 namespace quire::decoder {
 
 size_t ModelWeights::parameterCount() const {
-    size_t n = embed.size() + visualW.size() + visualB.size() + finalNorm.size() + lmHead.size();
+    size_t n = embed.size() + visualW.size() + visualB.size() + evidenceGain.size() + finalNorm.size() + lmHead.size();
     for (const auto& l : layers)
         n += l.attnNorm.size() + l.wq.size() + l.wk.size() + l.wv.size() + l.wo.size() + l.mlpNorm.size() +
              l.wGate.size() + l.wUp.size() + l.wDown.size();
@@ -50,6 +50,7 @@ std::vector<Entry> entries(ModelWeights& m) {
         e.push_back({p + "down_proj.weight", {H, F}, &L.wDown});
     }
     if (!c.tieWordEmbeddings) e.push_back({"lm_head.weight", {c.vocabSize, H}, &m.lmHead});
+    if (c.visualEvidenceIds) e.push_back({"visual_evidence_gain", {c.visualEvidenceIds, H}, &m.evidenceGain});
     return e;
 }
 
@@ -86,6 +87,20 @@ Status saveModel(const ModelWeights& model, const fs::path& dir, DType storeAs) 
     std::vector<std::pair<std::string, std::pair<std::vector<int64_t>, std::vector<float>>>> tensors;
     for (const Entry& e : entries(copy)) tensors.push_back({e.name, {e.shape, *e.target}});
     return writeSafeTensors(dir / "model.safetensors", tensors, storeAs);
+}
+
+void addVisualTokenIds(const ModelWeights& m, const float* token, float* x) {
+    const ModelConfig& c = m.config;
+    const size_t H = size_t(c.hiddenSize);
+    const float* e = &m.embed[size_t(token[c.visualDim]) * H];
+    for (size_t j = 0; j < H; ++j) x[j] += e[j];
+    for (int k = 0; k < c.visualEvidenceIds; ++k) {
+        const float id = token[c.visualDim + 1 + k];
+        if (id < 0) continue;
+        const float* g = &m.evidenceGain[size_t(k) * H];
+        e = &m.embed[size_t(id) * H];
+        for (size_t j = 0; j < H; ++j) x[j] += g[j] * e[j];
+    }
 }
 
 ModelWeights randomModel(const ModelConfig& config, uint64_t seed) {

@@ -215,10 +215,7 @@ Status DecodeSession::Impl::computePage(const std::vector<Block*>& into, const f
         for (int t = 0; t < T; ++t)
             std::copy_n(visual + size_t(t) * stride, c.visualDim, &packed[size_t(t) * c.visualDim]);
         gemmRows(model->visualW, H, c.visualDim, packed.data(), T, X.data());
-        for (int t = 0; t < T; ++t) {
-            const float* e = &model->embed[size_t(visual[size_t(t) * stride + c.visualDim]) * H];
-            for (int j = 0; j < H; ++j) X[size_t(t) * H + j] += e[j];
-        }
+        for (int t = 0; t < T; ++t) addVisualTokenIds(*model, visual + size_t(t) * stride, &X[size_t(t) * H]);
     }
     for (int t = 0; t < T; ++t)
         for (int j = 0; j < H; ++j) X[size_t(t) * H + j] += model->visualB[size_t(j)];

@@ -146,12 +146,13 @@ Status DecodeSession::addPage(int page, const float* visual, int count) {
     if (!d->isNextPage(page))
         return Status(ErrorCode::InvalidArgument, "addPage: pages are fed once each, in order");
     if (c.visualTokenIds)
-        for (int t = 0; t < count; ++t) {
-            const float id = visual[size_t(t) * c.visualStride() + c.visualDim];
-            if (!(id >= 0 && id < float(c.vocabSize)) || id != std::floor(id))
-                return Status(ErrorCode::InvalidArgument,
-                              "addPage: visual token " + std::to_string(t) + " carries no valid vocabulary id");
-        }
+        for (int t = 0; t < count; ++t)
+            for (int k = 0; k <= c.visualEvidenceIds; ++k) {  // its own id, then its evidence ids (-1: none)
+                const float id = visual[size_t(t) * c.visualStride() + c.visualDim + k];
+                if (!(id >= (k ? -1 : 0) && id < float(c.vocabSize)) || id != std::floor(id))
+                    return Status(ErrorCode::InvalidArgument, "addPage: visual token " + std::to_string(t) + " carries no valid " +
+                                                                  (k ? "evidence id" : "vocabulary id"));
+            }
     // SR-SWA: the page's inputs go to the spill file first (what the page is computed again from
     // once it is behind the window); if that fails, the session is left as it was.
     if (d->spilling)

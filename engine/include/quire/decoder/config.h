@@ -31,6 +31,10 @@ struct ModelConfig {
     // Each visual token also carries a vocabulary id (a front-end's hypothesis for it), stored after
     // its visualDim features; its embedding is added to the projection.
     bool visualTokenIds = false;
+    // With visualTokenIds: more ids after that one, a second recogniser's reading of the token (the
+    // reader's Tesseract evidence, docs/MODEL_FORMAT.md), -1 where it has none; each id's embedding,
+    // scaled by its row of the visual_evidence_gain tensor, is added to the projection too.
+    int visualEvidenceIds = 0;
     // Positions (docs/DECODING.md): a page's visual tokens start at the next unused position and
     // the text generated after that page starts at the same position (trained that way).
     bool pageAlignedPositions = false;
@@ -50,7 +54,8 @@ struct ModelConfig {
     static Result<ModelConfig> load(const std::filesystem::path& file);
     std::string toJson() const;
     Status validate(const std::string& where) const;
-    int visualStride() const { return visualDim + (visualTokenIds ? 1 : 0); }  // floats per visual token
+    // Floats per visual token: its features, then its id and evidence ids.
+    int visualStride() const { return visualDim + (visualTokenIds ? 1 + visualEvidenceIds : 0); }
     bool lineAlignedPositions() const { return !lineEndTokenIds.empty(); }
     bool isLineEnd(int token) const {
         for (int t : lineEndTokenIds)

@@ -28,6 +28,7 @@ struct ModelWeights {
     std::vector<float> embed;      // [vocab, hidden]
     std::vector<float> visualW;    // [hidden, visualDim]
     std::vector<float> visualB;    // [hidden]
+    std::vector<float> evidenceGain;  // [visualEvidenceIds, hidden]: each evidence id's embedding scale
     std::vector<LayerWeights> layers;
     std::vector<float> finalNorm;  // [hidden]
     std::vector<float> lmHead;     // [vocab, hidden]; empty when tied to embed
@@ -39,6 +40,10 @@ struct ModelWeights {
 // fp32 in memory. NaN or infinite weights are refused with the tensor's name.
 Result<std::shared_ptr<const ModelWeights>> loadModel(const std::filesystem::path& dir);
 Status saveModel(const ModelWeights& model, const std::filesystem::path& dir, DType storeAs = DType::F32);
+// Adds a visual token's id embeddings to its projection `x` [hidden]: the id after its features
+// and each evidence id (visual_evidence_ids, -1: none) scaled by its gain. `token` is the token's
+// row (visualStride() floats, ids checked by DecodeSession::addPage).
+void addVisualTokenIds(const ModelWeights& m, const float* token, float* x);
 // Weights drawn from a fixed seed (scaled so activations stay well-conditioned): tests and benches.
 ModelWeights randomModel(const ModelConfig& config, uint64_t seed);
 
