@@ -10,6 +10,7 @@
 
 #include <opencv2/imgcodecs.hpp>
 
+#include "quire/decoder/model.h"
 #include "quire/ppocr/ppocr.h"
 #include "quire/reader/reader.h"
 #include "quire/recognizers/line_evidence.h"
@@ -241,6 +242,72 @@ private slots:
         QVERIFY2(weighedText.contains("shzets"), qPrintable(weighedText));
         QCOMPARE(QString(weighedText).replace("shzets", "sheets"), plainText);
         QCOMPARE(QString::fromStdString(c->text.plainText()), weighedText);
+    }
+
+    // A model that reads Tesseract's evidence (visual_evidence_ids): the reader's recognizer runs
+    // Tesseract on each page and lays its glyphs into the visual tokens (ReaderEngine::visualTokens),
+    // so the decoder's pages carry them. Made here from the shipped model with the evidence given no
+    // weight (zero gains, zero projector columns) it writes what the shipped model writes; with the
+    // paired glyph's embedding subtracted (gain −1: where Tesseract agrees, the token's own id is
+    // cancelled) the text falls apart, which it can only do if the ids arrive.
+    void aReaderModelReadsTesseractsEvidence() {
+        auto shipped = findReaderModel();
+        if (!shipped) QSKIP("no reader model is shipped");
+        auto base = decoder::loadModel(*shipped);
+        QVERIFY2(base, base.status().message().c_str());
+        QTemporaryDir tmp;
+        auto evidenceModel = [&](const char* name, float gain) {
+            decoder::ModelWeights m = **base;
+            const int H = m.config.hiddenSize, V = m.config.visualDim;
+            m.config.visualDim = V + reader_vocab::kEvidenceValues;
+            m.config.visualEvidenceIds = reader_vocab::kEvidenceIds;
+            std::vector<float> w(size_t(H) * m.config.visualDim, 0.f);
+            for (int r = 0; r < H; ++r) std::copy_n(&(**base).visualW[size_t(r) * V], V, &w[size_t(r) * m.config.visualDim]);
+            m.visualW = std::move(w);
+            m.evidenceGain.assign(size_t(reader_vocab::kEvidenceIds) * H, 0.f);
+            std::fill_n(m.evidenceGain.begin(), H, gain);  // the paired glyph's
+            const std::string dir = tmp.filePath(name).toStdString();
+            if (!decoder::saveModel(m, dir)) return std::string();
+            std::filesystem::copy_file(std::filesystem::path(*shipped) / "character_counts.tsv",
+                                       std::filesystem::path(dir) / "character_counts.tsv");
+            return dir;
+        };
+        const std::string quiet = evidenceModel("quiet", 0.f), loud = evidenceModel("loud", -1.f);
+        QVERIFY(!quiet.empty() && !loud.empty());
+        const cv::Mat img = textPage({"The binder sewed the sheets", "on cords of hemp and linen."}, 1500, 400, 1.3);
+        auto read = [&](const std::string& model, DecoderCheckpoint* cp) -> std::string {
+            RecognizerOptions o;
+            o.engine = "reader";
+            o.readerModel = model;
+            auto r = createRecognizer(o);
+            if (!r) return "load: " + r.status().message();
+            auto text = (*r)->recognize(img, 300);
+            if (!text) return "read: " + text.status().message();
+            if (cp) *cp = (*r)->checkpoint();
+            return text->plainText();
+        };
+        DecoderCheckpoint cp;
+        const std::string plain = read(*shipped, nullptr), withQuiet = read(quiet, &cp), withLoud = read(loud, nullptr);
+        QVERIFY2(plain.find("sheets") != std::string::npos, plain.c_str());
+        QCOMPARE(QString::fromStdString(withQuiet), QString::fromStdString(plain));
+        QVERIFY2(withLoud != plain, withLoud.c_str());
+        // The page as the decoder got it (as the store keeps it): 130 floats a token, Tesseract's glyph paired with nearly
+        // every character and the same as the front-end's.
+        QCOMPARE(cp.newPages.size(), size_t(1));
+        const std::vector<float>& v = cp.newPages[0];
+        const size_t stride = reader_vocab::kVisualDim + reader_vocab::kEvidenceValues + 1 + reader_vocab::kEvidenceIds;
+        const decoder::ModelConfig& mc = (**base).config;
+        const size_t summary = size_t(mc.numLayers) * mc.numKvHeads * mc.headDim;  // the page's gate summary, after it
+        QCOMPARE((v.size() - summary) % stride, size_t(0));
+        int chars = 0, same = 0;
+        for (size_t t = 0; t < (v.size() - summary) / stride; ++t) {
+            const float* row = &v[t * stride];
+            const int id = int(row[127]);
+            if (id < reader_vocab::kFirstChar) continue;
+            ++chars;
+            if (row[125] == 1.f && int(row[128]) == id && row[124] > 0.5f) ++same;
+        }
+        QVERIFY2(chars > 30 && same >= chars * 9 / 10, qPrintable(QString("%1 of %2").arg(same).arg(chars)));
     }
 
     // quire-cli takes the prior from QUIRE_READER_EVIDENCE (a measurement setting) and names a

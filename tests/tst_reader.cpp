@@ -15,6 +15,7 @@
 #include <optional>
 #include <random>
 #include <set>
+#include <unordered_map>
 
 #include "quire/core/backend.h"
 #include "quire/decoder/model.h"
@@ -97,6 +98,58 @@ private slots:
         QCOMPARE(int(w[end * 125 + 124]), reader_vocab::kLineBreak);
         QCOMPARE(ReaderEngine::vocabId(reader_vocab::kKeyCount + 1), reader_vocab::kSpace);
         QCOMPARE(ReaderEngine::vocabId(reader_vocab::kKeyCount + 2), reader_vocab::kUnknown);
+    }
+
+    // With Tesseract's evidence (visual_evidence_ids models; tools/train/data.py lays out the same):
+    // 127 values (the 124, the paired glyph's confidence, whether one is paired, whether a word
+    // starts before the token), the token's id, the paired glyph's id and the first glyph read just
+    // before it that the front-end missed; -1 where there is none, a glyph outside the vocabulary
+    // or a line without evidence.
+    void readerVisualTokensCarryTheEvidence() {
+        auto engine = PpocrEngine::load(PpocrOptions{});
+        QVERIFY(engine);
+        auto read = (*engine)->read(textPage({"Two lines", "of text"}, 1200, 500, 1.4), true);
+        QVERIFY(read);
+        QCOMPARE(int(read->lines.size()), 2);
+        std::unordered_map<std::string, int> idOf;
+        for (int cls = 1; cls <= reader_vocab::kKeyCount; ++cls) idOf.emplace((*engine)->charOf(cls), reader_vocab::kFirstChar + cls - 1);
+        PpocrLine& first = read->lines[0];
+        const size_t n = first.charIds.size();
+        QVERIFY(n >= 4);
+        first.evidence.assign(n, "T");
+        first.evidence[1].clear();    // nothing paired
+        first.evidence[2] = "\xef\xac\x81";  // "ﬁ": not in the vocabulary
+        first.evidenceConf.assign(n, 0.75f);
+        first.evidenceBreak.assign(n, 0);
+        first.evidenceBreak[3] = 1;
+        first.evidenceBefore.assign(n, "");
+        first.evidenceBefore[3] = "\xc3\xa9" "a";  // "éa": its first character
+        first.evidenceTrailing = "s";
+        const auto w = ReaderEngine::visualTokens(*read, true, &idOf);
+        const auto plain = ReaderEngine::visualTokens(*read, true);
+        const size_t tokens = plain.size() / 125, stride = 130;
+        QCOMPARE(w.size(), tokens * stride);
+        for (size_t t = 0; t < tokens; ++t) {
+            QVERIFY(std::equal(w.begin() + long(t * stride), w.begin() + long(t * stride + 124), plain.begin() + long(t * 125)));
+            QCOMPARE(w[t * stride + 127], plain[t * 125 + 124]);  // the token's own id
+        }
+        auto row = [&](size_t t) { return std::vector<float>(w.begin() + long(t * stride + 124), w.begin() + long((t + 1) * stride)); };
+        const float T = float(idOf.at("T")), e = float(idOf.at("\xc3\xa9")), s = float(idOf.at("s"));
+        const float own0 = float(ReaderEngine::vocabId(first.charIds[0]));
+        QCOMPARE(row(0), (std::vector<float>{0.75f, 1.f, 0.f, own0, T, -1.f}));
+        QCOMPARE(row(1)[1], 0.f);   // unpaired: no confidence, no id
+        QCOMPARE(row(1)[0], 0.f);
+        QCOMPARE(row(1)[4], -1.f);
+        QCOMPARE(row(2)[1], 1.f);   // paired with a glyph the vocabulary lacks
+        QCOMPARE(row(2)[4], -1.f);
+        QCOMPARE(row(3)[2], 1.f);   // a word starts before it
+        QCOMPARE(row(3)[5], e);
+        QCOMPARE(row(n), (std::vector<float>{0.f, 0.f, 0.f, float(reader_vocab::kLineBreak), -1.f, s}));  // the line's end
+        for (size_t t = n + 1; t < tokens; ++t) {  // the second line has no evidence
+            QCOMPARE(row(t)[1], 0.f);
+            QCOMPARE(row(t)[4], -1.f);
+            QCOMPARE(row(t)[5], -1.f);
+        }
     }
 
     // Where the reader model is looked for: an explicit folder only (the engine reads no

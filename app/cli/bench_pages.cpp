@@ -27,7 +27,7 @@ Result<std::vector<std::vector<float>>> readerPageInputs(const std::string& volu
         for (auto& region : preprocessPage(img->image, PreprocessParams{}).regions) {
             auto read = (*engine)->encode(region.image);
             if (!read) return Status(read.status().code(), volume + " page " + std::to_string(p + 1) + ": " + read.status().message());
-            pages.push_back(ReaderEngine::visualTokens(*read, withIds));
+            pages.push_back(withIds ? (*engine)->modelInputs(*read) : ReaderEngine::visualTokens(*read));
         }
     }
     if (pages.empty()) return Status(ErrorCode::InvalidArgument, volume + ": no pages");

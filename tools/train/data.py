@@ -39,6 +39,8 @@ SKIP = FIRST_CHAR + KEY_COUNT
 LINE_JOIN = SKIP + 1
 LINE_ENDS = (PARAGRAPH, LINE_BREAK, LINE_JOIN)  # what the reader writes at a line's end token
 VISUAL_DIM = 124
+EVIDENCE_VALUES = 3  # per visual token of models that read Tesseract's evidence
+EVIDENCE_IDS = 2
 
 
 def models_dir():
@@ -151,22 +153,35 @@ def read_safetensors(path):
     return tensors, meta
 
 
-def page_visual_tokens(features_file, vocab):
+def page_visual_tokens(features_file, vocab, evidence=False):
     """Visual tokens of one page from a `quire-cli features` file: [n, 124] float32 and their
-    vocabulary ids [n]."""
+    vocabulary ids [n]. With `evidence` (a file written with --evidence; models with
+    visual_evidence_ids): [n, 127] — three more values, Tesseract's confidence in its paired glyph
+    (0..1), whether one is paired, whether Tesseract starts a word before the token — and a third
+    array, [n, 2] int32: the paired glyph's id and the id of the first glyph Tesseract read just
+    before the token that the front-end missed (-1: none; the runtime's ReaderEngine::visualTokens
+    builds the same)."""
     tensors, meta = read_safetensors(features_file)
     page = json.loads(meta["quire.features"])
-    rows, ids = [], []
+    dim = VISUAL_DIM + (EVIDENCE_VALUES if evidence else 0)
+    rows, ids, ev_ids = [], [], []
     lines = page["lines"]
     height = max(1, page["height"])
+
+    def glyph_id(text):
+        return vocab.index.get(text, -1) if text else -1
+
     for k, line in enumerate(lines):
         feats = tensors.get(f"line{k}.features")
         if feats is None or not line["char_frames"]:
             continue
         n = len(line["char_frames"])
         y = (line["box"][1] + line["box"][3] / 2) / height
+        ev = line.get("tesseract") if evidence else None
+        if evidence and ev is None:
+            raise ValueError(f"{features_file}: line {k} has no Tesseract evidence (features --evidence)")
         for c, (frame, prob, cls) in enumerate(zip(line["char_frames"], line["char_probs"], line["char_ids"])):
-            v = np.zeros(VISUAL_DIM, np.float32)
+            v = np.zeros(dim, np.float32)
             v[:120] = feats[min(frame, len(feats) - 1)]
             v[120] = prob
             v[121] = 1.0 if c == 0 else 0.0
@@ -174,14 +189,25 @@ def page_visual_tokens(features_file, vocab):
             v[123] = y
             rows.append(v)
             ids.append(vocab.ctc_id(cls))
-        end = np.zeros(VISUAL_DIM, np.float32)  # the line's end: where lines join
+            if evidence:
+                g = ev["char_glyph"][c]
+                glyph = ev["glyphs"][g] if g >= 0 else None
+                v[124] = glyph["confidence"] / 100.0 if glyph else 0.0
+                v[125] = 1.0 if glyph else 0.0
+                v[126] = 1.0 if ev["char_break_before"][c] else 0.0
+                ev_ids.append((glyph_id(glyph["text"]) if glyph else -1, glyph_id(ev["char_before"][c][:1])))
+        end = np.zeros(dim, np.float32)  # the line's end: where lines join
         end[120], end[122], end[123] = 1.0, 1.0, y
         rows.append(end)
         ids.append(LINE_BREAK)
+        if evidence:
+            ev_ids.append((-1, glyph_id(ev["trailing"][:1])))
     if not rows:
-        rows.append(np.zeros(VISUAL_DIM, np.float32))  # a blank page still has one (unknown) token
+        rows.append(np.zeros(dim, np.float32))  # a blank page still has one (unknown) token
         ids.append(0)
-    return np.stack(rows), np.array(ids, np.int32)
+        ev_ids.append((-1, -1))
+    out = (np.stack(rows), np.array(ids, np.int32))
+    return out + (np.array(ev_ids, np.int32).reshape(-1, 2),) if evidence else out
 
 
 def align_line(src, target):
@@ -242,8 +268,9 @@ def features_ready(doc_dir):
     return os.path.isdir(feat_dir) and len(os.listdir(feat_dir)) == len(pages)
 
 
-def prepare_document(doc_dir, quire_cli, vocab):
-    """Runs the front-end on a generated document's pages and returns its training record."""
+def prepare_document(doc_dir, quire_cli, vocab, evidence=False):
+    """Runs the front-end on a generated document's pages and returns its training record; with
+    `evidence`, Tesseract's evidence too (features --evidence; the record gains "evidence")."""
     pages = sorted(f for f in os.listdir(doc_dir) if f.endswith(".png"))
     feat_dir = os.path.join(doc_dir, "features")
     if not features_ready(doc_dir):
@@ -251,12 +278,17 @@ def prepare_document(doc_dir, quire_cli, vocab):
         with open(os.path.join(doc_dir, pages[0].replace(".png", ".target.txt")), encoding="utf-8") as f:
             lang = "chi_sim" if any("\u4e00" <= ch <= "\u9fff" for ch in f.read()) else "eng"
         subprocess.run([quire_cli, "features", *[os.path.join(doc_dir, p) for p in pages], "--out", feat_dir,
-                        "--lang", lang], check=True, capture_output=True)
+                        "--lang", lang] + (["--evidence"] if evidence else []), check=True, capture_output=True)
     record = {"visual": [], "ids": [], "targets": []}
+    if evidence:
+        record["evidence"] = []
     for k, p in enumerate(pages):
-        v, ids = page_visual_tokens(os.path.join(feat_dir, f"page-{k + 1:05d}.safetensors"), vocab)
+        got = page_visual_tokens(os.path.join(feat_dir, f"page-{k + 1:05d}.safetensors"), vocab, evidence)
+        v, ids = got[:2]
         record["visual"].append(v.astype(np.float16))
         record["ids"].append(ids)
+        if evidence:
+            record["evidence"].append(got[2])
         with open(os.path.join(doc_dir, p.replace(".png", ".target.txt")), encoding="utf-8") as f:
             record["targets"].append(aligned_output(ids, vocab.encode(f.read())))
     return record

@@ -27,7 +27,7 @@ import torch
 import torch.nn.functional as F
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from data import (BOS, COUNTS_FILE, EOS, PAGE_BREAK, VISUAL_DIM, Vocab, character_counts, features_ready,  # noqa: E402
+from data import (BOS, COUNTS_FILE, EOS, EVIDENCE_VALUES, PAGE_BREAK, VISUAL_DIM, Vocab, character_counts, features_ready,  # noqa: E402
                   merge_counts, prepare_document, read_counts, write_counts)
 from model import GEN, SINK, VISUAL, Config, QuireDecoder, attention_mask, copy_init, export, load_exported  # noqa: E402
 import srswa  # noqa: E402
@@ -37,7 +37,8 @@ def build_sequence(record, max_len, look_ahead=0):
     """One document as the runtime sees it: [BOS sink] [V0] [BOS y0...] [V1] [PB y1...] ... EOS,
     cut at max_len (teacher forcing makes a cut anywhere harmless; a cut page still brings its
     visual tokens, so most documents keep a page break). With look_ahead k each page is fed k
-    pages before its text: [V0 .. Vk] [BOS y0...] [Vk+1] [PB y1...] ..."""
+    pages before its text: [V0 .. Vk] [BOS y0...] [Vk+1] [PB y1...] ... A record with "evidence"
+    gives each visual row its evidence ids after its values (as floats, the runtime's layout)."""
     pages = len(record["visual"])
     kinds, tokens, visual, pages_of, labels = [SINK], [BOS], [None], [-1], [-100]
     y = []
@@ -47,7 +48,10 @@ def build_sequence(record, max_len, look_ahead=0):
     page = 0
 
     def add_page(p):
-        for v, i in zip(record["visual"][p], record["ids"][p]):
+        rows = record["visual"][p]
+        if "evidence" in record:
+            rows = np.concatenate([np.asarray(rows, np.float32), record["evidence"][p].astype(np.float32)], 1)
+        for v, i in zip(rows, record["ids"][p]):
             kinds.append(VISUAL), tokens.append(int(i)), visual.append(v), pages_of.append(p), labels.append(-100)
 
     for p in range(min(pages, 1 + look_ahead)):
@@ -61,7 +65,8 @@ def build_sequence(record, max_len, look_ahead=0):
                 add_page(page + look_ahead)
         kinds.append(GEN), tokens.append(x), visual.append(None), pages_of.append(-1), labels.append(t)
     n = min(len(kinds), max_len)
-    vis = np.zeros((n, VISUAL_DIM), np.float32)
+    width = next(len(v) for v in visual if v is not None)
+    vis = np.zeros((n, width), np.float32)
     for i in range(n):
         if visual[i] is not None:
             vis[i] = visual[i]
@@ -84,20 +89,23 @@ def held_out_count(documents):
     return min(20, max(1, documents // 10))
 
 
-def load_records(docs, loaded, quire_cli, vocab, jobs=1):
-    """Training records of the documents not in `loaded` (cached in DOC/record3.npz); the front-end
-    runs on `jobs` documents at once (each is a quire-cli process)."""
+def load_records(docs, loaded, quire_cli, vocab, jobs=1, evidence=False):
+    """Training records of the documents not in `loaded` (cached in DOC/record3.npz, or with
+    Tesseract's evidence DOC/record3e.npz); the front-end runs on `jobs` documents at once (each is
+    a quire-cli process)."""
     todo = [d for d in docs if d not in loaded]
     loaded.update(todo)
+    keys = ["visual", "ids", "targets"] + (["evidence"] if evidence else [])
 
     def one(d):
-        cache = os.path.join(d, "record3.npz")  # visual tokens with line ends, line-aligned outputs
+        # visual tokens with line ends, line-aligned outputs
+        cache = os.path.join(d, "record3e.npz" if evidence else "record3.npz")
         if os.path.exists(cache):
             z = np.load(cache, allow_pickle=True)
-            return {"visual": list(z["visual"]), "ids": list(z["ids"]), "targets": list(z["targets"])}
-        r = prepare_document(d, quire_cli, vocab)
+            return {k: list(z[k]) for k in keys}
+        r = prepare_document(d, quire_cli, vocab, evidence)
         with open(cache + ".part", "wb") as f:  # renamed when whole: a killed run leaves no torn cache
-            np.savez(f, visual=object_array(r["visual"]), ids=object_array(r["ids"]), targets=object_array(r["targets"]))
+            np.savez(f, **{k: object_array(r[k]) for k in keys})
         os.replace(cache + ".part", cache)
         return r
 
@@ -175,7 +183,9 @@ def main():
     quire_cli = os.path.abspath(args.quire_cli)
     t0 = time.time()
     loaded = set()
-    records = load_records(find_documents(args.data, args.ready_only), loaded, quire_cli, vocab, args.jobs)
+    # Models with visual_evidence_ids read Tesseract's evidence beside each visual token.
+    evidence = cfg["model"].get("visual_evidence_ids", 0) > 0
+    records = load_records(find_documents(args.data, args.ready_only), loaded, quire_cli, vocab, args.jobs, evidence)
     print(f"{len(records)} documents ready in {time.time() - t0:.0f} s", flush=True)
     held = held_out_count(len(records))
     max_len = train_cfg["max_len"]
@@ -195,7 +205,7 @@ def main():
     counts = merge_counts(init_counts, character_counts(train_records, vocab))
 
     mc = dict(cfg["model"])
-    mc["vocab_size"], mc["visual_dim"] = vocab.size, VISUAL_DIM
+    mc["vocab_size"], mc["visual_dim"] = vocab.size, VISUAL_DIM + (EVIDENCE_VALUES if evidence else 0)
     config = Config(**mc)
     model = QuireDecoder(config).to(args.device)
     opt = torch.optim.AdamW(model.parameters(), lr=train_cfg["lr"], weight_decay=train_cfg.get("weight_decay", 0.01))
@@ -214,6 +224,8 @@ def main():
                 if name in own:
                     view = own[name][tuple(slice(0, min(a, b)) for a, b in zip(own[name].shape, t.shape))]
                     view.copy_(t[tuple(slice(0, s) for s in view.shape)])
+                    if name == "visual_proj.weight":  # inputs the start had not (evidence): no say yet
+                        own[name][:, t.shape[1]:] = 0
         print(f"initialised from {args.init}", flush=True)
     if args.resume and os.path.exists(ckpt):
         state = torch.load(ckpt)
@@ -239,7 +251,7 @@ def main():
             if step >= total:
                 break
             if args.refresh_every and step % args.refresh_every == 0 and step:
-                new = load_records(find_documents(args.data, True), loaded, quire_cli, vocab)
+                new = load_records(find_documents(args.data, True), loaded, quire_cli, vocab, evidence=evidence)
                 if new:
                     train_seqs += [build_sequence(r, max_len, look_ahead) for r in new]
                     train_records += new

@@ -154,10 +154,16 @@ Result<std::unique_ptr<ReaderEngine>> ReaderEngine::load(const ReaderOptions& op
     if ((*ppocr)->classCount() != kKeyCount + 2)
         return Status(ErrorCode::Corrupt, "reader: the front-end has " + std::to_string((*ppocr)->classCount()) +
                                               " classes, the reader's vocabulary is made for " + std::to_string(kKeyCount + 2));
-    if (c.visualDim != kVisualDim || c.vocabSize != kVocabSize)
+    // A model reads the front-end's 124 values a token, or with Tesseract's evidence 3 more and 2 ids.
+    const bool evidence = c.visualEvidenceIds > 0;
+    const int visualDim = kVisualDim + (evidence ? kEvidenceValues : 0);
+    if (c.visualDim != visualDim || c.vocabSize != kVocabSize || (evidence && c.visualEvidenceIds != kEvidenceIds))
         return Status(ErrorCode::Corrupt, *dir + ": not a reader model for this front-end (visual_dim " +
                                               std::to_string(c.visualDim) + ", vocab_size " + std::to_string(c.vocabSize) +
-                                              "; expected " + std::to_string(kVisualDim) + " and " + std::to_string(kVocabSize) + ")");
+                                              ", visual_evidence_ids " + std::to_string(c.visualEvidenceIds) + "; expected " +
+                                              std::to_string(kVisualDim) + " and " + std::to_string(kVocabSize) + ", or " +
+                                              std::to_string(kVisualDim + kEvidenceValues) + ", " + std::to_string(kVocabSize) +
+                                              " and " + std::to_string(kEvidenceIds) + ")");
     if (c.pageBreakTokenId != kPageBreak || c.eosTokenId != kEos || c.bosTokenId != kBos)
         return Status(ErrorCode::Corrupt, *dir + ": special token ids differ from the reader vocabulary");
     std::unique_ptr<ReaderEngine> e(new ReaderEngine);
@@ -211,14 +217,28 @@ double threadCpuSeconds() {
 
 }  // namespace
 
-std::vector<float> ReaderEngine::visualTokens(const PpocrPage& page, bool withIds) {
-    const int stride = kVisualDim + (withIds ? 1 : 0);
+std::vector<float> ReaderEngine::visualTokens(const PpocrPage& page, bool withIds,
+                                              const std::unordered_map<std::string, int>* evidenceIds) {
+    const bool ev = withIds && evidenceIds;
+    const int stride = kVisualDim + (ev ? kEvidenceValues + 1 + kEvidenceIds : withIds ? 1 : 0);
+    // A glyph's id (-1: none, or not one character of the vocabulary); `first`: its first character only.
+    auto idOf = [&](const std::string& glyph, bool first) {
+        size_t len = glyph.size();
+        if (first && !glyph.empty()) {  // one UTF-8 character
+            const auto lead = static_cast<unsigned char>(glyph[0]);
+            len = std::min(glyph.size(), size_t(lead < 0xC0 ? 1 : lead < 0xE0 ? 2 : lead < 0xF0 ? 3 : 4));
+        }
+        const auto it = len ? evidenceIds->find(glyph.substr(0, len)) : evidenceIds->end();
+        return it == evidenceIds->end() ? -1.f : float(it->second);
+    };
     std::vector<float> out;
     const float height = float(std::max(1, page.height));
     for (const auto& line : page.lines) {
         if (!bringsVisualTokens(line)) continue;
         const size_t n = line.charFrames.size();
         const float y = (float(line.box.y) + float(line.box.h) / 2) / height;
+        const bool has = ev && line.evidence.size() == n && line.evidenceConf.size() == n &&
+                         line.evidenceBreak.size() == n && line.evidenceBefore.size() == n;  // else none on the line
         for (size_t c = 0; c < n; ++c) {
             const int f = std::min(line.charFrames[c], line.frames - 1);
             out.insert(out.end(), line.features.begin() + size_t(f) * 120, line.features.begin() + size_t(f + 1) * 120);
@@ -226,15 +246,32 @@ std::vector<float> ReaderEngine::visualTokens(const PpocrPage& page, bool withId
             out.push_back(c == 0 ? 1.f : 0.f);
             out.push_back(c + 1 == n ? 1.f : 0.f);
             out.push_back(y);
+            const bool paired = has && !line.evidence[c].empty();
+            if (ev)
+                out.insert(out.end(), {paired ? line.evidenceConf[c] : 0.f, paired ? 1.f : 0.f,
+                                       has && line.evidenceBreak[c] ? 1.f : 0.f});
             if (withIds) out.push_back(float(vocabId(line.charIds[c])));
+            if (ev) out.insert(out.end(), {paired ? idOf(line.evidence[c], false) : -1.f,
+                                           has ? idOf(line.evidenceBefore[c], true) : -1.f});
         }
         // The line's end, where lines join.
         out.insert(out.end(), 120, 0.f);
         out.insert(out.end(), {1.f, 0.f, 1.f, y});
+        if (ev) out.insert(out.end(), size_t(kEvidenceValues), 0.f);
         if (withIds) out.push_back(float(kLineBreak));
+        if (ev) out.insert(out.end(), {-1.f, has ? idOf(line.evidenceTrailing, true) : -1.f});
     }
-    if (out.empty()) out.assign(size_t(stride), 0.f);  // a blank page still brings one (unknown) token
+    if (out.empty()) {  // a blank page still brings one (unknown) token
+        out.assign(size_t(stride), 0.f);
+        if (ev) out[size_t(stride - 2)] = out[size_t(stride - 1)] = -1.f;
+    }
     return out;
+}
+
+bool ReaderEngine::readsEvidence() const { return d->model->config.visualEvidenceIds > 0; }
+
+std::vector<float> ReaderEngine::modelInputs(const PpocrPage& page) const {
+    return visualTokens(page, d->model->config.visualTokenIds, readsEvidence() ? &d->idOf : nullptr);
 }
 
 
@@ -275,7 +312,7 @@ Result<ReaderPage> ReaderEngine::decodePage(const Result<PpocrPage>& read, int d
     if (!read) return read.status();
     const PpocrPage& page = *read;
     const auto& config = d->model->config;
-    const std::vector<float> visual = visualTokens(page, config.visualTokenIds);
+    const std::vector<float> visual = modelInputs(page);
     const int count = int(visual.size()) / config.visualStride();
     ReaderPage result;
     result.text.width = page.width;
@@ -309,7 +346,7 @@ Result<ReaderPage> ReaderEngine::decodePage(const Result<PpocrPage>& read, int d
     // tools/train/train.py, build_sequence), up to the window's pages after it.
     for (size_t i = d->fedAhead.size(); i < ahead.size() && int(i) < d->options.attention.windowAfter; ++i) {
         if (!ahead[i] || !*ahead[i]) break;
-        std::vector<float> next = visualTokens(**ahead[i], config.visualTokenIds);
+        std::vector<float> next = modelInputs(**ahead[i]);
         const int nextCount = int(next.size()) / config.visualStride();
         if (nextCount > d->options.attention.maxPageTokens) break;
         if (Status s = d->feedPage(next, nextCount); !s) return s;

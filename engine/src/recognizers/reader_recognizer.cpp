@@ -19,7 +19,8 @@ namespace {
 // cap is an engine failure with the reason.
 class ReaderRecognizer : public Recognizer {
 public:
-    // `evidence`: Tesseract (from `tessdata`) reads each page too, for the reader's evidence prior.
+    // `evidence`: Tesseract (from `tessdata`) reads each page too, for a model that reads its
+    // evidence (visual_evidence_ids) or the evidence prior.
     ReaderRecognizer(std::unique_ptr<ReaderEngine> engine, std::string langs, bool printStats, bool evidence,
                      std::string tessdata)
         : m_engine(std::move(engine)), m_langs(std::move(langs)), m_printStats(printStats), m_evidence(evidence),
@@ -88,11 +89,17 @@ private:
             const LineEvidence ev = alignLineEvidence(line, m_engine->frontEnd(), *other);
             line.evidence.assign(ev.chars.size(), {});
             line.evidenceConf.assign(ev.chars.size(), 0.f);
-            for (size_t c = 0; c < ev.chars.size(); ++c)
+            line.evidenceBreak.assign(ev.chars.size(), 0);
+            line.evidenceBefore.assign(ev.chars.size(), {});
+            line.evidenceTrailing = ev.trailing;
+            for (size_t c = 0; c < ev.chars.size(); ++c) {
                 if (const int g = ev.chars[c].glyph; g >= 0) {
                     line.evidence[c] = ev.glyphs[size_t(g)].text;
                     line.evidenceConf[c] = ev.glyphs[size_t(g)].confidence / 100.f;
                 }
+                line.evidenceBreak[c] = ev.chars[c].breakBefore ? 1 : 0;
+                line.evidenceBefore[c] = ev.chars[c].before;
+            }
         }
         return page;
     }
@@ -144,12 +151,14 @@ Result<std::unique_ptr<Recognizer>> createReaderRecognizer(const RecognizerOptio
     o.skipRule = t.skipRule;
     o.typesetParagraphs = t.typesetParagraphs;
     o.evidencePrior = t.evidencePrior;
-    if (o.evidencePrior > 0)
-        if (Status s = checkTesseractLanguages(options.languages, options.tessdataDir); !s) return s;
     auto e = ReaderEngine::load(o);
     if (!e) return e.status();
+    const bool evidence = o.evidencePrior > 0 || (*e)->readsEvidence();
+    if (evidence)
+        if (Status s = checkTesseractLanguages(options.languages, options.tessdataDir); !s)
+            return Status(s.code(), "the reader model reads Tesseract's evidence: " + s.message());
     return std::unique_ptr<Recognizer>(new ReaderRecognizer(std::move(e).value(), options.languages, t.printStats,
-                                                            o.evidencePrior > 0, options.tessdataDir));
+                                                            evidence, options.tessdataDir));
 }
 
 }  // namespace quire

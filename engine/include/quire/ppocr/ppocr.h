@@ -74,10 +74,14 @@ struct PpocrLine {
     std::vector<float> features;    // frames × 120, the recognizer's last features before its classifier
     int block = 0;              // column/region in reading order (readingOrder's block)
     // Another recogniser's reading laid on the characters (the reader's evidence, issue #29 item 2;
-    // empty unless the reader asks for it): per character the glyph read there (empty: none) and
-    // its confidence, 0..1.
+    // empty unless the reader asks for it): per character the glyph read there (empty: none), its
+    // confidence (0..1), whether the other engine starts a word before the character, and the
+    // glyphs it read just before the character that this line lacks; then those after the last.
     std::vector<std::string> evidence;
     std::vector<float> evidenceConf;
+    std::vector<uint8_t> evidenceBreak;
+    std::vector<std::string> evidenceBefore;
+    std::string evidenceTrailing;
 
     // The page x of frame `f` (clamped to the line's frames; the box's left edge without frames).
     float xOfFrame(int f) const;

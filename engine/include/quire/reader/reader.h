@@ -20,6 +20,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -44,6 +45,9 @@ constexpr int kSkip = kFirstChar + kKeyCount;  // "this visual token is not read
 constexpr int kLineJoin = kSkip + 1;            // a line end where the lines join with nothing
 constexpr int kVocabSize = kLineJoin + 1;
 constexpr int kVisualDim = 124;
+// Models that read Tesseract's evidence (visual_evidence_ids): three more values a visual token, two
+// evidence ids (ReaderEngine::visualTokens).
+constexpr int kEvidenceValues = 3, kEvidenceIds = 2;
 constexpr int kCharProb = 120;  // where a visual token holds its character's probability
 }  // namespace reader_vocab
 
@@ -455,8 +459,19 @@ public:
     Status restore(const std::string& state, const decoder::DecodeSession::PageProvider& pages);
 
     // The visual tokens of a page read by the front-end: [count, 124], row-major; with `withIds`,
-    // [count, 125] with each token's id in the reader's vocabulary.
-    static std::vector<float> visualTokens(const PpocrPage& page, bool withIds = false);
+    // [count, 125] with each token's id in the reader's vocabulary. With `evidenceIds` (a
+    // character's id in that vocabulary; models with visual_evidence_ids), [count, 130]: three more
+    // values after the 124 — the other engine's confidence in its paired glyph, whether one is
+    // paired, whether it starts a word before the token — then the id, then the paired glyph's id and
+    // the id of the first glyph it read just before the token that the front-end missed (-1: none;
+    // tools/train/data.py page_visual_tokens builds the same).
+    static std::vector<float> visualTokens(const PpocrPage& page, bool withIds = false,
+                                           const std::unordered_map<std::string, int>* evidenceIds = nullptr);
+    // Whether the model reads a second recogniser's evidence (visual_evidence_ids): the page given
+    // to readEncoded should carry it (PpocrLine::evidence...; a line without it reads as "none").
+    bool readsEvidence() const;
+    // A page's visual tokens laid out as this engine's model takes them (visualTokens).
+    std::vector<float> modelInputs(const PpocrPage& page) const;
     // A front-end class id (1 .. 6624; 6624 is the space) in the reader's vocabulary.
     static int vocabId(int ctcClass);
 
