@@ -275,10 +275,11 @@ private slots:
         const std::string quiet = evidenceModel("quiet", 0.f), loud = evidenceModel("loud", -1.f);
         QVERIFY(!quiet.empty() && !loud.empty());
         const cv::Mat img = textPage({"The binder sewed the sheets", "on cords of hemp and linen."}, 1500, 400, 1.3);
-        auto read = [&](const std::string& model, DecoderCheckpoint* cp) -> std::string {
+        auto read = [&](const std::string& model, DecoderCheckpoint* cp, const char* lang = "eng") -> std::string {
             RecognizerOptions o;
             o.engine = "reader";
             o.readerModel = model;
+            o.languages = lang;
             auto r = createRecognizer(o);
             if (!r) return "load: " + r.status().message();
             auto text = (*r)->recognize(img, 300);
@@ -291,6 +292,8 @@ private slots:
         QVERIFY2(plain.find("sheets") != std::string::npos, plain.c_str());
         QCOMPARE(QString::fromStdString(withQuiet), QString::fromStdString(plain));
         QVERIFY2(withLoud != plain, withLoud.c_str());
+        // Chinese transcriptions get no evidence (chi_sim's glyphs do not pay; docs/TRAINING.md, run 16).
+        QCOMPARE(QString::fromStdString(read(loud, nullptr, "chi_sim")), QString::fromStdString(read(*shipped, nullptr, "chi_sim")));
         // The page as the decoder got it (as the store keeps it): 130 floats a token, Tesseract's glyph paired with nearly
         // every character and the same as the front-end's.
         QCOMPARE(cp.newPages.size(), size_t(1));
@@ -308,6 +311,44 @@ private slots:
             if (row[125] == 1.f && int(row[128]) == id && row[124] > 0.5f) ++same;
         }
         QVERIFY2(chars > 30 && same >= chars * 9 / 10, qPrintable(QString("%1 of %2").arg(same).arg(chars)));
+
+        // Training's evidence is the runtime's: `features --evidence` on the same page, laid out by
+        // tools/train/data.py's rule (page_visual_tokens), gives every token the same five values.
+        const QString scan = tmp.filePath("page.png");
+        QVERIFY(cv::imwrite(scan.toStdString(), img));
+        const auto r = runCli({"features", scan, "--out", tmp.filePath("f"), "--evidence"});
+        QVERIFY2(r.exitCode == 0, qPrintable(r.err));
+        auto front = PpocrEngine::load(PpocrOptions{});
+        QVERIFY(front);
+        auto idOf = [&](const QString& glyph) {  // data.py's vocab.index, -1 where it has none
+            for (int cls = 1; cls <= reader_vocab::kKeyCount && !glyph.isEmpty(); ++cls)
+                if (QString::fromStdString((*front)->charOf(cls)) == glyph) return float(reader_vocab::kFirstChar + cls - 1);
+            return -1.f;
+        };
+        auto firstOf = [](const QString& s) { return s.isEmpty() ? s : s.left(s[0].isHighSurrogate() ? 2 : 1); };
+        std::vector<float> expected;
+        for (const auto lv : featuresMeta(tmp.filePath("f/page-00001.safetensors"))["lines"].toArray()) {
+            const QJsonObject line = lv.toObject(), ev = line["tesseract"].toObject();
+            const QJsonArray glyphs = ev["glyphs"].toArray(), paired = ev["char_glyph"].toArray();
+            for (int c = 0; c < line["char_ids"].toArray().size(); ++c) {
+                const int g = paired[c].toInt();
+                const QJsonObject glyph = g >= 0 ? glyphs[g].toObject() : QJsonObject{};
+                expected.insert(expected.end(), {g >= 0 ? float(glyph["confidence"].toDouble() / 100.0) : 0.f, g >= 0 ? 1.f : 0.f,
+                                                 ev["char_break_before"].toArray()[c].toInt() ? 1.f : 0.f,
+                                                 g >= 0 ? idOf(glyph["text"].toString()) : -1.f,
+                                                 idOf(firstOf(ev["char_before"].toArray()[c].toString()))});
+            }
+            expected.insert(expected.end(), {0.f, 0.f, 0.f, -1.f, idOf(firstOf(ev["trailing"].toString()))});
+        }
+        std::vector<float> got;
+        for (size_t t = 0; t < (v.size() - summary) / stride; ++t) {
+            const float* row = &v[t * stride];
+            got.insert(got.end(), {row[124], row[125], row[126], row[128], row[129]});
+        }
+        QCOMPARE(got.size(), expected.size());
+        for (size_t k = 0; k < got.size(); ++k)
+            QVERIFY2(std::abs(got[k] - expected[k]) < 1e-4f,
+                     qPrintable(QString("token %1, value %2: %3 at run time, %4 in training").arg(k / 5).arg(k % 5).arg(got[k]).arg(expected[k])));
     }
 
     // quire-cli takes the prior from QUIRE_READER_EVIDENCE (a measurement setting) and names a

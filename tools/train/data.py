@@ -41,6 +41,10 @@ LINE_ENDS = (PARAGRAPH, LINE_BREAK, LINE_JOIN)  # what the reader writes at a li
 VISUAL_DIM = 124
 EVIDENCE_VALUES = 3  # per visual token of models that read Tesseract's evidence
 EVIDENCE_IDS = 2
+# Languages whose pages carry no evidence (the runtime's ReaderRecognizer skips Tesseract for them):
+# on generated Chinese pages chi_sim's glyphs are wrong where the front-end is right ten times as
+# often as the other way round, and a model given them read worse (docs/TRAINING.md, run 16).
+NO_EVIDENCE_LANGUAGES = ("chi_sim",)
 
 
 def models_dir():
@@ -273,10 +277,10 @@ def prepare_document(doc_dir, quire_cli, vocab, evidence=False):
     `evidence`, Tesseract's evidence too (features --evidence; the record gains "evidence")."""
     pages = sorted(f for f in os.listdir(doc_dir) if f.endswith(".png"))
     feat_dir = os.path.join(doc_dir, "features")
+    # The language picks the front-end's reading order as `transcribe --lang` does.
+    with open(os.path.join(doc_dir, pages[0].replace(".png", ".target.txt")), encoding="utf-8") as f:
+        lang = "chi_sim" if any("\u4e00" <= ch <= "\u9fff" for ch in f.read()) else "eng"
     if not features_ready(doc_dir):
-        # The language picks the front-end's reading order as `transcribe --lang` does.
-        with open(os.path.join(doc_dir, pages[0].replace(".png", ".target.txt")), encoding="utf-8") as f:
-            lang = "chi_sim" if any("\u4e00" <= ch <= "\u9fff" for ch in f.read()) else "eng"
         subprocess.run([quire_cli, "features", *[os.path.join(doc_dir, p) for p in pages], "--out", feat_dir,
                         "--lang", lang] + (["--evidence"] if evidence else []), check=True, capture_output=True)
     record = {"visual": [], "ids": [], "targets": []}
@@ -285,6 +289,9 @@ def prepare_document(doc_dir, quire_cli, vocab, evidence=False):
     for k, p in enumerate(pages):
         got = page_visual_tokens(os.path.join(feat_dir, f"page-{k + 1:05d}.safetensors"), vocab, evidence)
         v, ids = got[:2]
+        if evidence and lang in NO_EVIDENCE_LANGUAGES:  # laid out as "none", as the runtime does
+            v[:, VISUAL_DIM:] = 0
+            got[2][:] = -1
         record["visual"].append(v.astype(np.float16))
         record["ids"].append(ids)
         if evidence:

@@ -208,7 +208,14 @@ def main():
     mc["vocab_size"], mc["visual_dim"] = vocab.size, VISUAL_DIM + (EVIDENCE_VALUES if evidence else 0)
     config = Config(**mc)
     model = QuireDecoder(config).to(args.device)
-    opt = torch.optim.AdamW(model.parameters(), lr=train_cfg["lr"], weight_decay=train_cfg.get("weight_decay", 0.01))
+    # The evidence gains start at zero and scale embeddings whose entries are a few hundredths: at the
+    # fine-tuning rate they would take thousands of steps to matter, so they learn `evidence_lr_scale`
+    # times faster (and are not decayed).
+    gains = [p for n, p in model.named_parameters() if n == "visual_evidence_gain"]
+    groups = [{"params": [p for n, p in model.named_parameters() if n != "visual_evidence_gain"]}]
+    if gains:
+        groups.append({"params": gains, "lr_scale": train_cfg.get("evidence_lr_scale", 50.0), "weight_decay": 0.0})
+    opt = torch.optim.AdamW(groups, lr=train_cfg["lr"], weight_decay=train_cfg.get("weight_decay", 0.01))
     step = 0
     ckpt = os.path.join(args.out, "checkpoint.pt")
     if args.copy_init and not (args.resume and os.path.exists(ckpt)):
@@ -260,7 +267,7 @@ def main():
                     break  # a new epoch order that includes them
             lr = train_cfg["lr"] * min(1.0, (step + 1) / warmup) * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * step / total)))
             for g in opt.param_groups:
-                g["lr"] = lr
+                g["lr"] = lr * g.get("lr_scale", 1.0)
             opt.zero_grad()
             if pattern is not None:  # SR-SWA: a whole volume, backpropagated page by page (srswa.Run.flush)
                 kinds, tokens, vis, pages_of, labels = train_seqs[i]
