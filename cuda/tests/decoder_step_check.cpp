@@ -26,7 +26,7 @@ int g_passed = 0, g_failed = 0;
 
 struct Model {
     DecoderShape c;
-    std::vector<float> embed, finalNorm, head, visualW, visualB;
+    std::vector<float> embed, finalNorm, head, visualW, visualB, evidenceGain;
     struct Layer {
         std::vector<float> attnNorm, wq, wk, wv, wo, mlpNorm, wGate, wUp, wDown;
     };
@@ -35,6 +35,7 @@ struct Model {
         DecoderHostWeights w;
         w.embed = embed.data(), w.finalNorm = finalNorm.data(), w.head = head.data();
         w.visualW = visualW.data(), w.visualB = visualB.data();
+        w.evidenceGain = evidenceGain.empty() ? nullptr : evidenceGain.data();
         for (const Layer& L : layers)
             w.layers.push_back({L.attnNorm.data(), L.wq.data(), L.wk.data(), L.wv.data(), L.wo.data(), L.mlpNorm.data(),
                                 L.wGate.data(), L.wUp.data(), L.wDown.data()});
@@ -60,6 +61,7 @@ Model makeModel(const DecoderShape& c) {
     m.head = scaled(size_t(c.vocab) * H, seed++, sh);
     m.visualW = scaled(size_t(H) * c.visualDim, seed++, 1.f / std::sqrt(float(c.visualDim)));
     m.visualB = scaled(size_t(H), seed++, 0.1f);
+    if (c.evidenceIds) m.evidenceGain = scaled(size_t(c.evidenceIds) * H, 1000, 0.5f);  // its own seed: the rest as before
     for (int l = 0; l < c.layers; ++l) {
         Model::Layer L;
         L.attnNorm = std::vector<float>(size_t(H), 1.f), L.mlpNorm = std::vector<float>(size_t(H), 1.f);
@@ -176,8 +178,15 @@ void referencePrefill(Reference& ref, const PrefillSpec& spec, std::vector<float
         v(static_cast<size_t>(KV)), att(static_cast<size_t>(Q)), o(static_cast<size_t>(H)), g(static_cast<size_t>(F)),
         u(static_cast<size_t>(F)), qr(static_cast<size_t>(D));
     for (int t = 0; t < T; ++t) {
-        Reference::matvec(m.visualW, H, c.visualDim, spec.visual + size_t(t) * stride, &X[size_t(t) * H]);
-        for (int i = 0; i < H; ++i) X[size_t(t) * H + i] += m.visualB[size_t(i)];
+        const float* row = spec.visual + size_t(t) * stride;
+        float* x = &X[size_t(t) * H];
+        Reference::matvec(m.visualW, H, c.visualDim, row, x);
+        for (int i = 0; i < H; ++i) x[i] += m.visualB[size_t(i)];
+        if (!c.visualTokenIds) continue;
+        for (int i = 0; i < H; ++i) x[i] += m.embed[size_t(row[c.visualDim]) * H + i];  // its id, then its evidence ids
+        for (int k = 0; k < c.evidenceIds; ++k)
+            if (const float e = row[c.visualDim + 1 + k]; e >= 0)
+                for (int i = 0; i < H; ++i) x[i] += m.evidenceGain[size_t(k) * H + i] * m.embed[size_t(e) * H + i];
     }
     for (int l = 0; l < c.layers; ++l) {
         const Model::Layer& L = m.layers[size_t(l)];
@@ -388,7 +397,15 @@ void runShape(const std::string& label, const DecoderShape& c, bool bf16) {
         const int T = 37;
         const int64_t pos0 = 1000;
         const std::vector<int32_t> blockSlots = {5, 9, 13};
-        const auto visual = scaled(size_t(T) * c.visualDim, 13, 1.f);
+        // Rows of visualStride(): features, then (with ids) an id and the evidence ids, a third of them -1.
+        const auto features = scaled(size_t(T) * c.visualDim, 13, 1.f);
+        std::vector<float> visual;
+        for (int t = 0; t < T; ++t) {
+            visual.insert(visual.end(), features.begin() + long(t) * c.visualDim, features.begin() + long(t + 1) * c.visualDim);
+            if (!c.visualTokenIds) continue;
+            visual.push_back(float((t * 7 + 3) % c.vocab));
+            for (int k = 0; k < c.evidenceIds; ++k) visual.push_back((t + k) % 3 == 2 ? -1.f : float((t * 5 + k) % c.vocab));
+        }
         std::vector<AttentionSpan> spans;
         std::vector<int32_t> offsets{0};
         for (int t = 0; t < T; ++t) {
@@ -477,6 +494,7 @@ int main() {
     DecoderShape reader;
     reader.vocab = 6627, reader.hidden = 384, reader.layers = 4, reader.heads = 6, reader.kvHeads = 2, reader.headDim = 64,
     reader.intermediate = 1024, reader.visualDim = 120;
+    reader.visualTokenIds = true, reader.evidenceIds = 2;  // as a reader that reads Tesseract's evidence
     DecoderShape wide;  // Unlimited-OCR's head size, fewer layers
     wide.vocab = 1000, wide.hidden = 1280, wide.layers = 2, wide.heads = 10, wide.kvHeads = 10, wide.headDim = 128,
     wide.intermediate = 3584, wide.visualDim = 1280;
