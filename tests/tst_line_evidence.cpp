@@ -2,6 +2,7 @@
 // words with their LSTM alternatives, alignLineEvidence lays them on the front-end's characters by
 // text and position, `quire-cli features --evidence` writes them beside the visual tokens, and the
 // reader's evidence prior (ReaderOptions::evidencePrior) weighs them while it decodes.
+#include <QHash>
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QJsonObject>
@@ -320,11 +321,10 @@ private slots:
         QVERIFY2(r.exitCode == 0, qPrintable(r.err));
         auto front = PpocrEngine::load(PpocrOptions{});
         QVERIFY(front);
-        auto idOf = [&](const QString& glyph) {  // data.py's vocab.index, -1 where it has none
-            for (int cls = 1; cls <= reader_vocab::kKeyCount && !glyph.isEmpty(); ++cls)
-                if (QString::fromStdString((*front)->charOf(cls)) == glyph) return float(reader_vocab::kFirstChar + cls - 1);
-            return -1.f;
-        };
+        QHash<QString, int> vocab;  // data.py's vocab.index
+        for (int cls = reader_vocab::kKeyCount; cls >= 1; --cls)  // the first class wins, as in the reader
+            vocab.insert(QString::fromStdString((*front)->charOf(cls)), reader_vocab::kFirstChar + cls - 1);
+        auto idOf = [&](const QString& glyph) { return float(vocab.value(glyph, -1)); };  // -1 where it has none
         auto firstOf = [](const QString& s) { return s.isEmpty() ? s : s.left(s[0].isHighSurrogate() ? 2 : 1); };
         std::vector<float> expected;
         for (const auto lv : featuresMeta(tmp.filePath("f/page-00001.safetensors"))["lines"].toArray()) {
