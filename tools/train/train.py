@@ -149,6 +149,52 @@ def evaluate(model, seqs, recent, pattern=None):
     return loss_sum / max(1, tokens), correct / max(1, tokens)
 
 
+def make_optimizer(model, train_cfg):
+    """AdamW over the model. The evidence gains start at zero and scale embeddings whose entries are a
+    few hundredths: at the fine-tuning rate they would take thousands of steps to matter, so they
+    learn `evidence_lr_scale` times faster (the group's lr_scale, applied with the schedule) and are
+    not decayed."""
+    gains = [p for n, p in model.named_parameters() if n == "visual_evidence_gain"]
+    groups = [{"params": [p for n, p in model.named_parameters() if n != "visual_evidence_gain"]}]
+    if gains:
+        groups.append({"params": gains, "lr_scale": train_cfg.get("evidence_lr_scale", 50.0), "weight_decay": 0.0})
+    return torch.optim.AdamW(groups, lr=train_cfg["lr"], weight_decay=train_cfg.get("weight_decay", 0.01))
+
+
+def init_from(model, path):
+    """The weights of a checkpoint or an exported model folder; a tensor whose shape changed keeps its
+    overlapping part (e.g. an embedding that gained tokens), and projector columns the start did not
+    have (Tesseract's evidence) start at zero, so the model starts as the one it came from."""
+    own = model.state_dict()
+    with torch.no_grad():
+        init = load_exported(path).state_dict() if os.path.isdir(path) else torch.load(path)["model"]
+        for name, t in init.items():
+            if name in own:
+                view = own[name][tuple(slice(0, min(a, b)) for a, b in zip(own[name].shape, t.shape))]
+                view.copy_(t[tuple(slice(0, s) for s in view.shape)])
+                if name == "visual_proj.weight":
+                    own[name][:, t.shape[1]:] = 0
+
+
+def train_step(model, opt, lr, seq, recent, pattern):
+    """One optimiser step on one sequence at rate `lr` (each group's lr_scale times it); its loss."""
+    for g in opt.param_groups:
+        g["lr"] = lr * g.get("lr_scale", 1.0)
+    opt.zero_grad()
+    if pattern is not None:  # SR-SWA: a whole volume, backpropagated page by page (srswa.Run.flush)
+        kinds, tokens, vis, pages_of, labels = seq
+        r, _ = srswa.run(model, pattern, kinds.tolist(), tokens.tolist(), vis.numpy(), pages_of, labels=labels.numpy())
+        loss_value = r.loss_sum / max(1, int((labels != -100).sum()))
+    else:
+        logits, labels = run_model(model, seq, recent)
+        loss = F.cross_entropy(logits, labels, ignore_index=-100)
+        loss.backward()
+        loss_value = loss.item()
+    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+    opt.step()
+    return loss_value
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--config", required=True)
@@ -208,14 +254,7 @@ def main():
     mc["vocab_size"], mc["visual_dim"] = vocab.size, VISUAL_DIM + (EVIDENCE_VALUES if evidence else 0)
     config = Config(**mc)
     model = QuireDecoder(config).to(args.device)
-    # The evidence gains start at zero and scale embeddings whose entries are a few hundredths: at the
-    # fine-tuning rate they would take thousands of steps to matter, so they learn `evidence_lr_scale`
-    # times faster (and are not decayed).
-    gains = [p for n, p in model.named_parameters() if n == "visual_evidence_gain"]
-    groups = [{"params": [p for n, p in model.named_parameters() if n != "visual_evidence_gain"]}]
-    if gains:
-        groups.append({"params": gains, "lr_scale": train_cfg.get("evidence_lr_scale", 50.0), "weight_decay": 0.0})
-    opt = torch.optim.AdamW(groups, lr=train_cfg["lr"], weight_decay=train_cfg.get("weight_decay", 0.01))
+    opt = make_optimizer(model, train_cfg)
     step = 0
     ckpt = os.path.join(args.out, "checkpoint.pt")
     if args.copy_init and not (args.resume and os.path.exists(ckpt)):
@@ -223,16 +262,7 @@ def main():
         el, acc = evaluate(model, eval_seqs, train_cfg["recent_tokens"], pattern)
         print(f"copy initialisation (rotary gap {gap:.3f}): held-out loss {el:.3f}, token acc {acc:.3f}", flush=True)
     if args.init and not (args.resume and os.path.exists(ckpt)):
-        own = model.state_dict()
-        with torch.no_grad():
-            init = (load_exported(args.init).state_dict() if os.path.isdir(args.init)
-                    else torch.load(args.init)["model"])
-            for name, t in init.items():
-                if name in own:
-                    view = own[name][tuple(slice(0, min(a, b)) for a, b in zip(own[name].shape, t.shape))]
-                    view.copy_(t[tuple(slice(0, s) for s in view.shape)])
-                    if name == "visual_proj.weight":  # inputs the start had not (evidence): no say yet
-                        own[name][:, t.shape[1]:] = 0
+        init_from(model, args.init)
         print(f"initialised from {args.init}", flush=True)
     if args.resume and os.path.exists(ckpt):
         state = torch.load(ckpt)
@@ -266,22 +296,7 @@ def main():
                     print(f"step {step}: {len(new)} more documents, {len(train_seqs)} in training", flush=True)
                     break  # a new epoch order that includes them
             lr = train_cfg["lr"] * min(1.0, (step + 1) / warmup) * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * step / total)))
-            for g in opt.param_groups:
-                g["lr"] = lr * g.get("lr_scale", 1.0)
-            opt.zero_grad()
-            if pattern is not None:  # SR-SWA: a whole volume, backpropagated page by page (srswa.Run.flush)
-                kinds, tokens, vis, pages_of, labels = train_seqs[i]
-                r, _ = srswa.run(model, pattern, kinds.tolist(), tokens.tolist(), vis.numpy(), pages_of,
-                                 labels=labels.numpy())
-                loss_value = r.loss_sum / max(1, int((labels != -100).sum()))
-            else:
-                logits, labels = run_model(model, train_seqs[i], recent)
-                loss = F.cross_entropy(logits, labels, ignore_index=-100)
-                loss.backward()
-                loss_value = loss.item()
-            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-            opt.step()
-            running.append(loss_value)
+            running.append(train_step(model, opt, lr, train_seqs[i], recent, pattern))
             step += 1
             if step % train_cfg["log_every"] == 0 or step == total:
                 el, acc = evaluate(model, eval_seqs, recent, pattern)
