@@ -3,16 +3,19 @@
 // run by tools/gpu-check.sh. Plain C++ over the engine's API (no Qt Test):
 //   1. the CUDA session against the CPU session, step by step: SR-SWA and R-SWA, fp32 and bf16
 //      weights, attention tracking, 2,000 steps on the tiny test model with framed positions, 300
-//      on the reader's shape; four sessions on one shared device stepped together against four
+//      on the shipped reader (resources/models/reader: run from the repository's root) with its
+//      ids and line-aligned positions, and on it given two evidence ids a token; four sessions on one shared device stepped together against four
 //      CPU sessions (with --no-bench, the ctest `decoder_device_check`, label gpu, where Quire
 //      builds on a GPU machine);
-//   2. `bench decode` on the GPU and on the CPU in the same run, per shape and mode, as JSON lines.
+//   2. `bench decode` on the GPU and on the CPU in the same run, per mode, as JSON lines: the shipped
+//      reader fed generated pages in its layout, and the Unlimited-OCR shape.
 // Prints PASS/FAIL lines and "N passed, M failed"; exits 0 with a note where no GPU is present.
 //
-//   decoder_device_check [--reader-pages N] [--unlimited-pages N] [--no-bench]
+//   decoder_device_check [--reader-pages N] [--unlimited-pages N] [--no-bench] [--device mirror]
 // (pages of the SR-SWA runs, 1,000 and 300 by default; R-SWA and full go to 100 at most, batch 16
 // (sessions sharing the device, stepped together) and the CPU's run to 20, so that the whole run
-// fits the GPU machine's ten minutes.)
+// fits the GPU machine's ten minutes. mirror: the session checks on the CUDA path's CPU mirror,
+// this program's own check on a machine without a GPU, no bench.)
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -34,12 +37,41 @@ namespace {
 
 using gpucheck::report;
 
-std::vector<float> pageFeatures(int page, int count, int dim) {
+StepDevice g_device = StepDevice::Cuda;  // Mirror: the CUDA path's CPU mirror (no GPU needed)
+
+// A generated page of `count` visual tokens in the model's layout: normal features, then (for a
+// model with visual token ids) a vocabulary id, a line end every 37 tokens and at the page's end,
+// and its evidence ids (a third of them -1, none).
+std::vector<float> pageFeatures(int page, int count, const ModelConfig& cfg) {
     std::mt19937 rng(uint32_t(1000 + page));
     std::normal_distribution<float> n(0.f, 1.f);
-    std::vector<float> v(size_t(count) * dim);
-    for (auto& x : v) x = n(rng);
+    std::uniform_int_distribution<int> id(7, cfg.vocabSize - 1);
+    const int stride = cfg.visualStride();
+    std::vector<float> v(size_t(count) * stride);
+    for (int t = 0; t < count; ++t) {
+        float* row = &v[size_t(t) * stride];
+        for (int k = 0; k < cfg.visualDim; ++k) row[k] = n(rng);
+        if (!cfg.visualTokenIds) continue;
+        const bool lineEnd = cfg.visualLineEndTokenId >= 0 && (t % 37 == 36 || t == count - 1);
+        row[cfg.visualDim] = float(lineEnd ? cfg.visualLineEndTokenId : id(rng));
+        for (int k = 1; k <= cfg.visualEvidenceIds; ++k) row[cfg.visualDim + k] = (t + k) % 3 ? float(id(rng)) : -1.f;
+    }
     return v;
+}
+
+// The shipped reader (resources/models/reader, run from the repository's root), and the same model
+// given two evidence ids a token with seeded gains (an evidence model's shape and arithmetic).
+std::shared_ptr<const ModelWeights> shippedReader(int evidenceIds) {
+    auto loaded = loadModel("resources/models/reader");
+    if (!loaded) return nullptr;
+    if (!evidenceIds) return *loaded;
+    ModelWeights m = **loaded;
+    m.config.visualEvidenceIds = evidenceIds;
+    std::mt19937 rng(7);
+    std::normal_distribution<float> n(0.f, 0.5f);
+    m.evidenceGain.resize(size_t(evidenceIds) * m.config.hiddenSize);
+    for (auto& g : m.evidenceGain) g = n(rng);
+    return std::make_shared<const ModelWeights>(std::move(m));
 }
 
 double relDiff(const std::vector<float>& a, const std::vector<float>& b) {
@@ -53,15 +85,15 @@ double relDiff(const std::vector<float>& a, const std::vector<float>& b) {
 
 // The CUDA session and the CPU session fed the same tokens (the CPU's greedy choices, a page break
 // every 30): worst relative logits difference, and the share of steps whose best token agrees.
-void compare(const std::string& name, const ModelConfig& cfg, AttentionMode mode, bool bf16, int steps, int pageTokens,
-             bool track = false) {
-    auto model = std::make_shared<const ModelWeights>(randomModel(cfg, 41));
+void compare(const std::string& name, std::shared_ptr<const ModelWeights> model, AttentionMode mode, bool bf16, int steps,
+             int pageTokens, bool track = false) {
+    const ModelConfig& cfg = model->config;
     AttentionParams cpu;
     cpu.mode = mode, cpu.recentTokens = 24, cpu.maxPageTokens = pageTokens + 16, cpu.gatedPages = 2, cpu.blocksPerGatedPage = 2;
     cpu.gatedCachePages = 1;
     cpu.trackAttention = track;
     AttentionParams dev = cpu;
-    dev.device = StepDevice::Cuda, dev.deviceBf16 = bf16, dev.deviceFallback = false;
+    dev.device = g_device, dev.deviceBf16 = bf16, dev.deviceFallback = false;
     DecodeSession a(model, cpu), b(model, dev);
     if (Status s = a.begin({1, 5}); !s) return report(name, false, s.message());
     if (Status s = b.begin({1, 5}); !s) return report(name, false, s.message());
@@ -71,7 +103,7 @@ void compare(const std::string& name, const ModelConfig& cfg, AttentionMode mode
         while (fed < a.stats().currentPage + cpu.windowAfter) {
             ++fed;
             const int n = pageTokens - 8 + fed % 3 * 8;
-            const auto f = pageFeatures(fed, n, cfg.visualDim);
+            const auto f = pageFeatures(fed, n, cfg);
             if (Status s = a.addPage(fed, f.data(), n); !s) return report(name, false, s.message());
             if (Status s = b.addPage(fed, f.data(), n); !s) return report(name, false, s.message());
         }
@@ -97,10 +129,10 @@ void compare(const std::string& name, const ModelConfig& cfg, AttentionMode mode
     char buf[400];
     std::snprintf(buf, sizeof buf,
                   "%d steps, %d pages: worst relative logits difference %.2e (step %d), same token %d/%d, most attended "
-                  "visual token the same %d/%d, %.3f ms/step on the GPU (with the session's bookkeeping) vs %.3f on the CPU, "
+                  "visual token the same %d/%d, %.3f ms/step on the %s (with the session's bookkeeping) vs %.3f on the CPU, "
                   "%zu device bytes",
                   steps, a.stats().currentPage, worst, worstStep, same, steps, sameAttended, tracked, deviceMs / steps,
-                  cpuMs / steps, b.stats().deviceBytes);
+                  stepDeviceName(g_device), cpuMs / steps, b.stats().deviceBytes);
     bool ok = bf16 ? worst <= 5e-2 : worst <= 1e-3 && same == steps;
     if (track) ok = ok && tracked > steps * 9 / 10 && sameAttended >= tracked * 99 / 100;
     report(name, ok && b.deviceNotice().empty(), buf);
@@ -115,10 +147,10 @@ void compareBatch(const std::string& name, const ModelConfig& cfg, bool bf16, in
     AttentionParams cpu;
     cpu.mode = AttentionMode::SrSwa, cpu.recentTokens = 24, cpu.maxPageTokens = pageTokens + 16, cpu.gatedPages = 2;
     cpu.blocksPerGatedPage = 2, cpu.gatedCachePages = 1;
-    auto shared = SharedDevice::open(model, StepDevice::Cuda, bf16);
+    auto shared = SharedDevice::open(model, g_device, bf16);
     if (!shared) return report(name, false, shared.status().message());
     AttentionParams dev = cpu;
-    dev.device = StepDevice::Cuda, dev.deviceBf16 = bf16, dev.deviceFallback = false, dev.sharedDevice = *shared;
+    dev.device = g_device, dev.deviceBf16 = bf16, dev.deviceFallback = false, dev.sharedDevice = *shared;
     std::vector<std::unique_ptr<DecodeSession>> alone, batch;
     std::vector<DecodeSession*> together;
     std::vector<int> fed(kSessions, -1), tokens(kSessions, cfg.bosTokenId);
@@ -136,7 +168,7 @@ void compareBatch(const std::string& name, const ModelConfig& cfg, bool bf16, in
             while (fed[size_t(i)] < alone[size_t(i)]->stats().currentPage + cpu.windowAfter) {
                 const int page = ++fed[size_t(i)];
                 const int n = pageTokens - 8 + (page + i) % 3 * 8;
-                const auto f = pageFeatures(page + 100 * i, n, cfg.visualDim);
+                const auto f = pageFeatures(page + 100 * i, n, cfg);
                 if (Status s = alone[size_t(i)]->addPage(page, f.data(), n); !s) return report(name, false, s.message());
                 if (Status s = batch[size_t(i)]->addPage(page, f.data(), n); !s) return report(name, false, s.message());
             }
@@ -168,11 +200,20 @@ void compareBatch(const std::string& name, const ModelConfig& cfg, bool bf16, in
     report(name, notices && (bf16 ? worst <= 5e-2 : worst <= 1e-3 && same == kSessions * steps), buf);
 }
 
+// `bench decode` of a named shape with generated weights, or (shape "shipped-reader") of the
+// shipped reader fed generated pages in its layout (ids included).
 void bench(const std::string& shape, const char* mode, const char* device, int pages, int batch) {
     DecodeBenchParams p;
-    auto cfg = benchShape(shape);
-    if (!cfg) return report("bench " + shape, false, cfg.status().message());
-    p.config = *cfg;
+    if (shape == "shipped-reader") {
+        p.model = shippedReader(0);
+        if (!p.model) return report("bench " + shape, false, "resources/models/reader does not load");
+        p.config = p.model->config;
+        for (int page = 0; page < 8; ++page) p.pageInputs.push_back(pageFeatures(page, p.pageTokens - 16 + page % 3 * 16, p.config));
+    } else {
+        auto cfg = benchShape(shape);
+        if (!cfg) return report("bench " + shape, false, cfg.status().message());
+        p.config = *cfg;
+    }
     p.attention.mode = *parseAttentionMode(mode);
     p.pages = pages, p.device = device, p.batch = batch;
     p.checkpoints = {10, 100, 1000};
@@ -196,31 +237,40 @@ int main(int argc, char** argv) {
         if (!std::strcmp(argv[i], "--reader-pages") && i + 1 < argc) readerPages = std::atoi(argv[++i]);
         else if (!std::strcmp(argv[i], "--unlimited-pages") && i + 1 < argc) unlimitedPages = std::atoi(argv[++i]);
         else if (!std::strcmp(argv[i], "--no-bench")) runBench = false;
+        else if (!std::strcmp(argv[i], "--device") && i + 1 < argc && !std::strcmp(argv[i + 1], "mirror"))
+            g_device = StepDevice::Mirror, runBench = false, ++i;
     }
     std::string why;
     const auto devices = gpuDevices(&why);
-    if (devices.empty()) {
+    if (g_device == StepDevice::Mirror) {
+        std::printf("device: the CUDA path's CPU mirror\n");
+    } else if (devices.empty()) {
         std::printf("no GPU (%s): the CUDA session checks are skipped\n0 passed, 0 failed\n", why.c_str());
         return 0;
     }
-    std::printf("GPU: %s, %.1f GiB\n", devices[0].name.c_str(), double(devices[0].totalBytes) / (1 << 30));
+    if (!devices.empty()) std::printf("GPU: %s, %.1f GiB\n", devices[0].name.c_str(), double(devices[0].totalBytes) / (1 << 30));
     ModelConfig tiny;
     tiny.vocabSize = 48, tiny.hiddenSize = 32, tiny.numLayers = 2, tiny.numHeads = 4, tiny.numKvHeads = 2, tiny.headDim = 8;
     tiny.intermediateSize = 48, tiny.visualDim = 12, tiny.maxPositions = 256;  // framed positions too
-    compare("tiny srswa fp32", tiny, AttentionMode::SrSwa, false, 2000, 28);
-    compare("tiny rswa fp32", tiny, AttentionMode::RSwa, false, 2000, 28);
-    compare("tiny srswa bf16", tiny, AttentionMode::SrSwa, true, 2000, 28);
-    compare("tiny srswa fp32, tracking attention", tiny, AttentionMode::SrSwa, false, 2000, 28, true);
+    const auto tinyModel = std::make_shared<const ModelWeights>(randomModel(tiny, 41));
+    compare("tiny srswa fp32", tinyModel, AttentionMode::SrSwa, false, 2000, 28);
+    compare("tiny rswa fp32", tinyModel, AttentionMode::RSwa, false, 2000, 28);
+    compare("tiny srswa bf16", tinyModel, AttentionMode::SrSwa, true, 2000, 28);
+    compare("tiny srswa fp32, tracking attention", tinyModel, AttentionMode::SrSwa, false, 2000, 28, true);
     compareBatch("tiny srswa fp32, 4 sessions on a shared device", tiny, false, 600, 28);
     compareBatch("tiny srswa bf16, 4 sessions on a shared device", tiny, true, 600, 28);
-    if (auto reader = benchShape("reader")) {
-        compare("reader-shaped srswa fp32", *reader, AttentionMode::SrSwa, false, 300, 273);
-        compare("reader-shaped srswa bf16", *reader, AttentionMode::SrSwa, true, 300, 273);
+    // The shipped reader (its ids and line-aligned positions), and with two evidence ids a token.
+    if (auto shipped = shippedReader(0)) {
+        compare("shipped reader srswa fp32", shipped, AttentionMode::SrSwa, false, 300, 273);
+        compare("shipped reader srswa bf16", shipped, AttentionMode::SrSwa, true, 300, 273);
+        compare("shipped reader srswa fp32, two evidence ids", shippedReader(2), AttentionMode::SrSwa, false, 300, 273);
+    } else {
+        report("shipped reader", false, "resources/models/reader does not load (run from the repository's root)");
     }
     if (runBench) {
         // Side by side in one run: the GPU's modes, then the CPU's SR-SWA for the ratio.
-        for (const char* shape : {"reader", "unlimited-ocr"}) {
-            const int pages = std::string(shape) == "reader" ? readerPages : unlimitedPages;
+        for (const char* shape : {"shipped-reader", "unlimited-ocr"}) {
+            const int pages = std::string(shape) == "shipped-reader" ? readerPages : unlimitedPages;
             bench(shape, "srswa", "cuda", pages, 1);
             bench(shape, "rswa", "cuda", std::min(pages, 100), 1);
             bench(shape, "full", "cuda", std::min(pages, 100), 1);
