@@ -24,6 +24,7 @@
 #include "quire/ppocr/ppocr.h"
 #include "quire/reader/reader.h"
 #include "quire/recognizers/recognizer.h"
+#include "recognizers/engines.h"
 #include "test_util.h"
 
 using namespace quire;
@@ -719,6 +720,35 @@ private slots:
         QVERIFY2(why.find("no reader model") != std::string::npos, why.c_str());
         QCOMPARE(QString::fromStdString(chooseEngine("auto", "eng")), QString("tesseract"));
         QCOMPARE(QString::fromStdString(chooseEngine("ppocr", "eng")), QString("ppocr"));
+    }
+
+    // PP-OCR's characters (the reader's too) lack letters of German, French, ...: a run that asks
+    // for such a language with either engine says which letters it cannot write; Tesseract's does not.
+    void engineNamesTheLettersItCannotWrite() {
+        const std::set<std::string> has = {"ä", "ü", "Ü", "é"};
+        auto writes = [&](const std::string& c) { return has.count(c) > 0; };
+        QCOMPARE(QString::fromStdString(lettersNotWritten("eng", writes)), QString());
+        QCOMPARE(QString::fromStdString(lettersNotWritten("chi_sim", writes)), QString());
+        QCOMPARE(QString::fromStdString(lettersNotWritten("deu", writes)), QString("ö, ß, Ä, Ö (deu)"));
+        QCOMPARE(QString::fromStdString(lettersNotWritten("eng+deu+frk", writes)), QString("ö, ß, Ä, Ö, ſ (deu, frk)"));
+        QCOMPARE(QString::fromStdString(lettersNotWritten("deu", [](const std::string&) { return true; })), QString());
+
+        RecognizerOptions o;
+        o.engine = "ppocr", o.languages = "eng";
+        auto english = createRecognizer(o);
+        QVERIFY2(english.isOk(), english.status().message().c_str());
+        QCOMPARE(QString::fromStdString((*english)->charsetNotice()), QString());
+        o.languages = "deu";
+        auto german = createRecognizer(o);
+        QVERIFY2(german.isOk(), german.status().message().c_str());
+        const std::string notice = (*german)->charsetNotice();
+        // PP-OCRv4's keys have ä and Ü but not ö, ß, Ä or Ö (checked against ppocr_keys_v1.txt).
+        QVERIFY2(notice.rfind("ppocr cannot write ö, ß, Ä, Ö (deu)", 0) == 0, notice.c_str());
+        QVERIFY2(notice.find("--engine tesseract") != std::string::npos, notice.c_str());
+        o.engine = "tesseract";
+        auto tesseract = createRecognizer(o);
+        QVERIFY2(tesseract.isOk(), tesseract.status().message().c_str());
+        QCOMPARE(QString::fromStdString((*tesseract)->charsetNotice()), QString());
     }
 
     void cliTranscribesTheSampleWithPpocr() {

@@ -650,6 +650,7 @@ Result<RunSummary> runTranscription(ProjectStore& store, const TranscribeParams&
     if (!made) return made.status();
     std::unique_ptr<Recognizer> first = std::move(made).value();
     const bool inOrder = first->carriesContext();
+    if (const std::string n = first->charsetNotice(); !n.empty()) log(n);
     if (Status s = registerInputs(store, params); !s) return s;
     auto inRange = [&](const PageRecord& p) {
         return params.firstPage <= 0 || (p.sequence >= params.firstPage && p.sequence <= params.lastPage);

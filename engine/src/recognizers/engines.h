@@ -2,6 +2,7 @@
 // test they share; createRecognizer() (recognizer.cpp) chooses among them.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -21,5 +22,13 @@ PpocrOptions ppocrOptionsFor(const RecognizerOptions& options);
 
 // Whether one of the '+'-separated Tesseract language names in `languages` starts with `prefix`.
 bool hasLanguage(const std::string& languages, const std::string& prefix);
+
+// The letters of the Latin-script languages in `languages` (Tesseract names: deu, frk, fra, ...)
+// that `writes` says an engine cannot write, each once, with the languages they belong to
+// ("ö, ß, ſ (deu, frk)"); empty when it writes them all or no language of the table is asked for.
+std::string lettersNotWritten(const std::string& languages, const std::function<bool(const std::string&)>& writes);
+// Recognizer::charsetNotice for an engine that writes PP-OCR's characters (`engineName`: "ppocr"
+// or "the reader").
+std::string frontEndCharsetNotice(const PpocrEngine& frontEnd, const std::string& languages, const std::string& engineName);
 
 }  // namespace quire

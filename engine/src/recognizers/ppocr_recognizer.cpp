@@ -23,6 +23,7 @@ public:
         return text;
     }
     std::string takeNotice() override { return m_notice.take(m_engine->deviceNotice(), "ppocr"); }
+    std::string charsetNotice() const override { return frontEndCharsetNotice(*m_engine, m_langs, "ppocr"); }
 
 private:
     std::shared_ptr<const PpocrEngine> m_engine;

@@ -1,5 +1,7 @@
 // The choice between recognizers: which engines there are, which "auto" picks for a language, and
 // the factory that makes the chosen one.
+#include <algorithm>
+#include <set>
 #include <sstream>
 
 #include "quire/decoder/session.h"
@@ -16,6 +18,63 @@ bool hasLanguage(const std::string& languages, const std::string& prefix) {
     while (std::getline(ss, item, '+'))
         if (item.rfind(prefix, 0) == 0) return true;
     return false;
+}
+
+namespace {
+
+// The letters beyond a-z of Latin-script languages Tesseract reads, by its language names (the
+// alphabets' letters with diacritics and their own letters, lower and upper case).
+struct LanguageLetters {
+    const char* language;
+    const char* letters;  // space-separated UTF-8
+};
+constexpr LanguageLetters kLanguageLetters[] = {
+    {"deu", "ä ö ü ß Ä Ö Ü"},
+    {"frk", "ä ö ü ß ſ Ä Ö Ü"},
+    {"fra", "à â æ ç é è ê ë î ï ô œ ù û ü ÿ À Â Æ Ç É È Ê Ë Î Ï Ô Œ Ù Û Ü Ÿ « »"},
+    {"spa", "á é í ñ ó ú ü ¿ ¡ Á É Í Ñ Ó Ú Ü"},
+    {"ita", "à è é ì ò ó ù À È É Ì Ò Ù"},
+    {"por", "á â ã à ç é ê í ó ô õ ú Á Â Ã À Ç É Ê Í Ó Ô Õ Ú"},
+    {"nld", "é ë ï ó Ë Ï"},
+    {"dan", "æ ø å Æ Ø Å"},
+    {"nor", "æ ø å Æ Ø Å"},
+    {"swe", "å ä ö Å Ä Ö"},
+    {"fin", "ä ö Ä Ö"},
+    {"pol", "ą ć ę ł ń ó ś ź ż Ą Ć Ę Ł Ń Ó Ś Ź Ż"},
+    {"ces", "á č ď é ě í ň ó ř š ť ú ů ý ž Á Č Ď É Ě Í Ň Ó Ř Š Ť Ú Ů Ý Ž"},
+};
+
+}  // namespace
+
+std::string lettersNotWritten(const std::string& languages, const std::function<bool(const std::string&)>& writes) {
+    std::vector<std::string> missing, from;
+    for (const auto& entry : kLanguageLetters) {
+        if (!hasLanguage(languages, entry.language)) continue;
+        std::stringstream letters(entry.letters);
+        bool lacks = false;
+        for (std::string letter; letters >> letter;)
+            if (!writes(letter)) {
+                lacks = true;
+                if (std::find(missing.begin(), missing.end(), letter) == missing.end()) missing.push_back(letter);
+            }
+        if (lacks) from.push_back(entry.language);
+    }
+    if (missing.empty()) return {};
+    auto join = [](const std::vector<std::string>& v) {
+        std::string s;
+        for (const auto& x : v) s += (s.empty() ? "" : ", ") + x;
+        return s;
+    };
+    return join(missing) + " (" + join(from) + ")";
+}
+
+std::string frontEndCharsetNotice(const PpocrEngine& frontEnd, const std::string& languages, const std::string& engineName) {
+    std::set<std::string> charset;
+    for (int id = 1; id <= frontEnd.classCount(); ++id) charset.insert(frontEnd.charOf(id));
+    const std::string missing = lettersNotWritten(languages, [&](const std::string& c) { return charset.count(c) > 0; });
+    if (missing.empty()) return {};
+    return engineName + " cannot write " + missing + ": PP-OCR's character set has no such letters, so they come out as "
+           "other letters or not at all; Tesseract reads them (--engine tesseract)";
 }
 
 std::string ppocrLayoutFor(const std::string& languages) { return hasLanguage(languages, "chi") ? "rows" : "tesseract"; }

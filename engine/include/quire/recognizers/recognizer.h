@@ -133,6 +133,9 @@ public:
     // A note for the run's log, given once when it is new (the reader's decoder falling back from
     // the GPU to the CPU, and why); empty otherwise.
     virtual std::string takeNotice() { return {}; }
+    // A note for the run's log when the engine's character set lacks letters of the run's
+    // languages (PP-OCR and the reader have no ö, ß or ſ): which, and that they will be misread.
+    virtual std::string charsetNotice() const { return {}; }
     virtual DecoderCheckpoint checkpoint() { return {}; }
     virtual Status restoreContext(const std::string& /*state*/,
                                   const std::function<Result<std::vector<float>>(int)>& /*pages*/) {
