@@ -4,9 +4,11 @@ scan degradations, and the clean reading text each page should yield.
 
 Text the project may use: the King James Bible (Debian's bible-kjv, public domain) for English,
 Debian's fortunes-zh (its Chinese fortunes, Tang and Song poems) for Chinese, with modern characters
-by their frequency (Unihan's kHanyuPinlu, Debian's unicode-data) written into some clauses. Fonts:
-whatever of Debian's DejaVu, Liberation, URW base35, EB Garamond, Linux Libertine, Gentium and
-Noto CJK are installed (tools/train/setup.sh installs them).
+by their frequency (Unihan's kHanyuPinlu, Debian's unicode-data) written into some clauses, and
+(--de-share) Debian's fortunes-de (its quotations, GPL-2+) for German. Fonts: whatever of Debian's
+DejaVu, Liberation, URW base35, EB Garamond, Linux Libertine, Gentium and Noto CJK are installed
+(tools/train/setup.sh installs them), and for German in Fraktur (--fraktur-share) Berthold Mainzer
+Fraktur (OFL, tools/train/fonts/), with the long s where Fraktur prints it.
 
 Layouts: running heads that alternate between the book and the chapter title with the page
 number at the outer edge, or a centred folio at the foot; justified or ragged paragraphs with or
@@ -50,6 +52,7 @@ LATIN_FONTS = [  # (regular, italic) globs; the first match of each is used
     ("/usr/share/fonts/opentype/linux-libertine/LinLibertine_R.otf", "/usr/share/fonts/opentype/linux-libertine/LinLibertine_RI.otf"),
     ("/usr/share/fonts/truetype/gentium/Gentium-R.ttf", "/usr/share/fonts/truetype/gentium/Gentium-I.ttf"),
 ]
+FRAKTUR_FONT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fonts", "BertholdMainzerFraktur-UNZ1A.ttf")
 CJK_FONTS = [("/usr/share/fonts/opentype/noto/NotoSerifCJK-Regular.ttc", 2),
              ("/usr/share/fonts/opentype/noto/NotoSansCJK-Regular.ttc", 2)]
 NO_LINE_START = set("，。、；：？！）」』》〉”’,.;:?!)")
@@ -90,6 +93,33 @@ def file_paragraphs(rng, path):
         paras = [" ".join(p.split()) for p in re.split(r"\n\s*\n", f.read()) if p.strip()]
     start = rng.randrange(max(1, len(paras) // 3))
     return paras[start:], paras[0][:40].rstrip()
+
+
+GERMAN_SOURCE = "/usr/share/games/fortunes/de/zitate.u8"
+
+
+def german_paragraphs(rng):
+    """fortunes-de's quotations (without their "-- author" lines) as paragraphs of two to five
+    quotations, from a random place in the file."""
+    if not os.path.exists(GERMAN_SOURCE):
+        raise SystemExit(f"{GERMAN_SOURCE}: not installed (run tools/train/setup.sh)")
+    with open(GERMAN_SOURCE, encoding="utf-8") as f:
+        quotes = [" ".join(line for line in q.strip().splitlines() if not line.strip().startswith("--")).split()
+                  for q in f.read().split("\n%\n")]
+    quotes = [" ".join(q) for q in quotes if len(q) >= 4]
+    start = rng.randrange(len(quotes) - 200)
+    paras, k = [], start
+    while len(paras) < 40:
+        n = rng.randint(2, 5)
+        paras.append(" ".join(quotes[k:k + n]))
+        k += n
+    return paras, rng.choice(["Gedanken", "Sprüche und Meinungen", "Vom Leben", "Aus dem Lesebuch"])
+
+
+def long_s(text):
+    """German text as Fraktur prints it: s inside a word is the long s (ſ); a word's last s and
+    one before a hyphen stay round. (Compounds' inner round s, "Haus-tür", are not told apart.)"""
+    return re.sub(r"s(?=[^\W\d_])", "ſ", text)
 
 
 SPEECH = re.compile(r"\b(said|saith|answered|cried|spake|say)( unto [^,;:.]+)?, ")
@@ -351,7 +381,7 @@ def vocabulary(paras, rng):
 
 
 class Style:
-    def __init__(self, rng, lang, dpi, max_lines=0, columns_share=0.0, head_gap_share=0.0):
+    def __init__(self, rng, lang, dpi, max_lines=0, columns_share=0.0, head_gap_share=0.0, fraktur=False):
         self.lang, self.dpi = lang, dpi
         scale = dpi / 300
         self.page_w, self.page_h = int(rng.choice([5.5, 6, 6.5]) * dpi), int(rng.choice([8.5, 9, 9.5]) * dpi)
@@ -361,14 +391,17 @@ class Style:
             path, index = rng.choice([f for f in CJK_FONTS if os.path.exists(f[0])])
             self.body = ImageFont.truetype(path, size, index=index)
             self.running = ImageFont.truetype(path, int(size * 0.75), index=index)
+        elif fraktur:
+            self.body = ImageFont.truetype(FRAKTUR_FONT, size)
+            self.running = ImageFont.truetype(FRAKTUR_FONT, int(size * 0.75))
         else:
             reg, ital = rng.choice(available_latin())
             self.body = ImageFont.truetype(reg, size)
             self.running = ImageFont.truetype(ital, int(size * 0.72))
         self.leading = int(size * rng.uniform(1.3, 1.6))
-        self.indent = int(size * rng.choice([0, 1.2, 2])) if lang == "en" else size * 2
+        self.indent = int(size * rng.choice([0, 1.2, 2])) if lang != "zh" else size * 2
         self.justify = rng.random() < 0.8
-        self.columns = 2 if (lang == "en" and rng.random() < 0.12) else 1
+        self.columns = 2 if (lang != "zh" and rng.random() < 0.12) else 1
         # Narrow columns as magazines and papers set them: Chinese in two or three (8-20 characters
         # a line), English in two. No draw without the option: earlier seeds make the same pages.
         if columns_share > 0 and rng.random() < columns_share:
@@ -392,7 +425,7 @@ def width(font, s):
     return font.getlength(s)
 
 
-def break_english(words, st, hyph, first_indent):
+def break_english(words, st, hyph, first_indent, hyphenable=re.compile(r"[A-Za-z]{6,}[,.;:]?")):
     """Greedy breaking with hyphenation: [(text, hyphenated_end)]."""
     lines, cur, i, words = [], [], 0, list(words)
     while i < len(words):
@@ -402,9 +435,9 @@ def break_english(words, st, hyph, first_indent):
             i += 1
             continue
         word, done = words[i], False
-        if re.fullmatch(r"[A-Za-z]{6,}[,.;:]?", word):
+        if hyphenable.fullmatch(word):
             core = word.rstrip(",.;:")
-            for pos in sorted(hyph.positions(core), reverse=True):
+            for pos in sorted(hyph.positions(core.replace("ſ", "s")), reverse=True):
                 if pos >= 3 and len(core) - pos >= 3 and width(st.body, " ".join(cur + [core[:pos] + "-"])) <= avail:
                     lines.append((cur + [core[:pos] + "-"], True))
                     words[i] = word[pos:]
@@ -435,11 +468,16 @@ def break_chinese(text, st, first_indent):
 
 def layout(paras, st, rng, pages_wanted):
     """Fills pages with lines: each line (text, first_of_para, last_of_para, hyphenated)."""
-    hyph = pyphen.Pyphen(lang="en_US")
+    hyph = pyphen.Pyphen(lang="de_DE" if st.lang == "de" else "en_US")
     slots = st.lines_per_col * st.columns
     pages, cur = [], []
     for para in paras:
-        lines = break_chinese(para, st, st.indent) if st.lang == "zh" else break_english(para.split(), st, hyph, st.indent)
+        if st.lang == "zh":
+            lines = break_chinese(para, st, st.indent)
+        elif st.lang == "de":  # German words with umlauts and ß (and ſ) hyphenate too
+            lines = break_english(para.split(), st, hyph, st.indent, re.compile(r"[^\W\d_]{6,}[,.;:]?"))
+        else:
+            lines = break_english(para.split(), st, hyph, st.indent)
         for k, (text, hy) in enumerate(lines):
             if len(cur) == slots:
                 pages.append(cur)
@@ -473,7 +511,7 @@ def render(page_lines, number, st, title, chapter):
         x = st.margin_x + col * (st.col_w + st.gutter) + (st.indent if first else 0)
         y = y0 + row * st.leading
         avail = st.col_w - (st.indent if first else 0)
-        if st.justify and not last and st.lang == "en" and " " in text:
+        if st.justify and not last and st.lang != "zh" and " " in text:
             words = text.split(" ")
             gap = (avail - sum(width(st.body, w) for w in words)) / (len(words) - 1)
             for w in words:
@@ -600,6 +638,9 @@ def self_test():
     assert page_texts(pages[2:], "en", foot, [7], "T", "C") == ["Last one\n7"]
     zh = [[("第一行", True, False, False), ("接着", False, True, False)], [("新段", True, True, False)]]
     assert page_targets(zh, "zh") == ["第一行接着", "新段"], page_targets(zh, "zh")
+    # Fraktur's long s: inside a word, not at its end nor before a hyphen.
+    assert long_s("Das ist des Wassers Maß, sagt Haus-Kunst.") == "Das iſt des Waſſers Maß, ſagt Haus-Kunſt.", \
+        long_s("Das ist des Wassers Maß, sagt Haus-Kunst.")
     print("make_pages self-test: ok")
 
 
@@ -610,6 +651,10 @@ def main():
     ap.add_argument("--docs", type=int, default=10)
     ap.add_argument("--pages", type=int, default=6, help="pages per document")
     ap.add_argument("--zh-share", type=float, default=0.4, help="share of Chinese documents")
+    ap.add_argument("--de-share", type=float, default=0.0, help="share of German documents (of those not Chinese)")
+    ap.add_argument("--fraktur-share", type=float, default=0.5,
+                    help="share of the German documents set in Fraktur (the manifest's language 'de', read with "
+                    "Tesseract's frk, as ../shared/eval's Fraktur pages; 'deu' for the others)")
     ap.add_argument("--lines", type=int, default=0, help="at most this many lines per column (0: a full page)")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--punct-share", type=float, default=0.0,
@@ -642,11 +687,16 @@ def main():
     manifest = ["set\tpage\timage\tgt\tlanguage\tsource_repo\tsource_path\tlicence\tsource_commit\tgt_kind\tnotes"]
     for doc in range(args.docs):
         lang = "zh" if rng.random() < args.zh_share else "en"
+        # (no draw at all without the option: earlier seeds make the same documents)
+        fraktur = False
+        if lang == "en" and args.de_share > 0 and rng.random() < args.de_share:
+            lang, fraktur = "de", rng.random() < args.fraktur_share
         if args.text:
             lang = "en"
             paras, chapter = file_paragraphs(rng, args.text[doc % len(args.text)])
         else:
-            paras, chapter = chinese_paragraphs(rng) if lang == "zh" else english_paragraphs(rng)
+            paras, chapter = (chinese_paragraphs(rng) if lang == "zh" else german_paragraphs(rng) if lang == "de"
+                              else english_paragraphs(rng))
         if lang == "en" and rng.random() < args.punct_share:
             paras = punctuate(paras, rng)
         if lang == "en" and rng.random() < args.numbers_share:
@@ -662,9 +712,13 @@ def main():
             title = "唐詩宋詞選讀" if chapter != "chinese" else rng.choice(["格言与随笔", "社区语录", "读书札记"])
         elif args.text:
             title = rng.choice(["COLLECTED LICENCES", "TERMS AND CONDITIONS", "NOTICES"])
+        elif lang == "de":
+            title = rng.choice(["Gedanken und Sprüche", "Deutsches Lesebuch", "Auswahl"])
         else:
             title = rng.choice(["THE HOLY BIBLE", "AUTHORIZED VERSION", "SCRIPTURE READINGS"])
-        st = Style(rng, lang, 300, args.lines, args.columns_share, args.head_gap_share)
+        if fraktur:  # printed with the long s, and read so ("as printed", as ../shared/eval's Fraktur truth)
+            paras, title, chapter = [long_s(p) for p in paras], long_s(title), long_s(chapter)
+        st = Style(rng, lang, 300, args.lines, args.columns_share, args.head_gap_share, fraktur)
         pages = layout(paras, st, rng, args.pages)
         targets = page_targets(pages, lang)
         ddir = os.path.join(args.out, f"doc{doc:04d}")
@@ -684,7 +738,8 @@ def main():
             with open(os.path.join(ddir, name + ".page.txt"), "w", encoding="utf-8") as f:
                 f.write(printed[k] + "\n")
             truth = f"doc{doc:04d}/{name}.{'target' if args.truth == 'reading' else 'page'}.txt"
-            manifest.append(f"synth_doc{doc:04d}\t{name}\tdoc{doc:04d}/{name}.png\t{truth}\t{lang}\t"
+            language = ("de" if fraktur else "deu") if lang == "de" else lang
+            manifest.append(f"synth_doc{doc:04d}\t{name}\tdoc{doc:04d}/{name}.png\t{truth}\t{language}\t"
                             f"quire\ttools/train/make_pages.py\tproject-generated\t-\t{args.truth}\tseed {args.seed}")
     with open(os.path.join(args.out, "MANIFEST.tsv"), "w", encoding="utf-8") as f:
         f.write("\n".join(manifest) + "\n")
