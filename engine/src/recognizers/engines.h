@@ -1,5 +1,6 @@
 // The recognizers' factories, one per engine (recognizers/*_recognizer.cpp), and the language
-// test they share; createRecognizer() (recognizer.cpp) chooses among them.
+// tests they share (a language asked for; its letters an engine cannot write); createRecognizer()
+// (recognizer.cpp) chooses among them.
 #pragma once
 
 #include <functional>

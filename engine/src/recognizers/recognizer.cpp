@@ -1,5 +1,6 @@
-// The choice between recognizers: which engines there are, which "auto" picks for a language, and
-// the factory that makes the chosen one.
+// The choice between recognizers: which engines there are, which "auto" picks for a language,
+// which letters of a language an engine's character set lacks, and the factory that makes the
+// chosen one.
 #include <algorithm>
 #include <set>
 #include <sstream>
