@@ -4,9 +4,9 @@
 //   1. the CUDA session against the CPU session, step by step: SR-SWA and R-SWA, fp32 and bf16
 //      weights, attention tracking, 2,000 steps on the tiny test model with framed positions, 300
 //      on the shipped reader (resources/models/reader: run from the repository's root) with its
-//      ids and line-aligned positions, and on it given two evidence ids a token; four sessions on one shared device stepped together against four
-//      CPU sessions (with --no-bench, the ctest `decoder_device_check`, label gpu, where Quire
-//      builds on a GPU machine);
+//      ids and line-aligned positions, and on it given two evidence ids a token; four sessions on
+//      one shared device stepped together against four CPU sessions (with --no-bench, the ctest
+//      `decoder_device_check`, label gpu, where Quire builds on a GPU machine);
 //   2. `bench decode` on the GPU and on the CPU in the same run, per mode, as JSON lines: the shipped
 //      reader fed generated pages in its layout, and the Unlimited-OCR shape.
 // Prints PASS/FAIL lines and "N passed, M failed"; exits 0 with a note where no GPU is present.
@@ -59,13 +59,10 @@ std::vector<float> pageFeatures(int page, int count, const ModelConfig& cfg) {
     return v;
 }
 
-// The shipped reader (resources/models/reader, run from the repository's root), and the same model
-// given two evidence ids a token with seeded gains (an evidence model's shape and arithmetic).
-std::shared_ptr<const ModelWeights> shippedReader(int evidenceIds) {
-    auto loaded = loadModel("resources/models/reader");
-    if (!loaded) return nullptr;
-    if (!evidenceIds) return *loaded;
-    ModelWeights m = **loaded;
+// `model` given `evidenceIds` evidence ids a token with seeded gains (an evidence model's shape and
+// arithmetic).
+std::shared_ptr<const ModelWeights> withEvidenceIds(const ModelWeights& model, int evidenceIds) {
+    ModelWeights m = model;
     m.config.visualEvidenceIds = evidenceIds;
     std::mt19937 rng(7);
     std::normal_distribution<float> n(0.f, 0.5f);
@@ -200,15 +197,15 @@ void compareBatch(const std::string& name, const ModelConfig& cfg, bool bf16, in
     report(name, notices && (bf16 ? worst <= 5e-2 : worst <= 1e-3 && same == kSessions * steps), buf);
 }
 
-// `bench decode` of a named shape with generated weights, or (shape "shipped-reader") of the
-// shipped reader fed generated pages in its layout (ids included).
-void bench(const std::string& shape, const char* mode, const char* device, int pages, int batch) {
+// `bench decode` of a named shape with generated weights, or (shape "shipped-reader") of `shipped`,
+// the shipped reader, fed the bench's generated pages in its layout (ids included).
+void bench(const std::string& shape, const char* mode, const char* device, int pages, int batch,
+           const std::shared_ptr<const ModelWeights>& shipped) {
     DecodeBenchParams p;
     if (shape == "shipped-reader") {
-        p.model = shippedReader(0);
-        if (!p.model) return report("bench " + shape, false, "resources/models/reader does not load");
-        p.config = p.model->config;
-        for (int page = 0; page < 8; ++page) p.pageInputs.push_back(pageFeatures(page, p.pageTokens - 16 + page % 3 * 16, p.config));
+        if (!shipped) return report("bench " + shape, false, "resources/models/reader does not load");
+        p.model = shipped;
+        p.config = shipped->config;
     } else {
         auto cfg = benchShape(shape);
         if (!cfg) return report("bench " + shape, false, cfg.status().message());
@@ -260,10 +257,13 @@ int main(int argc, char** argv) {
     compareBatch("tiny srswa fp32, 4 sessions on a shared device", tiny, false, 600, 28);
     compareBatch("tiny srswa bf16, 4 sessions on a shared device", tiny, true, 600, 28);
     // The shipped reader (its ids and line-aligned positions), and with two evidence ids a token.
-    if (auto shipped = shippedReader(0)) {
+    auto loaded = loadModel("resources/models/reader");
+    const std::shared_ptr<const ModelWeights> shipped = loaded ? *loaded : nullptr;
+    if (shipped) {
         compare("shipped reader srswa fp32", shipped, AttentionMode::SrSwa, false, 300, 273);
         compare("shipped reader srswa bf16", shipped, AttentionMode::SrSwa, true, 300, 273);
-        compare("shipped reader srswa fp32, two evidence ids", shippedReader(2), AttentionMode::SrSwa, false, 300, 273);
+        compare("shipped reader srswa fp32, two evidence ids", withEvidenceIds(*shipped, 2), AttentionMode::SrSwa, false, 300,
+                273);
     } else {
         report("shipped reader", false, "resources/models/reader does not load (run from the repository's root)");
     }
@@ -271,11 +271,11 @@ int main(int argc, char** argv) {
         // Side by side in one run: the GPU's modes, then the CPU's SR-SWA for the ratio.
         for (const char* shape : {"shipped-reader", "unlimited-ocr"}) {
             const int pages = std::string(shape) == "shipped-reader" ? readerPages : unlimitedPages;
-            bench(shape, "srswa", "cuda", pages, 1);
-            bench(shape, "rswa", "cuda", std::min(pages, 100), 1);
-            bench(shape, "full", "cuda", std::min(pages, 100), 1);
-            bench(shape, "srswa", "cuda", std::min(pages, 20), 16);
-            bench(shape, "srswa", "cpu", std::min(pages, 20), 1);
+            bench(shape, "srswa", "cuda", pages, 1, shipped);
+            bench(shape, "rswa", "cuda", std::min(pages, 100), 1, shipped);
+            bench(shape, "full", "cuda", std::min(pages, 100), 1, shipped);
+            bench(shape, "srswa", "cuda", std::min(pages, 20), 16, shipped);
+            bench(shape, "srswa", "cpu", std::min(pages, 20), 1, shipped);
         }
     }
     return gpucheck::summary();
