@@ -29,6 +29,7 @@ the target as ground truth). Deterministic for a given seed.
 """
 import argparse
 import bz2
+import functools
 import glob
 import io
 import itertools
@@ -98,15 +99,22 @@ def file_paragraphs(rng, path):
 GERMAN_SOURCE = "/usr/share/games/fortunes/de/zitate.u8"
 
 
-def german_paragraphs(rng):
-    """fortunes-de's quotations (without their "-- author" lines) as paragraphs of two to five
-    quotations, from a random place in the file."""
+@functools.lru_cache(maxsize=None)
+def german_quotes():
+    """fortunes-de's quotations of four words or more, without their "-- author" lines (read once
+    a run)."""
     if not os.path.exists(GERMAN_SOURCE):
         raise SystemExit(f"{GERMAN_SOURCE}: not installed (run tools/train/setup.sh)")
     with open(GERMAN_SOURCE, encoding="utf-8") as f:
         quotes = [" ".join(line for line in q.strip().splitlines() if not line.strip().startswith("--")).split()
                   for q in f.read().split("\n%\n")]
-    quotes = [" ".join(q) for q in quotes if len(q) >= 4]
+    return tuple(" ".join(q) for q in quotes if len(q) >= 4)
+
+
+def german_paragraphs(rng):
+    """fortunes-de's quotations as paragraphs of two to five quotations, from a random place in
+    the file."""
+    quotes = german_quotes()
     start = rng.randrange(len(quotes) - 200)
     paras, k = [], start
     while len(paras) < 40:
@@ -425,7 +433,11 @@ def width(font, s):
     return font.getlength(s)
 
 
-def break_english(words, st, hyph, first_indent, hyphenable=re.compile(r"[A-Za-z]{6,}[,.;:]?")):
+ENGLISH_HYPHENABLE = re.compile(r"[A-Za-z]{6,}[,.;:]?")
+GERMAN_HYPHENABLE = re.compile(r"[^\W\d_]{6,}[,.;:]?")  # umlauts, ß and ſ too
+
+
+def break_english(words, st, hyph, first_indent, hyphenable=ENGLISH_HYPHENABLE):
     """Greedy breaking with hyphenation: [(text, hyphenated_end)]."""
     lines, cur, i, words = [], [], 0, list(words)
     while i < len(words):
@@ -474,8 +486,8 @@ def layout(paras, st, rng, pages_wanted):
     for para in paras:
         if st.lang == "zh":
             lines = break_chinese(para, st, st.indent)
-        elif st.lang == "de":  # German words with umlauts and ß (and ſ) hyphenate too
-            lines = break_english(para.split(), st, hyph, st.indent, re.compile(r"[^\W\d_]{6,}[,.;:]?"))
+        elif st.lang == "de":
+            lines = break_english(para.split(), st, hyph, st.indent, GERMAN_HYPHENABLE)
         else:
             lines = break_english(para.split(), st, hyph, st.indent)
         for k, (text, hy) in enumerate(lines):
