@@ -3,6 +3,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <string>
+#include <vector>
 #include <unistd.h>
 
 #include "quire/decoder/safetensors.h"
@@ -23,8 +24,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
             }
         (void)(*st)->get("embed_tokens.weight", {4, 4});
     }
-    static const char* const chars[] = {"a", "b", "\xe7\xa0\x94", " ", "\t", ""};
-    auto rare = quire::readRareCharacters(path, 30, 6, [](int cls) { return std::string(chars[cls - 1]); });
-    if (rare && rare->size() != size_t(quire::reader_vocab::kVocabSize)) __builtin_trap();
+    static const std::vector<std::string> chars = {"", "a", "b", "\xe7\xa0\x94", " ", "\t", ""};
+    auto rare = quire::readRareCharacters(path, 30, chars);
+    if (rare && rare->size() != chars.size()) __builtin_trap();
     return 0;
 }

@@ -167,6 +167,46 @@ private slots:
         QCOMPARE(QString::fromStdString(*notFromEnv), tmp.filePath("m"));
     }
 
+    // Two vocabularies load: the shipped model's (PP-OCR's characters) and one with German print's
+    // extra letters after LINE_JOIN, which the engine then writes and its notice no longer names;
+    // a model of any other size is refused with its size named.
+    void readerVocabularyWithOrWithoutTheExtraLetters() {
+        using namespace reader_vocab;
+        QTemporaryDir tmp;
+        for (const int size : {kBaseVocabSize, kVocabSize}) {
+            const std::string dir = tmp.filePath(QString("m%1").arg(size)).toStdString();
+            QVERIFY(decoder::saveModel(decoder::randomModel(tinyDecoderConfig(size, kVisualDim, 1 << 16), 1), dir));
+            ReaderOptions o;
+            o.modelDir = dir;
+            auto reader = ReaderEngine::load(o);
+            QVERIFY2(reader, reader.status().message().c_str());
+            const auto& chars = (*reader)->characters();
+            QCOMPARE(int(chars.size()), size);
+            QCOMPARE(chars[size_t(kFirstChar)], (*reader)->frontEnd().charOf(1));
+            QVERIFY(chars[size_t(kSkip)].empty() && chars[size_t(kLineJoin)].empty() && chars[size_t(kSpace)].empty());
+            RecognizerOptions r;
+            r.engine = "reader", r.languages = "deu+frk", r.readerModel = dir;
+            auto recognizer = createRecognizer(r);
+            QVERIFY2(recognizer.isOk(), recognizer.status().message().c_str());
+            const std::string notice = (*recognizer)->charsetNotice();
+            if (size == kVocabSize) {
+                QCOMPARE(chars[size_t(kFirstExtra + 3)], std::string("\u00df"));
+                QCOMPARE(chars[size_t(kFirstExtra + 4)], std::string("\u017f"));
+                QVERIFY2(notice.empty(), notice.c_str());
+            } else {
+                QVERIFY2(notice.rfind("the reader cannot write \u00f6, \u00df, \u00c4, \u00d6, \u017f (deu, frk)", 0) == 0, notice.c_str());
+            }
+        }
+        QVERIFY(decoder::saveModel(decoder::randomModel(tinyDecoderConfig(kVocabSize + 1, kVisualDim, 1 << 16), 1),
+                                   tmp.filePath("odd").toStdString()));
+        ReaderOptions o;
+        o.modelDir = tmp.filePath("odd").toStdString();
+        auto odd = ReaderEngine::load(o);
+        QVERIFY(!odd);
+        QVERIFY2(odd.status().message().find("vocab_size " + std::to_string(kVocabSize + 1)) != std::string::npos,
+                 odd.status().message().c_str());
+    }
+
     // The shipped reader places each word where the front-end saw it: word boxes come from the
     // visual tokens the words attended to most.
     void shippedReaderPlacesWordsWhereTheyStand() {
@@ -749,11 +789,13 @@ private slots:
             std::ofstream(path, std::ios::binary) << body;
             return path;
         };
-        const std::vector<std::string> chars = {"a", "b", "\u7814", " "};
-        auto charOf = [&](int cls) { return chars[size_t(cls - 1)]; };
-        auto ok = readRareCharacters(write("ok.tsv", "character\tcount\na\t40\n\u7814\t3\n \t100\n"), 30, 4, charOf);
+        // By vocabulary id: four characters from kFirstChar on, none elsewhere.
+        std::vector<std::string> chars(size_t(kFirstChar + 5));
+        const char* const four[] = {"a", "b", "\u7814", " "};
+        for (size_t k = 0; k < 4; ++k) chars[size_t(kFirstChar) + k] = four[k];
+        auto ok = readRareCharacters(write("ok.tsv", "character\tcount\na\t40\n\u7814\t3\n \t100\n"), 30, chars);
         QVERIFY2(ok, ok.status().message().c_str());
-        QCOMPARE(int(ok->size()), kVocabSize);
+        QCOMPARE(ok->size(), chars.size());
         QVERIFY(!(*ok)[kFirstChar] && (*ok)[kFirstChar + 1] && (*ok)[kFirstChar + 2] && !(*ok)[kFirstChar + 3]);
         QVERIFY(!(*ok)[kSpace] && !(*ok)[kFirstChar + 4]);
         const std::vector<std::pair<std::string, std::string>> bad = {
@@ -761,12 +803,12 @@ private slots:
             {"character\tcount\na\t4x\n", ":2: the count \"4x\""}, {"character\tcount\na\t1\nb\t2\na\t3\n", ":4: the character is listed twice"}};
         for (size_t k = 0; k < bad.size(); ++k) {
             const std::string path = write(("bad" + std::to_string(k) + ".tsv").c_str(), bad[k].first);
-            auto r = readRareCharacters(path, 30, 4, charOf);
+            auto r = readRareCharacters(path, 30, chars);
             QVERIFY(!r);
             const std::string msg = r.status().message();
             QVERIFY2(msg.find(path) != std::string::npos && msg.find(bad[k].second) != std::string::npos, msg.c_str());
         }
-        QVERIFY(!readRareCharacters(tmp.filePath("none.tsv").toStdString(), 30, 4, charOf));
+        QVERIFY(!readRareCharacters(tmp.filePath("none.tsv").toStdString(), 30, chars));
     }
 
 };

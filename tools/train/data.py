@@ -3,7 +3,8 @@ features`), so training and inference see identical encoder outputs, and target 
 
 Vocabulary (docs/TRAINING.md): 0 unknown, 1 BOS, 2 EOS, 3 page break, 4 paragraph, 5 line break,
 6 space, then the 6,623 characters of PP-OCR's key file in its order, then SKIP (6,630) and
-LINE_JOIN (6,631): 6,632.
+LINE_JOIN (6,631), then EXTRA_CHARACTERS, letters and marks of German print that PP-OCR's keys lack
+(6,632..6,640): 6,641. Models trained before the extra characters have 6,632 (the runtime reads both).
 
 Visual tokens: one per character the front-end's CTC emitted, in its reading order, and one more
 at the end of each line: the recognizer's 120-wide feature vector at the character's frame (zeros
@@ -37,6 +38,11 @@ FIRST_CHAR = 7
 KEY_COUNT = 6623
 SKIP = FIRST_CHAR + KEY_COUNT
 LINE_JOIN = SKIP + 1
+FIRST_EXTRA = LINE_JOIN + 1
+EXTRA_CHARACTERS = "\u00f6\u00d6\u00c4\u00df\u017f\u201e\u201a\u2013\u00ab"  # ö Ö Ä ß ſ „ ‚ – « (reader.h)
+# Where a model that lacked them starts each extra character's embedding (train.init_from): the
+# PP-OCR character it is read as, so the model's first reading of them is its old one.
+EXTRA_BASES = "oOAss\",-\u00bb"
 LINE_ENDS = (PARAGRAPH, LINE_BREAK, LINE_JOIN)  # what the reader writes at a line's end token
 VISUAL_DIM = 124
 EVIDENCE_VALUES = 3  # per visual token of models that read Tesseract's evidence
@@ -60,7 +66,8 @@ class Vocab:
             self.chars = [l.rstrip("\r\n") for l in f]
         assert len(self.chars) == KEY_COUNT, keys_file
         self.index = {c: FIRST_CHAR + i for i, c in enumerate(self.chars)}
-        self.size = LINE_JOIN + 1
+        self.index.update({c: FIRST_EXTRA + i for i, c in enumerate(EXTRA_CHARACTERS)})
+        self.size = FIRST_EXTRA + len(EXTRA_CHARACTERS)
 
     def ctc_id(self, ctc_class):
         """A front-end class id (1..6624, the last being the space) in this vocabulary."""
@@ -81,6 +88,12 @@ class Vocab:
                 ids.extend(self.index.get(ch, 0) for ch in w)
         return ids
 
+    def char_of(self, i):
+        """The character of vocabulary id `i`; "" for ids that are not characters."""
+        if FIRST_CHAR <= i < SKIP:
+            return self.chars[i - FIRST_CHAR]
+        return EXTRA_CHARACTERS[i - FIRST_EXTRA] if FIRST_EXTRA <= i < self.size else ""
+
     def decode(self, ids):
         out = []
         for i in ids:
@@ -88,8 +101,8 @@ class Vocab:
                 out.append("\n\n")
             elif i in (SPACE, LINE_BREAK):
                 out.append(" ")
-            elif FIRST_CHAR <= i < SKIP:
-                out.append(self.chars[i - FIRST_CHAR])
+            else:
+                out.append(self.char_of(i))
         return "".join(out)
 
 
@@ -102,9 +115,8 @@ def character_counts(records, vocab):
     for r in records:
         for page in r["targets"]:
             for i in page:
-                i = int(i)
-                if FIRST_CHAR <= i < SKIP:
-                    ch = vocab.chars[i - FIRST_CHAR]
+                ch = vocab.char_of(int(i))
+                if ch:
                     counts[ch] = counts.get(ch, 0) + 1
     return counts
 
@@ -331,6 +343,9 @@ def self_test():
     import tempfile
     counts = character_counts([{"targets": [v.encode("ab a"), v.encode("天 a")]}], v)
     assert counts == {"a": 3, "b": 1, "天": 1}, counts
+    # German print's letters PP-OCR lacks come after LINE_JOIN, and read back.
+    assert v.encode("ſüß") == [FIRST_EXTRA + 4, v.index["ü"], FIRST_EXTRA + 3] and v.decode(v.encode("„Öl“")) == "„Öl“"
+    assert character_counts([{"targets": [v.encode("ßß")]}], v) == {"ß": 2} and v.size == 6641
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, COUNTS_FILE)
         write_counts(path, merge_counts(counts, {" ": 2, "b": 4, "a": 1}))

@@ -27,7 +27,7 @@ import torch
 import torch.nn.functional as F
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from data import (BOS, COUNTS_FILE, EOS, EVIDENCE_VALUES, PAGE_BREAK, VISUAL_DIM, Vocab, character_counts, features_ready,  # noqa: E402
+from data import (BOS, COUNTS_FILE, EOS, EVIDENCE_VALUES, EXTRA_BASES, FIRST_EXTRA, PAGE_BREAK, VISUAL_DIM, Vocab, character_counts, features_ready,  # noqa: E402
                   merge_counts, prepare_document, read_counts, write_counts)
 from model import GEN, SINK, VISUAL, Config, QuireDecoder, attention_mask, copy_init, export, load_exported  # noqa: E402
 import srswa  # noqa: E402
@@ -163,8 +163,9 @@ def make_optimizer(model, train_cfg):
 
 def init_from(model, path):
     """The weights of a checkpoint or an exported model folder; a tensor whose shape changed keeps its
-    overlapping part (e.g. an embedding that gained tokens), and projector columns the start did not
-    have (Tesseract's evidence) start at zero, so the model starts as the one it came from."""
+    overlapping part, projector columns the start did not have (Tesseract's evidence) start at zero,
+    and the extra characters of a vocabulary that gained them start as their base letters
+    (data.EXTRA_BASES: ö as o, ß as s), so the model starts as the one it came from."""
     own = model.state_dict()
     with torch.no_grad():
         init = load_exported(path).state_dict() if os.path.isdir(path) else torch.load(path)["model"]
@@ -174,6 +175,10 @@ def init_from(model, path):
                 view.copy_(t[tuple(slice(0, s) for s in view.shape)])
                 if name == "visual_proj.weight":
                     own[name][:, t.shape[1]:] = 0
+                if name in ("embed_tokens.weight", "lm_head.weight") and t.shape[0] == FIRST_EXTRA < own[name].shape[0]:
+                    vocab = Vocab()
+                    for k, base in enumerate(EXTRA_BASES[:own[name].shape[0] - FIRST_EXTRA]):
+                        own[name][FIRST_EXTRA + k] = t[vocab.index[base]]
 
 
 def train_step(model, opt, lr, seq, recent, pattern):

@@ -102,8 +102,8 @@ void differingEvidence(const PpocrPage& page, const std::unordered_map<std::stri
 // The page's text as lines and words with boxes: each written character placed at the visual token
 // it attended to most where that is a character of the front-end, else by aligning the text with the
 // front-end's characters; a word's confidence is its least certain character's.
-void layoutWords(const PpocrPage& page, const PpocrEngine& ppocr, const std::vector<int>& tokens,
-                 const std::vector<float>& probs, const std::vector<int>& attended, PageText& text) {
+void layoutWords(const PpocrPage& page, const PpocrEngine& ppocr, const std::vector<std::string>& characters,
+                 const std::vector<int>& tokens, const std::vector<float>& probs, const std::vector<int>& attended, PageText& text) {
     std::vector<std::string> ctc;
     std::vector<std::pair<int, int>> ctcAt;  // (line, character) of each CTC character
     for (size_t l = 0; l < page.lines.size(); ++l)
@@ -115,7 +115,7 @@ void layoutWords(const PpocrPage& page, const PpocrEngine& ppocr, const std::vec
     std::vector<int> outToken;  // index into tokens for each output character
     for (size_t k = 0; k < tokens.size(); ++k)
         if (tokens[k] >= kFirstChar) {
-            outChars.push_back(ppocr.charOf(tokens[k] - kFirstChar + 1));
+            outChars.push_back(characters[size_t(tokens[k])]);
             outToken.push_back(int(k));
         }
     // Each character's place: the visual token it attended to most (summed over layers and heads;
@@ -187,7 +187,7 @@ void layoutWords(const PpocrPage& page, const PpocrEngine& ppocr, const std::vec
             if (t == kParagraph) ++paragraph;
             continue;
         }
-        word.text += ppocr.charOf(t - kFirstChar + 1);
+        word.text += characters[size_t(t)];
         wordChars.push_back(tokenToChar[k]);
         wordMin = std::min(wordMin, probs[k]);
     }
@@ -270,7 +270,7 @@ void PageDecoding::write(int token, float prob, int visual) {
     if (m_onText) {
         if (token == kParagraph) m_onText("\n\n");
         else if (token == kSpace || token == kLineBreak) m_onText(" ");
-        else if (token >= kFirstChar) m_onText(m_e.ppocr.charOf(token - kFirstChar + 1));
+        else if (token >= kFirstChar) m_onText(m_e.characters[size_t(token)]);
     }
 }
 
@@ -380,7 +380,7 @@ void PageDecoding::finish(PageText& text) {
         keepPageEndHyphen(m_visualIds, m_wordChar, m_hyphen, [&](size_t v) { return m_visual[v * size_t(stride) + kCharProb]; },
                           m_tokens, m_probs, m_attended);
     }
-    layoutWords(m_page, m_e.ppocr, m_tokens, m_probs, m_attended, text);
+    layoutWords(m_page, m_e.ppocr, m_e.characters, m_tokens, m_probs, m_attended, text);
 }
 
 }  // namespace quire

@@ -25,6 +25,7 @@ public:
         const ReaderOptions& options;
         const decoder::ModelConfig& config;
         const PpocrEngine& ppocr;
+        const std::vector<std::string>& characters;       // by vocabulary id: its text (ReaderEngine::characters)
         const std::vector<int>& dashTokens;               // the dash characters' ids (PrintedPunctuation)
         int emDash;                                       // the id of "—", -1: none
         const std::vector<bool>& rare;                    // per id: hardly seen in training

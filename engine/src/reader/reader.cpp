@@ -38,8 +38,7 @@ Result<std::string> findReaderModel(const std::string& explicitDir) {
     return Status(ErrorCode::NotFound, "no reader model (config.json and model.safetensors) in: " + tried);
 }
 
-Result<std::vector<bool>> readRareCharacters(const std::string& file, int below, int classes,
-                                             const std::function<std::string(int)>& charOf) {
+Result<std::vector<bool>> readRareCharacters(const std::string& file, int below, const std::vector<std::string>& characters) {
     std::ifstream in(file, std::ios::binary);
     if (!in) return Status(ErrorCode::NotFound, file + ": cannot be read");
     std::map<std::string, long long> counts;
@@ -63,10 +62,11 @@ Result<std::vector<bool>> readRareCharacters(const std::string& file, int below,
         if (!counts.emplace(line.substr(0, tab), std::stoll(digits)).second) return bad("the character is listed twice");
     }
     if (number == 0) return bad("the file is empty");
-    std::vector<bool> rare(size_t(kVocabSize), false);
-    for (int cls = 1; cls <= classes && kFirstChar + cls - 1 < kVocabSize; ++cls) {
-        const auto it = counts.find(charOf(cls));
-        rare[size_t(kFirstChar + cls - 1)] = it == counts.end() || it->second < below;
+    std::vector<bool> rare(characters.size(), false);
+    for (size_t id = 0; id < characters.size(); ++id) {
+        if (characters[id].empty()) continue;
+        const auto it = counts.find(characters[id]);
+        rare[id] = it == counts.end() || it->second < below;
     }
     return rare;
 }
@@ -91,6 +91,7 @@ struct ReaderEngine::Impl {
     std::string modelIdentity;  // computed at the first checkpoint or restore
     std::vector<bool> rare;     // by vocabulary id: characters the model hardly saw (empty: no counts)
     std::unordered_map<std::string, int> idOf;  // a character's vocabulary id (the evidence's glyphs)
+    std::vector<std::string> characters;         // by vocabulary id: its text, empty where not a character
 
     const std::string& identity() {
         if (modelIdentity.empty()) {
@@ -137,6 +138,7 @@ ReaderEngine::~ReaderEngine() = default;
 int ReaderEngine::pagesRead() const { return d->pagesRead; }
 int ReaderEngine::pagesAhead() const { return d->options.attention.windowAfter; }
 const PpocrEngine& ReaderEngine::frontEnd() const { return *d->ppocr; }
+const std::vector<std::string>& ReaderEngine::characters() const { return d->characters; }
 std::string ReaderEngine::deviceNotice() const {
     std::string n = d->session && !d->session->deviceNotice().empty() ? d->session->deviceNotice() : d->lastDeviceNotice;
     if (const std::string f = d->ppocr ? d->ppocr->deviceNotice() : std::string(); !f.empty()) n += (n.empty() ? "" : "; ") + f;
@@ -157,13 +159,15 @@ Result<std::unique_ptr<ReaderEngine>> ReaderEngine::load(const ReaderOptions& op
     // A model reads the front-end's 124 values a token, or with Tesseract's evidence 3 more and 2 ids.
     const bool evidence = c.visualEvidenceIds > 0;
     const int visualDim = kVisualDim + (evidence ? kEvidenceValues : 0);
-    if (c.visualDim != visualDim || c.vocabSize != kVocabSize || (evidence && c.visualEvidenceIds != kEvidenceIds))
+    const bool vocabOk = c.vocabSize == kBaseVocabSize || c.vocabSize == kVocabSize;
+    if (c.visualDim != visualDim || !vocabOk || (evidence && c.visualEvidenceIds != kEvidenceIds))
         return Status(ErrorCode::Corrupt, *dir + ": not a reader model for this front-end (visual_dim " +
                                               std::to_string(c.visualDim) + ", vocab_size " + std::to_string(c.vocabSize) +
                                               ", visual_evidence_ids " + std::to_string(c.visualEvidenceIds) + "; expected " +
-                                              std::to_string(kVisualDim) + " and " + std::to_string(kVocabSize) + ", or " +
-                                              std::to_string(kVisualDim + kEvidenceValues) + ", " + std::to_string(kVocabSize) +
-                                              " and " + std::to_string(kEvidenceIds) + ")");
+                                              "vocab_size " + std::to_string(kBaseVocabSize) + " or " + std::to_string(kVocabSize) +
+                                              ", with visual_dim " + std::to_string(kVisualDim) + ", or " +
+                                              std::to_string(kVisualDim + kEvidenceValues) + " and " + std::to_string(kEvidenceIds) +
+                                              " evidence ids)");
     if (c.pageBreakTokenId != kPageBreak || c.eosTokenId != kEos || c.bosTokenId != kBos)
         return Status(ErrorCode::Corrupt, *dir + ": special token ids differ from the reader vocabulary");
     std::unique_ptr<ReaderEngine> e(new ReaderEngine);
@@ -183,18 +187,21 @@ Result<std::unique_ptr<ReaderEngine>> ReaderEngine::load(const ReaderOptions& op
         if (auto shared = options.sharing->device(e->d->model, a.device, a.deviceBf16, a.deviceMemoryLimit))
             a.sharedDevice = *shared;
     e->d->ppocr = std::move(ppocr).value();
-    for (int cls = 1; cls <= kKeyCount; ++cls) {
-        const std::string ch = e->d->ppocr->charOf(cls);
-        if (PrintedPunctuation::isDash(ch)) e->d->dashTokens.push_back(kFirstChar + cls - 1);
-        if (ch == "\u2014" && e->d->options.joinDashes) e->d->emDash = kFirstChar + cls - 1;
-        e->d->idOf.emplace(ch, kFirstChar + cls - 1);
+    auto& chars = e->d->characters;
+    chars.assign(size_t(c.vocabSize), std::string());
+    for (int cls = 1; cls <= kKeyCount; ++cls) chars[size_t(kFirstChar + cls - 1)] = e->d->ppocr->charOf(cls);
+    for (int k = 0; kFirstExtra + k < c.vocabSize; ++k) chars[size_t(kFirstExtra + k)] = kExtraCharacters[k];
+    for (int id = 0; id < c.vocabSize; ++id) {
+        const std::string& ch = chars[size_t(id)];
+        if (ch.empty()) continue;
+        if (PrintedPunctuation::isDash(ch)) e->d->dashTokens.push_back(id);
+        if (ch == "\u2014" && e->d->options.joinDashes) e->d->emDash = id;
+        e->d->idOf.emplace(ch, id);
     }
     const fs::path counts = fs::path(*dir) / "character_counts.tsv";
     std::error_code ec;
     if (e->d->options.rareBelow > 0 && fs::exists(counts, ec)) {
-        const PpocrEngine& front = *e->d->ppocr;
-        auto rareIds = readRareCharacters(counts.string(), e->d->options.rareBelow, kKeyCount,
-                                          [&front](int cls) { return front.charOf(cls); });
+        auto rareIds = readRareCharacters(counts.string(), e->d->options.rareBelow, chars);
         if (!rareIds) return rareIds.status();
         e->d->rare = std::move(rareIds).value();
     }
@@ -353,7 +360,7 @@ Result<ReaderPage> ReaderEngine::decodePage(const Result<PpocrPage>& read, int d
         d->fedAhead.push_back(std::move(next));
     }
 
-    PageDecoding decoding({d->options, config, *d->ppocr, d->dashTokens, d->emDash, d->rare, d->idOf}, page, visual, pageNo,
+    PageDecoding decoding({d->options, config, *d->ppocr, d->characters, d->dashTokens, d->emDash, d->rare, d->idOf}, page, visual, pageNo,
                           *d->sampler, *d->session, onText);
     using Outcome = PageDecoding::Outcome;
     const std::vector<int>& visualIds = decoding.visualIds();
@@ -458,7 +465,7 @@ Status ReaderEngine::restore(const std::string& state, const decoder::DecodeSess
         history.resize(n);
         for (auto& t : history) {
             uint32_t v = 0;
-            if (!r.get(v) || v >= uint32_t(kVocabSize)) return bad("truncated");
+            if (!r.get(v) || v >= uint32_t(d->model->config.vocabSize)) return bad("truncated");
             t = int(v);
         }
     }

@@ -28,8 +28,9 @@ bool hasLanguage(const std::string& languages, const std::string& prefix);
 // that `writes` says an engine cannot write, each once, with the languages they belong to
 // ("ö, ß, ſ (deu, frk)"); empty when it writes them all or no language of the table is asked for.
 std::string lettersNotWritten(const std::string& languages, const std::function<bool(const std::string&)>& writes);
-// Recognizer::charsetNotice for an engine that writes PP-OCR's characters (`engineName`: "ppocr"
-// or "the reader").
-std::string frontEndCharsetNotice(const PpocrEngine& frontEnd, const std::string& languages, const std::string& engineName);
+// Recognizer::charsetNotice for an engine that writes `characters` (PP-OCR's, and the reader's extra
+// ones where its model has them; `engineName`: "ppocr" or "the reader").
+std::string frontEndCharsetNotice(const std::vector<std::string>& characters, const std::string& languages,
+                                  const std::string& engineName);
 
 }  // namespace quire

@@ -23,7 +23,11 @@ public:
         return text;
     }
     std::string takeNotice() override { return m_notice.take(m_engine->deviceNotice(), "ppocr"); }
-    std::string charsetNotice() const override { return frontEndCharsetNotice(*m_engine, m_langs, "ppocr"); }
+    std::string charsetNotice() const override {
+        std::vector<std::string> characters;
+        for (int id = 1; id <= m_engine->classCount(); ++id) characters.push_back(m_engine->charOf(id));
+        return frontEndCharsetNotice(characters, m_langs, "ppocr");
+    }
 
 private:
     std::shared_ptr<const PpocrEngine> m_engine;

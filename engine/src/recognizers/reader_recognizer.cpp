@@ -57,7 +57,7 @@ public:
     int pagesAhead() const override { return m_engine->pagesAhead(); }
     bool carriesContext() const override { return true; }
     std::string takeNotice() override { return m_notice.take(m_engine->deviceNotice(), "reader"); }
-    std::string charsetNotice() const override { return frontEndCharsetNotice(m_engine->frontEnd(), m_langs, "the reader"); }
+    std::string charsetNotice() const override { return frontEndCharsetNotice(m_engine->characters(), m_langs, "the reader"); }
     DecoderCheckpoint checkpoint() override { return m_engine->checkpoint(); }
     Status restoreContext(const std::string& state,
                           const std::function<Result<std::vector<float>>(int)>& pages) override {

@@ -69,12 +69,12 @@ std::string lettersNotWritten(const std::string& languages, const std::function<
     return join(missing) + " (" + join(from) + ")";
 }
 
-std::string frontEndCharsetNotice(const PpocrEngine& frontEnd, const std::string& languages, const std::string& engineName) {
-    std::set<std::string> charset;
-    for (int id = 1; id <= frontEnd.classCount(); ++id) charset.insert(frontEnd.charOf(id));
+std::string frontEndCharsetNotice(const std::vector<std::string>& characters, const std::string& languages,
+                                  const std::string& engineName) {
+    const std::set<std::string> charset(characters.begin(), characters.end());
     const std::string missing = lettersNotWritten(languages, [&](const std::string& c) { return charset.count(c) > 0; });
     if (missing.empty()) return {};
-    return engineName + " cannot write " + missing + ": PP-OCR's character set has no such letters, so they come out as "
+    return engineName + " cannot write " + missing + ": its character set (PP-OCR's) has no such letters, so they come out as "
            "other letters or not at all; Tesseract reads them (--engine tesseract)";
 }
 

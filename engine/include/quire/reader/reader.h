@@ -18,6 +18,7 @@
 #include <atomic>
 #include <cctype>
 #include <functional>
+#include <iterator>
 #include <memory>
 #include <string>
 #include <unordered_map>
@@ -36,14 +37,20 @@ namespace quire {
 
 class ReaderSharing;
 
-// Vocabulary of the reader (tools/train/data.py): specials, then PP-OCR's characters.
+// Vocabulary of the reader (tools/train/data.py): specials, then PP-OCR's characters, SKIP and
+// LINE_JOIN, then (models of kVocabSize; those of kBaseVocabSize end before) the letters and marks
+// of German print that PP-OCR's keys lack, so a model can write what Tesseract's evidence reads.
 namespace reader_vocab {
 constexpr int kUnknown = 0, kBos = 1, kEos = 2, kPageBreak = 3, kParagraph = 4, kLineBreak = 5, kSpace = 6,
               kFirstChar = 7;
 constexpr int kKeyCount = 6623;                // PP-OCR's characters (ppocr_keys_v1.txt)
 constexpr int kSkip = kFirstChar + kKeyCount;  // "this visual token is not reading text"
 constexpr int kLineJoin = kSkip + 1;            // a line end where the lines join with nothing
-constexpr int kVocabSize = kLineJoin + 1;
+constexpr int kFirstExtra = kLineJoin + 1;
+constexpr const char* kExtraCharacters[] = {"\u00f6", "\u00d6", "\u00c4", "\u00df", "\u017f",  // ö Ö Ä ß ſ
+                                            "\u201e", "\u201a", "\u2013", "\u00ab"};            // „ ‚ – «
+constexpr int kBaseVocabSize = kFirstExtra;
+constexpr int kVocabSize = kFirstExtra + int(std::size(kExtraCharacters));
 constexpr int kVisualDim = 124;
 // Models that read Tesseract's evidence (visual_evidence_ids): three more values a visual token, two
 // evidence ids (ReaderEngine::visualTokens).
@@ -393,12 +400,11 @@ struct ReaderOptions {
 };
 
 // Training counts of a reader model's characters, read from `character_counts.tsv` (a header line
-// "character<TAB>count", then one character and its count a line). The characters of the
-// vocabulary `charOf(1..classes)` counted fewer than `below` times (absent ones included) come
-// back as true at their vocabulary id; other ids false. A malformed file is Corrupt with the file
-// and line named.
-Result<std::vector<bool>> readRareCharacters(const std::string& file, int below, int classes,
-                                             const std::function<std::string(int)>& charOf);
+// "character<TAB>count", then one character and its count a line). `characters`: the text of each
+// vocabulary id, empty for ids that are not characters. Characters counted fewer than `below`
+// times (absent ones included) come back as true at their id; other ids false. A malformed file
+// is Corrupt with the file and line named.
+Result<std::vector<bool>> readRareCharacters(const std::string& file, int below, const std::vector<std::string>& characters);
 
 // One page as read by the decoder.
 struct ReaderPage {
@@ -474,6 +480,9 @@ public:
     std::vector<float> modelInputs(const PpocrPage& page) const;
     // A front-end class id (1 .. 6624; 6624 is the space) in the reader's vocabulary.
     static int vocabId(int ctcClass);
+    // The text of each vocabulary id of the model (empty for ids that are not characters): PP-OCR's
+    // characters, and the extra ones where the model has them.
+    const std::vector<std::string>& characters() const;
 
 private:
     ReaderEngine();
