@@ -284,14 +284,34 @@ def features_ready(doc_dir):
     return os.path.isdir(feat_dir) and len(os.listdir(feat_dir)) == len(pages)
 
 
+# make_pages.py's manifest languages as Tesseract names (tools/eval/eval.py reads them the same way).
+MANIFEST_LANGUAGES = {"en": "eng", "zh": "chi_sim", "de": "frk"}
+
+
+def document_language(doc_dir, first_page):
+    """A generated document's language as a Tesseract name: its row in the batch's MANIFEST.tsv
+    (make_pages.py), else Chinese where its first page's text has CJK characters, else English."""
+    manifest = os.path.join(os.path.dirname(os.path.abspath(doc_dir)), "MANIFEST.tsv")
+    image = os.path.basename(os.path.abspath(doc_dir)) + "/" + first_page
+    if os.path.exists(manifest):
+        with open(manifest, encoding="utf-8") as f:
+            header = f.readline().rstrip("\n").split("\t")
+            for line in f:
+                row = dict(zip(header, line.rstrip("\n").split("\t")))
+                if row.get("image") == image and row.get("language"):
+                    return MANIFEST_LANGUAGES.get(row["language"], row["language"])
+    with open(os.path.join(doc_dir, first_page.replace(".png", ".target.txt")), encoding="utf-8") as f:
+        return "chi_sim" if any("\u4e00" <= ch <= "\u9fff" for ch in f.read()) else "eng"
+
+
 def prepare_document(doc_dir, quire_cli, vocab, evidence=False):
     """Runs the front-end on a generated document's pages and returns its training record; with
     `evidence`, Tesseract's evidence too (features --evidence; the record gains "evidence")."""
     pages = sorted(f for f in os.listdir(doc_dir) if f.endswith(".png"))
     feat_dir = os.path.join(doc_dir, "features")
-    # The language picks the front-end's reading order as `transcribe --lang` does.
-    with open(os.path.join(doc_dir, pages[0].replace(".png", ".target.txt")), encoding="utf-8") as f:
-        lang = "chi_sim" if any("\u4e00" <= ch <= "\u9fff" for ch in f.read()) else "eng"
+    # The language picks the front-end's reading order as `transcribe --lang` does, and the
+    # Tesseract model of the evidence (frk for Fraktur).
+    lang = document_language(doc_dir, pages[0])
     if not features_ready(doc_dir):
         subprocess.run([quire_cli, "features", *[os.path.join(doc_dir, p) for p in pages], "--out", feat_dir,
                         "--lang", lang] + (["--evidence"] if evidence else []), check=True, capture_output=True)
