@@ -26,12 +26,17 @@ token, so the t-th token written on a line sits at the line's t-th visual token 
 the front-end missed shifts the rest of its line only.
 """
 import difflib
+import functools
 import json
 import os
 import struct
 import subprocess
+import sys
 
 import numpy as np
+
+sys.path.append(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "eval"))
+import eval as evaluation  # noqa: E402  (tools/eval/eval.py: the manifest and its language names)
 
 BOS, EOS, PAGE_BREAK, PARAGRAPH, LINE_BREAK, SPACE = 1, 2, 3, 4, 5, 6
 FIRST_CHAR = 7
@@ -284,8 +289,12 @@ def features_ready(doc_dir):
     return os.path.isdir(feat_dir) and len(os.listdir(feat_dir)) == len(pages)
 
 
-# make_pages.py's manifest languages as Tesseract names (tools/eval/eval.py reads them the same way).
-MANIFEST_LANGUAGES = {"en": "eng", "zh": "chi_sim", "de": "frk"}
+@functools.lru_cache(maxsize=None)
+def manifest_languages(manifest):
+    """A make_pages.py batch's MANIFEST.tsv (read once): image → its language as a Tesseract name,
+    as tools/eval/eval.py reads them (de → frk)."""
+    return {r["image"]: evaluation.LANG.get(r["language"], r["language"])
+            for r in evaluation.read_manifest(manifest) if r.get("language")}
 
 
 def document_language(doc_dir, first_page):
@@ -293,13 +302,8 @@ def document_language(doc_dir, first_page):
     (make_pages.py), else Chinese where its first page's text has CJK characters, else English."""
     manifest = os.path.join(os.path.dirname(os.path.abspath(doc_dir)), "MANIFEST.tsv")
     image = os.path.basename(os.path.abspath(doc_dir)) + "/" + first_page
-    if os.path.exists(manifest):
-        with open(manifest, encoding="utf-8") as f:
-            header = f.readline().rstrip("\n").split("\t")
-            for line in f:
-                row = dict(zip(header, line.rstrip("\n").split("\t")))
-                if row.get("image") == image and row.get("language"):
-                    return MANIFEST_LANGUAGES.get(row["language"], row["language"])
+    if os.path.exists(manifest) and image in manifest_languages(manifest):
+        return manifest_languages(manifest)[image]
     with open(os.path.join(doc_dir, first_page.replace(".png", ".target.txt")), encoding="utf-8") as f:
         return "chi_sim" if any("\u4e00" <= ch <= "\u9fff" for ch in f.read()) else "eng"
 
