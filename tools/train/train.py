@@ -181,8 +181,17 @@ def init_from(model, path):
                         own[name][FIRST_EXTRA + k] = t[vocab.index[base]]
 
 
-def train_step(model, opt, lr, seq, recent, pattern):
-    """One optimiser step on one sequence at rate `lr` (each group's lr_scale times it); its loss."""
+def extra_rows(model):
+    """The embedding matrices (input, and output when untied) whose rows from FIRST_EXTRA on are the
+    extra letters (data.EXTRA_CHARACTERS); empty for a model without them."""
+    mats = [model.embed_tokens.weight] + ([model.lm_head.weight] if model.lm_head is not None else [])
+    return [w for w in mats if w.shape[0] > FIRST_EXTRA]
+
+
+def train_step(model, opt, lr, seq, recent, pattern, extra_scale=1.0):
+    """One optimiser step on one sequence at rate `lr` (each group's lr_scale times it); its loss.
+    The extra letters' rows take `extra_scale` times AdamW's step: they start as their base letters'
+    rows and, in the same tensor as every other letter, would move at the fine-tuning rate (run 18)."""
     for g in opt.param_groups:
         g["lr"] = lr * g.get("lr_scale", 1.0)
     opt.zero_grad()
@@ -196,7 +205,12 @@ def train_step(model, opt, lr, seq, recent, pattern):
         loss.backward()
         loss_value = loss.item()
     torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+    rows = extra_rows(model) if extra_scale != 1.0 else []
+    before = [w.detach()[FIRST_EXTRA:].clone() for w in rows]
     opt.step()
+    with torch.no_grad():
+        for w, b in zip(rows, before):
+            w[FIRST_EXTRA:] = b + extra_scale * (w[FIRST_EXTRA:] - b)
     return loss_value
 
 
@@ -301,7 +315,8 @@ def main():
                     print(f"step {step}: {len(new)} more documents, {len(train_seqs)} in training", flush=True)
                     break  # a new epoch order that includes them
             lr = train_cfg["lr"] * min(1.0, (step + 1) / warmup) * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * step / total)))
-            running.append(train_step(model, opt, lr, train_seqs[i], recent, pattern))
+            running.append(train_step(model, opt, lr, train_seqs[i], recent, pattern,
+                                      train_cfg.get("extra_letters_lr_scale", 1.0)))
             step += 1
             if step % train_cfg["log_every"] == 0 or step == total:
                 el, acc = evaluate(model, eval_seqs, recent, pattern)
