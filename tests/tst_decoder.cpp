@@ -504,6 +504,7 @@ private slots:
         GreedySampler loop({0, 100, 100, 4, 8});
         for (int i = 0; i < 12; ++i) loop.push(i % 3 == 0 ? 4 : 9);
         QVERIFY(loop.looping());
+        QCOMPARE(loop.loopSpan(), 12);  // period 3, four times: the tokens the message quotes
         // With a minimum span (the reader's character tokens), a dotted leader of 20 is no loop;
         // 64 dots are.
         GreedySampler leader({0, 100, 100, 4, 64, 64});
@@ -511,6 +512,7 @@ private slots:
         QVERIFY(!leader.looping());
         for (int i = 20; i < 64; ++i) leader.push(15);
         QVERIFY(leader.looping());
+        QCOMPARE(leader.loopSpan(), 64);
         // A page that repeats the pages before it (a form, a heading) is no loop; repeating itself is.
         GreedySampler pages({0, 100, 100, 4, 8});
         for (int p = 0; p < 5; ++p) {

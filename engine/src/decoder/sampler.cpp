@@ -42,7 +42,7 @@ void GreedySampler::push(int token) {
     }
 }
 
-bool GreedySampler::looping() const {
+int GreedySampler::loopSpan() const {
     const int len = int(m_history.size() - m_pageStart);
     for (int period = 1; period <= m_opt.loopMaxPeriod; ++period) {
         int need = period * m_opt.loopMinRepeats;
@@ -52,9 +52,9 @@ bool GreedySampler::looping() const {
         bool periodic = true;
         const int* h = m_history.data() + m_pageStart;
         for (int i = len - need; i + period < len && periodic; ++i) periodic = h[i] == h[i + period];
-        if (periodic) return true;
+        if (periodic) return need;
     }
-    return false;
+    return 0;
 }
 
 }  // namespace quire::decoder

@@ -347,9 +347,8 @@ PageDecoding::Outcome PageDecoding::step(const decoder::StepResult& step, int gu
     write(next, prob, step.attendedVisual);
     if (next == kLineBreak) m_spaces.emplace_back(m_tokens.size() - 1, int(line));
     m_reread.push(step.attendedVisual);
-    if (m_sampler.looping()) {
-        m_failure = "decoding loop: the output repeats itself (page " + std::to_string(m_pageNo + 1) + ", " +
-                    std::to_string(m_steps) + " tokens)";
+    if (const int span = m_sampler.loopSpan(); span > 0) {
+        m_failure = loopFailure(span);
         return Outcome::Failed;
     }
     if (m_reread.looping()) {
@@ -359,6 +358,25 @@ PageDecoding::Outcome PageDecoding::step(const decoder::StepResult& step, int gu
         return Outcome::Failed;
     }
     return pageDone ? Outcome::Done : Outcome::Go;
+}
+
+// What a loop looked like: how many of its last `span` written tokens are the front-end's reading
+// of the visual token each attended (a page that prints a repetition agrees; the loops seen on
+// generated pages, runs of a rule character over text, agreed 0 of 64), and the text it repeated.
+std::string PageDecoding::loopFailure(int span) const {
+    const size_t from = m_tokens.size() - size_t(std::min<size_t>(size_t(span), m_tokens.size()));
+    int agree = 0;
+    for (size_t i = from; i < m_tokens.size(); ++i) {
+        const int v = m_attended[i];
+        agree += v >= 0 && size_t(v) < m_visualIds.size() && m_visualIds[size_t(v)] == m_tokens[i];
+    }
+    std::string tail;
+    for (size_t i = std::max(from, m_tokens.size() - std::min<size_t>(24, m_tokens.size())); i < m_tokens.size(); ++i)
+        tail += m_tokens[i] == kSpace || m_tokens[i] == kLineBreak || m_tokens[i] == kParagraph ? " "
+                : m_tokens[i] >= kFirstChar && size_t(m_tokens[i]) < m_e.characters.size() ? m_e.characters[size_t(m_tokens[i])] : "";
+    return "decoding loop: the output repeats itself (page " + std::to_string(m_pageNo + 1) + ", " + std::to_string(m_steps) +
+           " tokens; " + std::to_string(agree) + " of the last " + std::to_string(m_tokens.size() - from) +
+           " agree with the front-end's reading): \"" + tail + "\"";
 }
 
 // The visual token the next written token reads: the one after the token the last one attended

@@ -44,6 +44,7 @@ public:
     Outcome step(const decoder::StepResult& step, int guess);
     // The visual token the next written token reads (the next draft's first guess).
     int nextGuess() const;
+    std::string loopFailure(int span) const;
     // The last token picked: the next step's input.
     int chosen() const { return m_chosen; }
     // Whether the pick never depends on the guess (no prior, no evidence): then a draft goes on

@@ -278,7 +278,9 @@ public:
     // looping() (a volume's pages may well repeat a form or a heading), while the n-gram ban
     // slides across pages.
     void beginPage() { m_pageStart = m_history.size(); }
-    bool looping() const;
+    bool looping() const { return loopSpan() > 0; }
+    // The tokens at the end of this page's output that the repeats cover (0: no loop).
+    int loopSpan() const;
     // The tokens the rules still look at (the last ones, at least `memory()` of them): what a
     // resumed run gives back to restoreHistory() to continue with identical decisions.
     const std::vector<int>& history() const { return m_history; }
