@@ -267,11 +267,14 @@ void PageDecoding::write(int token, float prob, int visual) {
     m_tokens.push_back(token);
     m_probs.push_back(prob);
     m_attended.push_back(visual);
-    if (m_onText) {
-        if (token == kParagraph) m_onText("\n\n");
-        else if (token == kSpace || token == kLineBreak) m_onText(" ");
-        else if (token >= kFirstChar) m_onText(m_e.characters[size_t(token)]);
-    }
+    if (const std::string& text = textOf(token); m_onText && !text.empty()) m_onText(text);
+}
+
+const std::string& PageDecoding::textOf(int token) const {
+    static const std::string paragraph = "\n\n", space = " ", none;
+    if (token == kParagraph) return paragraph;
+    if (token == kSpace || token == kLineBreak) return space;
+    return token >= kFirstChar && size_t(token) < m_e.characters.size() ? m_e.characters[size_t(token)] : none;
 }
 
 PageDecoding::Outcome PageDecoding::step(const decoder::StepResult& step, int guess) {
@@ -370,10 +373,9 @@ std::string PageDecoding::loopFailure(int span) const {
         const int v = m_attended[i];
         agree += v >= 0 && size_t(v) < m_visualIds.size() && m_visualIds[size_t(v)] == m_tokens[i];
     }
-    std::string tail;
-    for (size_t i = std::max(from, m_tokens.size() - std::min<size_t>(24, m_tokens.size())); i < m_tokens.size(); ++i)
-        tail += m_tokens[i] == kSpace || m_tokens[i] == kLineBreak || m_tokens[i] == kParagraph ? " "
-                : m_tokens[i] >= kFirstChar && size_t(m_tokens[i]) < m_e.characters.size() ? m_e.characters[size_t(m_tokens[i])] : "";
+    std::string tail;  // the last 24 tokens of the repeats, on one line
+    for (size_t i = m_tokens.size() - std::min<size_t>(24, m_tokens.size() - from); i < m_tokens.size(); ++i)
+        tail += m_tokens[i] == kParagraph ? " " : textOf(m_tokens[i]);
     return "decoding loop: the output repeats itself (page " + std::to_string(m_pageNo + 1) + ", " + std::to_string(m_steps) +
            " tokens; " + std::to_string(agree) + " of the last " + std::to_string(m_tokens.size() - from) +
            " agree with the front-end's reading): \"" + tail + "\"";

@@ -44,7 +44,6 @@ public:
     Outcome step(const decoder::StepResult& step, int guess);
     // The visual token the next written token reads (the next draft's first guess).
     int nextGuess() const;
-    std::string loopFailure(int span) const;
     // The last token picked: the next step's input.
     int chosen() const { return m_chosen; }
     // Whether the pick never depends on the guess (no prior, no evidence): then a draft goes on
@@ -58,6 +57,11 @@ public:
 
 private:
     void write(int token, float prob, int visual);
+    // A written token's text in the stream: a paragraph break, a space for a space or a line end,
+    // its character; empty for any other id.
+    const std::string& textOf(int token) const;
+    // A decoding loop's reason, from the repeats' last `span` tokens.
+    std::string loopFailure(int span) const;
 
     const Engine m_e;
     const PpocrPage& m_page;
