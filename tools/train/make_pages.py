@@ -316,6 +316,7 @@ def headings(paras, rng, lang):
     return out
 
 
+BOX_DRAWING = re.compile("[\u2500-\u257f]")
 CHINESE_SOURCES = ["/usr/share/games/fortunes/chinese.u8", "/usr/share/games/fortunes/tang300.u8",
                    "/usr/share/games/fortunes/song100.u8"]
 
@@ -333,7 +334,10 @@ def chinese_paragraphs(rng):
     rng.shuffle(entries)
     paras = []
     for e in entries[:60]:
-        lines = [l.strip() for l in e.splitlines() if l.strip() and not l.strip().startswith("--")]
+        # Lines with box drawing (U+2500-U+257F) left out: the fortunes' tables are drawn in
+        # characters, and their runs of "─" taught the reader to loop on them (run 19).
+        lines = [l.strip() for l in e.splitlines()
+                 if l.strip() and not l.strip().startswith("--") and not BOX_DRAWING.search(l)]
         text = "".join(lines)
         text = re.sub(r"\s+", "", text)
         # Full-width digits and Latin letters as ASCII (how modern Chinese books print years).
