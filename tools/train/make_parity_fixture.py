@@ -45,7 +45,7 @@ c = Config(vocab_size=64, hidden_size=32, num_layers=2, num_heads=4, num_kv_head
 if trained:
     model = load_exported(trained)
     c = model.c
-    with_ids = c.visual_token_ids
+    with_ids, evidence = c.visual_token_ids, c.visual_evidence_ids
 else:
     model = parity_weights(QuireDecoder(c))
     export(model, out)
