@@ -247,8 +247,9 @@ private slots:
 
     // A model that reads Tesseract's evidence (visual_evidence_ids): the reader's recognizer runs
     // Tesseract on each page and lays its glyphs into the visual tokens (ReaderEngine::visualTokens),
-    // so the decoder's pages carry them. Made here from the shipped model with the evidence given no
-    // weight (zero gains, zero projector columns) it writes what the shipped model writes; with the
+    // so the decoder's pages carry them. Made here from the shipped model (less its own evidence
+    // weights, where it has some) with the evidence given no weight (zero gains, zero projector
+    // columns) it writes what that plain model writes; with the
     // paired glyph's embedding subtracted (gain −1: where Tesseract agrees, the token's own id is
     // cancelled) the text falls apart, which it can only do if the ids arrive.
     void aReaderModelReadsTesseractsEvidence() {
@@ -257,21 +258,36 @@ private slots:
         auto base = decoder::loadModel(*shipped);
         QVERIFY2(base, base.status().message().c_str());
         QTemporaryDir tmp;
-        auto evidenceModel = [&](const char* name, float gain) {
-            decoder::ModelWeights m = **base;
-            const int H = m.config.hiddenSize, V = m.config.visualDim;
-            m.config.visualDim = V + reader_vocab::kEvidenceValues;
-            m.config.visualEvidenceIds = reader_vocab::kEvidenceIds;
-            std::vector<float> w(size_t(H) * m.config.visualDim, 0.f);
-            for (int r = 0; r < H; ++r) std::copy_n(&(**base).visualW[size_t(r) * V], V, &w[size_t(r) * m.config.visualDim]);
+        // A model with `visualDim` columns of the plain one's visual projection (the rest zero) and
+        // `evidenceIds` evidence ids at `gain`, saved as tmp/name.
+        auto withVisual = [&](const decoder::ModelWeights& from, const char* name, int visualDim, int evidenceIds,
+                              float gain) {
+            decoder::ModelWeights m = from;
+            const int H = m.config.hiddenSize, V = from.config.visualDim, keep = std::min(V, visualDim);
+            m.config.visualDim = visualDim;
+            m.config.visualEvidenceIds = evidenceIds;
+            std::vector<float> w(size_t(H) * visualDim, 0.f);
+            for (int r = 0; r < H; ++r) std::copy_n(&from.visualW[size_t(r) * V], keep, &w[size_t(r) * visualDim]);
             m.visualW = std::move(w);
-            m.evidenceGain.assign(size_t(reader_vocab::kEvidenceIds) * H, 0.f);
-            std::fill_n(m.evidenceGain.begin(), H, gain);  // the paired glyph's
+            m.evidenceGain.assign(size_t(evidenceIds) * H, 0.f);
+            if (evidenceIds) std::fill_n(m.evidenceGain.begin(), H, gain);  // the paired glyph's
             const std::string dir = tmp.filePath(name).toStdString();
             if (!decoder::saveModel(m, dir)) return std::string();
             std::filesystem::copy_file(std::filesystem::path(*shipped) / "character_counts.tsv",
                                        std::filesystem::path(dir) / "character_counts.tsv");
             return dir;
+        };
+        // The plain model: the shipped one, or, where that reads the evidence itself, the shipped one
+        // without its evidence columns and gains.
+        const bool shippedReadsEvidence = (**base).config.visualEvidenceIds > 0;
+        const std::string plainDir =
+            shippedReadsEvidence ? withVisual(**base, "plain", reader_vocab::kVisualDim, 0, 0.f) : *shipped;
+        QVERIFY(!plainDir.empty());
+        auto plainModel = decoder::loadModel(plainDir);
+        QVERIFY2(plainModel, plainModel.status().message().c_str());
+        auto evidenceModel = [&](const char* name, float gain) {
+            return withVisual(**plainModel, name, reader_vocab::kVisualDim + reader_vocab::kEvidenceValues,
+                              reader_vocab::kEvidenceIds, gain);
         };
         const std::string quiet = evidenceModel("quiet", 0.f), loud = evidenceModel("loud", -1.f);
         QVERIFY(!quiet.empty() && !loud.empty());
@@ -289,12 +305,12 @@ private slots:
             return text->plainText();
         };
         DecoderCheckpoint cp;
-        const std::string plain = read(*shipped, nullptr), withQuiet = read(quiet, &cp), withLoud = read(loud, nullptr);
+        const std::string plain = read(plainDir, nullptr), withQuiet = read(quiet, &cp), withLoud = read(loud, nullptr);
         QVERIFY2(plain.find("sheets") != std::string::npos, plain.c_str());
         QCOMPARE(QString::fromStdString(withQuiet), QString::fromStdString(plain));
         QVERIFY2(withLoud != plain, withLoud.c_str());
         // Chinese transcriptions get no evidence (chi_sim's glyphs do not pay; docs/TRAINING.md, run 16).
-        QCOMPARE(QString::fromStdString(read(loud, nullptr, "chi_sim")), QString::fromStdString(read(*shipped, nullptr, "chi_sim")));
+        QCOMPARE(QString::fromStdString(read(loud, nullptr, "chi_sim")), QString::fromStdString(read(plainDir, nullptr, "chi_sim")));
         // The page as the decoder got it (as the store keeps it): 130 floats a token, Tesseract's glyph paired with nearly
         // every character and the same as the front-end's.
         QCOMPARE(cp.newPages.size(), size_t(1));
