@@ -296,6 +296,15 @@ def heading(p, rng, lang, n, numbering):
                             a=chr(97 + (n - 1) % 26)) + text
 
 
+def opening_title(paras, rng, lang, title):
+    """A chapter's title for the page that opens it: the book's title or the text's opening words
+    made a heading, often in capitals."""
+    text = title if rng.random() < 0.3 else heading(paras[0], rng, lang, 1, "")
+    if lang != "zh" and rng.random() < 0.5:
+        text = text.upper()
+    return text
+
+
 def headings(paras, rng, lang):
     """Short paragraphs between some paragraphs: section headings, and now and then a list of short
     items, with the numbering books and reports print. Real pages have many short lines that end
@@ -506,11 +515,18 @@ def layout(paras, st, rng, pages_wanted):
     return pages
 
 
-def render(page_lines, number, st, title, chapter):
+def render(page_lines, number, st, title, chapter, opening=None):
+    """A page; `opening`: (its title, centred) for a page that opens a chapter, which has the title
+    where the running head would stand and no head or folio."""
     img = Image.new("L", (st.page_w, st.page_h), 255)
     d = ImageDraw.Draw(img)
     y0 = st.margin_top
-    if st.head_style == "running":
+    if opening:
+        text, centred = opening
+        tw = width(st.body, text)
+        d.text(((st.page_w - tw) / 2 if centred else st.margin_x, y0), text, font=st.body, fill=0)
+        y0 += st.leading
+    elif st.head_style == "running":
         head = title if number % 2 == 0 else chapter
         num = str(number)
         hw = width(st.running, head)
@@ -543,9 +559,10 @@ def render(page_lines, number, st, title, chapter):
     return img
 
 
-def page_targets(pages, lang):
+def page_targets(pages, lang, opening=None):
     """Reading text per page: hyphens joined (a word split over a page break goes to the page where
-    it starts), paragraphs separated by a blank line."""
+    it starts), paragraphs separated by a blank line; a chapter's `opening` title is the first
+    page's first paragraph (a running head is left out, a title is text)."""
     sep = "" if lang == "zh" else " "
     targets, skip_first_word = [], False
     for i, lines in enumerate(pages):
@@ -573,11 +590,13 @@ def page_targets(pages, lang):
                 para = ""
         if para:
             out.append(para)
+        if opening and i == 0:
+            out.insert(0, opening)
         targets.append("\n\n".join(out))
     return targets
 
 
-def page_texts(pages, lang, st, numbers, title, chapter):
+def page_texts(pages, lang, st, numbers, title, chapter, opening=None):
     """Each page as printed, in the old-book ground truth's form (../shared/eval's oldbooks sets):
     the running head with its page number as one line (or the folio as the last), then one line a
     paragraph, hyphens inside the page joined and a word split over the page break left split
@@ -599,7 +618,9 @@ def page_texts(pages, lang, st, numbers, title, chapter):
         if para:
             paras.append(para)
         n = numbers[i]
-        if st.head_style == "running":
+        if opening and i == 0:
+            paras.insert(0, opening)
+        elif st.head_style == "running":
             head = title if n % 2 == 0 else chapter
             paras.insert(0, f"{n} {head}" if n % 2 == 0 else f"{head} {n}")
         else:
@@ -652,6 +673,9 @@ def self_test():
             "CHAPTER ONE 13\nneth in darkness.\nA new paragraph ends.", "14 THE BOOK\nLast one"]
     assert got == want, got
     assert page_texts(pages[2:], "en", foot, [7], "T", "C") == ["Last one\n7"]
+    # A chapter's opening title: the first page's first paragraph, in the reading text and as printed.
+    assert page_targets(pages[2:], "en", "CHAPTER ONE") == ["CHAPTER ONE\n\nLast one"]
+    assert page_texts(pages[2:], "en", running, [7], "T", "C", "CHAPTER ONE") == ["CHAPTER ONE\nLast one"]
     zh = [[("第一行", True, False, False), ("接着", False, True, False)], [("新段", True, True, False)]]
     assert page_targets(zh, "zh") == ["第一行接着", "新段"], page_targets(zh, "zh")
     # Fraktur's long s: inside a word, not at its end nor before a hyphen.
@@ -687,6 +711,9 @@ def main():
                     help="share of documents set in narrow columns (Chinese two or three, English two)")
     ap.add_argument("--head-gap-share", type=float, default=0.0,
                     help="share of documents whose running head stands a blank line's white above the text")
+    ap.add_argument("--titles-share", type=float, default=0.0,
+                    help="share of documents whose first page opens a chapter: its title (a heading line, "
+                    "centred or not) where the running head stands, kept in the target")
     ap.add_argument("--text", nargs="+", help="English documents from these plain-text files (one a document, in "
                     "turn) instead of the King James Bible: held-out volumes from text never trained on")
     ap.add_argument("--truth", choices=["reading", "page"], default="reading",
@@ -734,17 +761,25 @@ def main():
             title = rng.choice(["THE HOLY BIBLE", "AUTHORIZED VERSION", "SCRIPTURE READINGS"])
         if fraktur:  # printed with the long s, and read so ("as printed", as ../shared/eval's Fraktur truth)
             paras, title, chapter = [long_s(p) for p in paras], long_s(title), long_s(chapter)
+        # (no draw at all without the option: earlier seeds make the same documents)
+        opening = None
+        if args.titles_share > 0 and rng.random() < args.titles_share:
+            opening = (opening_title(paras, rng, lang, title), rng.random() < 0.7)
         st = Style(rng, lang, 300, args.lines, args.columns_share, args.head_gap_share, fraktur)
+        if opening:  # a title wider than the text column is cut at a word
+            while width(st.body, opening[0]) > st.page_w - 2 * st.margin_x and " " in opening[0].strip():
+                opening = (opening[0].rsplit(" ", 1)[0], opening[1])
         pages = layout(paras, st, rng, args.pages)
-        targets = page_targets(pages, lang)
+        title_text = opening[0] if opening else None
+        targets = page_targets(pages, lang, title_text)
         ddir = os.path.join(args.out, f"doc{doc:04d}")
         os.makedirs(ddir, exist_ok=True)
         first = rng.randint(1, 300)
-        printed = page_texts(pages, lang, st, [first + k for k in range(len(pages))], title, chapter)
+        printed = page_texts(pages, lang, st, [first + k for k in range(len(pages))], title, chapter, title_text)
         prev = None
         dpi_out = rng.choice([300, 300, 200, 150])
         for k, lines in enumerate(pages):
-            clean = render(lines, first + k, st, title, chapter)
+            clean = render(lines, first + k, st, title, chapter, opening if k == 0 else None)
             img = degrade(clean, rng, nrng, prev, dpi_out)
             prev = clean
             name = f"p{k + 1:03d}"
