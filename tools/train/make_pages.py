@@ -515,16 +515,15 @@ def layout(paras, st, rng, pages_wanted):
     return pages
 
 
-def render(page_lines, number, st, title, chapter, opening=None):
-    """A page; `opening`: (its title, centred) for a page that opens a chapter, which has the title
-    where the running head would stand and no head or folio."""
+def render(page_lines, number, st, title, chapter, opening=None, centred=True):
+    """A page; `opening`: the title of a chapter the page opens, where the running head would stand
+    (centred or at the margin), with no head or folio."""
     img = Image.new("L", (st.page_w, st.page_h), 255)
     d = ImageDraw.Draw(img)
     y0 = st.margin_top
     if opening:
-        text, centred = opening
-        tw = width(st.body, text)
-        d.text(((st.page_w - tw) / 2 if centred else st.margin_x, y0), text, font=st.body, fill=0)
+        tw = width(st.body, opening)
+        d.text(((st.page_w - tw) / 2 if centred else st.margin_x, y0), opening, font=st.body, fill=0)
         y0 += st.leading
     elif st.head_style == "running":
         head = title if number % 2 == 0 else chapter
@@ -762,24 +761,23 @@ def main():
         if fraktur:  # printed with the long s, and read so ("as printed", as ../shared/eval's Fraktur truth)
             paras, title, chapter = [long_s(p) for p in paras], long_s(title), long_s(chapter)
         # (no draw at all without the option: earlier seeds make the same documents)
-        opening = None
+        opening, centred = None, True
         if args.titles_share > 0 and rng.random() < args.titles_share:
-            opening = (opening_title(paras, rng, lang, title), rng.random() < 0.7)
+            opening, centred = opening_title(paras, rng, lang, title), rng.random() < 0.7
         st = Style(rng, lang, 300, args.lines, args.columns_share, args.head_gap_share, fraktur)
-        if opening:  # a title wider than the text column is cut at a word
-            while width(st.body, opening[0]) > st.page_w - 2 * st.margin_x and " " in opening[0].strip():
-                opening = (opening[0].rsplit(" ", 1)[0], opening[1])
+        # A title wider than the text column is cut at a word.
+        while opening and width(st.body, opening) > st.page_w - 2 * st.margin_x and " " in opening.strip():
+            opening = opening.rsplit(" ", 1)[0]
         pages = layout(paras, st, rng, args.pages)
-        title_text = opening[0] if opening else None
-        targets = page_targets(pages, lang, title_text)
+        targets = page_targets(pages, lang, opening)
         ddir = os.path.join(args.out, f"doc{doc:04d}")
         os.makedirs(ddir, exist_ok=True)
         first = rng.randint(1, 300)
-        printed = page_texts(pages, lang, st, [first + k for k in range(len(pages))], title, chapter, title_text)
+        printed = page_texts(pages, lang, st, [first + k for k in range(len(pages))], title, chapter, opening)
         prev = None
         dpi_out = rng.choice([300, 300, 200, 150])
         for k, lines in enumerate(pages):
-            clean = render(lines, first + k, st, title, chapter, opening if k == 0 else None)
+            clean = render(lines, first + k, st, title, chapter, opening if k == 0 else None, centred)
             img = degrade(clean, rng, nrng, prev, dpi_out)
             prev = clean
             name = f"p{k + 1:03d}"
