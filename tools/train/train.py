@@ -234,15 +234,25 @@ def main():
                     help="documents whose features are computed at once (quire-cli processes) before training")
     ap.add_argument("--refresh-every", type=int, default=0,
                     help="with --ready-only: every N steps, add the documents that became ready")
+    ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                    help="override one of the config's training values (a JSON value), e.g. --set steps=200; "
+                    "the run's settings are written to OUT/training.json")
     ap.add_argument("--quire-cli", default=os.path.join(os.path.dirname(__file__), "..", "..", "build", "app", "quire-cli"))
     args = ap.parse_args()
     cfg = json.load(open(args.config))
     train_cfg = cfg["training"]
+    for item in args.set:
+        key, sep, value = item.partition("=")
+        if not sep or key not in train_cfg:
+            ap.error(f"--set {item}: not KEY=VALUE with a KEY of {args.config}'s training section")
+        train_cfg[key] = json.loads(value)
     torch.set_num_threads(args.threads)
     random.seed(train_cfg["seed"])
     np.random.seed(train_cfg["seed"])
     torch.manual_seed(train_cfg["seed"])
     os.makedirs(args.out, exist_ok=True)
+    with open(os.path.join(args.out, "training.json"), "w") as f:
+        json.dump({"config": args.config, "training": train_cfg}, f, indent=2)
 
     vocab = Vocab()
     quire_cli = os.path.abspath(args.quire_cli)
