@@ -19,6 +19,7 @@ so the split does not depend on which works a checkout has.
 import argparse
 import hashlib
 import os
+import re
 import sys
 import unicodedata
 import xml.etree.ElementTree as ET
@@ -126,8 +127,9 @@ def join_lines(lines):
     return text
 
 
-def page_reading(xml_path, vocab):
-    """(reading text, language, characters outside the vocabulary, characters, image file)."""
+def page_reading(xml_path, vocab, unstyled="deu"):
+    """(reading text, language, characters outside the vocabulary, characters, image file); the
+    language is `unstyled` where the ground truth names no typeface."""
     root = ET.parse(xml_path).getroot()
     page = next(c for c in root.iter() if local(c.tag) == "Page")
     regions = {r.get("id"): r for r in page.iter() if local(r.tag) == "TextRegion"}
@@ -159,8 +161,13 @@ def page_reading(xml_path, vocab):
     reading = "\n\n".join(" ".join(p.split()) for p in paragraphs)
     chars = [c for c in reading if not c.isspace()]
     unknown = sum(1 for c in chars if c not in vocab.index)
-    lang = "frk" if fraktur > other else "deu"
+    lang = unstyled if fraktur == other == 0 else "frk" if fraktur > other else "deu"
     return reading, lang, unknown, len(chars), page.get("imageFilename")
+
+
+def natural(name):
+    """Sort key: 2_x before 10_x (eScriptorium's page names are not zero-padded)."""
+    return [int(t) if t.isdigit() else t for t in re.split(r"(\d+)", name)]
 
 
 def held_out(work, every):
@@ -205,6 +212,12 @@ def self_test():
         assert reading == want, repr(reading)
         assert (lang, unknown, image) == ("frk", 1, "OCR-D-IMG/p.tif"), (lang, unknown, image)
         assert held_out("work", 6) == held_out("work", 6)
+        assert sorted(["10_b.xml", "2_a.xml", "1_c.xml"], key=natural) == ["1_c.xml", "2_a.xml", "10_b.xml"]
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(SAMPLE.replace('<TextStyle fontFamily="Fraktur"/>', "").replace('fontFamily="Antiqua"', ""))
+        assert page_reading(path, vocab)[1] == "deu" and page_reading(path, vocab, "frk")[1] == "frk"
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(SAMPLE)
         for work in ("AbcDef_1", "GhiJkl_2"):
             os.makedirs(os.path.join(tmp, "gt", work, "OCR-D-GT-PAGE"))
             os.makedirs(os.path.join(tmp, "gt", work, "OCR-D-IMG"))
@@ -238,6 +251,8 @@ def main():
     ap.add_argument("--pages-per-doc", type=int, default=1,
                     help="a training document's pages (a full page of old print nearly fills the training's "
                     "2,048 tokens; held-out works stay whole, read as volumes)")
+    ap.add_argument("--unstyled", default="deu", choices=["deu", "frk"],
+                    help="the language of pages whose ground truth names no typeface")
     ap.add_argument("--source", default="OCR-D/OCR-D-GT-VD-SBB", help="the repository, for the manifests")
     ap.add_argument("--licence", default="CC-BY-SA-4.0")
     args = ap.parse_args()
@@ -253,10 +268,10 @@ def main():
         valid = held_out(work, args.held_out_every)
         base = args.held_out if valid else args.out
         rows, pages = [], []
-        for name in sorted(os.listdir(gt_dir)):
+        for name in sorted(os.listdir(gt_dir), key=natural):
             if not name.endswith(".xml"):
                 continue
-            reading, lang, unknown, n, image = page_reading(os.path.join(gt_dir, name), vocab)
+            reading, lang, unknown, n, image = page_reading(os.path.join(gt_dir, name), vocab, args.unstyled)
             image_path = os.path.join(args.gt, work, image or "")
             if not reading or not os.path.isfile(image_path) or os.path.getsize(image_path) < 1000:
                 stats["left_out"] += 1
