@@ -6,7 +6,8 @@ data.py and train.py read them as they read generated volumes.
 Each work becomes one document (its pages in order). A page's target is its reading text as the
 reader is taught to write it (make_pages.py's rules): regions in the PAGE reading order, running
 heads, folios, catchwords and signature marks left out, a region a paragraph, lines joined by a
-space, a line-end hyphen (- ⸗ ¬ =) joined. Characters the reader's vocabulary lacks are written as
+space, a line-end hyphen (- ⸗ ¬ =) joined — but a page's last hyphen is kept, as the reader's
+page-end rule writes it: the rest of the word is on a page the model has not yet seen. Characters the reader's vocabulary lacks are written as
 the letters they stand for where Unicode says so (ligatures ﬁ → fi, aͤ → ä, æ → ae, ꝛ → r); a page
 with more than 1 % of characters still outside it is left out (Greek, Hebrew, symbols) and counted.
 A page's language is frk where most of its glyphs are set in Fraktur or Schwabacher, else deu.
