@@ -3,14 +3,16 @@
 one folder per work, OCR-D-IMG/*.tif and OCR-D-GT-PAGE/*.xml), in make_pages.py's layout, so that
 data.py and train.py read them as they read generated volumes.
 
-Each work becomes one document (its pages in order). A page's target is its reading text as the
-reader is taught to write it (make_pages.py's rules): regions in the PAGE reading order, running
-heads, folios, catchwords and signature marks left out, a region a paragraph, lines joined by a
-space, a line-end hyphen (- ⸗ ¬ =) joined — but a page's last hyphen is kept, as the reader's
-page-end rule writes it: the rest of the word is on a page the model has not yet seen. Characters the reader's vocabulary lacks are written as
-the letters they stand for where Unicode says so (ligatures ﬁ → fi, aͤ → ä, æ → ae, ꝛ → r); a page
-with more than 1 % of characters still outside it is left out (Greek, Hebrew, symbols) and counted.
-A page's language is frk where most of its glyphs are set in Fraktur or Schwabacher, else deu.
+A training document is --pages-per-doc pages of one work (one by default); a held-out work is one
+document, read as a volume. A page's target is its reading text as the reader is taught to write
+it (make_pages.py's rules): regions in the PAGE reading order, running heads, folios, catchwords
+and signature marks left out, a region a paragraph, lines joined by a space, a line-end hyphen
+(- ⸗ ¬ =) joined — but a page's last hyphen is kept, as the reader's page-end rule writes it: the
+rest of the word is on a page the model has not yet seen. Characters the reader's vocabulary
+lacks are written as the letters they stand for where Unicode or a table says so (ﬁ → fi,
+aͤ → ä, æ → ae, ꝛ → r, MUFI's ligatures); a page with more than 1 % of characters still outside it
+is left out (Greek, Hebrew, symbols) and counted. A page's language is frk where most of its
+glyphs are set in Fraktur or Schwabacher, deu where most are not, --unstyled where none is named.
 
 Works are split into training and held-out documents by a hash of the work's name (--held-out-every),
 so the split does not depend on which works a checkout has.
@@ -79,10 +81,8 @@ def reading_order(page):
                                                                             "UnorderedGroup"))),
                               key=lambda c: int(c.get("index", "0") or 0))
                 for c in refs:
-                    if local(c.tag).startswith("RegionRef"):
-                        ids.append(c.get("regionRef"))
-                    else:
-                        ids.append(c.get("regionRef"))
+                    ids.append(c.get("regionRef"))  # a group may name a region of its own
+                    if not local(c.tag).startswith("RegionRef"):
                         walk(c)
             walk(ro)
             return [i for i in ids if i]
@@ -185,14 +185,18 @@ SAMPLE = """<?xml version="1.0" encoding="UTF-8"?>
 <TextEquiv index="0"><Unicode>ie Kir\uf502e i\ueada gro\u2e17</Unicode></TextEquiv></TextLine>
 <TextLine id="l3"><Word id="w1"><TextEquiv><Unicode>\u00dfe</Unicode></TextEquiv></Word>
 <Word id="w2"><TextEquiv><Unicode>Sa\uf502e,</Unicode></TextEquiv></Word></TextLine>
+
 <TextLine id="l4"><TextEquiv><Unicode>\ufb01nde\u0131 ma\u00e6 a\u0364 Hal\u2640</Unicode></TextEquiv></TextLine></TextRegion>
 <TextRegion id="r0" type="header"><TextStyle fontFamily="Antiqua"/><TextLine id="l0"><TextEquiv>
 <Unicode>12 Die Kirche</Unicode></TextEquiv></TextLine></TextRegion>
-<TextRegion id="r1" type="drop-capital"><TextLine id="l1"><TextEquiv><Unicode>D</Unicode></TextEquiv></TextLine></TextRegion>
+<TextRegion id="r1" type="drop-capital">
+<TextLine id="l1"><TextEquiv><Unicode>D</Unicode></TextEquiv></TextLine></TextRegion>
 <TextRegion id="r4" type="paragraph"><TextStyle fontFamily="Fraktur"/><TextLine id="l5"><TextEquiv>
 <Unicode>Ende.</Unicode></TextEquiv></TextLine></TextRegion>
-<TextRegion id="r5" type="page-number"><TextLine id="l6"><TextEquiv><Unicode>12</Unicode></TextEquiv></TextLine></TextRegion>
-<TextRegion id="r6" type="paragraph"><TextLine id="l7"><TextEquiv><Unicode>Nachtrag</Unicode></TextEquiv></TextLine></TextRegion>
+<TextRegion id="r5" type="page-number">
+<TextLine id="l6"><TextEquiv><Unicode>12</Unicode></TextEquiv></TextLine></TextRegion>
+<TextRegion id="r6" type="paragraph">
+<TextLine id="l7"><TextEquiv><Unicode>Nachtrag</Unicode></TextEquiv></TextLine></TextRegion>
 </Page></PcGts>"""
 
 
