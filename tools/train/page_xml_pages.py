@@ -186,7 +186,8 @@ SAMPLE = """<?xml version="1.0" encoding="UTF-8"?>
 <TextLine id="l3"><Word id="w1"><TextEquiv><Unicode>\u00dfe</Unicode></TextEquiv></Word>
 <Word id="w2"><TextEquiv><Unicode>Sa\uf502e,</Unicode></TextEquiv></Word></TextLine>
 
-<TextLine id="l4"><TextEquiv><Unicode>\ufb01nde\u0131 ma\u00e6 a\u0364 Hal\u2640</Unicode></TextEquiv></TextLine></TextRegion>
+<TextLine id="l4"><TextEquiv><Unicode>\ufb01nde\u0131 ma\u00e6 a\u0364 Hal\u2640</Unicode></TextEquiv></TextLine>
+</TextRegion>
 <TextRegion id="r0" type="header"><TextStyle fontFamily="Antiqua"/><TextLine id="l0"><TextEquiv>
 <Unicode>12 Die Kirche</Unicode></TextEquiv></TextLine></TextRegion>
 <TextRegion id="r1" type="drop-capital">
