@@ -23,6 +23,9 @@ import unicodedata
 import Levenshtein
 
 LANG = {"en": "eng", "zh": "chi_sim", "de": "frk"}
+# A manifest's columns, in order (read_manifest takes them from the file's first line).
+MANIFEST_COLUMNS = ["set", "page", "image", "gt", "language", "source_repo", "source_path", "licence",
+                    "source_commit", "gt_kind", "notes"]
 
 
 def normalize(text, cjk):

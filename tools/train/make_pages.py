@@ -37,10 +37,14 @@ import os
 import random
 import re
 import subprocess
+import sys
 
 import numpy as np
 import pyphen
 from PIL import Image, ImageDraw, ImageFilter, ImageFont
+
+sys.path.append(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "eval"))
+import eval as evaluation  # noqa: E402  (tools/eval/eval.py: the manifest's columns)
 
 LATIN_FONTS = [  # (regular, italic) globs; the first match of each is used
     ("/usr/share/fonts/truetype/dejavu/DejaVuSerif.ttf", "/usr/share/fonts/truetype/dejavu/DejaVuSerif-Italic.ttf"),
@@ -726,7 +730,7 @@ def main():
     rng = random.Random(args.seed)
     nrng = np.random.default_rng(args.seed)
     os.makedirs(args.out, exist_ok=True)
-    manifest = ["set\tpage\timage\tgt\tlanguage\tsource_repo\tsource_path\tlicence\tsource_commit\tgt_kind\tnotes"]
+    manifest = ["\t".join(evaluation.MANIFEST_COLUMNS)]
     for doc in range(args.docs):
         lang = "zh" if rng.random() < args.zh_share else "en"
         # (no draw at all without the option: earlier seeds make the same documents)

@@ -185,7 +185,6 @@ SAMPLE = """<?xml version="1.0" encoding="UTF-8"?>
 <TextEquiv index="0"><Unicode>ie Kir\uf502e i\ueada gro\u2e17</Unicode></TextEquiv></TextLine>
 <TextLine id="l3"><Word id="w1"><TextEquiv><Unicode>\u00dfe</Unicode></TextEquiv></Word>
 <Word id="w2"><TextEquiv><Unicode>Sa\uf502e,</Unicode></TextEquiv></Word></TextLine>
-
 <TextLine id="l4"><TextEquiv><Unicode>\ufb01nde\u0131 ma\u00e6 a\u0364 Hal\u2640</Unicode></TextEquiv></TextLine>
 </TextRegion>
 <TextRegion id="r0" type="header"><TextStyle fontFamily="Antiqua"/><TextLine id="l0"><TextEquiv>
@@ -231,14 +230,13 @@ def self_test():
                 with open(os.path.join(tmp, "gt", work, "OCR-D-GT-PAGE", f"g{k}.xml"), "w", encoding="utf-8") as f:
                     f.write(SAMPLE.replace("\u2640", "s"))
                 Image.new("L", (200, 100), 255).save(os.path.join(tmp, "gt", work, "OCR-D-IMG", "p.tif"))
-        sys.argv = ["page_xml_pages.py", "--gt", os.path.join(tmp, "gt"), "--out", os.path.join(tmp, "train"),
-                    "--held-out", os.path.join(tmp, "valid"), "--held-out-every", 1]
-        sys.argv = [str(a) for a in sys.argv]
-        main()  # every work held out: whole, under its own name
+        argv = ["--gt", os.path.join(tmp, "gt"), "--out", os.path.join(tmp, "train"),
+                "--held-out", os.path.join(tmp, "valid"), "--held-out-every", "1"]
+        main(argv)  # every work held out: whole, under its own name
         rows = open(os.path.join(tmp, "valid", "MANIFEST.tsv"), encoding="utf-8").read().splitlines()
         assert len(rows) == 5 and rows[1].split("\t")[2:5] == ["AbcDef_1/p001.png", "AbcDef_1/p001.target.txt", "frk"]
-        sys.argv[-1] = "1000000"
-        main()  # neither name hashes to a multiple of 1,000,000: none held out, one page a document
+        argv[-1] = "1000000"
+        main(argv)  # neither name hashes to a multiple of 1,000,000: none held out, one page a document
         docs = sorted(d for d in os.listdir(os.path.join(tmp, "train")) if d.startswith("doc"))
         assert docs == ["doc0000", "doc0001", "doc0002", "doc0003"], docs
         with open(os.path.join(tmp, "train", "doc0003", "p001.target.txt"), encoding="utf-8") as f:
@@ -246,8 +244,9 @@ def self_test():
     print("page_xml_pages: ok")
 
 
-def main():
-    if sys.argv[1:] == ["--self-test"]:
+def main(argv=None):
+    argv = sys.argv[1:] if argv is None else argv
+    if argv == ["--self-test"]:
         return self_test()
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--gt", required=True, help="the repository's data folder (one folder per work)")
@@ -261,10 +260,9 @@ def main():
                     help="the language of pages whose ground truth names no typeface")
     ap.add_argument("--source", default="OCR-D/OCR-D-GT-VD-SBB", help="the repository, for the manifests")
     ap.add_argument("--licence", default="CC-BY-SA-4.0")
-    args = ap.parse_args()
+    args = ap.parse_args(argv)
     vocab = data.Vocab()
-    header = "set\tpage\timage\tgt\tlanguage\tsource_repo\tsource_path\tlicence\tsource_commit\tgt_kind\tnotes\n"
-    manifests = {}
+    manifests = {}  # folder → its rows
     stats = {"pages": 0, "left_out": 0, "held_out_pages": 0, "works": 0}
     doc = 0
     for work in sorted(os.listdir(args.gt)):
@@ -273,16 +271,14 @@ def main():
             continue
         valid = held_out(work, args.held_out_every)
         base = args.held_out if valid else args.out
-        rows, pages = [], []
+        pages = []
         for name in sorted(os.listdir(gt_dir), key=natural):
             if not name.endswith(".xml"):
                 continue
             reading, lang, unknown, n, image = page_reading(os.path.join(gt_dir, name), vocab, args.unstyled)
             image_path = os.path.join(args.gt, work, image or "")
-            if not reading or not os.path.isfile(image_path) or os.path.getsize(image_path) < 1000:
-                stats["left_out"] += 1
-                continue
-            if unknown > 0.01 * n:
+            if (not reading or not os.path.isfile(image_path) or os.path.getsize(image_path) < 1000
+                    or unknown > 0.01 * n):
                 stats["left_out"] += 1
                 continue
             pages.append((reading, lang, image_path, name))
@@ -291,27 +287,28 @@ def main():
         stats["works"] += 1
         per_doc = len(pages) if valid else args.pages_per_doc
         for k, (reading, lang, image_path, name) in enumerate(pages):
-            if k % per_doc == 0:
+            if k % per_doc == 0:  # a new document: the work itself when held out
                 folder = work if valid else f"doc{doc:04d}"
-                doc += 0 if valid else 1
+                doc += not valid
                 os.makedirs(os.path.join(base, folder), exist_ok=True)
             stem = f"p{k % per_doc + 1:03d}"
             with Image.open(image_path) as im:
                 page = im.convert("L") if im.mode not in ("1", "L") else im.copy()
+                dpi = im.info.get("dpi", (300, 300))
             page.info.pop("icc_profile", None)  # a colour profile on a grey page only draws warnings
-            page.save(os.path.join(base, folder, stem + ".png"), dpi=im.info.get("dpi", (300, 300)))
+            page.save(os.path.join(base, folder, stem + ".png"), dpi=dpi)
             with open(os.path.join(base, folder, stem + ".target.txt"), "w", encoding="utf-8") as f:
                 f.write(reading + "\n")
-            rows.append(f"{work}\t{stem}\t{folder}/{stem}.png\t{folder}/{stem}.target.txt\t{lang}\t{args.source}\t"
-                        f"data/{work}/{os.path.relpath(image_path, os.path.join(args.gt, work))} ; "
-                        f"data/{work}/OCR-D-GT-PAGE/{name}\t{args.licence}\t-\treading\t"
-                        f"{'held out' if valid else 'training'}\n")
+            source = f"data/{work}/{os.path.relpath(image_path, os.path.join(args.gt, work))} ; " \
+                     f"data/{work}/OCR-D-GT-PAGE/{name}"
+            manifests.setdefault(base, []).append(
+                [work, stem, f"{folder}/{stem}.png", f"{folder}/{stem}.target.txt", lang, args.source, source,
+                 args.licence, "-", "reading", "held out" if valid else "training"])
             stats["pages"] += 1
             stats["held_out_pages"] += valid
-        manifests.setdefault(base, []).extend(rows)
     for base, rows in manifests.items():
         with open(os.path.join(base, "MANIFEST.tsv"), "w", encoding="utf-8") as f:
-            f.write(header + "".join(rows))
+            f.write("".join("\t".join(r) + "\n" for r in [data.evaluation.MANIFEST_COLUMNS] + rows))
     print(f"{stats['works']} works, {stats['pages']} pages ({stats['held_out_pages']} held out), "
           f"{stats['left_out']} left out (no image, no text, or over 1 % outside the vocabulary)")
 
