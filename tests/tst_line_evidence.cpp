@@ -309,7 +309,7 @@ private slots:
         QVERIFY2(plain.find("sheets") != std::string::npos, plain.c_str());
         QCOMPARE(QString::fromStdString(withQuiet), QString::fromStdString(plain));
         QVERIFY2(withLoud != plain, withLoud.c_str());
-        // Chinese transcriptions get no evidence (chi_sim's glyphs do not pay; docs/TRAINING.md, run 16).
+        // Chinese transcriptions get no evidence (chi_sim's glyphs do not pay; docs/RUNS.md, run 16).
         QCOMPARE(QString::fromStdString(read(loud, nullptr, "chi_sim")), QString::fromStdString(read(plainDir, nullptr, "chi_sim")));
         // The page as the decoder got it (as the store keeps it): 130 floats a token, Tesseract's glyph paired with nearly
         // every character and the same as the front-end's.

@@ -54,7 +54,7 @@ EVIDENCE_VALUES = 3  # per visual token of models that read Tesseract's evidence
 EVIDENCE_IDS = 2
 # Languages whose pages carry no evidence (the runtime's ReaderRecognizer skips Tesseract for them):
 # on generated Chinese pages chi_sim's glyphs are wrong where the front-end is right ten times as
-# often as the other way round, and a model given them read worse (docs/TRAINING.md, run 16).
+# often as the other way round, and a model given them read worse (docs/RUNS.md, run 16).
 NO_EVIDENCE_LANGUAGES = ("chi_sim",)
 
 

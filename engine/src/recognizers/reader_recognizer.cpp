@@ -155,7 +155,7 @@ Result<std::unique_ptr<Recognizer>> createReaderRecognizer(const RecognizerOptio
     auto e = ReaderEngine::load(o);
     if (!e) return e.status();
     // A model that reads evidence gets none for Chinese (tools/train/data.py NO_EVIDENCE_LANGUAGES:
-    // chi_sim's glyphs are mostly wrong where the front-end is right; docs/TRAINING.md, run 16).
+    // chi_sim's glyphs are mostly wrong where the front-end is right; docs/RUNS.md, run 16).
     const bool evidence = o.evidencePrior > 0 || ((*e)->readsEvidence() && !hasLanguage(options.languages, "chi"));
     if (evidence)
         if (Status s = checkTesseractLanguages(options.languages, options.tessdataDir); !s)
