@@ -562,10 +562,12 @@ def render(page_lines, number, st, title, chapter, opening=None, centred=True):
     return img
 
 
-def page_targets(pages, lang, opening=None):
-    """Reading text per page: hyphens joined (a word split over a page break goes to the page where
-    it starts), paragraphs separated by a blank line; a chapter's `opening` title is the first
-    page's first paragraph (a running head is left out, a title is text)."""
+def page_targets(pages, lang, opening=None, page_end_hyphen="join"):
+    """Reading text per page: hyphens joined, paragraphs separated by a blank line; a chapter's
+    `opening` title is the first page's first paragraph (a running head is left out, a title is
+    text). A word split over a page break goes whole to the page where it starts ("join", for a
+    model that reads the next page ahead), or stays as printed, its hyphen ending the page and its
+    rest starting the next ("keep", for one that does not: the rest is not yet in its view)."""
     sep = "" if lang == "zh" else " "
     targets, skip_first_word = [], False
     for i, lines in enumerate(pages):
@@ -582,10 +584,11 @@ def page_targets(pages, lang, opening=None):
             if first and para:
                 out.append(para)
                 para = ""
-            piece = text[:-1] if hy else text
+            page_end = hy and k == len(lines) - 1
+            piece = text if page_end and page_end_hyphen == "keep" else text[:-1] if hy else text
             para += piece if (join or not para) else sep + piece
             join = hy
-            if hy and k == len(lines) - 1 and i + 1 < len(pages) and pages[i + 1]:
+            if page_end and page_end_hyphen == "join" and i + 1 < len(pages) and pages[i + 1]:
                 para += pages[i + 1][0][0].partition(" ")[0]
                 skip_first_word, join = True, False
             if last:
@@ -669,6 +672,10 @@ def self_test():
     want = ["In the beginning was the word, and the word was with God. And the light shineth",
             "in darkness.\n\nA new paragraph ends.", "Last one"]
     assert got == want, got
+    got = page_targets(pages, "en", page_end_hyphen="keep")
+    want = ["In the beginning was the word, and the word was with God. And the light shi-",
+            "neth in darkness.\n\nA new paragraph ends.", "Last one"]
+    assert got == want, got
     # The page as printed: heads with their numbers, a word split over the page break left split.
     running, foot = type("St", (), {"head_style": "running"}), type("St", (), {"head_style": "foot"})
     got = page_texts(pages, "en", running, [12, 13, 14], "THE BOOK", "CHAPTER ONE")
@@ -719,6 +726,9 @@ def main():
                     "centred or not) where the running head stands, kept in the target")
     ap.add_argument("--text", nargs="+", help="English documents from these plain-text files (one a document, in "
                     "turn) instead of the King James Bible: held-out volumes from text never trained on")
+    ap.add_argument("--page-end-hyphen", choices=["join", "keep"], default="join",
+                    help="a word split over a page break: whole on the page where it starts (join: for "
+                         "training with look-ahead), or as printed, 'bind-' ending the page (keep: without)")
     ap.add_argument("--truth", choices=["reading", "page"], default="reading",
                     help="the manifest's ground truth: the reading text (pNNN.target.txt) or the page as printed, "
                     "running heads and folios included (pNNN.page.txt; tools/eval/structure.py's form)")
@@ -773,7 +783,7 @@ def main():
         while opening and width(st.body, opening) > st.page_w - 2 * st.margin_x and " " in opening.strip():
             opening = opening.rsplit(" ", 1)[0]
         pages = layout(paras, st, rng, args.pages)
-        targets = page_targets(pages, lang, opening)
+        targets = page_targets(pages, lang, opening, args.page_end_hyphen)
         ddir = os.path.join(args.out, f"doc{doc:04d}")
         os.makedirs(ddir, exist_ok=True)
         first = rng.randint(1, 300)
