@@ -18,10 +18,14 @@ import argparse
 import os
 import random
 import re
+import sys
 
 import numpy as np
 import pyphen
 from PIL import Image, ImageDraw, ImageFilter, ImageFont
+
+sys.path.append(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "eval"))
+import eval as evaluation  # noqa: E402  (tools/eval/eval.py: the manifest's columns)
 
 DPI = 200
 PAGE_W, PAGE_H = int(5.5 * DPI), int(8.5 * DPI)
@@ -261,8 +265,7 @@ def main():
     with open(os.path.join(args.out, "sample_volume.book.md"), "w", encoding="utf-8") as f:
         f.write(clean_text(chapters))
     with open(os.path.join(args.out, "MANIFEST.tsv"), "w", encoding="utf-8") as f:
-        f.write("set\tpage\timage\tgt\tlanguage\tsource_repo\tsource_path\tlicence\tsource_commit\tgt_kind\tnotes\n")
-        for row in manifest:
+        for row in [evaluation.MANIFEST_COLUMNS] + manifest:
             f.write("\t".join(row) + "\n")
     print(f"{pdf}: {len(pages)} pages, {os.path.getsize(pdf) // 1024} KiB; paragraph crossings after pages "
           f"{[i + 1 for i in crossings]}, hyphenated across pages {[i + 1 for i in hyph]}")

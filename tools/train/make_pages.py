@@ -585,7 +585,7 @@ def page_targets(pages, lang, opening=None, page_end_hyphen="join"):
                 out.append(para)
                 para = ""
             page_end = hy and k == len(lines) - 1
-            piece = text if page_end and page_end_hyphen == "keep" else text[:-1] if hy else text
+            piece = text[:-1] if hy and not (page_end and page_end_hyphen == "keep") else text
             para += piece if (join or not para) else sep + piece
             join = hy
             if page_end and page_end_hyphen == "join" and i + 1 < len(pages) and pages[i + 1]:
