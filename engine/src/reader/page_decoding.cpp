@@ -2,6 +2,8 @@
 #include "page_decoding.h"
 
 #include "decoder/kernels.h"
+#include "quire/reader/layout_paragraph.h"
+#include "quire/reader/page_end_hyphen.h"
 
 #include <algorithm>
 #include <cmath>
@@ -53,31 +55,6 @@ std::vector<int> alignToCtc(const std::vector<std::string>& out, const std::vect
         }
     }
     return aligned;
-}
-
-// Writes back the hyphen the front-end read at the end of the line where the page's written text
-// ends, when the model wrote that line's last word without it. The reader is trained to write a
-// word broken over a page break whole on the page where it starts, but it does not see the next
-// page, so it writes the first half alone ("format" for "format-" / "ters"); with the hyphen kept,
-// the book's assembly joins the halves across the break (joinLines). `hyphen`, `wordChar`: per
-// visual token, the front-end's hyphens and letters; `charProb(v)`: its probability of visual token
-// v's character; per written token its probability and the visual token it attended to.
-void keepPageEndHyphen(const std::vector<int>& visualIds, const std::vector<bool>& wordChar, const std::vector<bool>& hyphen,
-                       const std::function<float(size_t)>& charProb, std::vector<int>& tokens, std::vector<float>& probs,
-                       std::vector<int>& attended) {
-    size_t k = tokens.size();
-    while (k > 0 && tokens[k - 1] < kFirstChar) --k;  // line ends after the last character
-    if (k == 0 || attended[k - 1] < 0) return;
-    const size_t v = size_t(attended[k - 1]);
-    size_t end = v;
-    while (end < visualIds.size() && visualIds[end] != kLineBreak) ++end;
-    if (end == visualIds.size() || end < 2) return;
-    const size_t h = end - 1;  // the line's last visual token
-    // The last character written read one of the two letters before the hyphen.
-    if (!hyphen[h] || !wordChar[h - 1] || v >= h || v + 2 < h) return;
-    tokens.insert(tokens.begin() + long(k), visualIds[h]);
-    probs.insert(probs.begin() + long(k), charProb(h));
-    attended.insert(attended.begin() + long(k), int(h));
 }
 
 // Per visual token of `page` (`count` of them): Tesseract's glyph where it differs from the
@@ -311,10 +288,8 @@ PageDecoding::Outcome PageDecoding::step(const decoder::StepResult& step, int gu
         if (evidence >= 0) m_biased[size_t(evidence)] += options.evidencePrior * m_evidenceConf[size_t(guess)];
     }
     int picked = m_sampler.pick(bias ? m_biased : logits);
-    // Text the layout sets apart from the next line ends its paragraph, however the model ended it.
     const size_t line = size_t(m_lineEndRule.line());
-    if (m_lineEnds && m_textSinceBreak && picked >= 0 && config.isLineEnd(picked) && line < m_laidApart.size() && m_laidApart[line])
-        picked = kParagraph;
+    if (m_lineEnds && picked >= 0) picked = layoutParagraph(picked, config.isLineEnd(picked), m_textSinceBreak, m_laidApart, line);
     const int hyphenBack = m_lineEnds && options.hyphenRule
                                ? m_lineEndHyphen.pick(picked, guess, lineLast, picked >= 0 && config.isLineEnd(picked))
                                : -1;
