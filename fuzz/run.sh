@@ -43,8 +43,14 @@ for t in ${FUZZ_TARGETS:-safetensors project exporters onnx decoder_state pdf im
     QUIRE_FUZZ_SEED_DIR="$work/decoder_state" ASAN_OPTIONS=detect_leaks=0 ./build-fuzz/fuzz/fuzz_$t -max_total_time="$SECONDS_EACH" -max_len=65536 \
         -timeout=30 -rss_limit_mb=3000 -print_final_stats=1 -artifact_prefix=fuzz/findings/$t- "$work/$t" 2>&1 \
         | grep -E "^#[0-9]+ +DONE|ERROR|SUMMARY|crash|Done|stat::number_of_executed_units|stat::peak_rss_mb|cov: " | tail -4 || true
-    # Crashes, leaks, timeouts and out-of-memory inputs fail the run; slow units are kept to look at.
-    if ls fuzz/findings/$t-crash-* fuzz/findings/$t-leak-* fuzz/findings/$t-timeout-* fuzz/findings/$t-oom-* \
-        > /dev/null 2>&1; then status=1; fi
+    # Crashes, leaks, timeouts and out-of-memory inputs fail the run (any one kind is enough); slow
+    # units are kept to look at.
+    found=$(find fuzz/findings -maxdepth 1 -type f \( -name "$t-crash-*" -o -name "$t-leak-*" -o -name "$t-timeout-*" \
+        -o -name "$t-oom-*" \) | sort)
+    if [ -n "$found" ]; then
+        echo "fuzz_$t: findings (each becomes a regression input, then is removed from fuzz/findings):"
+        echo "$found" | sed 's/^/  /'
+        status=1
+    fi
 done
 exit $status

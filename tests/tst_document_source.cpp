@@ -222,15 +222,19 @@ private slots:
         // Its text layer was asked of PDFium, which loops on the form as it does when rendering.
         QTest::newRow("fuzz finding: text of a self-drawing page") << "finding-text-of-self-drawing-page.pdf" << 1 << ""
                                                                     << "draws a form that draws itself";
-        // Damaged beyond qpdf, claiming a million pages PDFium cannot find: refused at once (it
-        // took 15 s of probing phantom pages).
         // A form whose /Resources lost its /XObject draws itself through its page's (as PDFium
         // looks names up); PDFium ran out of memory in it.
         QTest::newRow("fuzz finding: form through the page's resources") << "finding-form-through-page-resources.pdf" << 1 << ""
                                                                           << "draws a form that draws itself";
+        // The page's contents name a /Filter that is no filter (7): qpdf cannot decode them, PDFium
+        // draws them as stored, and the self-drawing form they draw ran it out of memory.
+        QTest::newRow("fuzz finding: self-drawing form, contents of an unknown filter")
+            << "finding-self-drawing-form-unknown-filter.pdf" << 1 << "" << "draws a form that draws itself";
         // A damaged JBIG2 scan: PDFium renders it blank and poppler, asked again, printed errors for
         // 50 s (now quiet, and bounded at 20 s); the page is read or flagged, not a timeout.
         QTest::newRow("fuzz finding: JBIG2 errors without end") << "finding-jbig2-errors-without-end.pdf" << 1 << "" << "";
+        // Damaged beyond qpdf, claiming a million pages PDFium cannot find: refused at once (it
+        // took 15 s of probing phantom pages).
         QTest::newRow("fuzz finding: phantom pages") << "finding-slow-phantom-pages.pdf" << 0 << "no pages that can be found" << "";
     }
     void damagedPdfStructures() {

@@ -72,13 +72,24 @@ void scanContent(const std::string& bytes, std::set<std::string>& drawn, bool& i
     if (std::regex_search(bytes, bi)) inlineImage = true;
 }
 
+// A content stream's bytes, decoded; where qpdf cannot decode them (a /Filter that is not a filter's
+// name, a damaged stream), the bytes as stored: PDFium draws such a stream from them (a page whose
+// /Filter was 7 drew its self-drawing form until PDFium ran out of memory, fuzz/corpus/pdf).
 std::string streamBytes(QPDFObjectHandle stream) {
+    auto bytes = [](const auto& data) {
+        return std::string(reinterpret_cast<const char*>(data->getBuffer()), data->getSize());
+    };
     try {
         // A content stream beyond 16 MB is not scanned (its drawings are not followed).
         if (stream.getDict().getKey("/Length").isInteger() && stream.getDict().getKey("/Length").getIntValue() > (16 << 20))
             return {};
-        const auto data = stream.getStreamData(qpdf_dl_generalized);
-        return std::string(reinterpret_cast<const char*>(data->getBuffer()), data->getSize());
+        try {
+            return bytes(stream.getStreamData(qpdf_dl_generalized));
+        } catch (const std::exception&) {
+            std::string raw = bytes(stream.getRawStreamData());
+            if (raw.size() > (16u << 20)) raw.clear();
+            return raw;
+        }
     } catch (const std::exception&) {
         return {};
     }
