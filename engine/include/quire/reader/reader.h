@@ -388,7 +388,7 @@ struct ReaderOptions {
     // after decoding. The model sees no line's left or right edge, only its text.
     bool typesetParagraphs = true;
     // A word broken over the page break keeps its hyphen where the page's written text ends
-    // (keepPageEndHyphen in page_decoding.cpp), so that the book's assembly can join its halves.
+    // (keepPageEndHyphen, page_end_hyphen.h), so that the book's assembly can join its halves.
     bool pageEndHyphen = true;
     // Measurement: every page read with a fresh context (no earlier pages, no recent output), as
     // if each were the volume's first: the ablation of continuous reading (docs/ACCURACY.md).
