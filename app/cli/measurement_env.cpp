@@ -111,6 +111,8 @@ Status applyMeasurementEnvironment(RecognizerOptions& o) {
         if (Status s = readSwitch("QUIRE_READER_LAYOUT_PARAGRAPHS", v, t.layoutParagraphs); !s) return s;
     if (const char* v = variable("QUIRE_READER_PAGE_HYPHEN"))
         if (Status s = readSwitch("QUIRE_READER_PAGE_HYPHEN", v, t.pageEndHyphen); !s) return s;
+    if (const char* v = variable("QUIRE_READER_LANGUAGE_LETTERS"))
+        if (Status s = readSwitch("QUIRE_READER_LANGUAGE_LETTERS", v, t.languageLetters); !s) return s;
     if (const char* v = variable("QUIRE_READER_SKIP_RULE"))
         if (Status s = readSwitch("QUIRE_READER_SKIP_RULE", v, t.skipRule); !s) return s;
     if (const char* v = variable("QUIRE_READER_TYPESET_PARAGRAPHS"))

@@ -269,10 +269,11 @@ PageDecoding::Outcome PageDecoding::step(const decoder::StepResult& step, int gu
     // own, so a word written against the model's choice is flagged (docs/DECODING.md).
     const bool prior = options.draftPrior > 0 && guess >= 0;
     const int evidence = guess >= 0 && size_t(guess) < m_evidenceIds.size() ? m_evidenceIds[size_t(guess)] : -1;
-    const bool bias = early || noSkip || prior || noJoin || evidence >= 0;
+    const bool bias = early || noSkip || prior || noJoin || evidence >= 0 || !m_e.unwritten.empty();
     if (bias) {
         m_biased = logits;
         constexpr float kBanned = -std::numeric_limits<float>::infinity();
+        for (int id : m_e.unwritten) m_biased[size_t(id)] = kBanned;
         if (early)
             for (int id : config.lineEndTokenIds) m_biased[size_t(id)] = kBanned;
         if (noJoin) m_biased[size_t(kLineJoin)] = kBanned;

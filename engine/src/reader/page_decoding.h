@@ -30,6 +30,7 @@ public:
         int emDash;                                       // the id of "—", -1: none
         const std::vector<bool>& rare;                    // per id: hardly seen in training
         const std::unordered_map<std::string, int>& idOf;  // a character's id (the evidence's glyphs)
+        const std::vector<int>& unwritten;                // ids never picked (ReaderOptions::unwritten)
     };
     enum class Outcome { Go, Done, Failed };
 

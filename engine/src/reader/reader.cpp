@@ -92,6 +92,7 @@ struct ReaderEngine::Impl {
     std::vector<bool> rare;     // by vocabulary id: characters the model hardly saw (empty: no counts)
     std::unordered_map<std::string, int> idOf;  // a character's vocabulary id (the evidence's glyphs)
     std::vector<std::string> characters;         // by vocabulary id: its text, empty where not a character
+    std::vector<int> unwritten;                  // vocabulary ids of options.unwritten
 
     const std::string& identity() {
         if (modelIdentity.empty()) {
@@ -198,6 +199,8 @@ Result<std::unique_ptr<ReaderEngine>> ReaderEngine::load(const ReaderOptions& op
         if (ch == "\u2014" && e->d->options.joinDashes) e->d->emDash = id;
         e->d->idOf.emplace(ch, id);
     }
+    for (const std::string& ch : e->d->options.unwritten)
+        if (auto it = e->d->idOf.find(ch); it != e->d->idOf.end()) e->d->unwritten.push_back(it->second);
     const fs::path counts = fs::path(*dir) / "character_counts.tsv";
     std::error_code ec;
     if (e->d->options.rareBelow > 0 && fs::exists(counts, ec)) {
@@ -360,7 +363,7 @@ Result<ReaderPage> ReaderEngine::decodePage(const Result<PpocrPage>& read, int d
         d->fedAhead.push_back(std::move(next));
     }
 
-    PageDecoding decoding({d->options, config, *d->ppocr, d->characters, d->dashTokens, d->emDash, d->rare, d->idOf}, page, visual, pageNo,
+    PageDecoding decoding({d->options, config, *d->ppocr, d->characters, d->dashTokens, d->emDash, d->rare, d->idOf, d->unwritten}, page, visual, pageNo,
                           *d->sampler, *d->session, onText);
     using Outcome = PageDecoding::Outcome;
     const std::vector<int>& visualIds = decoding.visualIds();

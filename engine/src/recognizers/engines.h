@@ -23,6 +23,8 @@ PpocrOptions ppocrOptionsFor(const RecognizerOptions& options);
 
 // Whether one of the '+'-separated Tesseract language names in `languages` starts with `prefix`.
 bool hasLanguage(const std::string& languages, const std::string& prefix);
+// Whether every one of the '+'-separated languages starts with `prefix` (and there is one).
+bool onlyLanguage(const std::string& languages, const std::string& prefix);
 
 // The letters of the Latin-script languages in `languages` (Tesseract names: deu, frk, fra, ...)
 // that `writes` says an engine cannot write, each once, with the languages they belong to

@@ -150,6 +150,8 @@ Result<std::unique_ptr<Recognizer>> createReaderRecognizer(const RecognizerOptio
     o.layoutParagraphs = t.layoutParagraphs;
     o.pageEndHyphen = t.pageEndHyphen;
     o.skipRule = t.skipRule;
+    if (t.languageLetters && onlyLanguage(options.languages, "eng"))
+        o.unwritten.assign(std::begin(reader_vocab::kNotEnglish), std::end(reader_vocab::kNotEnglish));
     o.typesetParagraphs = t.typesetParagraphs;
     o.evidencePrior = t.evidencePrior;
     auto e = ReaderEngine::load(o);

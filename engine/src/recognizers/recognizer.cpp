@@ -21,6 +21,17 @@ bool hasLanguage(const std::string& languages, const std::string& prefix) {
     return false;
 }
 
+bool onlyLanguage(const std::string& languages, const std::string& prefix) {
+    std::stringstream ss(languages);
+    std::string item;
+    bool any = false;
+    while (std::getline(ss, item, '+')) {
+        if (item.rfind(prefix, 0) != 0) return false;
+        any = true;
+    }
+    return any;
+}
+
 namespace {
 
 // The letters beyond a-z of Latin-script languages Tesseract reads, by its language names (the

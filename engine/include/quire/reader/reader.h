@@ -49,6 +49,9 @@ constexpr int kLineJoin = kSkip + 1;            // a line end where the lines jo
 constexpr int kFirstExtra = kLineJoin + 1;
 constexpr const char* kExtraCharacters[] = {"\u00f6", "\u00d6", "\u00c4", "\u00df", "\u017f",  // ö Ö Ä ß ſ
                                             "\u201e", "\u201a", "\u2013", "\u00ab"};            // „ ‚ – «
+// German print's letters that English print does not use, not written on English pages
+// (ReaderOptions::unwritten).
+constexpr const char* kNotEnglish[] = {"\u017f", "\u00df", "\u201e", "\u201a"};  // ſ ß „ ‚
 constexpr int kBaseVocabSize = kFirstExtra;
 constexpr int kVocabSize = kFirstExtra + int(std::size(kExtraCharacters));
 constexpr int kVisualDim = 124;
@@ -390,6 +393,11 @@ struct ReaderOptions {
     // A word broken over the page break keeps its hyphen where the page's written text ends
     // (keepPageEndHyphen, page_end_hyphen.h), so that the book's assembly can join its halves.
     bool pageEndHyphen = true;
+    // Characters the model may not write on these pages, as text: the recognizer sets German
+    // print's letters that English print lacks (reader_vocab::kNotEnglish) on pages whose languages
+    // are English alone. Models trained on German pages beside English wrote long s on generated
+    // English held-out pages, where the print was faint (docs/RUNS_GERMAN.md, runs 23–25).
+    std::vector<std::string> unwritten;
     // Measurement: every page read with a fresh context (no earlier pages, no recent output), as
     // if each were the volume's first: the ablation of continuous reading (docs/ACCURACY.md).
     bool contextPerPage = false;
