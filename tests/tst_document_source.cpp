@@ -233,6 +233,10 @@ private slots:
         // A damaged JBIG2 scan: PDFium renders it blank and poppler, asked again, printed errors for
         // 50 s (now quiet, and bounded at 20 s); the page is read or flagged, not a timeout.
         QTest::newRow("fuzz finding: JBIG2 errors without end") << "finding-jbig2-errors-without-end.pdf" << 1 << "" << "";
+        // Damaged beyond qpdf (no /Root it can find), which PDFium repairs and then draws a form
+        // that draws itself until it runs out of memory: found in the file's text, every page refused.
+        QTest::newRow("fuzz finding: self-drawing form, no root for qpdf")
+            << "finding-self-drawing-form-without-root.pdf" << 1 << "" << "form that draws itself (object 5)";
         // Damaged beyond qpdf, claiming a million pages PDFium cannot find: refused at once (it
         // took 15 s of probing phantom pages).
         QTest::newRow("fuzz finding: phantom pages") << "finding-slow-phantom-pages.pdf" << 0 << "no pages that can be found" << "";

@@ -16,6 +16,10 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
+#include <functional>
+#include <map>
+#include <optional>
 #include <regex>
 #include <set>
 
@@ -131,6 +135,73 @@ std::optional<QPDFObjGen> followDrawings(const std::string& content, QPDFObjectH
     return std::nullopt;
 }
 
+// Where qpdf cannot read a file (no /Root found), PDFium may still repair it and draw a form that
+// draws itself until it runs out of memory (a fuzz finding). Its bytes are then searched as text:
+// each "N G obj" up to the next, and a form there whose own resources name an object (/X M G R)
+// it draws (/X Do). Returns an object of a cycle among such forms, if any. Files over 16 MB are
+// not searched (the quire-render helper's deadline and memory limit still hold there).
+std::optional<long> rawSelfDrawingForm(const fs::path& path) {
+    std::error_code ec;
+    const auto size = fs::file_size(path, ec);
+    if (ec || size > (16u << 20)) return std::nullopt;
+    std::string bytes(size, '\0');
+    {
+        FILE* f = std::fopen(path.c_str(), "rb");
+        if (!f) return std::nullopt;
+        bytes.resize(std::fread(bytes.data(), 1, size, f));
+        std::fclose(f);
+    }
+    // Object headers: digits, white space, digits, white space, "obj".
+    auto digitsBefore = [&](size_t end) {
+        size_t b = end;
+        while (b > 0 && std::isdigit(static_cast<unsigned char>(bytes[b - 1]))) --b;
+        return b;
+    };
+    std::vector<std::pair<size_t, long>> headers;  // where each object's text starts, its number
+    for (size_t at = bytes.find("obj"); at != std::string::npos; at = bytes.find("obj", at + 3)) {
+        size_t k = at;
+        if (k == 0 || !std::isspace(static_cast<unsigned char>(bytes[k - 1]))) continue;
+        while (k > 0 && std::isspace(static_cast<unsigned char>(bytes[k - 1]))) --k;
+        const size_t g = digitsBefore(k);
+        if (g == k || g == 0 || !std::isspace(static_cast<unsigned char>(bytes[g - 1]))) continue;
+        size_t n = g;
+        while (n > 0 && std::isspace(static_cast<unsigned char>(bytes[n - 1]))) --n;
+        const size_t start = digitsBefore(n);
+        if (start == n || n - start > 9) continue;
+        headers.emplace_back(at + 3, std::stol(bytes.substr(start, n - start)));
+    }
+    // The forms each form draws through names its own text maps to objects.
+    static const std::regex named(R"(/([^\s/\[\]()<>{}%]+)\s+(\d{1,9})\s+\d+\s+R)");
+    std::map<long, std::set<long>> draws;
+    for (size_t h = 0; h < headers.size(); ++h) {
+        const size_t end = h + 1 < headers.size() ? headers[h + 1].first : bytes.size();
+        const std::string text = bytes.substr(headers[h].first, std::min<size_t>(end - headers[h].first, 1u << 20));
+        if (text.find("/Form") == std::string::npos) continue;
+        std::set<std::string> drawn;
+        bool inlineImage = false;
+        scanContent(text, drawn, inlineImage);
+        for (auto it = std::sregex_iterator(text.begin(), text.end(), named); it != std::sregex_iterator(); ++it)
+            if (drawn.count("/" + (*it)[1].str())) draws[headers[h].second].insert(std::stol((*it)[2].str()));
+    }
+    // A cycle among them: depth-first, each form followed at most once.
+    std::map<long, int> state;  // 1: on the path, 2: done
+    std::function<std::optional<long>(long)> visit = [&](long form) -> std::optional<long> {
+        state[form] = 1;
+        if (auto it = draws.find(form); it != draws.end())
+            for (long next : it->second) {
+                if (state[next] == 1) return next;
+                if (state[next] == 0 && draws.count(next))
+                    if (auto cycle = visit(next)) return cycle;
+            }
+        state[form] = 2;
+        return std::nullopt;
+    };
+    for (const auto& [form, _] : draws)
+        if (state[form] == 0)
+            if (auto cycle = visit(form)) return cycle;
+    return std::nullopt;
+}
+
 bool validUtf8(const std::string& s) {
     const QByteArray b = QByteArray::fromStdString(s);
     return QString::fromUtf8(b).toUtf8() == b;
@@ -158,7 +229,7 @@ Result<std::unique_ptr<PdfDocument>> PdfDocument::open(const fs::path& path) {
     doc->m_path = path;
     doc->m_readPath = path;
     std::vector<PdfPageInfo> checked;
-    bool qpdfRead = false;
+    bool qpdfRead = false, pagesChecked = false;
     try {
         QPDF q;
         q.setSuppressWarnings(true);
@@ -184,6 +255,7 @@ Result<std::unique_ptr<PdfDocument>> PdfDocument::open(const fs::path& path) {
                                "); it cannot be rendered";
             checked.push_back(info);
         }
+        pagesChecked = true;
         if (!damage.empty() && !leaves.empty()) {
             // A copy with a sound page tree: one flat /Pages node holding each page once, with the
             // attributes it inherited set on the page itself.
@@ -249,6 +321,13 @@ Result<std::unique_ptr<PdfDocument>> PdfDocument::open(const fs::path& path) {
     if (n <= 0) return Status(ErrorCode::Empty, path.string() + ": the PDF has no pages");
     // qpdf's findings apply page by page only where both libraries see the same pages.
     if (int(checked.size()) != n) checked.assign(size_t(n), PdfPageInfo{});
+    // qpdf could not check the pages' drawings: a form the file's text shows drawing itself
+    // refuses every page, as which pages draw it is not known.
+    if (!pagesChecked)
+        if (auto form = rawSelfDrawingForm(path))
+            for (auto& info : checked)
+                info.refusal = "the damaged file holds a form that draws itself (object " + std::to_string(*form) +
+                               ") and its pages cannot be told apart from it; they cannot be rendered";
     // Where qpdf could not read the file, PDFium trusts the page count: a thousand pages in a row
     // that PDFium cannot find end the document at the last page it found.
     constexpr int kPhantomRun = 1000;
