@@ -358,6 +358,29 @@ private slots:
         QVERIFY(QDir(data("sync-slow/jobs")).entryList(QDir::Dirs | QDir::NoDotAndDotDot).isEmpty());
     }
 
+    // A synchronous call that waits in the queue behind another job past --sync-wait is cancelled
+    // there and not kept either (it stayed listed as cancelled: only a job a worker had taken was
+    // removed, so a slow worker start, as under the sanitizers, left it behind).
+    void syncCallCancelledInTheQueueIsNotKept() {
+        Server s;
+        QVERIFY2(s.start(data("sync-queued"), {"--sync-wait", "1", "--workers", "1", "--threads", "1"}), qPrintable(s.log));
+        auto c = s.client();
+        auto first = c->Post("/v1/jobs", form(samplePdf()));  // nine pages: the one worker is busy
+        QVERIFY(first && first->status == 202);
+        const std::string id = json(first->body).value("id").toString().toStdString();
+        QElapsedTimer t;
+        t.start();
+        while (json(c->Get(("/v1/jobs/" + id).c_str())->body).value("state").toString() != "running" && t.elapsed() < 120000)
+            QThread::msleep(50);
+        auto r = c->Post("/v1/transcribe", form(samplePdf()));
+        QVERIFY(r);
+        QCOMPARE(r->status, 504);
+        const QJsonArray jobs = json(c->Get("/v1/jobs")->body).value("jobs").toArray();
+        QCOMPARE(jobs.size(), 1);
+        QCOMPARE(jobs.at(0).toObject().value("id").toString().toStdString(), id);
+        c->Delete(("/v1/jobs/" + id).c_str());
+    }
+
     // --device cuda: the reader's jobs compute on the GPU where there is one; without one the
     // server says so at the start and reads on the CPU (the same text).
     void readerOnTheDeviceOrTheCpu() {

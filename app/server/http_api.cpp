@@ -235,6 +235,9 @@ void installJobRoutes(httplib::Server& server, JobBoard& board, ServerMetrics& m
         const auto v = board.waitFinished(job->id, options.syncWaitSeconds);
         if (!v || v->state == JobState::Queued || v->state == JobState::Running) {
             board.cancel(job->id);
+            // Cancelled before a worker took it, the job is finished now and no worker will remove
+            // it; a running one is removed by its worker when it stops (JobBoard::run).
+            board.remove(job->id);
             return sendError(res, 504, "the pages were not read within " + std::to_string(options.syncWaitSeconds) +
                                            " seconds; send long documents to POST /v1/jobs");
         }
