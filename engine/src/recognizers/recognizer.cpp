@@ -13,23 +13,26 @@
 
 namespace quire {
 
-bool hasLanguage(const std::string& languages, const std::string& prefix) {
+namespace {
+
+// The '+'-separated languages of `languages`, each as written.
+std::vector<std::string> languageItems(const std::string& languages) {
+    std::vector<std::string> items;
     std::stringstream ss(languages);
-    std::string item;
-    while (std::getline(ss, item, '+'))
-        if (item.rfind(prefix, 0) == 0) return true;
-    return false;
+    for (std::string item; std::getline(ss, item, '+');) items.push_back(item);
+    return items;
+}
+
+}  // namespace
+
+bool hasLanguage(const std::string& languages, const std::string& prefix) {
+    const auto items = languageItems(languages);
+    return std::any_of(items.begin(), items.end(), [&](const std::string& i) { return i.rfind(prefix, 0) == 0; });
 }
 
 bool onlyLanguage(const std::string& languages, const std::string& prefix) {
-    std::stringstream ss(languages);
-    std::string item;
-    bool any = false;
-    while (std::getline(ss, item, '+')) {
-        if (item.rfind(prefix, 0) != 0) return false;
-        any = true;
-    }
-    return any;
+    const auto items = languageItems(languages);
+    return !items.empty() && std::all_of(items.begin(), items.end(), [&](const std::string& i) { return i.rfind(prefix, 0) == 0; });
 }
 
 namespace {
