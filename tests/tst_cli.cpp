@@ -361,6 +361,12 @@ private slots:
         QCOMPARE(r.exitCode, 2);
         QVERIFY2(r.err.contains("QUIRE_READER_WINDOW"), qPrintable(r.err));
         QVERIFY(!QFileInfo::exists(other));
+        qputenv("QUIRE_PPOCR_REC_BATCH", "0");
+        r = runCli({"transcribe", m_good, "--project", other, "--engine", "ppocr"});
+        qunsetenv("QUIRE_PPOCR_REC_BATCH");
+        QCOMPARE(r.exitCode, 2);
+        QVERIFY2(r.err.contains("QUIRE_PPOCR_REC_BATCH") && r.err.contains("1-64"), qPrintable(r.err));
+        QVERIFY(!QFileInfo::exists(other));
     }
 
     void badUsage_data() {

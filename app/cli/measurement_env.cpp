@@ -59,6 +59,12 @@ Status applyMeasurementEnvironment(RecognizerOptions& o) {
         if (*end != '\0' || side < 320 || side > 4096) return malformed("QUIRE_PPOCR_DET_MAX_SIDE", "pixels, 320-4096", v);
         o.ppocrDetMaxSide = int(side);
     }
+    if (const char* v = variable("QUIRE_PPOCR_REC_BATCH")) {
+        char* end = nullptr;
+        const long lines = std::strtol(v, &end, 10);
+        if (*end != '\0' || lines < 1 || lines > 64) return malformed("QUIRE_PPOCR_REC_BATCH", "lines, 1-64", v);
+        o.ppocrRecBatch = int(lines);
+    }
     if (const char* v = variable("QUIRE_PPOCR_LAYOUT")) {
         if (std::string(v) != "tesseract" && std::string(v) != "rows") return malformed("QUIRE_PPOCR_LAYOUT", "tesseract or rows", v);
         o.ppocrLayout = v;

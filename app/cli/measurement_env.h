@@ -11,8 +11,8 @@ namespace quire::cli {
 
 // QUIRE_PPOCR_DIR and QUIRE_READER_MODEL: the model folders, where no option named one.
 void applyModelLocations(RecognizerOptions& options);
-// QUIRE_PPOCR_DET_MAX_SIDE=N (320-4096), QUIRE_PPOCR_LAYOUT=tesseract|rows, QUIRE_PPOCR_SCORE=
-// contour|box and the reader's QUIRE_READER_DRAFT=0, _PRIOR=NATS, _WINDOW=B,G, _RARE=BELOW,NATS,
+// QUIRE_PPOCR_DET_MAX_SIDE=N (320-4096), QUIRE_PPOCR_REC_BATCH=N (1-64), QUIRE_PPOCR_LAYOUT=
+// tesseract|rows, QUIRE_PPOCR_SCORE=contour|box and the reader's QUIRE_READER_DRAFT=0, _PRIOR=NATS, _WINDOW=B,G, _RARE=BELOW,NATS,
 // _PRINTED=S,D, _LINES=E,H,J, _CONTEXT=volume|page, _STATS=1.
 // A malformed value is an error naming the variable and what it takes.
 Status applyMeasurementEnvironment(RecognizerOptions& options);

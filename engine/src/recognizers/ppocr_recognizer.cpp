@@ -44,11 +44,18 @@ PpocrOptions ppocrOptionsFor(const RecognizerOptions& options) {
     o.device = options.device;
     if (options.ppocrDetMaxSide > 0) o.detMaxSide = options.ppocrDetMaxSide;
     o.detContourScore = options.ppocrContourScore;
+    if (options.ppocrRecBatch > 0) o.recBatch = options.ppocrRecBatch;
     return o;
 }
 
 Result<std::unique_ptr<Recognizer>> createPpocrRecognizer(const RecognizerOptions& options) {
-    auto e = PpocrEngine::load(ppocrOptionsFor(options));
+    // One line a recognizer call: each is padded to the minimum width, not to its batch's widest,
+    // so a line reads the same whatever its neighbours, and a page takes a tenth less time
+    // (docs/BENCHMARKS.md, 2026-12-05). The reader keeps batches of 8, the front-end its model
+    // was trained on (its visual tokens change with the padding).
+    PpocrOptions o = ppocrOptionsFor(options);
+    if (options.ppocrRecBatch <= 0) o.recBatch = 1;
+    auto e = PpocrEngine::load(o);
     if (!e) return e.status();
     return std::unique_ptr<Recognizer>(new PpocrRecognizer(std::move(e).value(), options.languages));
 }

@@ -67,6 +67,9 @@ struct RecognizerOptions {
     int ppocrDetMaxSide = 0;
     std::string ppocrLayout;
     bool ppocrContourScore = true;  // PpocrOptions::detContourScore (false: measurement only)
+    // Text lines per recognizer call (0: the engine's own, 1 for PP-OCR, 8 for the reader's
+    // front-end, whose model was trained on batches of 8; another value: measurement only).
+    int ppocrRecBatch = 0;
     // Tesseract: each word's glyphs with boxes, confidences and the LSTM's alternatives
     // (lstm_choice_mode 2; the text is the same), for the reader's evidence (quire-cli features).
     bool glyphChoices = false;
