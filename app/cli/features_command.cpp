@@ -73,9 +73,10 @@ int featuresCommand(const Args& args) {
     applyModelLocations(ro);
     PpocrOptions po;
     po.modelDir = ro.ppocrDir;
-    // The reading order and detector size transcribe uses.
+    // The reading order, detector size and recogniser batch the reader's front-end uses.
     po.layout = ro.ppocrLayout.empty() ? ppocrLayoutFor(args.value("lang", "eng")) : ro.ppocrLayout;
     if (ro.ppocrDetMaxSide > 0) po.detMaxSide = ro.ppocrDetMaxSide;
+    if (ro.ppocrRecBatch > 0) po.recBatch = ro.ppocrRecBatch;
     auto engine = PpocrEngine::load(po);
     if (!engine) return fail(exitFor(engine.status()), engine.status().message());
     std::unique_ptr<Recognizer> tesseract;
