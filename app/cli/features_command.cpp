@@ -17,6 +17,7 @@
 #include "quire/ppocr/ppocr.h"
 #include "quire/preprocess/preprocess.h"
 #include "quire/recognizers/line_evidence.h"
+#include "quire/recognizers/ppocr_options.h"
 #include "quire/recognizers/recognizer.h"
 #include "quire/source/document_source.h"
 
@@ -69,21 +70,15 @@ int featuresCommand(const Args& args) {
     fs::create_directories(outDir, ec);
     if (ec) return fail(kUsage, outDir + ": cannot create the output folder (" + ec.message() + ")");
     RecognizerOptions ro;
+    ro.languages = args.value("lang", "eng");
     if (Status st = applyMeasurementEnvironment(ro); !st) return fail(kUsage, st.message());
     applyModelLocations(ro);
-    PpocrOptions po;
-    po.modelDir = ro.ppocrDir;
-    // The reading order, detector size and recogniser batch the reader's front-end uses.
-    po.layout = ro.ppocrLayout.empty() ? ppocrLayoutFor(args.value("lang", "eng")) : ro.ppocrLayout;
-    if (ro.ppocrDetMaxSide > 0) po.detMaxSide = ro.ppocrDetMaxSide;
-    if (ro.ppocrRecBatch > 0) po.recBatch = ro.ppocrRecBatch;
-    auto engine = PpocrEngine::load(po);
+    auto engine = PpocrEngine::load(ppocrOptionsFor(ro));  // the reader's front-end, as transcribe sets it up
     if (!engine) return fail(exitFor(engine.status()), engine.status().message());
     std::unique_ptr<Recognizer> tesseract;
     if (args.has("evidence")) {
         RecognizerOptions to = ro;
         to.engine = "tesseract";
-        to.languages = args.value("lang", "eng");
         to.glyphChoices = true;
         auto rec = createRecognizer(to);
         if (!rec) return fail(exitFor(rec.status()), rec.status().message());

@@ -28,6 +28,16 @@ Status readNats(const char* name, const char* v, float& out) {
     return Status::ok();
 }
 
+// A whole number in [lo, hi] from the variable `name` (its value `v`); `unit` names what it counts.
+Status readInteger(const char* name, const char* v, long lo, long hi, const char* unit, int& out) {
+    char* end = nullptr;
+    const long n = std::strtol(v, &end, 10);
+    if (*end != '\0' || n < lo || n > hi)
+        return malformed(name, std::string(unit) + ", " + std::to_string(lo) + "-" + std::to_string(hi), v);
+    out = int(n);
+    return Status::ok();
+}
+
 // A switch, 0 or 1, from the variable `name` (its value `v`).
 Status readSwitch(const char* name, const char* v, bool& out) {
     if (std::string(v) != "0" && std::string(v) != "1") return malformed(name, "0 or 1", v);
@@ -53,18 +63,10 @@ void applyModelLocations(RecognizerOptions& o) {
 }
 
 Status applyMeasurementEnvironment(RecognizerOptions& o) {
-    if (const char* v = variable("QUIRE_PPOCR_DET_MAX_SIDE")) {
-        char* end = nullptr;
-        const long side = std::strtol(v, &end, 10);
-        if (*end != '\0' || side < 320 || side > 4096) return malformed("QUIRE_PPOCR_DET_MAX_SIDE", "pixels, 320-4096", v);
-        o.ppocrDetMaxSide = int(side);
-    }
-    if (const char* v = variable("QUIRE_PPOCR_REC_BATCH")) {
-        char* end = nullptr;
-        const long lines = std::strtol(v, &end, 10);
-        if (*end != '\0' || lines < 1 || lines > 64) return malformed("QUIRE_PPOCR_REC_BATCH", "lines, 1-64", v);
-        o.ppocrRecBatch = int(lines);
-    }
+    if (const char* v = variable("QUIRE_PPOCR_DET_MAX_SIDE"))
+        if (Status s = readInteger("QUIRE_PPOCR_DET_MAX_SIDE", v, 320, 4096, "pixels", o.ppocrDetMaxSide); !s) return s;
+    if (const char* v = variable("QUIRE_PPOCR_REC_BATCH"))
+        if (Status s = readInteger("QUIRE_PPOCR_REC_BATCH", v, 1, 64, "lines", o.ppocrRecBatch); !s) return s;
     if (const char* v = variable("QUIRE_PPOCR_LAYOUT")) {
         if (std::string(v) != "tesseract" && std::string(v) != "rows") return malformed("QUIRE_PPOCR_LAYOUT", "tesseract or rows", v);
         o.ppocrLayout = v;
