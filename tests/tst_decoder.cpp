@@ -262,6 +262,25 @@ private slots:
         QVERIFY(s.step(1));
     }
 
+    // The front-end's line batch a reader model was trained with survives config.json; a file
+    // without it means 8 (every model before the key), and a batch outside 1..64 is refused.
+    void frontEndLineBatchSurvivesTheConfig() {
+        ModelConfig c = tinyDecoderConfig();
+        c.visualTokenIds = true;
+        QCOMPARE(ModelConfig::fromJson(c.toJson(), "config.json")->frontEndLineBatch, 8);
+        c.frontEndLineBatch = 1;
+        auto parsed = ModelConfig::fromJson(c.toJson(), "config.json");
+        QVERIFY2(parsed, parsed.status().message().c_str());
+        QCOMPARE(parsed->frontEndLineBatch, 1);
+        std::string json = c.toJson();
+        QVERIFY(json.find("\"front_end_line_batch\": 1") != std::string::npos);
+        json.replace(json.find("\"front_end_line_batch\": 1"), 25, "\"front_end_line_batch\": 0");
+        const auto refused = ModelConfig::fromJson(json, "config.json");
+        QVERIFY(!refused);
+        QVERIFY2(QString::fromStdString(refused.status().message()).contains("front_end_line_batch"),
+                 refused.status().message().c_str());
+    }
+
     // Evidence ids (visual_evidence_ids) survive config.json, need visual_token_ids, widen each
     // visual token by their count, and each is -1 (none) or a vocabulary id; the model file holds
     // their gains, and a gain-less model reads as if the evidence were absent.

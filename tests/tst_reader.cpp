@@ -164,6 +164,39 @@ private slots:
         QCOMPARE(QString::fromStdString(*notFromEnv), tmp.filePath("m"));
     }
 
+    // The front-end reads with the line batch the model was trained on (its config's
+    // front_end_line_batch; 8 where the file has none), unless a measurement sets one: the
+    // padding to a batch's widest line changes the visual tokens, so a model must get its own.
+    void frontEndReadsWithTheModelsLineBatch() {
+        QTemporaryDir tmp;
+        decoder::ModelConfig c = tinyReaderConfig();
+        const std::string old = tmp.filePath("old").toStdString(), one = tmp.filePath("one").toStdString();
+        QVERIFY(decoder::saveModel(decoder::randomModel(c, 1), old));
+        c.frontEndLineBatch = 1;
+        QVERIFY(decoder::saveModel(decoder::randomModel(c, 1), one));
+        ReaderOptions o;
+        o.modelDir = old;
+        QCOMPARE((*ReaderEngine::load(o))->frontEnd().options().recBatch, 8);
+        o.modelDir = one;
+        auto reader = ReaderEngine::load(o);
+        QVERIFY(reader);
+        QCOMPARE((*reader)->frontEnd().options().recBatch, 1);
+        o.frontEndLineBatch = 3;
+        QCOMPARE((*ReaderEngine::load(o))->frontEnd().options().recBatch, 3);
+        // Lines of different widths: with one line a call each is padded alone, and the reader's
+        // tokens are those of a front-end set to 1, not to 8.
+        const cv::Mat page = textPage({"A short line", "and a much longer line of text below it", "end"}, 1600, 600, 1.4);
+        auto mine = (*reader)->encode(page);
+        PpocrOptions eight;
+        eight.recBatch = 8;
+        auto batched = (*PpocrEngine::load(eight))->read(page, true);
+        auto single = (*PpocrEngine::load(PpocrOptions{}))->read(page, true);
+        QVERIFY(mine && batched && single);
+        QCOMPARE(PpocrOptions{}.recBatch, 1);
+        QVERIFY(ReaderEngine::visualTokens(*mine) == ReaderEngine::visualTokens(*single));
+        QVERIFY(ReaderEngine::visualTokens(*mine) != ReaderEngine::visualTokens(*batched));
+    }
+
     // Two vocabularies load: the shipped model's (PP-OCR's characters) and one with German print's
     // extra letters after LINE_JOIN, which the engine then writes and its notice no longer names;
     // a model of any other size is refused with its size named.

@@ -73,7 +73,8 @@ int featuresCommand(const Args& args) {
     ro.languages = args.value("lang", "eng");
     if (Status st = applyMeasurementEnvironment(ro); !st) return fail(kUsage, st.message());
     applyModelLocations(ro);
-    auto engine = PpocrEngine::load(ppocrOptionsFor(ro));  // the reader's front-end, as transcribe sets it up
+    const PpocrOptions po = ppocrOptionsFor(ro);  // the reader's front-end, as transcribe sets it up
+    auto engine = PpocrEngine::load(po);
     if (!engine) return fail(exitFor(engine.status()), engine.status().message());
     std::unique_ptr<Recognizer> tesseract;
     if (args.has("evidence")) {
@@ -123,7 +124,8 @@ int featuresCommand(const Args& args) {
                     lines.append(lineJson);
                 }
                 QJsonObject meta{{"source", QString::fromStdString(input)}, {"source_page", i + 1}, {"page", pageNo},
-                                 {"width", img->image.cols}, {"height", img->image.rows}, {"lines", lines}};
+                                 {"width", img->image.cols}, {"height", img->image.rows}, {"lines", lines},
+                                 {"line_batch", po.recBatch}};  // a model trained on these runs with it
                 char name[64];
                 std::snprintf(name, sizeof name, "page-%05d.safetensors", pageNo);
                 const fs::path file = fs::path(outDir) / name;

@@ -283,6 +283,30 @@ def reading_ids(out):
     return [SPACE if o == LINE_BREAK else o for o in out if o not in (SKIP, LINE_JOIN)]
 
 
+def features_line_batch(doc_dir):
+    """The front-end's lines per recognizer call that made a document's features (`quire-cli
+    features` writes it into each page's metadata since 2026-12-05 evening; before, always 8)."""
+    feat_dir = os.path.join(doc_dir, "features")
+    first = sorted(f for f in os.listdir(feat_dir) if f.endswith(".safetensors"))[0]
+    with open(os.path.join(feat_dir, first), "rb") as f:
+        n = struct.unpack("<Q", f.read(8))[0]
+        meta = json.loads(f.read(n)).get("__metadata__", {})
+    return json.loads(meta["quire.features"]).get("line_batch", 8)
+
+
+def front_end_line_batch(doc_dirs):
+    """The one line batch of these documents' features, which a model trained on them must be read
+    with (its config's front_end_line_batch); a ValueError where they differ."""
+    seen = {}
+    for d in doc_dirs:
+        seen.setdefault(features_line_batch(d), d)
+    if len(seen) > 1:
+        raise ValueError("features made with different line batches: " +
+                         ", ".join(f"{b} ({d})" for b, d in sorted(seen.items())) +
+                         "; compute them again with one (quire-cli features, QUIRE_PPOCR_REC_BATCH)")
+    return next(iter(seen), 1)
+
+
 def features_ready(doc_dir):
     pages = [f for f in os.listdir(doc_dir) if f.endswith(".png")]
     feat_dir = os.path.join(doc_dir, "features")

@@ -321,10 +321,11 @@ def save_safetensors(path, tensors, metadata=None):
             f.write(b)
 
 
-def export(model, out_dir, pattern=None):
+def export(model, out_dir, pattern=None, line_batch=None):
     """The runtime's format: config.json + model.safetensors (docs/MODEL_FORMAT.md). `pattern`: the
     SR-SWA pattern (srswa.Pattern) the model was trained under, written as config.json's "srswa"
-    so that the reader runs the model with it (its look-ahead included)."""
+    so that the reader runs the model with it (its look-ahead included). `line_batch`: the
+    front-end's lines per recognizer call that made its training features (front_end_line_batch)."""
     os.makedirs(out_dir, exist_ok=True)
     c = model.c
     t = {"embed_tokens.weight": model.embed_tokens.weight, "visual_proj.weight": model.visual_proj.weight,
@@ -342,6 +343,8 @@ def export(model, out_dir, pattern=None):
     config = json.loads(c.to_json())
     if pattern is not None:
         config["srswa"] = pattern.to_dict()
+    if line_batch is not None:
+        config["front_end_line_batch"] = line_batch
     with open(os.path.join(out_dir, "config.json"), "w") as f:
         f.write(json.dumps(config, indent=2) + "\n")
 
@@ -353,6 +356,7 @@ def load_exported(model_dir):
         cfg = json.load(f)
     cfg.pop("model_type", None)
     cfg.pop("srswa", None)  # how it runs, not what it is
+    cfg.pop("front_end_line_batch", None)
     model = QuireDecoder(Config(**cfg))
     with open(os.path.join(model_dir, "model.safetensors"), "rb") as f:
         raw = f.read()

@@ -28,7 +28,7 @@ import torch.nn.functional as F
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from data import (BOS, COUNTS_FILE, EOS, EVIDENCE_VALUES, EXTRA_BASES, FIRST_EXTRA, PAGE_BREAK, VISUAL_DIM, Vocab, character_counts, features_ready,  # noqa: E402
-                  merge_counts, prepare_document, read_counts, write_counts)
+                  front_end_line_batch, merge_counts, prepare_document, read_counts, write_counts)
 from model import GEN, SINK, VISUAL, Config, QuireDecoder, attention_mask, copy_init, export, load_exported  # noqa: E402
 import srswa  # noqa: E402
 
@@ -260,8 +260,12 @@ def main():
     loaded = set()
     # Models with visual_evidence_ids read Tesseract's evidence beside each visual token.
     evidence = cfg["model"].get("visual_evidence_ids", 0) > 0
-    records = load_records(find_documents(args.data, args.ready_only), loaded, quire_cli, vocab, args.jobs, evidence)
-    print(f"{len(records)} documents ready in {time.time() - t0:.0f} s", flush=True)
+    docs = find_documents(args.data, args.ready_only)
+    records = load_records(docs, loaded, quire_cli, vocab, args.jobs, evidence)
+    # The reader runs a model with the front-end's line batch its features were made with.
+    line_batch = front_end_line_batch(docs)
+    print(f"{len(records)} documents ready in {time.time() - t0:.0f} s; features made {line_batch} line(s) a call",
+          flush=True)
     held = held_out_count(len(records))
     max_len = train_cfg["max_len"]
     # "srswa" in the training config: the runtime's SR-SWA budgets (srswa.Pattern), the window's
@@ -317,8 +321,11 @@ def main():
             if step >= total:
                 break
             if args.refresh_every and step % args.refresh_every == 0 and step:
-                new = load_records(find_documents(args.data, True), loaded, quire_cli, vocab, evidence=evidence)
+                more = [d for d in find_documents(args.data, True) if d not in loaded]
+                new = load_records(more, loaded, quire_cli, vocab, evidence=evidence)
                 if new:
+                    if front_end_line_batch(more + docs[:1]) != line_batch:
+                        raise ValueError(f"{more[0]}: features of another line batch than the run's {line_batch}")
                     train_seqs += [build_sequence(r, max_len, look_ahead) for r in new]
                     train_records += new
                     counts = merge_counts(init_counts, character_counts(train_records, vocab))
@@ -338,7 +345,7 @@ def main():
             if step % train_cfg["checkpoint_every"] == 0 or step == total:
                 torch.save({"model": model.state_dict(), "optimizer": opt.state_dict(), "step": step,
                             "py_rng": random.getstate(), "torch_rng": torch.get_rng_state()}, ckpt)
-                export(model, os.path.join(args.out, "model"), pattern)
+                export(model, os.path.join(args.out, "model"), pattern, line_batch)
                 write_counts(os.path.join(args.out, "model", COUNTS_FILE), counts)
     print(f"done: {step} steps in {time.time() - start:.0f} s; model in {os.path.join(args.out, 'model')}")
 

@@ -33,7 +33,7 @@ Result<ModelConfig> ModelConfig::fromJson(const std::string& json, const std::st
     for (auto [key, field] : std::initializer_list<std::pair<const char*, int*>>{
              {"max_position_embeddings", &c.maxPositions}, {"bos_token_id", &c.bosTokenId},
              {"eos_token_id", &c.eosTokenId}, {"page_break_token_id", &c.pageBreakTokenId},
-             {"visual_evidence_ids", &c.visualEvidenceIds}})
+             {"visual_evidence_ids", &c.visualEvidenceIds}, {"front_end_line_batch", &c.frontEndLineBatch}})
         if (Status s = integer(key, *field, false); !s) return s;
     c.rmsNormEps = float(o.value("rms_norm_eps").toDouble(c.rmsNormEps));
     c.ropeTheta = o.value("rope_theta").toDouble(c.ropeTheta);
@@ -100,6 +100,7 @@ Status ModelConfig::validate(const std::string& where) const {
     if (!(ropeTheta > 1) || !(rmsNormEps > 0)) return bad("rope_theta and rms_norm_eps must be positive");
     if (visualEvidenceIds < 0 || visualEvidenceIds > 8) return bad("visual_evidence_ids must lie in 0..8");
     if (visualEvidenceIds && !visualTokenIds) return bad("visual_evidence_ids needs visual_token_ids");
+    if (frontEndLineBatch < 1 || frontEndLineBatch > 64) return bad("front_end_line_batch must lie in 1..64");
     return Status::ok();
 }
 
@@ -124,6 +125,7 @@ std::string ModelConfig::toJson() const {
         o.insert("visual_line_end_token_id", visualLineEndTokenId);
     }
     if (visualEvidenceIds) o.insert("visual_evidence_ids", visualEvidenceIds);
+    if (frontEndLineBatch != 8) o.insert("front_end_line_batch", frontEndLineBatch);  // absent: 8
     if (srswa)
         o.insert("srswa", QJsonObject{{"window_before", srswa->windowBefore}, {"window_after", srswa->windowAfter},
                                       {"gated_pages", srswa->gatedPages}, {"blocks_per_gated_page", srswa->blocksPerGatedPage},

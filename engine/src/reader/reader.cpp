@@ -151,9 +151,11 @@ Result<std::unique_ptr<ReaderEngine>> ReaderEngine::load(const ReaderOptions& op
     if (!dir) return dir.status();
     auto model = options.sharing ? options.sharing->model(*dir) : decoder::loadModel(*dir);
     if (!model) return model.status();
-    auto ppocr = PpocrEngine::load(options.ppocr);
-    if (!ppocr) return ppocr.status();
     const auto& c = (*model)->config;
+    PpocrOptions frontEnd = options.ppocr;
+    frontEnd.recBatch = options.frontEndLineBatch > 0 ? options.frontEndLineBatch : c.frontEndLineBatch;
+    auto ppocr = PpocrEngine::load(frontEnd);
+    if (!ppocr) return ppocr.status();
     if ((*ppocr)->classCount() != kKeyCount + 2)
         return Status(ErrorCode::Corrupt, "reader: the front-end has " + std::to_string((*ppocr)->classCount()) +
                                               " classes, the reader's vocabulary is made for " + std::to_string(kKeyCount + 2));

@@ -49,13 +49,7 @@ PpocrOptions ppocrOptionsFor(const RecognizerOptions& options) {
 }
 
 Result<std::unique_ptr<Recognizer>> createPpocrRecognizer(const RecognizerOptions& options) {
-    // One line a recognizer call: each is padded to the minimum width, not to its batch's widest,
-    // so a line reads the same whatever its neighbours, and a page takes a tenth less time
-    // (docs/BENCHMARKS.md, 2026-12-05). The reader keeps batches of 8, the front-end its model
-    // was trained on (its visual tokens change with the padding).
-    PpocrOptions o = ppocrOptionsFor(options);
-    if (options.ppocrRecBatch <= 0) o.recBatch = 1;
-    auto e = PpocrEngine::load(o);
+    auto e = PpocrEngine::load(ppocrOptionsFor(options));
     if (!e) return e.status();
     return std::unique_ptr<Recognizer>(new PpocrRecognizer(std::move(e).value(), options.languages));
 }

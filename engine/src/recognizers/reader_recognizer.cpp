@@ -133,6 +133,7 @@ Result<std::unique_ptr<Recognizer>> createReaderRecognizer(const RecognizerOptio
     ReaderOptions o;
     o.modelDir = options.readerModel;
     o.ppocr = ppocrOptionsFor(options);
+    o.frontEndLineBatch = options.ppocrRecBatch;  // a measurement's; else the model's
     o.closeUpSpacing = t.spacingRule && !hasLanguage(options.languages, "fra");  // French spaces ; : ? ! by rule
     o.attention.threads = options.decoderThreads > 0 ? std::min(options.decoderThreads, 2)
                                                      : std::thread::hardware_concurrency() >= 3 ? 2 : 1;

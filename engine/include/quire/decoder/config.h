@@ -49,6 +49,10 @@ struct ModelConfig {
     bool tieWordEmbeddings = true;
     int bosTokenId = 1, eosTokenId = 2, pageBreakTokenId = 3;
     std::optional<TrainedPattern> srswa;  // absent: trained without the runtime's SR-SWA (R-SWA masks)
+    // Text lines per recognizer call of the front-end whose visual tokens the model was trained on:
+    // the padding to a batch's widest line changes them (docs/MODEL_FORMAT.md). Absent from the
+    // file: 8, the batch of every model before 2026-12-05 evening.
+    int frontEndLineBatch = 8;
 
     static Result<ModelConfig> fromJson(const std::string& json, const std::string& where);
     static Result<ModelConfig> load(const std::filesystem::path& file);

@@ -35,7 +35,11 @@ struct PpocrOptions {
     // false: inside its minimum-area rectangle ("fast" mode). Generated pages hardly tell the two
     // apart (their lines are rectangles); real pages do (docs/ACCURACY.md, 2026-12-03).
     bool detContourScore = true;
-    int recBatch = 8;             // text lines per recognizer call
+    // Text lines per recognizer call. One: each line is padded to the minimum width, not to its
+    // batch's widest, so it reads the same whatever its neighbours, and a page takes a tenth less
+    // time than with 8 (docs/BENCHMARKS.md, 2026-12-05). A reader model names its own
+    // (ModelConfig::frontEndLineBatch): its visual tokens change with the padding.
+    int recBatch = 1;
     int recMaxWidth = 3200;       // widest line image (height 48) given to the recognizer
     bool verifyChecksums = true;  // compare model files with the pinned SHA-256 sums
     // Reading order of the detected lines: "tesseract" (Tesseract's page layout analysis, blocks

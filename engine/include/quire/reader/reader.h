@@ -335,7 +335,10 @@ private:
 
 struct ReaderOptions {
     std::string modelDir;  // config.json + model.safetensors (docs/MODEL_FORMAT.md); empty: findReaderModel()
+    // The front-end's options; its lines per recognizer call are the model's front_end_line_batch
+    // (the batch its visual tokens were made with) unless frontEndLineBatch (measurements) is set.
     PpocrOptions ppocr;
+    int frontEndLineBatch = 0;
     // maxPageTokens is raised to fit pages; a model with a trained pattern replaces the budgets
     // (useTrainedPattern), then the overrides below apply.
     decoder::AttentionParams attention = readerAttentionDefaults();
