@@ -570,9 +570,10 @@ private slots:
         }
         QVERIFY(characters > 60);
         const auto [onDevice, onCpu] = (*dev)->deviceNodeCounts();
-        // The CPU keeps the integer shape arithmetic (Cast, Slice and Concat of shapes; 36 of 704
-        // nodes on these pages): a twelfth of the nodes at most.
-        QVERIFY2(onDevice > 11 * onCpu && onCpu > 0, qPrintable(QString("%1 nodes on the device, %2 on the CPU").arg(onDevice).arg(onCpu)));
+        // The CPU keeps the integer shape arithmetic (Cast, Slice and Concat of shapes; 108 of 1,196
+        // nodes on these pages, one line a recognizer call, each call repeating its shape nodes):
+        // a tenth of the nodes at most.
+        QVERIFY2(onDevice > 9 * onCpu && onCpu > 0, qPrintable(QString("%1 nodes on the device, %2 on the CPU").arg(onDevice).arg(onCpu)));
         QVERIFY((*dev)->deviceNotice().empty());
         qInfo("%d characters; %lld nodes on the device, %lld on the CPU", characters, (long long)onDevice, (long long)onCpu);
         if (gpuDevices().empty()) {
