@@ -1,14 +1,18 @@
 // Quire's ONNX runtime's CPU kernels against their definitions: convolutions (with and without
 // a fused epilogue), transposed convolutions, broadcasting, MatMul and Transpose, and the fused
-// elementwise chains. The graphs of the PP-OCR models are tested in tst_ppocr.
+// elementwise chains, and the cache of freed activation buffers. The graphs of the PP-OCR models
+// are tested in tst_ppocr.
 #include <QtTest>
 
 #include <cmath>
 #include <cstring>
 #include <random>
+#include <thread>
+#include <vector>
 
 #include "nn/cpu_ops.h"
 #include "nn/graph.h"
+#include "quire/nn/buffer_cache.h"
 
 using namespace quire;
 using namespace quire::nn;
@@ -210,6 +214,53 @@ private slots:
         const Tensor t = cpu::transpose(q, {2, 0, 3, 1});
         QCOMPARE(t.shape, (Shape{4, 2, 6, 3}));
         QCOMPARE(t.f[size_t(((1 * 2 + 1) * 6 + 5) * 3 + 2)], q.f[size_t(((1 * 3 + 2) * 4 + 1) * 6 + 5)]);
+    }
+
+    // Large freed buffers come back for a request of a nearby size; small ones, and more than the
+    // limit, go back to the heap; the sizes round to eight steps per doubling.
+    void freedBuffersAreReused() {
+        const size_t mb = size_t(1) << 20;
+        QCOMPARE(bufferCacheRoundedSize(1000), size_t(1000));
+        QCOMPARE(bufferCacheRoundedSize(mb), mb);
+        QCOMPARE(bufferCacheRoundedSize(mb + 1), mb + mb / 8);
+        QCOMPARE(bufferCacheRoundedSize(3 * mb + 5), 3 * mb + mb / 4);
+        for (size_t n : {mb, mb + 7, 5 * mb + 123, 37 * mb + 1}) {
+            const size_t r = bufferCacheRoundedSize(n);
+            QVERIFY(r >= n && r - n <= n / 8 + 1);
+        }
+        bufferCacheTrim();
+        QCOMPARE(bufferCacheHeldBytes(), size_t(0));
+        void* a = bufferCacheAllocate(2 * mb + 100);
+        std::memset(a, 1, 2 * mb + 100);
+        bufferCacheFree(a, 2 * mb + 100);
+        QCOMPARE(bufferCacheHeldBytes(), bufferCacheRoundedSize(2 * mb + 100));
+        void* b = bufferCacheAllocate(2 * mb + 200);  // the same rounded size: the same memory
+        QCOMPARE(b, a);
+        QCOMPARE(bufferCacheHeldBytes(), size_t(0));
+        bufferCacheFree(b, 2 * mb + 200);
+        void* small = bufferCacheAllocate(4096);
+        bufferCacheFree(small, 4096);
+        QCOMPARE(bufferCacheHeldBytes(), bufferCacheRoundedSize(2 * mb + 100));
+        // Past the limit (64 MB) the oldest go.
+        std::vector<void*> many;
+        for (int i = 0; i < 40; ++i) many.push_back(bufferCacheAllocate(3 * mb));
+        for (void* p : many) bufferCacheFree(p, 3 * mb);
+        QVERIFY(bufferCacheHeldBytes() <= size_t(64) * mb);
+        QVERIFY(bufferCacheHeldBytes() >= size_t(60) * mb);
+        bufferCacheTrim();
+        QCOMPARE(bufferCacheHeldBytes(), size_t(0));
+        // Tensors from several threads at once (ThreadSanitizer's and ASan's case).
+        std::vector<std::thread> threads;
+        for (int t = 0; t < 4; ++t)
+            threads.emplace_back([t] {
+                for (int i = 0; i < 50; ++i) {
+                    Tensor x = Tensor::uninit({int64_t(1 + (i + t) % 5), 512, 1024});
+                    x.f[0] = float(i);
+                    x.f[x.f.size() - 1] = float(t);
+                }
+            });
+        for (auto& th : threads) th.join();
+        QVERIFY(bufferCacheHeldBytes() <= size_t(64) * mb);
     }
 
 };

@@ -4,6 +4,9 @@
 
 #include <cstdint>
 #include <memory>
+#include <new>
+
+#include "quire/nn/buffer_cache.h"
 #include <utility>
 #include <string>
 #include <vector>
@@ -13,14 +16,21 @@ namespace quire::nn {
 using Shape = std::vector<int64_t>;
 
 // An allocator that leaves new floats uninitialised: activation buffers are written in full by
-// the kernel that produces them, and zero-filling them first cost ~8 % of a page's time.
+// the kernel that produces them, and zero-filling them first cost ~8 % of a page's time. Its
+// memory comes from the buffer cache, which keeps large freed buffers for reuse.
 template <typename T>
 struct DefaultInitAllocator : std::allocator<T> {
     template <typename U>
     struct rebind {
         using other = DefaultInitAllocator<U>;
     };
+    using value_type = T;
     using std::allocator<T>::allocator;
+    T* allocate(size_t n) {
+        if (n > size_t(-1) / sizeof(T)) throw std::bad_array_new_length();
+        return static_cast<T*>(bufferCacheAllocate(n * sizeof(T)));
+    }
+    void deallocate(T* p, size_t n) noexcept { bufferCacheFree(p, n * sizeof(T)); }
     template <typename U>
     void construct(U* p) noexcept {
         ::new (static_cast<void*>(p)) U;
