@@ -14,8 +14,8 @@ namespace {
 
 // Below this a request goes to the heap as it is: glibc keeps small blocks in its arenas anyway.
 constexpr size_t kCachedFrom = size_t(1) << 20;
-// The most bytes of freed buffers kept, over all threads: 64 MB steadied the reader's front-end at
-// +80-100 MB peak RSS; 128 and 256 gained no speed (docs/BENCHMARKS.md, 2026-12-05).
+// The most bytes of freed buffers kept, over all threads: 64 MB steadied the reader's front-end for
+// 56-100 MB more peak RSS; 128 and 256 gained no speed (docs/BENCHMARKS.md, 2026-12-05).
 constexpr size_t kHeldLimit = size_t(64) << 20;
 
 struct Cache {

@@ -5,11 +5,11 @@
 #include <cstdint>
 #include <memory>
 #include <new>
-
-#include "quire/nn/buffer_cache.h"
 #include <utility>
 #include <string>
 #include <vector>
+
+#include "quire/nn/buffer_cache.h"
 
 namespace quire::nn {
 
