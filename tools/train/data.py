@@ -159,10 +159,16 @@ def merge_counts(a, b):
     return out
 
 
+def read_safetensors_header(f):
+    """A safetensors file's JSON header (tensors and "__metadata__") and its length in bytes, read
+    from the open file `f` at its start."""
+    n = struct.unpack("<Q", f.read(8))[0]
+    return json.loads(f.read(n)), n
+
+
 def read_safetensors(path):
     with open(path, "rb") as f:
-        n = struct.unpack("<Q", f.read(8))[0]
-        header = json.loads(f.read(n))
+        header, n = read_safetensors_header(f)
         base = 8 + n
         f.seek(0)
         raw = f.read()
@@ -288,9 +294,8 @@ def features_line_batch(doc_dir):
     features` writes it into each page's metadata since 2026-12-05 evening; before, always 8)."""
     feat_dir = os.path.join(doc_dir, "features")
     first = sorted(f for f in os.listdir(feat_dir) if f.endswith(".safetensors"))[0]
-    with open(os.path.join(feat_dir, first), "rb") as f:
-        n = struct.unpack("<Q", f.read(8))[0]
-        meta = json.loads(f.read(n)).get("__metadata__", {})
+    with open(os.path.join(feat_dir, first), "rb") as f:  # the header only, not the tensors
+        meta = read_safetensors_header(f)[0].get("__metadata__", {})
     return json.loads(meta["quire.features"]).get("line_batch", 8)
 
 
