@@ -131,6 +131,63 @@ private slots:
         else QVERIFY2(std::memcmp(fused.data(), after.data(), sizeof(float) * after.f.size()) == 0, "the epilogue changed the sums");
     }
 
+    // A depthwise convolution sums in one fixed order, bias first and then the taps in (ky, kx)
+    // order, a tap outside the image skipped: to the bit, over widths that leave its 16-column
+    // blocks whole, short and absent, and over the strides the front-end's graphs use and others.
+    void depthwiseSumsInTapOrder_data() {
+        QTest::addColumn<int>("k");
+        QTest::addColumn<int>("strideH");
+        QTest::addColumn<int>("strideW");
+        QTest::addColumn<int>("pad");
+        QTest::addColumn<int>("dil");
+        QTest::newRow("3x3") << 3 << 1 << 1 << 1 << 1;
+        QTest::newRow("5x5") << 5 << 1 << 1 << 2 << 1;
+        QTest::newRow("3x3 stride 2") << 3 << 2 << 2 << 1 << 1;
+        QTest::newRow("5x5 stride 2, 1") << 5 << 2 << 1 << 2 << 1;
+        QTest::newRow("3x3 stride 3, no pad") << 3 << 1 << 3 << 0 << 1;
+        QTest::newRow("3x3 dilated, wide pad") << 3 << 1 << 2 << 4 << 2;
+    }
+    void depthwiseSumsInTapOrder() {
+        QFETCH(int, k);
+        QFETCH(int, strideH);
+        QFETCH(int, strideW);
+        QFETCH(int, pad);
+        QFETCH(int, dil);
+        ConvShape p;
+        p.kh = p.kw = k;
+        p.strideH = strideH;
+        p.strideW = strideW;
+        p.padT = p.padL = p.padB = p.padR = pad;
+        p.dilH = p.dilW = dil;
+        const int C = 3;
+        p.group = C;
+        std::mt19937 rng(11);
+        for (int W : {1, 4, 15, 33, 64, 100, 257}) {
+            const int H = 5;
+            const Tensor x = randomTensor({1, C, H, W}, rng);
+            const Tensor w = randomTensor({C, 1, k, k}, rng);
+            const Tensor b = randomTensor({C}, rng);
+            const Tensor got = cpu::conv2d(x, w, b.data(), p);
+            const int Ho = int(got.shape[2]), Wo = int(got.shape[3]);
+            for (int c = 0; c < C; ++c)
+                for (int oy = 0; oy < Ho; ++oy)
+                    for (int ox = 0; ox < Wo; ++ox) {
+                        float acc = b.f[size_t(c)];
+                        for (int ky = 0; ky < k; ++ky)
+                            for (int kx = 0; kx < k; ++kx) {
+                                const int iy = oy * strideH - pad + ky * dil, ix = ox * strideW - pad + kx * dil;
+                                if (iy < 0 || iy >= H || ix < 0 || ix >= W) continue;
+                                const float product = w.f[size_t((c * k + ky) * k + kx)] * x.f[size_t((c * H + iy) * W + ix)];
+                                acc += product;
+                            }
+                        const float out = got.f[size_t((c * Ho + oy) * Wo + ox)];
+                        if (std::memcmp(&out, &acc, sizeof acc) != 0)
+                            QFAIL(qPrintable(QStringLiteral("W %1, channel %2, (%3, %4): %5 against %6")
+                                                 .arg(W).arg(c).arg(oy).arg(ox).arg(double(out), 0, 'g', 9).arg(double(acc), 0, 'g', 9)));
+                    }
+        }
+    }
+
     // The recognizer's commonest chain (hard-swish, /6, scale, shift) runs as one loop: the same
     // floats as its steps one after another, on both sides of the clip and at its ends.
     void hardSwishChainIsItsSteps() {

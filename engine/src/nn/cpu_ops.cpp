@@ -10,6 +10,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <vector>
 
 namespace quire::nn {
 
@@ -76,33 +77,103 @@ QUIRE_CLONES void im2col(const float* x, int C, int H, int W, const ConvShape& p
             }
 }
 
+// One tap of a depthwise convolution at an output row: its input row, weight and column offset.
+struct DepthwiseTap {
+    const float* row;
+    float kv;
+    int off;
+};
+
+// out[ox] = bias + Σ kv·in[ox·S + off] over the taps in (ky, kx) order, a tap skipped where its
+// column falls outside the row. The sum's order is the tap loop's, so the blocked interior and the
+// checked edges give the values one tap-by-tap pass gave. S = 0: the stride is run-time.
+template <int S>
+inline void depthwiseRow(const DepthwiseTap* taps, int nt, float b, int stride, int W, int Wo, float* o) {
+    const int s = S ? S : stride;
+    int lo = 0, hi = Wo;  // columns where every tap lies inside the row
+    int maxOff = 0;
+    for (int t = 0; t < nt; ++t) {
+        const int off = taps[t].off;
+        maxOff = std::max(maxOff, off);
+        lo = std::max(lo, off < 0 ? (-off + s - 1) / s : 0);
+        hi = std::min(hi, W - 1 - off < 0 ? 0 : (W - 1 - off) / s + 1);
+    }
+    hi = std::max(hi, lo);
+    auto checked = [&](int ox) {
+        float acc = b;
+        for (int t = 0; t < nt; ++t) {
+            const int ix = ox * s + taps[t].off;
+            if (ix >= 0 && ix < W) acc += taps[t].kv * taps[t].row[ix];
+        }
+        o[ox] = acc;
+    };
+    for (int ox = 0; ox < lo; ++ox) checked(ox);
+    // Sixteen outputs held in two 8-lane registers while every tap adds into them: one load a
+    // product, no store and reload of the output row per tap (GCC vector types; the baseline clone
+    // splits them in halves).
+    using v8 = float __attribute__((vector_size(32)));
+    int ox = lo;
+    if constexpr (S == 1 || S == 2) {
+        // With stride 2 a block reads 32 columns, the last one past its last tap's: it too must
+        // lie inside the row.
+        for (; ox + 16 <= hi && (S == 1 || int64_t(ox) * 2 + maxOff + 31 < W); ox += 16) {
+            v8 acc0 = v8{} + b, acc1 = v8{} + b;
+            for (int t = 0; t < nt; ++t) {
+                const float* in = taps[t].row + int64_t(ox) * S + taps[t].off;
+                v8 x0, x1;
+                if constexpr (S == 1) {
+                    std::memcpy(&x0, in, sizeof x0);
+                    std::memcpy(&x1, in + 8, sizeof x1);
+                } else {  // the even columns of 32
+                    v8 r0, r1, r2, r3;
+                    std::memcpy(&r0, in, sizeof r0);
+                    std::memcpy(&r1, in + 8, sizeof r1);
+                    std::memcpy(&r2, in + 16, sizeof r2);
+                    std::memcpy(&r3, in + 24, sizeof r3);
+                    using i8 = int __attribute__((vector_size(32)));
+                    const i8 even{0, 2, 4, 6, 8, 10, 12, 14};
+                    x0 = __builtin_shuffle(r0, r1, even);
+                    x1 = __builtin_shuffle(r2, r3, even);
+                }
+                const v8 kv = v8{} + taps[t].kv;
+                acc0 += kv * x0;
+                acc1 += kv * x1;
+            }
+            std::memcpy(o + ox, &acc0, sizeof acc0);
+            std::memcpy(o + ox + 8, &acc1, sizeof acc1);
+        }
+    }
+    for (; ox < hi; ++ox) {  // inside the row: no column checks
+        float acc = b;
+        for (int t = 0; t < nt; ++t) acc += taps[t].kv * taps[t].row[int64_t(ox) * s + taps[t].off];
+        o[ox] = acc;
+    }
+    for (; ox < Wo; ++ox) checked(ox);
+}
+
 QUIRE_CLONES void depthwise(const float* x, const float* w, const float* bias, int C, int H, int W, const ConvShape& p,
                int Ho, int Wo, float* y, const Epilogue* epilogue) {
+    std::vector<DepthwiseTap> taps(size_t(p.kh) * p.kw);
     for (int c = 0; c < C; ++c) {
         const float* plane = x + int64_t(c) * H * W;
         const float* k = w + int64_t(c) * p.kh * p.kw;
         float* out = y + int64_t(c) * Ho * Wo;
-        std::fill(out, out + int64_t(Ho) * Wo, bias ? bias[c] : 0.f);
-        // Output row outermost: the row stays in L1 while every tap adds into it.
+        const float b = bias ? bias[c] : 0.f;
         for (int oy = 0; oy < Ho; ++oy) {
-            float* o = out + int64_t(oy) * Wo;
+            int nt = 0;  // the taps of rows inside the image, in (ky, kx) order
             for (int ky = 0; ky < p.kh; ++ky) {
                 const int iy = oy * p.strideH - p.padT + ky * p.dilH;
                 if (iy < 0 || iy >= H) continue;
-                for (int kx = 0; kx < p.kw; ++kx) {
-                    const float kv = k[ky * p.kw + kx];
-                    const int off = kx * p.dilW - p.padL;
-                    // ox range whose ix = ox*stride + off lies in [0, W).
-                    const int lo = std::max(0, (-off + p.strideW - 1) / p.strideW);
-                    const int hi = std::min(Wo, (W - 1 - off) / p.strideW + 1);
-                    const float* in = plane + int64_t(iy) * W + off;
-                    if (p.strideW == 1) {
-                        for (int ox = lo; ox < hi; ++ox) o[ox] += kv * in[ox];
-                    } else {
-                        for (int ox = lo; ox < hi; ++ox) o[ox] += kv * in[ox * p.strideW];
-                    }
-                }
+                for (int kx = 0; kx < p.kw; ++kx)
+                    taps[size_t(nt++)] = {plane + int64_t(iy) * W, k[ky * p.kw + kx], kx * p.dilW - p.padL};
             }
+            float* o = out + int64_t(oy) * Wo;
+            if (p.strideW == 1)
+                depthwiseRow<1>(taps.data(), nt, b, 1, W, Wo, o);
+            else if (p.strideW == 2)
+                depthwiseRow<2>(taps.data(), nt, b, 2, W, Wo, o);
+            else
+                depthwiseRow<0>(taps.data(), nt, b, p.strideW, W, Wo, o);
         }
         if (epilogue) (*epilogue)(out, int64_t(Ho) * Wo);
     }
@@ -141,7 +212,7 @@ Tensor conv2d(const Tensor& x, const Tensor& w, const float* bias, const ConvSha
     // convolution with an epilogue goes in bands too, so that the epilogue finds its band in cache.
     const int bandRows = pointwise ? (epilogue ? int(std::clamp<int64_t>(kEpilogueBand / (int64_t(M) * Wo), 1, Ho)) : Ho)
                                    : int(std::clamp<int64_t>(kIm2colBudget / (int64_t(K) * Wo), 1, Ho));
-    std::vector<float> cols(pointwise ? 0 : size_t(K) * size_t(bandRows) * size_t(Wo));
+    FloatBuffer cols(pointwise ? 0 : size_t(K) * size_t(bandRows) * size_t(Wo));
     for (int n = 0; n < N; ++n) {
         const float* xn = x.data() + int64_t(n) * C * H * W;
         float* yn = y.data() + int64_t(n) * M * plane;
@@ -184,7 +255,7 @@ Tensor convTranspose2d(const Tensor& x, const Tensor& w, const float* bias, cons
                 std::fill_n(y.data() + (int64_t(n) * M + m) * Ho * Wo, int64_t(Ho) * Wo, bias ? bias[m] : 0.f);
         return y;
     }
-    std::vector<float> cols(size_t(K) * size_t(HW));
+    FloatBuffer cols(size_t(K) * size_t(HW));
     for (int n = 0; n < N; ++n) {
         // cols [M*kh*kw, H*W] = wᵀ [M*kh*kw, C] × x [C, H*W]
         cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, K, int(HW), C, 1.f, w.data(), K,
