@@ -98,6 +98,7 @@ inline void depthwiseRow(const DepthwiseTap* taps, int nt, float b, int stride, 
         lo = std::max(lo, off < 0 ? (-off + s - 1) / s : 0);
         hi = std::min(hi, W - 1 - off < 0 ? 0 : (W - 1 - off) / s + 1);
     }
+    lo = std::min(lo, Wo);  // a pad wider than the row: every column is an edge
     hi = std::max(hi, lo);
     auto checked = [&](int ox) {
         float acc = b;
