@@ -1,8 +1,9 @@
-// The front-end's CPU kernels: convolutions (im2col + OpenBLAS, depthwise), pools, resizes,
+// The front-end's CPU kernels: convolutions (im2col + nn/gemm, depthwise), pools, resizes,
 // broadcasts, matrix products, softmax, transposes.
 #include "nn/cpu_ops.h"
 
 #include "core/simd.h"
+#include "nn/gemm.h"
 
 #include <cblas.h>
 
@@ -230,8 +231,7 @@ Tensor conv2d(const Tensor& x, const Tensor& w, const float* bias, const ConvSha
                 B = cols.data();
                 ldb = band;
             }
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, M, band, K, 1.f, w.data(), K, B, ldb,
-                        bias ? 1.f : 0.f, yb, int(plane));
+            gemm(M, band, K, w.data(), K, B, ldb, yb, int(plane), bias != nullptr);
             if (epilogue)
                 for (int m = 0; m < M; ++m) (*epilogue)(yb + m * plane, band);
         }
@@ -471,8 +471,7 @@ Tensor matmul(const Tensor& a, const Tensor& b, std::string* error) {
         }
         const int64_t rows = a.size() / K;
         if (rows > 0 && N > 0)
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, int(rows), int(N), int(K), 1.f, a.data(), int(K),
-                        b.data(), int(N), 0.f, y.data(), int(N));
+            gemm(int(rows), int(N), int(K), a.data(), int(K), b.data(), int(N), y.data(), int(N), false);
         if (b.rank() > a.rank()) y.shape.insert(y.shape.begin(), size_t(b.rank() - a.rank()), 1);
         return y;
     }
@@ -497,8 +496,8 @@ Tensor matmul(const Tensor& a, const Tensor& b, std::string* error) {
             oa += i * sa[size_t(d)];
             ob += i * sb[size_t(d)];
         }
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, int(M), int(N), int(K), 1.f, a.data() + oa * M * K,
-                    int(K), b.data() + ob * K * N, int(N), 0.f, y.data() + t * M * N, int(N));
+        gemm(int(M), int(N), int(K), a.data() + oa * M * K, int(K), b.data() + ob * K * N, int(N), y.data() + t * M * N,
+             int(N), false);
     }
     return y;
 }

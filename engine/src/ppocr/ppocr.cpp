@@ -7,8 +7,6 @@
 
 #include <opencv2/imgproc.hpp>
 
-#include <cblas.h>
-
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
@@ -22,6 +20,7 @@
 #include "core/data_dirs.h"
 #include "nn/cpu_ops.h"
 #include "nn/device.h"
+#include "nn/gemm.h"
 #include "quire/nn/onnx_graph.h"
 
 namespace fs = std::filesystem;
@@ -228,9 +227,9 @@ CtcFrame frameOf(const float* probs, int classes) {
 // The recognizer's classifier and softmax for the `used` frames of one line (features [used][120]),
 // kept to each frame's best class and its probability: the graph's own head makes a [lines,
 // frames, classes] probability tensor (up to 146 MB a batch) to be read once, padding frames
-// included. Here chunks of frames go through the graph's arithmetic — an OpenBLAS product
-// (K = 120), the bias added, the runtime's own softmax (nn::cpu::softmaxInPlace). OpenBLAS rounds
-// a row's products a little differently in other row blocks, so the probabilities agree to about
+// included. Here chunks of frames go through the graph's arithmetic — the front-end's product
+// (nn::cpu::gemm, K = 120), the bias added, the runtime's own softmax (nn::cpu::softmaxInPlace).
+// OpenBLAS rounds a row's products a little differently in other row blocks, so the probabilities agree to about
 // an ulp and the characters were the same on every page tried (tst_ppocr ctcHeadMatchesTheGraphs;
 // all of ../shared/eval, docs/BENCHMARKS.md).
 std::vector<CtcFrame> ctcHead(const float* features, int used, const nn::Tensor& W, const nn::Tensor& B) {
@@ -241,8 +240,7 @@ std::vector<CtcFrame> ctcHead(const float* features, int used, const nn::Tensor&
     for (int r0 = 0; r0 < used; r0 += kChunk) {
         const int rows = std::min(kChunk, used - r0);
         nn::Tensor logits = nn::Tensor::uninit({rows, C});
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, rows, C, K, 1.f, features + size_t(r0) * K, K, W.data(), C,
-                    0.f, logits.data(), C);
+        nn::cpu::gemm(rows, C, K, features + size_t(r0) * K, K, W.data(), C, logits.data(), C, false);
         for (int r = 0; r < rows; ++r)
             for (int k = 0; k < C; ++k) logits.data()[size_t(r) * C + k] += B.data()[k];
         nn::cpu::softmaxInPlace(logits, 1, false);
