@@ -145,6 +145,9 @@ private slots:
                 QVERIFY(!kernels.isEmpty());
                 if (const QString forced = qEnvironmentVariable("OPENBLAS_CORETYPE"); !forced.isEmpty())
                     QCOMPARE(kernels.toLower(), forced.toLower());
+                // ... and the front-end's own product where the CPU has AVX-512.
+                const QString product = QJsonDocument::fromJson(line.toUtf8()).object().value("productKernel").toString();
+                QVERIFY2(product == "avx512" || product == "openblas", qPrintable(product));
             }
         const QString md = QString::fromStdString(readFile(out + "/book.md"));
         QVERIFY(md.startsWith("# CHAPTER I"));

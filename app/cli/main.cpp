@@ -315,7 +315,8 @@ int cmdTranscribe(const cli::Args& args) {
     if (json) {
         printJson({{"event", "summary"}, {"total", s.total}, {"done", s.done}, {"failed", s.failed},
                    {"flagged", s.flagged}, {"processed", s.processed}, {"cancelled", s.cancelled},
-                   {"matrixKernels", QString::fromStdString(quire::blasKernels())}});
+                   {"matrixKernels", QString::fromStdString(quire::blasKernels())},
+                   {"productKernel", QString::fromStdString(quire::productKernel())}});
     } else {
         spdlog::info("{}: {} of {} pages done, {} flagged for proofreading, {} failed{}", (*store)->path().string(),
                      s.done, s.total, s.flagged, s.failed, s.cancelled ? "; cancelled (run again to resume)" : "");

@@ -94,10 +94,11 @@ def run_quire(cli, rows, base, threads, lang, workdir, dpi, engine, reader_model
     elapsed = time.monotonic() - start
     if proc.returncode not in (0, 3):
         sys.exit(f"quire-cli failed ({proc.returncode}): {proc.stderr}")
-    kernels = "?"  # OpenBLAS's kernels in the run (they set the recognizer's speed)
+    kernels = "?"  # OpenBLAS's kernels and the front-end's product in the run (they set its speed)
     for line in proc.stdout.splitlines():
         if '"event":"summary"' in line:
-            kernels = json.loads(line).get("matrixKernels", "?")
+            summary = json.loads(line)
+            kernels = f"OpenBLAS {summary.get('matrixKernels', '?')}, front-end products {summary.get('productKernel', '?')}"
     status = subprocess.run([cli, "status", "--project", project, "--json", "--pages"], capture_output=True, text=True)
     pages = json.loads(status.stdout)["pageList"]
     by_key = {(os.path.realpath(p["file"]), p["filePage"]): p.get("text", "") for p in pages}
@@ -160,7 +161,7 @@ def main():
     engines = [label[e] for e in quire_engines] + ([] if args.no_tesseract_cli else ["tesseract-cli"])
     hyps = {e: {} for e in engines}
     seconds = collections.Counter()
-    kernels = set()  # OpenBLAS's kernels in each quire-cli run
+    kernels = set()  # the matrix kernels of each quire-cli run
     with tempfile.TemporaryDirectory() as tmp:
         for lang, lrows in by_lang.items():
             tl = LANG.get(lang, lang)
@@ -225,7 +226,7 @@ def main():
         emit(f"{e}: {len(rows)} pages in {seconds[e]:.1f} s with {args.threads} worker(s) = "
              f"{len(rows) / seconds[e] * 60:.1f} pages/min")
     if kernels:
-        emit(f"OpenBLAS kernels (quire-cli): {', '.join(sorted(kernels))}")
+        emit(f"matrix kernels (quire-cli): {'; '.join(sorted(kernels))}")
     if args.markdown:
         with open(args.markdown, "w", encoding="utf-8") as f:
             f.write("\n".join(lines) + "\n")

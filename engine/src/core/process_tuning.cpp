@@ -1,5 +1,8 @@
-// Process-wide settings made once at start-up: the heap for large activations, OpenMP's threads.
+// Process-wide settings made once at start-up: the heap for large activations, OpenMP's threads;
+// the names of the matrix kernels in use.
 #include "quire/core/process_tuning.h"
+
+#include "nn/gemm.h"
 
 #include <cblas.h>
 
@@ -28,5 +31,7 @@ void runTesseractSingleThreaded(char** argv) {
 }
 
 std::string blasKernels() { return openblas_get_corename(); }
+
+std::string productKernel() { return nn::cpu::gemmKernel(); }
 
 }  // namespace quire

@@ -22,5 +22,8 @@ void runTesseractSingleThreaded(char** argv);
 // The matrix kernels OpenBLAS chose as it loaded ("Cooperlake", "Haswell"...: by the CPU, or by
 // $OPENBLAS_CORETYPE), for benchmark records: they set the recognizer's speed.
 std::string blasKernels();
+// The kernel of the front-end's matrix products: "avx512" (Quire's own, where the CPU has it,
+// whatever OpenBLAS chose) or "openblas".
+std::string productKernel();
 
 }  // namespace quire
