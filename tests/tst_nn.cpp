@@ -194,25 +194,29 @@ private slots:
     // The product, in whichever kernel this CPU runs (nn/gemm.h): against the sums in double, over
     // shapes that leave its 12-row tiles and 32-column panels whole, short and single, K across
     // its 256-deep blocks and empty, rows of A, B and C wider than the product (whose extra floats
-    // it must leave alone), and onto C's floats or over them.
+    // it must leave alone), and onto C's floats, onto a bias per row, or onto nothing.
     void productMatchesDefinition() {
         std::mt19937 rng(11);
         std::uniform_real_distribution<float> u(-1.f, 1.f);
         struct Case { int M, N, K; };
         for (const Case c : {Case{1, 1, 1}, Case{12, 32, 7}, Case{13, 33, 5}, Case{25, 91, 300}, Case{11, 15, 513},
                              Case{24, 64, 256}, Case{5, 17, 0}, Case{7, 50, 40}, Case{30, 100, 120}}) {
-            for (const bool accumulate : {false, true}) {
+            for (const int onto : {0, 1, 2}) {  // nothing, C, a bias per row
+                const bool accumulate = onto == 1;
                 const int lda = c.K + 3, ldb = c.N + 5, ldc = c.N + 2;
                 std::vector<float> A(size_t(c.M) * size_t(lda)), B(size_t(std::max(c.K, 1)) * size_t(ldb)),
                     C(size_t(c.M) * size_t(ldc));
                 for (float& v : A) v = u(rng);
                 for (float& v : B) v = u(rng);
                 for (float& v : C) v = u(rng);
+                std::vector<float> bias(size_t(c.M));
+                for (float& v : bias) v = u(rng);
                 const std::vector<float> before = C;
-                cpu::gemm(c.M, c.N, c.K, A.data(), lda, B.data(), ldb, C.data(), ldc, accumulate);
+                cpu::gemm(c.M, c.N, c.K, A.data(), lda, B.data(), ldb, C.data(), ldc, accumulate,
+                          onto == 2 ? bias.data() : nullptr);
                 const QString where = QString("%1×%2×%3%4 (%5)")
                                           .arg(c.M).arg(c.N).arg(c.K)
-                                          .arg(accumulate ? " onto C" : "")
+                                          .arg(onto == 1 ? " onto C" : onto == 2 ? " onto a bias" : "")
                                           .arg(QString::fromStdString(cpu::gemmKernel()));
                 for (int i = 0; i < c.M; ++i)
                     for (int j = 0; j < ldc; ++j) {
@@ -221,7 +225,7 @@ private slots:
                             QVERIFY2(C[at] == before[at], qPrintable("wrote past its columns: " + where));
                             continue;
                         }
-                        double want = accumulate ? before[at] : 0.0;
+                        double want = onto == 1 ? before[at] : onto == 2 ? bias[size_t(i)] : 0.0;
                         for (int k = 0; k < c.K; ++k)
                             want += double(A[size_t(i) * size_t(lda) + size_t(k)]) * B[size_t(k) * size_t(ldb) + size_t(j)];
                         QVERIFY2(std::abs(C[at] - want) < 1e-6 * (c.K + 1) + 1e-6, qPrintable("differs: " + where));

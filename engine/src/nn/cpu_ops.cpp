@@ -220,10 +220,8 @@ Tensor conv2d(const Tensor& x, const Tensor& w, const float* bias, const ConvSha
             const int oy1 = std::min(Ho, oy0 + bandRows);
             const int band = (oy1 - oy0) * Wo;
             float* yb = yn + int64_t(oy0) * Wo;
-            // The bias first and the product added onto it (beta 1), as before the bands: a band
-            // made for an epilogue may round its last bit apart from the whole product, no more.
-            if (bias)
-                for (int m = 0; m < M; ++m) std::fill_n(yb + m * plane, band, bias[m]);
+            // The product added onto the bias, as before the bands: a band made for an epilogue
+            // may round its last bit apart from the whole product, no more.
             const float* B = xn + int64_t(oy0) * Wo;
             int ldb = int(plane);
             if (!pointwise) {
@@ -231,7 +229,7 @@ Tensor conv2d(const Tensor& x, const Tensor& w, const float* bias, const ConvSha
                 B = cols.data();
                 ldb = band;
             }
-            gemm(M, band, K, w.data(), K, B, ldb, yb, int(plane), bias != nullptr);
+            gemm(M, band, K, w.data(), K, B, ldb, yb, int(plane), false, bias);
             if (epilogue)
                 for (int m = 0; m < M; ++m) (*epilogue)(yb + m * plane, band);
         }

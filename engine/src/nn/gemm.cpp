@@ -29,14 +29,13 @@ constexpr int kDepth = 256;     // K in blocks: a tile's B panel (256 × 32 floa
 template <int R, bool Full>
 __attribute__((target("avx512f"), always_inline)) inline void tile(int K, const float* A, size_t lda, const float* B,
                                                                    size_t ldb, float* C, size_t ldc, __mmask16 m0,
-                                                                   __mmask16 m1, bool accumulate) {
+                                                                   __mmask16 m1, bool accumulate, const float* bias) {
     __m512 c0[R], c1[R];
 #pragma GCC unroll 16
     for (int i = 0; i < R; ++i) {
         float* c = C + size_t(i) * ldc;
         if (!accumulate) {
-            c0[i] = _mm512_setzero_ps();
-            c1[i] = _mm512_setzero_ps();
+            c0[i] = c1[i] = bias ? _mm512_set1_ps(bias[i]) : _mm512_setzero_ps();
         } else if (Full) {
             c0[i] = _mm512_loadu_ps(c);
             c1[i] = _mm512_loadu_ps(c + 16);
@@ -72,10 +71,10 @@ __attribute__((target("avx512f"), always_inline)) inline void tile(int K, const 
 template <bool Full>
 __attribute__((target("avx512f"))) void tileOfRows(int rows, int K, const float* A, size_t lda, const float* B,
                                                    size_t ldb, float* C, size_t ldc, __mmask16 m0, __mmask16 m1,
-                                                   bool accumulate) {
+                                                   bool accumulate, const float* bias) {
     switch (rows) {
 #define QUIRE_TILE(r) \
-    case r: tile<r, Full>(K, A, lda, B, ldb, C, ldc, m0, m1, accumulate); break;
+    case r: tile<r, Full>(K, A, lda, B, ldb, C, ldc, m0, m1, accumulate, bias); break;
         QUIRE_TILE(1) QUIRE_TILE(2) QUIRE_TILE(3) QUIRE_TILE(4) QUIRE_TILE(5) QUIRE_TILE(6)
         QUIRE_TILE(7) QUIRE_TILE(8) QUIRE_TILE(9) QUIRE_TILE(10) QUIRE_TILE(11) QUIRE_TILE(12)
 #undef QUIRE_TILE
@@ -85,7 +84,7 @@ __attribute__((target("avx512f"))) void tileOfRows(int rows, int K, const float*
 
 // Column panels outside, row tiles inside: a panel of B is read from L1 by every tile of A.
 __attribute__((target("avx512f"))) void gemmAvx512(int M, int N, int K, const float* A, size_t lda, const float* B,
-                                                   size_t ldb, float* C, size_t ldc, bool accumulate) {
+                                                   size_t ldb, float* C, size_t ldc, bool accumulate, const float* bias) {
     for (int k0 = 0; k0 < K; k0 += kDepth) {
         const int depth = std::min(kDepth, K - k0);
         const bool onto = accumulate || k0 > 0;
@@ -98,8 +97,9 @@ __attribute__((target("avx512f"))) void gemmAvx512(int M, int N, int K, const fl
                 const float* a = A + size_t(m0row) * lda + size_t(k0);
                 const float* b = B + size_t(k0) * ldb + size_t(n0);
                 float* c = C + size_t(m0row) * ldc + size_t(n0);
-                if (cols == kColumns) tileOfRows<true>(rows, depth, a, lda, b, ldb, c, ldc, m0, m1, onto);
-                else tileOfRows<false>(rows, depth, a, lda, b, ldb, c, ldc, m0, m1, onto);
+                const float* rowBias = bias ? bias + m0row : nullptr;
+                if (cols == kColumns) tileOfRows<true>(rows, depth, a, lda, b, ldb, c, ldc, m0, m1, onto, rowBias);
+                else tileOfRows<false>(rows, depth, a, lda, b, ldb, c, ldc, m0, m1, onto, rowBias);
             }
         }
     }
@@ -113,20 +113,20 @@ bool haveAvx512() {
 }  // namespace
 #endif
 
-void gemm(int M, int N, int K, const float* A, int lda, const float* B, int ldb, float* C, int ldc, bool accumulate) {
+void gemm(int M, int N, int K, const float* A, int lda, const float* B, int ldb, float* C, int ldc, bool accumulate,
+          const float* rowBias) {
     if (M <= 0 || N <= 0) return;
+    const float* bias = accumulate ? nullptr : rowBias;
 #ifdef QUIRE_HAVE_AVX512_KERNEL
-    if (haveAvx512()) {
-        if (K <= 0) {
-            if (!accumulate)
-                for (int i = 0; i < M; ++i) std::fill_n(C + size_t(i) * size_t(ldc), N, 0.f);
-            return;
-        }
-        gemmAvx512(M, N, K, A, size_t(lda), B, size_t(ldb), C, size_t(ldc), accumulate);
+    if (haveAvx512() && K > 0) {
+        gemmAvx512(M, N, K, A, size_t(lda), B, size_t(ldb), C, size_t(ldc), accumulate, bias);
         return;
     }
 #endif
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, M, N, K, 1.f, A, lda, B, ldb, accumulate ? 1.f : 0.f, C, ldc);
+    // OpenBLAS adds the product onto the bias (beta 1): the same sums as the kernel's.
+    if (!accumulate)
+        for (int i = 0; i < M; ++i) std::fill_n(C + size_t(i) * size_t(ldc), N, bias ? bias[i] : 0.f);
+    if (K > 0) cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, M, N, K, 1.f, A, lda, B, ldb, 1.f, C, ldc);
 }
 
 std::string gemmKernel() {

@@ -6,9 +6,11 @@
 
 namespace quire::nn::cpu {
 
-// C [M][N] (rows ldc apart) = A [M][K] (lda) × B [K][N] (ldb), added onto C when `accumulate`.
-// Where the CPU has AVX-512, Quire's own kernel; elsewhere OpenBLAS.
-void gemm(int M, int N, int K, const float* A, int lda, const float* B, int ldb, float* C, int ldc, bool accumulate);
+// C [M][N] (rows ldc apart) = A [M][K] (lda) × B [K][N] (ldb), added onto C when `accumulate`,
+// else onto rowBias[i] in row i where given (a convolution's bias, without a pass to write it
+// first). Where the CPU has AVX-512, Quire's own kernel; elsewhere OpenBLAS.
+void gemm(int M, int N, int K, const float* A, int lda, const float* B, int ldb, float* C, int ldc, bool accumulate,
+          const float* rowBias = nullptr);
 
 // Which of the two runs here: "avx512" or "openblas" (for benchmark records).
 std::string gemmKernel();
