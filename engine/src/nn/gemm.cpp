@@ -123,7 +123,7 @@ void gemm(int M, int N, int K, const float* A, int lda, const float* B, int ldb,
         return;
     }
 #endif
-    // OpenBLAS adds the product onto the bias (beta 1): the same sums as the kernel's.
+    // OpenBLAS adds the product onto C filled with the bias (beta 1).
     if (!accumulate)
         for (int i = 0; i < M; ++i) std::fill_n(C + size_t(i) * size_t(ldc), N, bias ? bias[i] : 0.f);
     if (K > 0) cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, M, N, K, 1.f, A, lda, B, ldb, 1.f, C, ldc);
