@@ -191,11 +191,17 @@ private slots:
 
     // The recognizer's commonest chain (hard-swish, /6, scale, shift) runs as one loop: the same
     // floats as its steps one after another, on both sides of the clip and at its ends.
-    // The product, in whichever kernel this CPU runs (nn/gemm.h): against the sums in double, over
+    // The product, in this CPU's kernel and in OpenBLAS (nn/gemm.h): against the sums in double, over
     // shapes that leave its 12-row tiles and 32-column panels whole, short and single, K across
     // its 256-deep blocks and empty, rows of A, B and C wider than the product (whose extra floats
     // it must leave alone), and onto C's floats, onto a bias per row, or onto nothing.
+    void productMatchesDefinition_data() {
+        QTest::addColumn<bool>("openBlas");
+        QTest::newRow("this CPU's kernel") << false;
+        QTest::newRow("OpenBLAS") << true;
+    }
     void productMatchesDefinition() {
+        QFETCH(bool, openBlas);
         std::mt19937 rng(11);
         std::uniform_real_distribution<float> u(-1.f, 1.f);
         struct Case { int M, N, K; };
@@ -212,12 +218,12 @@ private slots:
                 std::vector<float> bias(size_t(c.M));
                 for (float& v : bias) v = u(rng);
                 const std::vector<float> before = C;
-                cpu::gemm(c.M, c.N, c.K, A.data(), lda, B.data(), ldb, C.data(), ldc, accumulate,
-                          onto == 2 ? bias.data() : nullptr);
+                (openBlas ? cpu::gemmOpenBlas : cpu::gemm)(c.M, c.N, c.K, A.data(), lda, B.data(), ldb, C.data(), ldc,
+                                                           accumulate, onto == 2 ? bias.data() : nullptr);
                 const QString where = QString("%1×%2×%3%4 (%5)")
                                           .arg(c.M).arg(c.N).arg(c.K)
                                           .arg(onto == 1 ? " onto C" : onto == 2 ? " onto a bias" : "")
-                                          .arg(QString::fromStdString(cpu::gemmKernel()));
+                                          .arg(QString::fromStdString(openBlas ? "openblas" : cpu::gemmKernel()));
                 for (int i = 0; i < c.M; ++i)
                     for (int j = 0; j < ldc; ++j) {
                         const size_t at = size_t(i) * size_t(ldc) + size_t(j);

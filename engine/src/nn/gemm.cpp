@@ -115,17 +115,21 @@ bool haveAvx512() {
 
 void gemm(int M, int N, int K, const float* A, int lda, const float* B, int ldb, float* C, int ldc, bool accumulate,
           const float* rowBias) {
-    if (M <= 0 || N <= 0) return;
-    const float* bias = accumulate ? nullptr : rowBias;
 #ifdef QUIRE_HAVE_AVX512_KERNEL
-    if (haveAvx512() && K > 0) {
-        gemmAvx512(M, N, K, A, size_t(lda), B, size_t(ldb), C, size_t(ldc), accumulate, bias);
+    if (haveAvx512() && M > 0 && N > 0 && K > 0) {
+        gemmAvx512(M, N, K, A, size_t(lda), B, size_t(ldb), C, size_t(ldc), accumulate, accumulate ? nullptr : rowBias);
         return;
     }
 #endif
+    gemmOpenBlas(M, N, K, A, lda, B, ldb, C, ldc, accumulate, rowBias);
+}
+
+void gemmOpenBlas(int M, int N, int K, const float* A, int lda, const float* B, int ldb, float* C, int ldc,
+                  bool accumulate, const float* rowBias) {
+    if (M <= 0 || N <= 0) return;
     // OpenBLAS adds the product onto C filled with the bias (beta 1).
     if (!accumulate)
-        for (int i = 0; i < M; ++i) std::fill_n(C + size_t(i) * size_t(ldc), N, bias ? bias[i] : 0.f);
+        for (int i = 0; i < M; ++i) std::fill_n(C + size_t(i) * size_t(ldc), N, rowBias ? rowBias[i] : 0.f);
     if (K > 0) cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, M, N, K, 1.f, A, lda, B, ldb, 1.f, C, ldc);
 }
 

@@ -11,6 +11,9 @@ namespace quire::nn::cpu {
 // first). Where the CPU has AVX-512, Quire's own kernel; elsewhere OpenBLAS.
 void gemm(int M, int N, int K, const float* A, int lda, const float* B, int ldb, float* C, int ldc, bool accumulate,
           const float* rowBias = nullptr);
+// The same through OpenBLAS on any CPU: gemm's path without AVX-512 (tests run it everywhere).
+void gemmOpenBlas(int M, int N, int K, const float* A, int lda, const float* B, int ldb, float* C, int ldc,
+                  bool accumulate, const float* rowBias = nullptr);
 
 // Which of the two runs here: "avx512" or "openblas" (for benchmark records).
 std::string gemmKernel();
