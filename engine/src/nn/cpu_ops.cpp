@@ -482,8 +482,8 @@ Tensor matmul(const Tensor& a, const Tensor& b, std::string* error) {
     Shape out = batch;
     out.push_back(M);
     out.push_back(N);
-    Tensor y = Tensor::floats(out);
-    if (K == 0 || a.f.empty() || b.f.empty()) return y;
+    if (K == 0 || a.f.empty() || b.f.empty()) return Tensor::floats(out);
+    Tensor y = Tensor::uninit(out);  // every product writes its whole [M, N] block
     const int64_t nb = numel(batch);
     std::vector<int64_t> idx(batch.size(), 0);
     for (int64_t t = 0; t < nb; ++t) {
