@@ -141,12 +141,13 @@ private slots:
         // environment forces (they set the recognizer's speed; benchmarks record them).
         for (const QString& line : r.out.split('\n'))
             if (line.contains("\"event\":\"summary\"")) {
-                const QString kernels = QJsonDocument::fromJson(line.toUtf8()).object().value("matrixKernels").toString();
+                const QJsonObject summary = QJsonDocument::fromJson(line.toUtf8()).object();
+                const QString kernels = summary.value("matrixKernels").toString();
                 QVERIFY(!kernels.isEmpty());
                 if (const QString forced = qEnvironmentVariable("OPENBLAS_CORETYPE"); !forced.isEmpty())
                     QCOMPARE(kernels.toLower(), forced.toLower());
                 // ... and the front-end's own product where the CPU has AVX-512.
-                const QString product = QJsonDocument::fromJson(line.toUtf8()).object().value("productKernel").toString();
+                const QString product = summary.value("productKernel").toString();
                 QVERIFY2(product == "avx512" || product == "openblas", qPrintable(product));
             }
         const QString md = QString::fromStdString(readFile(out + "/book.md"));

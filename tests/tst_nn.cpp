@@ -189,8 +189,6 @@ private slots:
         }
     }
 
-    // The recognizer's commonest chain (hard-swish, /6, scale, shift) runs as one loop: the same
-    // floats as its steps one after another, on both sides of the clip and at its ends.
     // The product, in this CPU's kernel and in OpenBLAS (nn/gemm.h): against the sums in double, over
     // shapes that leave its 12-row tiles and 32-column panels whole, short and single, K across
     // its 256-deep blocks and empty, rows of A, B and C wider than the product (whose extra floats
@@ -240,6 +238,8 @@ private slots:
         }
     }
 
+    // The recognizer's commonest chain (hard-swish, /6, scale, shift) runs as one loop: the same
+    // floats as its steps one after another, on both sides of the clip and at its ends.
     void hardSwishChainIsItsSteps() {
         using quire::nn::Micro;
         Micro gate{Micro::SelfGate};

@@ -117,7 +117,7 @@ void gemm(int M, int N, int K, const float* A, int lda, const float* B, int ldb,
           const float* rowBias) {
 #ifdef QUIRE_HAVE_AVX512_KERNEL
     if (haveAvx512() && M > 0 && N > 0 && K > 0) {
-        gemmAvx512(M, N, K, A, size_t(lda), B, size_t(ldb), C, size_t(ldc), accumulate, accumulate ? nullptr : rowBias);
+        gemmAvx512(M, N, K, A, size_t(lda), B, size_t(ldb), C, size_t(ldc), accumulate, rowBias);
         return;
     }
 #endif

@@ -230,8 +230,8 @@ CtcFrame frameOf(const float* probs, int classes) {
 // included. Here chunks of frames go through the graph's arithmetic — the front-end's product
 // (nn::cpu::gemm, K = 120), the bias added, the runtime's own softmax (nn::cpu::softmaxInPlace).
 // The graph's MatMul may round a row's sums apart from this chunk's (OpenBLAS blocks rows by their
-// count), so the probabilities agree to about an ulp and the characters were the same on every page tried (tst_ppocr ctcHeadMatchesTheGraphs;
-// all of ../shared/eval, docs/BENCHMARKS.md).
+// count), so the probabilities agree to about an ulp and the characters were the same on every
+// page tried (tst_ppocr ctcHeadMatchesTheGraphs; all of ../shared/eval, docs/BENCHMARKS.md).
 std::vector<CtcFrame> ctcHead(const float* features, int used, const nn::Tensor& W, const nn::Tensor& B) {
     constexpr int kChunk = 64;
     const int C = int(W.shape[1]), K = int(W.shape[0]);
