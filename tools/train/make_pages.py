@@ -70,18 +70,25 @@ def available_latin():
     return out
 
 
-def english_paragraphs(rng):
-    """KJV chapters as paragraphs (verses joined), in a random stretch of the Bible."""
+def english_paragraphs(rng, chapters=4):
+    """KJV chapters as paragraphs (verses joined), in a random stretch of the Bible: `chapters`
+    chapters (four fill 5-10 full pages)."""
     books = ["Gen", "Exo", "Jos", "Jdg", "Rut", "1Sa", "2Sa", "1Ki", "Job", "Pro", "Ecc", "Isa", "Mat", "Luk",
              "Joh", "Act", "Rom"]
     book = rng.choice(books)
     start = rng.randint(1, 12)
-    text = subprocess.run(["bible", "-f", f"{book}{start}:1-{book}{start + 3}:99"], capture_output=True, text=True).stdout
-    paras, cur = [], []
+    # Past four chapters the stretch runs on into the books after (a short book ends early).
+    end = f"{book}{start + 3}:99" if chapters <= 4 else "Rev22:21"
+    text = subprocess.run(["bible", "-f", f"{book}{start}:1-{end}"], capture_output=True, text=True).stdout
+    paras, cur, seen = [], [], []
     for line in text.splitlines():
-        m = re.match(r"^\S+?\d+:(\d+) (.*)$", line)
+        m = re.match(r"^(\S+?\d+):\d+ (.*)$", line)
         if not m:
             continue
+        if not seen or seen[-1] != m.group(1):
+            if len(seen) == max(chapters, 4):
+                break
+            seen.append(m.group(1))
         cur.append(m.group(2).strip())
         if len(cur) >= rng.randint(2, 5):
             paras.append(" ".join(cur))
@@ -115,15 +122,15 @@ def german_quotes():
     return tuple(" ".join(q) for q in quotes if len(q) >= 4)
 
 
-def german_paragraphs(rng):
-    """fortunes-de's quotations as paragraphs of two to five quotations, from a random place in
-    the file."""
+def german_paragraphs(rng, count=40):
+    """`count` paragraphs of two to five of fortunes-de's quotations, from a random place in the
+    file (on from its start again at its end)."""
     quotes = german_quotes()
     start = rng.randrange(len(quotes) - 200)
     paras, k = [], start
-    while len(paras) < 40:
+    while len(paras) < count:
         n = rng.randint(2, 5)
-        paras.append(" ".join(quotes[k:k + n]))
+        paras.append(" ".join(quotes[(k + j) % len(quotes)] for j in range(n)))
         k += n
     return paras, rng.choice(["Gedanken", "Sprüche und Meinungen", "Vom Leben", "Aus dem Lesebuch"])
 
@@ -334,7 +341,8 @@ CHINESE_SOURCES = ["/usr/share/games/fortunes/chinese.u8", "/usr/share/games/for
                    "/usr/share/games/fortunes/song100.u8"]
 
 
-def chinese_paragraphs(rng):
+def chinese_paragraphs(rng, count=60):
+    """Up to `count` entries of one source, shuffled, as paragraphs."""
     # A source in proportion to its size (the fortunes: 304k Han characters, mostly modern prose;
     # Tang poems 23k; Song lyrics 7k). Chosen uniformly, the two small books of verse made two
     # thirds of the Chinese pages, and the reader learned their metre: on modern pages it wrote
@@ -346,7 +354,7 @@ def chinese_paragraphs(rng):
     entries = [e.strip() for e in raw.split("\n%\n") if e.strip()]
     rng.shuffle(entries)
     paras = []
-    for e in entries[:60]:
+    for e in entries[:count]:
         # Lines with box drawing (U+2500-U+257F) left out: the fortunes' tables are drawn in
         # characters, and their runs of "─" taught the reader to loop on them (run 19).
         lines = [l.strip() for l in e.splitlines()
@@ -706,6 +714,9 @@ def main():
                     help="share of the German documents set in Fraktur (the manifest's language 'de', read with "
                     "Tesseract's frk, as ../shared/eval's Fraktur pages; 'deu' for the others)")
     ap.add_argument("--lines", type=int, default=0, help="at most this many lines per column (0: a full page)")
+    ap.add_argument("--whole-volumes", action="store_true",
+                    help="draw text for every one of --pages full pages (English runs on through the chapters "
+                    "and books after; without it a document's text fills 3-10 full pages)")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--punct-share", type=float, default=0.0,
                     help="share of English documents given quotation marks and dashes (punctuate)")
@@ -751,8 +762,12 @@ def main():
             lang = "en"
             paras, chapter = file_paragraphs(rng, args.text[doc % len(args.text)])
         else:
-            paras, chapter = (chinese_paragraphs(rng) if lang == "zh" else german_paragraphs(rng) if lang == "de"
-                              else english_paragraphs(rng))
+            # Whole volumes draw text in proportion to their pages; other documents as before (the
+            # same seeds make the same documents).
+            more = args.whole_volumes
+            paras, chapter = (chinese_paragraphs(rng, 15 * args.pages if more else 60) if lang == "zh"
+                              else german_paragraphs(rng, 10 * args.pages if more else 40) if lang == "de"
+                              else english_paragraphs(rng, 2 * args.pages if more else 4))
         if lang == "en" and rng.random() < args.punct_share:
             paras = punctuate(paras, rng)
         if lang == "en" and rng.random() < args.numbers_share:
