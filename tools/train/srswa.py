@@ -131,7 +131,8 @@ class Run:
 
         def layout(sc):  # [n, keys, heads] -> [KV, G * n, keys] (rows in group member, query order)
             return sc.view(n, sc.shape[1], KV, G).permute(2, 3, 0, 1).reshape(KV, G * n, sc.shape[1])
-        qg = rotate(q, qpos, self.c.rope_theta).view(n, KV, G, D).permute(1, 2, 0, 3).reshape(KV, G * n, D)
+        scale = 1 / math.sqrt(D)  # on the queries: scores come out of the products scaled
+        qg = (rotate(q, qpos, self.c.rope_theta) * scale).view(n, KV, G, D).permute(1, 2, 0, 3).reshape(KV, G * n, D)
         parts, at = [], 0  # (scores [KV, G * n, k], columns, values [k, KV, D])
         for items, kr, v in groups:
             cols = np.arange(at, at + len(items))
@@ -149,7 +150,7 @@ class Run:
             fi = torch.as_tensor(far - cols[0])
             sh = shift[:, far]
             pattern, group = np.unique(sh - sh[:, :1], axis=0, return_inverse=True)
-            qr = rotate(q, qpos, self.c.rope_theta)
+            qr = rotate(q, qpos, self.c.rope_theta) * scale
             outs, rows_of = [], []
             allowed_far = allowed_np[:, far]
             for g in range(len(pattern)):
@@ -163,14 +164,21 @@ class Run:
                 rows_of.append(rows)
             sc = torch.cat(outs)[torch.as_tensor(np.argsort(np.concatenate(rows_of), kind="stable"))]
             parts.append((layout(sc), far, v[fi]))
-        scores = torch.cat([p[0] for p in parts], dim=2) / math.sqrt(D)
-        order = torch.as_tensor(np.concatenate([p[1] for p in parts]))
-        mask = allowed[:, order].repeat(G, 1)
-        w = torch.softmax(scores.masked_fill(~mask[None], float("-inf")), dim=-1)
-        out, at = 0, 0
+        # The softmax over all groups without joining their scores: each group's exponentials
+        # against the largest score of the row, summed apart; only a group some query does not
+        # attend whole is masked. (One joined, masked score matrix cost more than the products.)
+        # In place where autograd allows: each group's scores are a fresh product's, several MB.
         for sc, cols, v in parts:
-            out = out + torch.bmm(w[:, :, at:at + len(cols)], v.permute(1, 0, 2))
-            at += len(cols)
+            ok = allowed[:, torch.as_tensor(cols)]
+            if not bool(ok.all()):
+                sc.masked_fill_(~ok.repeat(G, 1)[None], float("-inf"))
+        top = torch.stack([sc.amax(-1) for sc, _, _ in parts]).amax(0).detach()[..., None]  # [KV, G * n, 1]
+        total, out = 0, 0
+        for sc, cols, v in parts:
+            e = (sc - top).exp_()
+            total = total + e.sum(-1, keepdim=True)
+            out = out + torch.bmm(e, v.permute(1, 0, 2))
+        out = out / total
         return out.view(KV, G, n, D).permute(2, 0, 1, 3).reshape(n, -1)
 
     @staticmethod
