@@ -342,8 +342,10 @@ def main():
                 log.flush()
                 print(f"step {step}: train {tl:.3f}, held-out {el:.3f}, token acc {acc:.3f}, lr {lr:.2e}", flush=True)
             if step % train_cfg["checkpoint_every"] == 0 or step == total:
+                # Written whole, then renamed: a run stopped while saving keeps its last checkpoint.
                 torch.save({"model": model.state_dict(), "optimizer": opt.state_dict(), "step": step,
-                            "py_rng": random.getstate(), "torch_rng": torch.get_rng_state()}, ckpt)
+                            "py_rng": random.getstate(), "torch_rng": torch.get_rng_state()}, ckpt + ".part")
+                os.replace(ckpt + ".part", ckpt)
                 export(model, os.path.join(args.out, "model"), pattern, line_batch)
                 write_counts(os.path.join(args.out, "model", COUNTS_FILE), counts)
     print(f"done: {step} steps in {time.time() - start:.0f} s; model in {os.path.join(args.out, 'model')}")
