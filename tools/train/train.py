@@ -5,25 +5,29 @@ attention pattern it runs with — the runtime's SR-SWA (tools/train/srswa.py) w
 (tools/train/make_pages.py). One command, the same on a CPU and on a GPU:
 
     /usr/bin/python3 tools/train/train.py --config tools/train/configs/reader-small.json \\
-        --data data/synth --out runs/reader-small [--resume] [--device cpu|cuda]
+        --data data/synth --out runs/reader-small [--resume] [--device cpu|cuda] [--workers 2]
 
 Writes OUT/checkpoint.pt (model, optimiser, step, RNG states; --resume continues from it),
 OUT/loss.tsv (step, training loss, held-out loss, held-out token accuracy, seconds), and
 OUT/model/ (config.json + model.safetensors, the runtime's format, and character_counts.tsv: how
 often each character was a training target, each character's count the larger of this run's
-documents' and the --init model's file) at the end and at every checkpoint. Deterministic for a given seed and thread count.
+documents' and the --init model's file) at the end and at every checkpoint. Deterministic for a given seed, thread
+count and number of workers.
 """
 import argparse
+import datetime
 import json
 import math
 import os
 import random
+import socket
 import sys
 import time
 from multiprocessing.pool import ThreadPool
 
 import numpy as np
 import torch
+import torch.distributed as dist
 import torch.nn.functional as F
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -188,10 +192,24 @@ def extra_rows(model):
     return [w for w in mats if w.shape[0] > FIRST_EXTRA]
 
 
-def train_step(model, opt, lr, seq, recent, pattern, extra_scale=1.0):
+def mean_gradient(model):
+    """Data-parallel ranks (--workers): every gradient replaced by its mean over the ranks, the same
+    on each, so their optimiser steps keep the models identical."""
+    params = list(model.parameters())
+    flat = torch.cat([(p.grad if p.grad is not None else torch.zeros_like(p)).flatten() for p in params])
+    dist.all_reduce(flat)
+    flat /= dist.get_world_size()
+    at = 0
+    for p in params:
+        p.grad = flat[at:at + p.numel()].view_as(p).clone()
+        at += p.numel()
+
+
+def train_step(model, opt, lr, seq, recent, pattern, extra_scale=1.0, sync=None):
     """One optimiser step on one sequence at rate `lr` (each group's lr_scale times it); its loss.
     The extra letters' rows take `extra_scale` times AdamW's step: they start as their base letters'
-    rows and, in the same tensor as every other letter, would move at the fine-tuning rate (run 18)."""
+    rows and, in the same tensor as every other letter, would move at the fine-tuning rate (run 18).
+    `sync(model)`, where given, makes the gradients the ranks' mean before they are clipped."""
     for g in opt.param_groups:
         g["lr"] = lr * g.get("lr_scale", 1.0)
     opt.zero_grad()
@@ -204,6 +222,8 @@ def train_step(model, opt, lr, seq, recent, pattern, extra_scale=1.0):
         loss = F.cross_entropy(logits, labels, ignore_index=-100)
         loss.backward()
         loss_value = loss.item()
+    if sync:
+        sync(model)
     torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
     rows = extra_rows(model) if extra_scale != 1.0 else []
     before = [w.detach()[FIRST_EXTRA:].clone() for w in rows]
@@ -230,6 +250,9 @@ def main():
     ap.add_argument("--copy-init", action="store_true",
                     help="start as a copier of the front-end's hypothesis (model.copy_init; needs line- or "
                     "page-aligned positions and visual token ids)")
+    ap.add_argument("--workers", type=int, default=1,
+                    help="data-parallel processes (forked, one thread each with --threads 1): each step takes "
+                    "one document a worker and steps with their mean gradient")
     ap.add_argument("--jobs", type=int, default=1,
                     help="documents whose features are computed at once (quire-cli processes) before training")
     ap.add_argument("--refresh-every", type=int, default=0,
@@ -310,45 +333,90 @@ def main():
           flush=True)
 
     total, warmup, recent = train_cfg["steps"], train_cfg["warmup"], train_cfg["recent_tokens"]
-    log = open(os.path.join(args.out, "loss.tsv"), "a")
-    if step == 0:
-        log.write("step\ttrain_loss\theldout_loss\theldout_token_acc\tseconds\n")
-    start, running = time.time(), []
-    while step < total:
-        order = list(range(len(train_seqs)))
-        random.shuffle(order)
-        for i in order:
-            if step >= total:
-                break
-            if args.refresh_every and step % args.refresh_every == 0 and step:
-                more = [d for d in find_documents(args.data, True) if d not in loaded]
-                new = load_records(more, loaded, quire_cli, vocab, evidence=evidence)
-                if new:
-                    front_end_line_batch(docs[:1] + more)  # a ValueError where theirs is not the run's
-                    train_seqs += [build_sequence(r, max_len, look_ahead) for r in new]
-                    train_records += new
-                    counts = merge_counts(init_counts, character_counts(train_records, vocab))
-                    print(f"step {step}: {len(new)} more documents, {len(train_seqs)} in training", flush=True)
-                    break  # a new epoch order that includes them
-            lr = train_cfg["lr"] * min(1.0, (step + 1) / warmup) * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * step / total)))
-            running.append(train_step(model, opt, lr, train_seqs[i], recent, pattern,
-                                      train_cfg.get("extra_letters_lr_scale", 1.0)))
-            step += 1
-            if step % train_cfg["log_every"] == 0 or step == total:
-                el, acc = evaluate(model, eval_seqs, recent, pattern)
-                tl = sum(running) / len(running)
-                running = []
-                log.write(f"{step}\t{tl:.4f}\t{el:.4f}\t{acc:.4f}\t{time.time() - start:.0f}\n")
-                log.flush()
-                print(f"step {step}: train {tl:.3f}, held-out {el:.3f}, token acc {acc:.3f}, lr {lr:.2e}", flush=True)
-            if step % train_cfg["checkpoint_every"] == 0 or step == total:
-                # Written whole, then renamed: a run stopped while saving keeps its last checkpoint.
-                torch.save({"model": model.state_dict(), "optimizer": opt.state_dict(), "step": step,
-                            "py_rng": random.getstate(), "torch_rng": torch.get_rng_state()}, ckpt + ".part")
-                os.replace(ckpt + ".part", ckpt)
-                export(model, os.path.join(args.out, "model"), pattern, line_batch)
-                write_counts(os.path.join(args.out, "model", COUNTS_FILE), counts)
-    print(f"done: {step} steps in {time.time() - start:.0f} s; model in {os.path.join(args.out, 'model')}")
+    world = args.workers
+    if world > 1:
+        if args.refresh_every:
+            ap.error("--workers with --refresh-every: the ranks would have to agree on new documents")
+        with socket.socket() as sock:  # a free loopback port for the ranks' rendezvous
+            sock.bind(("127.0.0.1", 0))
+            port = sock.getsockname()[1]
+
+    def loop(rank):
+        """The steps; with --workers, rank `rank` of them (forked, rank 0 logging and saving)."""
+        nonlocal step, counts
+        sync = None
+        if world > 1:
+            dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world,
+                                    timeout=datetime.timedelta(hours=2))  # rank 0's held-out passes are long
+            sync = mean_gradient
+        random.setstate(rng_state)  # a forked child's `random` is reseeded: the epoch orders must agree
+        lead = rank == 0
+        log = open(os.path.join(args.out, "loss.tsv"), "a") if lead else None
+        if lead and step == 0:
+            log.write("step\ttrain_loss\theldout_loss\theldout_token_acc\tseconds\n")
+        start, running = time.time(), []
+        while step < total:
+            order = list(range(len(train_seqs)))
+            random.shuffle(order)  # the same order on every rank: their states were forked alike
+            # A step takes `world` documents, one a rank; an epoch's last few that fill no step wait for the next.
+            for first in range(0, len(order) - world + 1, world):
+                if step >= total:
+                    break
+                i = order[first + rank]
+                stop = one_step(i, sync, running, lead, log, start)
+                if stop:
+                    break
+        if lead:
+            print(f"done: {step} steps in {time.time() - start:.0f} s; model in {os.path.join(args.out, 'model')}")
+        if world > 1:
+            dist.destroy_process_group()
+
+    def one_step(i, sync, running, lead, log, start):
+        """Step `step` on training document i; True where new documents start a new epoch order."""
+        nonlocal step, counts, train_seqs, train_records
+        if args.refresh_every and step % args.refresh_every == 0 and step:
+            more = [d for d in find_documents(args.data, True) if d not in loaded]
+            new = load_records(more, loaded, quire_cli, vocab, evidence=evidence)
+            if new:
+                front_end_line_batch(docs[:1] + more)  # a ValueError where theirs is not the run's
+                train_seqs += [build_sequence(r, max_len, look_ahead) for r in new]
+                train_records += new
+                counts = merge_counts(init_counts, character_counts(train_records, vocab))
+                print(f"step {step}: {len(new)} more documents, {len(train_seqs)} in training", flush=True)
+                return True  # a new epoch order that includes them
+        lr = train_cfg["lr"] * min(1.0, (step + 1) / warmup) * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * step / total)))
+        loss = train_step(model, opt, lr, train_seqs[i], recent, pattern,
+                          train_cfg.get("extra_letters_lr_scale", 1.0), sync)
+        if sync:
+            t = torch.tensor([loss], dtype=torch.float64)
+            dist.all_reduce(t)
+            loss = float(t) / world
+        if lead:
+            running.append(loss)
+        step += 1
+        if lead and (step % train_cfg["log_every"] == 0 or step == total):
+            el, acc = evaluate(model, eval_seqs, recent, pattern)
+            tl = sum(running) / len(running)
+            running.clear()
+            log.write(f"{step}\t{tl:.4f}\t{el:.4f}\t{acc:.4f}\t{time.time() - start:.0f}\n")
+            log.flush()
+            print(f"step {step}: train {tl:.3f}, held-out {el:.3f}, token acc {acc:.3f}, lr {lr:.2e}", flush=True)
+        if lead and (step % train_cfg["checkpoint_every"] == 0 or step == total):
+            # Written whole, then renamed: a run stopped while saving keeps its last checkpoint.
+            torch.save({"model": model.state_dict(), "optimizer": opt.state_dict(), "step": step,
+                        "py_rng": random.getstate(), "torch_rng": torch.get_rng_state()}, ckpt + ".part")
+            os.replace(ckpt + ".part", ckpt)
+            export(model, os.path.join(args.out, "model"), pattern, line_batch)
+            write_counts(os.path.join(args.out, "model", COUNTS_FILE), counts)
+        if sync:
+            dist.barrier()  # the others wait while rank 0 evaluates and saves
+        return False
+
+    rng_state = random.getstate()
+    if world > 1:
+        torch.multiprocessing.start_processes(loop, nprocs=world, start_method="fork")
+    else:
+        loop(0)
 
 
 if __name__ == "__main__":
