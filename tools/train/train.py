@@ -88,6 +88,23 @@ def find_documents(data, ready_only):
     return [d for d in docs if features_ready(d)] if ready_only else docs
 
 
+def covered(docs, records, least):
+    """The documents (and their records) whose features hold at least `least` visual tokens a
+    target token; each other one named. A front-end that misses much of a page (Chinese columns
+    read across a narrow gutter, docs/ACCURACY.md 2026-12-06) leaves the model targets it cannot
+    see, and training on them teaches it to guess."""
+    keep_docs, keep = [], []
+    for d, r in zip(docs, records):
+        v, t = sum(len(x) for x in r["visual"]), sum(len(x) for x in r["targets"])
+        if t and v < least * t:
+            print(f"{d}: left out: its features hold {v / t:.2f} visual tokens a target token "
+                  f"(--min-coverage {least})", flush=True)
+            continue
+        keep_docs.append(d)
+        keep.append(r)
+    return keep_docs, keep
+
+
 def held_out_count(documents):
     """How many of the first documents are held out: a fixed set while data grows."""
     return min(20, max(1, documents // 10))
@@ -250,6 +267,9 @@ def main():
     ap.add_argument("--copy-init", action="store_true",
                     help="start as a copier of the front-end's hypothesis (model.copy_init; needs line- or "
                     "page-aligned positions and visual token ids)")
+    ap.add_argument("--min-coverage", type=float, default=0.0,
+                    help="leave out documents whose features hold fewer visual tokens than this share of "
+                    "their target tokens (0.9 for run 28: the front-end missed a fifth of some pages)")
     ap.add_argument("--workers", type=int, default=1,
                     help="data-parallel processes (forked, one thread each with --threads 1): each step takes "
                     "one document a worker and steps with their mean gradient")
@@ -285,6 +305,7 @@ def main():
     evidence = cfg["model"].get("visual_evidence_ids", 0) > 0
     docs = find_documents(args.data, args.ready_only)
     records = load_records(docs, loaded, quire_cli, vocab, args.jobs, evidence)
+    _, records = covered(docs, records, args.min_coverage)
     # The reader runs a model with the front-end's line batch its features were made with.
     line_batch = front_end_line_batch(docs)
     print(f"{len(records)} documents ready in {time.time() - t0:.0f} s; features made {line_batch} line(s) a call",
@@ -377,6 +398,7 @@ def main():
         if args.refresh_every and step % args.refresh_every == 0 and step:
             more = [d for d in find_documents(args.data, True) if d not in loaded]
             new = load_records(more, loaded, quire_cli, vocab, evidence=evidence)
+            more, new = covered(more, new, args.min_coverage)
             if new:
                 front_end_line_batch(docs[:1] + more)  # a ValueError where theirs is not the run's
                 train_seqs += [build_sequence(r, max_len, look_ahead) for r in new]
