@@ -105,6 +105,19 @@ def covered(docs, records, least):
     return keep_docs, keep
 
 
+def like_lengths(order, lengths, world):
+    """An epoch's shuffled order regrouped so that the `world` documents of a step are of like length
+    (a step waits for its longest): each run of 4 × world documents sorted by length and cut into
+    steps, the steps shuffled again, a last short step at the end (the epoch loop leaves it)."""
+    steps = []
+    for k in range(0, len(order), 4 * world):
+        run = sorted(order[k:k + 4 * world], key=lambda i: lengths[i])
+        steps += [run[j:j + world] for j in range(0, len(run), world)]
+    full = [s for s in steps if len(s) == world]
+    random.shuffle(full)
+    return [i for s in full for i in s] + [i for s in steps if len(s) < world for i in s]
+
+
 def held_out_count(documents):
     """How many of the first documents are held out: a fixed set while data grows."""
     return min(20, max(1, documents // 10))
@@ -379,6 +392,8 @@ def main():
         while step < total:
             order = list(range(len(train_seqs)))
             random.shuffle(order)  # the same order on every rank: their states were forked alike
+            if world > 1:
+                order = like_lengths(order, [len(seq[0]) for seq in train_seqs], world)
             # A step takes `world` documents, one a rank; an epoch's last few that fill no step wait for the next.
             for first in range(0, len(order) - world + 1, world):
                 if step >= total:
