@@ -391,7 +391,7 @@ def main():
         start, running = time.time(), []
         while step < total:
             order = list(range(len(train_seqs)))
-            random.shuffle(order)  # the same order on every rank: their states were forked alike
+            random.shuffle(order)  # the same order on every rank: each restored the parent's state
             if world > 1:
                 order = like_lengths(order, [len(seq[0]) for seq in train_seqs], world)
             # A step takes `world` documents, one a rank; an epoch's last few that fill no step wait for the next.
