@@ -47,17 +47,11 @@ def main():
             print(f"context_ablation: eval.py failed with the {ctx}'s context ({proc.returncode}); "
                   f"its report: {os.path.join(args.out, ctx + '.log')}", file=sys.stderr)
             return 1
-    hyps = {ctx: os.path.join(args.out, ctx, "quire", "reader") for ctx in CONTEXTS}
-    proc = subprocess.run([sys.executable, os.path.join(HERE, "structure.py"), args.manifest]
-                          + (["--sets", args.sets] if args.sets else [])
-                          + [f"--hyp={ctx}={hyps[ctx]}" for ctx in CONTEXTS], capture_output=True, text=True)
-    print(proc.stdout, end="")
-    if proc.returncode != 0:
-        print(proc.stderr, file=sys.stderr)
-        return 1
     rows = evaluation.read_manifest(args.manifest, args.sets)
     base = os.path.dirname(os.path.abspath(args.manifest))
-    errors = {ctx: sum(v["errors"] for v in structure.measure(rows, base, hyps[ctx]).values()) for ctx in CONTEXTS}
+    results = {ctx: structure.measure(rows, base, os.path.join(args.out, ctx, "quire", "reader")) for ctx in CONTEXTS}
+    structure.print_table(results)
+    errors = {ctx: sum(v["errors"] for v in results[ctx].values()) for ctx in CONTEXTS}
     fewer = 1 - errors["volume"] / max(1, errors["page"])
     print(f"\ncharacter errors: {errors['volume']} with the volume's context, {errors['page']} with a fresh "
           f"context each page: {fewer:.1%} fewer with the context")

@@ -308,6 +308,11 @@ def main():
     for spec in args.hyp:
         label, _, folder = spec.partition("=")
         results[label] = measure(rows, base, folder)
+    print_table(results)
+
+
+def print_table(results):
+    """The figures of measure() for each label ({label: measure's result}), set by set and all."""
     print("| set | texts | pages | character errors | CER | heads own / dropped / leaked | folios own / dropped / leaked "
           "| page-break hyphens whole / joined in the book | paragraph P | R | F1 |")
     print("|---|---|---|---|---|---|---|---|---|---|---|")
