@@ -15,26 +15,22 @@ documents' and the --init model's file) at the end and at every checkpoint. Dete
 count and number of workers.
 """
 import argparse
-import datetime
 import json
-import math
 import os
 import random
-import socket
 import sys
 import time
 from multiprocessing.pool import ThreadPool
 
 import numpy as np
 import torch
-import torch.distributed as dist
-import torch.nn.functional as F
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from data import (BOS, COUNTS_FILE, EOS, EVIDENCE_VALUES, EXTRA_BASES, FIRST_EXTRA, PAGE_BREAK, VISUAL_DIM, Vocab, character_counts, features_ready,  # noqa: E402
                   front_end_line_batch, merge_counts, prepare_document, read_counts, write_counts)
-from model import GEN, SINK, VISUAL, Config, QuireDecoder, attention_mask, copy_init, export, load_exported  # noqa: E402
+from model import GEN, SINK, VISUAL, Config, QuireDecoder, copy_init, export, load_exported  # noqa: E402
 import srswa  # noqa: E402
+from trainer import Trainer, evaluate, make_optimizer  # noqa: E402
 
 
 def build_sequence(record, max_len, look_ahead=0):
@@ -105,19 +101,6 @@ def covered(docs, records, least):
     return keep_docs, keep
 
 
-def like_lengths(order, lengths, world):
-    """An epoch's shuffled order regrouped so that the `world` documents of a step are of like length
-    (a step waits for its longest): each run of 4 × world documents sorted by length and cut into
-    steps, the steps shuffled again, a last short step at the end (the epoch loop leaves it)."""
-    steps = []
-    for k in range(0, len(order), 4 * world):
-        run = sorted(order[k:k + 4 * world], key=lambda i: lengths[i])
-        steps += [run[j:j + world] for j in range(0, len(run), world)]
-    full = [s for s in steps if len(s) == world]
-    random.shuffle(full)
-    return [i for s in full for i in s] + [i for s in steps if len(s) < world for i in s]
-
-
 def held_out_count(documents):
     """How many of the first documents are held out: a fixed set while data grows."""
     return min(20, max(1, documents // 10))
@@ -157,44 +140,6 @@ def object_array(items):
     return a
 
 
-def run_model(model, seq, recent, pattern=None):
-    """Logits and labels of a sequence's generated tokens: under the runtime's SR-SWA (pattern,
-    tools/train/srswa.py) or, without one, under R-SWA masks."""
-    kinds, tokens, vis, pages_of, labels = seq
-    if pattern is not None:
-        _, logits = srswa.run(model, pattern, kinds.tolist(), tokens.tolist(), vis.numpy(), pages_of)
-        return logits, labels[labels != -100]
-    mask = attention_mask(kinds.tolist(), pages_of, "rswa", recent=recent)
-    logits = model(tokens[None], vis[None], kinds[None], mask[None])[0]
-    return logits, labels
-
-
-def evaluate(model, seqs, recent, pattern=None):
-    model.eval()
-    loss_sum, tokens, correct = 0.0, 0, 0
-    with torch.no_grad():
-        for seq in seqs:
-            logits, labels = run_model(model, seq, recent, pattern)
-            keep = labels != -100
-            loss_sum += F.cross_entropy(logits[keep], labels[keep], reduction="sum").item()
-            correct += (logits[keep].argmax(-1) == labels[keep]).sum().item()
-            tokens += int(keep.sum())
-    model.train()
-    return loss_sum / max(1, tokens), correct / max(1, tokens)
-
-
-def make_optimizer(model, train_cfg):
-    """AdamW over the model. The evidence gains start at zero and scale embeddings whose entries are a
-    few hundredths: at the fine-tuning rate they would take thousands of steps to matter, so they
-    learn `evidence_lr_scale` times faster (the group's lr_scale, applied with the schedule) and are
-    not decayed."""
-    gains = [p for n, p in model.named_parameters() if n == "visual_evidence_gain"]
-    groups = [{"params": [p for n, p in model.named_parameters() if n != "visual_evidence_gain"]}]
-    if gains:
-        groups.append({"params": gains, "lr_scale": train_cfg.get("evidence_lr_scale", 50.0), "weight_decay": 0.0})
-    return torch.optim.AdamW(groups, lr=train_cfg["lr"], weight_decay=train_cfg.get("weight_decay", 0.01))
-
-
 def init_from(model, path):
     """The weights of a checkpoint or an exported model folder; a tensor whose shape changed keeps its
     overlapping part, projector columns the start did not have (Tesseract's evidence) start at zero,
@@ -215,56 +160,8 @@ def init_from(model, path):
                         own[name][FIRST_EXTRA + k] = t[vocab.index[base]]
 
 
-def extra_rows(model):
-    """The embedding matrices (input, and output when untied) whose rows from FIRST_EXTRA on are the
-    extra letters (data.EXTRA_CHARACTERS); empty for a model without them."""
-    mats = [model.embed_tokens.weight] + ([model.lm_head.weight] if model.lm_head is not None else [])
-    return [w for w in mats if w.shape[0] > FIRST_EXTRA]
-
-
-def mean_gradient(model):
-    """Data-parallel ranks (--workers): every gradient replaced by its mean over the ranks, the same
-    on each, so their optimiser steps keep the models identical."""
-    params = list(model.parameters())
-    flat = torch.cat([(p.grad if p.grad is not None else torch.zeros_like(p)).flatten() for p in params])
-    dist.all_reduce(flat)
-    flat /= dist.get_world_size()
-    at = 0
-    for p in params:
-        p.grad = flat[at:at + p.numel()].view_as(p).clone()
-        at += p.numel()
-
-
-def train_step(model, opt, lr, seq, recent, pattern, extra_scale=1.0, sync=None):
-    """One optimiser step on one sequence at rate `lr` (each group's lr_scale times it); its loss.
-    The extra letters' rows take `extra_scale` times AdamW's step: they start as their base letters'
-    rows and, in the same tensor as every other letter, would move at the fine-tuning rate (run 18).
-    `sync(model)`, where given, makes the gradients the ranks' mean before they are clipped."""
-    for g in opt.param_groups:
-        g["lr"] = lr * g.get("lr_scale", 1.0)
-    opt.zero_grad()
-    if pattern is not None:  # SR-SWA: a whole volume, backpropagated page by page (srswa.Run.flush)
-        kinds, tokens, vis, pages_of, labels = seq
-        r, _ = srswa.run(model, pattern, kinds.tolist(), tokens.tolist(), vis.numpy(), pages_of, labels=labels.numpy())
-        loss_value = r.loss_sum / max(1, int((labels != -100).sum()))
-    else:
-        logits, labels = run_model(model, seq, recent)
-        loss = F.cross_entropy(logits, labels, ignore_index=-100)
-        loss.backward()
-        loss_value = loss.item()
-    if sync:
-        sync(model)
-    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-    rows = extra_rows(model) if extra_scale != 1.0 else []
-    before = [w.detach()[FIRST_EXTRA:].clone() for w in rows]
-    opt.step()
-    with torch.no_grad():
-        for w, b in zip(rows, before):
-            w[FIRST_EXTRA:] = b + extra_scale * (w[FIRST_EXTRA:] - b)
-    return loss_value
-
-
-def main():
+def parse_args():
+    """The command line, and the config with its --set overrides applied."""
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--config", required=True)
     ap.add_argument("--data", required=True, help="folder of make_pages.py documents")
@@ -302,6 +199,14 @@ def main():
         if not sep or key not in train_cfg:
             ap.error(f"--set {item}: not KEY=VALUE with a KEY of {args.config}'s training section")
         train_cfg[key] = json.loads(value)
+    if args.workers > 1 and args.refresh_every:
+        ap.error("--workers with --refresh-every: the ranks would have to agree on new documents")
+    return args, cfg
+
+
+def main():
+    args, cfg = parse_args()
+    train_cfg = cfg["training"]
     torch.set_num_threads(args.threads)
     random.seed(train_cfg["seed"])
     np.random.seed(train_cfg["seed"])
@@ -366,94 +271,27 @@ def main():
     print(f"model: {params / 1e6:.2f} M parameters; {len(train_seqs)} training, {len(eval_seqs)} held-out documents",
           flush=True)
 
-    total, warmup, recent = train_cfg["steps"], train_cfg["warmup"], train_cfg["recent_tokens"]
-    world = args.workers
-    if world > 1:
-        if args.refresh_every:
-            ap.error("--workers with --refresh-every: the ranks would have to agree on new documents")
-        with socket.socket() as sock:  # a free loopback port for the ranks' rendezvous
-            sock.bind(("127.0.0.1", 0))
-            port = sock.getsockname()[1]
+    def more_sequences():
+        """--refresh-every: the sequences of documents that became ready since (their counts added)."""
+        nonlocal counts
+        more = [d for d in find_documents(args.data, True) if d not in loaded]
+        new = load_records(more, loaded, quire_cli, vocab, evidence=evidence)
+        more, new = covered(more, new, args.min_coverage)
+        if not new:
+            return []
+        front_end_line_batch(docs[:1] + more)  # a ValueError where theirs is not the run's
+        train_records.extend(new)
+        counts = merge_counts(init_counts, character_counts(train_records, vocab))
+        print(f"step {trainer.step}: {len(new)} more documents, {len(train_seqs) + len(new)} in training", flush=True)
+        return [build_sequence(r, max_len, look_ahead) for r in new]
 
-    def loop(rank):
-        """The steps; with --workers, rank `rank` of them (forked, rank 0 logging and saving)."""
-        nonlocal step, counts
-        sync = None
-        if world > 1:
-            dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world,
-                                    timeout=datetime.timedelta(hours=2))  # rank 0's held-out passes are long
-            sync = mean_gradient
-        random.setstate(rng_state)  # a forked child's `random` is reseeded: the epoch orders must agree
-        lead = rank == 0
-        log = open(os.path.join(args.out, "loss.tsv"), "a") if lead else None
-        if lead and step == 0:
-            log.write("step\ttrain_loss\theldout_loss\theldout_token_acc\tseconds\n")
-        start, running = time.time(), []
-        while step < total:
-            order = list(range(len(train_seqs)))
-            random.shuffle(order)  # the same order on every rank: each restored the parent's state
-            if world > 1:
-                order = like_lengths(order, [len(seq[0]) for seq in train_seqs], world)
-            # A step takes `world` documents, one a rank; an epoch's last few that fill no step wait for the next.
-            for first in range(0, len(order) - world + 1, world):
-                if step >= total:
-                    break
-                i = order[first + rank]
-                stop = one_step(i, sync, running, lead, log, start)
-                if stop:
-                    break
-        if lead:
-            print(f"done: {step} steps in {time.time() - start:.0f} s; model in {os.path.join(args.out, 'model')}")
-        if world > 1:
-            dist.destroy_process_group()
+    def export_model(model):
+        export(model, os.path.join(args.out, "model"), pattern, line_batch)
+        write_counts(os.path.join(args.out, "model", COUNTS_FILE), counts)
 
-    def one_step(i, sync, running, lead, log, start):
-        """Step `step` on training document i; True where new documents start a new epoch order."""
-        nonlocal step, counts, train_seqs, train_records
-        if args.refresh_every and step % args.refresh_every == 0 and step:
-            more = [d for d in find_documents(args.data, True) if d not in loaded]
-            new = load_records(more, loaded, quire_cli, vocab, evidence=evidence)
-            more, new = covered(more, new, args.min_coverage)
-            if new:
-                front_end_line_batch(docs[:1] + more)  # a ValueError where theirs is not the run's
-                train_seqs += [build_sequence(r, max_len, look_ahead) for r in new]
-                train_records += new
-                counts = merge_counts(init_counts, character_counts(train_records, vocab))
-                print(f"step {step}: {len(new)} more documents, {len(train_seqs)} in training", flush=True)
-                return True  # a new epoch order that includes them
-        lr = train_cfg["lr"] * min(1.0, (step + 1) / warmup) * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * step / total)))
-        loss = train_step(model, opt, lr, train_seqs[i], recent, pattern,
-                          train_cfg.get("extra_letters_lr_scale", 1.0), sync)
-        if sync:
-            t = torch.tensor([loss], dtype=torch.float64)
-            dist.all_reduce(t)
-            loss = float(t) / world
-        if lead:
-            running.append(loss)
-        step += 1
-        if lead and (step % train_cfg["log_every"] == 0 or step == total):
-            el, acc = evaluate(model, eval_seqs, recent, pattern)
-            tl = sum(running) / len(running)
-            running.clear()
-            log.write(f"{step}\t{tl:.4f}\t{el:.4f}\t{acc:.4f}\t{time.time() - start:.0f}\n")
-            log.flush()
-            print(f"step {step}: train {tl:.3f}, held-out {el:.3f}, token acc {acc:.3f}, lr {lr:.2e}", flush=True)
-        if lead and (step % train_cfg["checkpoint_every"] == 0 or step == total):
-            # Written whole, then renamed: a run stopped while saving keeps its last checkpoint.
-            torch.save({"model": model.state_dict(), "optimizer": opt.state_dict(), "step": step,
-                        "py_rng": random.getstate(), "torch_rng": torch.get_rng_state()}, ckpt + ".part")
-            os.replace(ckpt + ".part", ckpt)
-            export(model, os.path.join(args.out, "model"), pattern, line_batch)
-            write_counts(os.path.join(args.out, "model", COUNTS_FILE), counts)
-        if sync:
-            dist.barrier()  # the others wait while rank 0 evaluates and saves
-        return False
-
-    rng_state = random.getstate()
-    if world > 1:
-        torch.multiprocessing.start_processes(loop, nprocs=world, start_method="fork")
-    else:
-        loop(0)
+    trainer = Trainer(model, opt, train_cfg, pattern, args.out, train_seqs, eval_seqs, export_model, step,
+                      (args.refresh_every, more_sequences) if args.refresh_every else None)
+    trainer.run(args.workers)
 
 
 if __name__ == "__main__":
