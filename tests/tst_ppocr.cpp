@@ -404,6 +404,62 @@ private slots:
         QCOMPARE(readingOrder(boxes), expect);
     }
 
+    // Narrow columns with a gutter about a character wide (as Chinese books set them), the
+    // detector's boxes bridging it on some rows: the two first rows joined whole, a fragment
+    // across the gutter beside a row's two pieces. Each bridge is cut at the gutter, the running
+    // head over the gutter and the footer under the columns stay whole, and the page is read
+    // column by column. Pages without bridges, or in one column, keep their boxes.
+    void columnGutterBridgesAreCut() {
+        const auto quadOf = [](const Box& b) {
+            return std::vector<cv::Point2f>{{float(b.x), float(b.y)}, {float(b.right()), float(b.y)},
+                                            {float(b.right()), float(b.bottom())}, {float(b.x), float(b.bottom())}};
+        };
+        size_t quadCount = 0;
+        const auto cut = [&](std::vector<Box> boxes) {
+            std::vector<std::vector<cv::Point2f>> quads;
+            for (const auto& b : boxes) quads.push_back(quadOf(b));
+            cutAtColumnGutters(quads, boxes, 1500, 1600);
+            quadCount = quads.size();
+            return boxes;
+        };
+        std::vector<Box> clean;  // columns 100-700 and 740-1340: a 40-pixel gutter, lines 44 high
+        for (int r = 0; r < 20; ++r) clean.push_back({100, 100 + r * 60, 600, 44}), clean.push_back({740, 100 + r * 60, 600, 44});
+        QCOMPARE(cut(clean), clean);
+        std::vector<Box> speck = clean;  // a speck across the gutter, lower than a line: not a row's
+        speck.push_back({690, 585, 60, 20});
+        QCOMPARE(cut(speck), speck);
+
+        std::vector<Box> boxes = {{640, 40, 160, 30}};  // 0: the running head, over the gutter
+        for (int r = 0; r < 20; ++r) {
+            if (r < 2) boxes.push_back({100, 100 + r * 60, 1240, 44});  // the row's two lines as one box
+            else boxes.push_back({100, 100 + r * 60, 600, 44}), boxes.push_back({740, 100 + r * 60, 600, 44});
+        }
+        boxes.push_back({668, 402, 104, 32});  // a fragment across the gutter on row 5
+        boxes.push_back({500, 1330, 500, 40});  // the footer, under both columns
+        const size_t head = 0, fragment = boxes.size() - 2, footer = boxes.size() - 1;
+        const std::vector<Box> got = cut(boxes);
+        QCOMPARE(got.size(), boxes.size() + 3);  // each bridge in two pieces
+        QCOMPARE(quadCount, got.size());
+        QCOMPARE(got[head].w, boxes[head].w);
+        QCOMPARE(got[footer].w, boxes[footer].w);
+        for (size_t i = 0; i < got.size(); ++i) {
+            if (i == head || i == footer) continue;
+            QVERIFY2(got[i].right() <= 705 || got[i].x >= 735, qPrintable(QString::number(i)));  // none in the gutter
+        }
+        QVERIFY(got[1].right() <= 705 && got[fragment].right() <= 705);
+        std::vector<int> order = readingOrder(got);
+        QCOMPARE(order.front(), int(head));
+        QCOMPARE(order.back(), int(footer));
+        std::vector<int> xs;  // the lines' sides in reading order: every left one before any right one
+        for (size_t k = 1; k + 1 < order.size(); ++k) xs.push_back(got[size_t(order[k])].x < 720 ? 0 : 1);
+        QVERIFY(std::is_sorted(xs.begin(), xs.end()));
+
+        std::vector<Box> single;  // one column, paragraphs' first lines indented, last lines short
+        for (int r = 0; r < 20; ++r)
+            single.push_back({r % 4 == 0 ? 160 : 100, 100 + r * 60, r % 4 == 3 ? 420 : (r % 4 == 0 ? 1180 : 1240), 44});
+        QCOMPARE(cut(single), single);
+    }
+
     // Two columns with a pull quote across the gutter halfway down: no x range is empty in every
     // row, so rows alone read the columns interleaved; Tesseract's layout analysis finds the
     // columns above and below the quote, and the lines are read column by column in each.

@@ -497,6 +497,7 @@ Result<PpocrPage> PpocrEngine::read(const cv::Mat& image, bool features, const s
         const cv::Rect r = cv::boundingRect(q) & cv::Rect(0, 0, image.cols, image.rows);
         boxes.push_back({r.x, r.y, r.width, r.height});
     }
+    cutAtColumnGutters(*quads, boxes, image.cols, image.rows);
     std::vector<int> blockOf;
     const std::vector<int> order =
         m_options.layout == "tesseract" ? layoutReadingOrder(image, boxes, &blockOf) : readingOrder(boxes, &blockOf);

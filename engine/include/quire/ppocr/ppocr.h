@@ -154,6 +154,14 @@ private:
 // neighbours above and below, so rows are told by their centres, not by overlap.
 bool sameRow(const Box& a, const Box& b);
 
+// Column gutters about a character wide that a few detected boxes bridge (the detector joins a
+// row's pieces across them on some rows, and the XY-cut then reads the page row by row across the
+// columns): each such gutter made white, a row's bridging box cut in two there (its second piece
+// appended), a column line's margin reaching into it trimmed; headings and footers over the
+// columns stay whole. `quads` and `boxes` (their bounds) are the detected lines, in the page's
+// `width` × `height`.
+void cutAtColumnGutters(std::vector<std::vector<cv::Point2f>>& quads, std::vector<Box>& boxes, int width, int height);
+
 // Orders line boxes as a reader would, by a recursive XY-cut at the page's white gaps: sections
 // top to bottom, columns (and side bars) left to right, each top to bottom; a table's cells row
 // by row. Returns indices into `boxes`, and each line's block number (a column's paragraph, a
