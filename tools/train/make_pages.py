@@ -575,7 +575,8 @@ def page_targets(pages, lang, opening=None, page_end_hyphen="join"):
     `opening` title is the first page's first paragraph (a running head is left out, a title is
     text). A word split over a page break goes whole to the page where it starts ("join", for a
     model that reads the next page ahead), or stays as printed, its hyphen ending the page and its
-    rest starting the next ("keep", for one that does not: the rest is not yet in its view)."""
+    rest starting the next ("keep", for one that does not: the rest is not yet in its view); on the
+    last page, whose rest no page holds, it stays as printed in both."""
     sep = "" if lang == "zh" else " "
     targets, skip_first_word = [], False
     for i, lines in enumerate(pages):
@@ -593,7 +594,10 @@ def page_targets(pages, lang, opening=None, page_end_hyphen="join"):
                 out.append(para)
                 para = ""
             page_end = hy and k == len(lines) - 1
-            piece = text[:-1] if hy and not (page_end and page_end_hyphen == "keep") else text
+            # A word broken at the end of the last page (a volume cut in its text) has no rest to
+            # join: it keeps its hyphen, as printed, in either mode.
+            last_page = i + 1 == len(pages) or not pages[i + 1]
+            piece = text[:-1] if hy and not (page_end and (page_end_hyphen == "keep" or last_page)) else text
             para += piece if (join or not para) else sep + piece
             join = hy
             if page_end and page_end_hyphen == "join" and i + 1 < len(pages) and pages[i + 1]:
@@ -694,6 +698,9 @@ def self_test():
     # A chapter's opening title: the first page's first paragraph, in the reading text and as printed.
     assert page_targets(pages[2:], "en", "CHAPTER ONE") == ["CHAPTER ONE\n\nLast one"]
     assert page_texts(pages[2:], "en", running, [7], "T", "C", "CHAPTER ONE") == ["CHAPTER ONE\nLast one"]
+    # The last page ends in a broken word: its hyphen stays (no next page holds the rest).
+    cut = pages[:1]
+    assert page_targets(cut, "en") == ["In the beginning was the word, and the word was with God. And the light shi-"]
     zh = [[("第一行", True, False, False), ("接着", False, True, False)], [("新段", True, True, False)]]
     assert page_targets(zh, "zh") == ["第一行接着", "新段"], page_targets(zh, "zh")
     # Fraktur's long s: inside a word, not at its end nor before a hyphen.
