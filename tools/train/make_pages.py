@@ -724,6 +724,9 @@ def main():
     ap.add_argument("--whole-volumes", action="store_true",
                     help="draw text for every one of --pages full pages (English runs on through the chapters "
                     "and books after; without it a document's text fills 3-10 full pages)")
+    ap.add_argument("--end-on-hyphen-share", type=float, default=0.0,
+                    help="share of English and German documents cut like a partial scan after the first page "
+                    "from the --pages'th on that ends in a word broken over the page (up to 8 pages more)")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--punct-share", type=float, default=0.0,
                     help="share of English documents given quotation marks and dashes (punctuate)")
@@ -767,14 +770,19 @@ def main():
             lang, fraktur = "de", rng.random() < args.fraktur_share
         if args.text:
             lang = "en"
+        # A volume that ends as a partial scan may: on a word broken over its last page, whose rest no
+        # page holds (no draw at all without the option: earlier seeds make the same documents).
+        cut_on_hyphen = lang != "zh" and args.end_on_hyphen_share > 0 and rng.random() < args.end_on_hyphen_share
+        wanted = args.pages + (8 if cut_on_hyphen else 0)
+        if args.text:
             paras, chapter = file_paragraphs(rng, args.text[doc % len(args.text)])
         else:
             # Whole volumes draw text in proportion to their pages; other documents as before (the
             # same seeds make the same documents).
             more = args.whole_volumes
-            paras, chapter = (chinese_paragraphs(rng, 15 * args.pages if more else 60) if lang == "zh"
-                              else german_paragraphs(rng, 10 * args.pages if more else 40) if lang == "de"
-                              else english_paragraphs(rng, 2 * args.pages if more else 4))
+            paras, chapter = (chinese_paragraphs(rng, 15 * wanted if more else 60) if lang == "zh"
+                              else german_paragraphs(rng, 10 * wanted if more else 40) if lang == "de"
+                              else english_paragraphs(rng, 2 * wanted if more else 4))
         if lang == "en" and rng.random() < args.punct_share:
             paras = punctuate(paras, rng)
         if lang == "en" and rng.random() < args.numbers_share:
@@ -804,7 +812,10 @@ def main():
         # A title wider than the text column is cut at a word.
         while opening and width(st.body, opening) > st.page_w - 2 * st.margin_x and " " in opening.strip():
             opening = opening.rsplit(" ", 1)[0]
-        pages = layout(paras, st, rng, args.pages)
+        pages = layout(paras, st, rng, wanted)
+        if cut_on_hyphen:
+            broken = [k for k in range(args.pages - 1, len(pages)) if pages[k] and pages[k][-1][3]]
+            pages = pages[:broken[0] + 1] if broken else pages[:args.pages]
         targets = page_targets(pages, lang, opening, args.page_end_hyphen)
         ddir = os.path.join(args.out, f"doc{doc:04d}")
         os.makedirs(ddir, exist_ok=True)
