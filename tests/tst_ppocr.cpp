@@ -414,6 +414,10 @@ private slots:
             return std::vector<cv::Point2f>{{float(b.x), float(b.y)}, {float(b.right()), float(b.y)},
                                             {float(b.right()), float(b.bottom())}, {float(b.x), float(b.bottom())}};
         };
+        const auto same = [](const std::vector<Box>& a, const std::vector<Box>& b) {
+            return std::equal(a.begin(), a.end(), b.begin(), b.end(),
+                              [](const Box& p, const Box& q) { return p.x == q.x && p.y == q.y && p.w == q.w && p.h == q.h; });
+        };
         size_t quadCount = 0;
         const auto cut = [&](std::vector<Box> boxes) {
             std::vector<std::vector<cv::Point2f>> quads;
@@ -424,10 +428,10 @@ private slots:
         };
         std::vector<Box> clean;  // columns 100-700 and 740-1340: a 40-pixel gutter, lines 44 high
         for (int r = 0; r < 20; ++r) clean.push_back({100, 100 + r * 60, 600, 44}), clean.push_back({740, 100 + r * 60, 600, 44});
-        QCOMPARE(cut(clean), clean);
+        QVERIFY(same(cut(clean), clean));
         std::vector<Box> speck = clean;  // a speck across the gutter, lower than a line: not a row's
         speck.push_back({690, 585, 60, 20});
-        QCOMPARE(cut(speck), speck);
+        QVERIFY(same(cut(speck), speck));
 
         std::vector<Box> boxes = {{640, 40, 160, 30}};  // 0: the running head, over the gutter
         for (int r = 0; r < 20; ++r) {
@@ -457,7 +461,7 @@ private slots:
         std::vector<Box> single;  // one column, paragraphs' first lines indented, last lines short
         for (int r = 0; r < 20; ++r)
             single.push_back({r % 4 == 0 ? 160 : 100, 100 + r * 60, r % 4 == 3 ? 420 : (r % 4 == 0 ? 1180 : 1240), 44});
-        QCOMPARE(cut(single), single);
+        QVERIFY(same(cut(single), single));
     }
 
     // Two columns with a pull quote across the gutter halfway down: no x range is empty in every

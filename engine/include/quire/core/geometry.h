@@ -14,7 +14,6 @@ struct Box {
     int bottom() const { return y + h; }
     bool empty() const { return w <= 0 || h <= 0; }
     Box united(const Box& o) const;
-    bool operator==(const Box&) const = default;
 };
 
 // One of a recogniser's readings of a glyph, with its confidence (0..100).
