@@ -600,7 +600,7 @@ def page_targets(pages, lang, opening=None, page_end_hyphen="join"):
             piece = text[:-1] if hy and not (page_end and (page_end_hyphen == "keep" or last_page)) else text
             para += piece if (join or not para) else sep + piece
             join = hy
-            if page_end and page_end_hyphen == "join" and i + 1 < len(pages) and pages[i + 1]:
+            if page_end and page_end_hyphen == "join" and not last_page:
                 para += pages[i + 1][0][0].partition(" ")[0]
                 skip_first_word, join = True, False
             if last:
