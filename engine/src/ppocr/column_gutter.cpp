@@ -39,10 +39,7 @@ Box boundsOf(const std::vector<cv::Point2f>& quad, int width, int height) {
 
 void cutAtColumnGutters(std::vector<std::vector<cv::Point2f>>& quads, std::vector<Box>& boxes, int width, int height) {
     if (boxes.size() < 8 || width <= 0) return;
-    std::vector<int> heights;
-    for (const auto& b : boxes) heights.push_back(b.h);
-    std::nth_element(heights.begin(), heights.begin() + long(heights.size() / 2), heights.end());
-    const int lineH = std::max(1, heights[heights.size() / 2]);
+    const int lineH = medianBoxHeight(boxes);
     // Text lines: about a line high, read across (a vertical line or a picture takes no part).
     std::vector<size_t> text;
     for (size_t i = 0; i < boxes.size(); ++i) {

@@ -14,6 +14,14 @@ bool sameRow(const Box& a, const Box& b) {
     return std::abs((a.y + a.h / 2) - (b.y + b.h / 2)) * 10 < std::min(a.h, b.h) * 3;
 }
 
+int medianBoxHeight(const std::vector<Box>& boxes) {
+    if (boxes.empty()) return 1;
+    std::vector<int> heights;
+    for (const auto& b : boxes) heights.push_back(b.h);
+    std::nth_element(heights.begin(), heights.begin() + long(heights.size() / 2), heights.end());
+    return std::max(1, heights[heights.size() / 2]);
+}
+
 namespace {
 
 // Recursive XY-cut (Nagy & Seth's split of a page at its white gaps, as PP-Structure and most
@@ -183,10 +191,7 @@ std::vector<int> readingOrder(const std::vector<Box>& boxes, std::vector<int>* b
     std::vector<int> order;
     if (blockOfLine) blockOfLine->assign(boxes.size(), 0);
     if (boxes.empty()) return order;
-    std::vector<int> heights;
-    for (const auto& b : boxes) heights.push_back(b.h);
-    std::nth_element(heights.begin(), heights.begin() + long(heights.size() / 2), heights.end());
-    const int medianH = std::max(1, heights[heights.size() / 2]);
+    const int medianH = medianBoxHeight(boxes);
     std::vector<int> all(boxes.size());
     std::iota(all.begin(), all.end(), 0);
     XyCut(boxes, medianH, order, blockOfLine).cut(std::move(all), false);

@@ -154,6 +154,9 @@ private:
 // neighbours above and below, so rows are told by their centres, not by overlap.
 bool sameRow(const Box& a, const Box& b);
 
+// The median height of the boxes (at least 1; 1 for none): a line's height on the page.
+int medianBoxHeight(const std::vector<Box>& boxes);
+
 // Column gutters about a character wide that a few detected boxes bridge (the detector joins a
 // row's pieces across them on some rows, and the XY-cut then reads the page row by row across the
 // columns): each such gutter made white, a row's bridging box cut in two there (its second piece
