@@ -35,19 +35,9 @@ Box boundsOf(const std::vector<cv::Point2f>& quad, int width, int height) {
     return {r.x, r.y, r.width, r.height};
 }
 
-}  // namespace
-
-void cutAtColumnGutters(std::vector<std::vector<cv::Point2f>>& quads, std::vector<Box>& boxes, int width, int height) {
-    if (boxes.size() < 8 || width <= 0) return;
-    const int lineH = medianBoxHeight(boxes);
-    // Text lines: about a line high, read across (a vertical line or a picture takes no part).
-    std::vector<size_t> text;
-    for (size_t i = 0; i < boxes.size(); ++i) {
-        const Box& b = boxes[i];
-        if (b.h * 2 >= lineH && b.h <= 2 * lineH && b.h * 3 < b.w * 2) text.push_back(i);
-    }
-    if (text.size() < 8) return;
-
+// The gutters among the text lines (`text`, indices into `boxes`) of a page `width` wide.
+std::vector<Gutter> findGutters(const std::vector<Box>& boxes, const std::vector<size_t>& text, int lineH, int minWidth,
+                                int width) {
     // How many text lines cover each x; a gutter is a run at least 0.8 of a line high wide (the
     // XY-cut's column gap) that few of them cover, with at least four lines ending just left of it
     // and four starting just right of it, and bridged at most by a third as many lines as that.
@@ -57,7 +47,7 @@ void cutAtColumnGutters(std::vector<std::vector<cv::Point2f>>& quads, std::vecto
         cover[size_t(std::clamp(boxes[i].right(), 0, width))] -= 1;
     }
     std::partial_sum(cover.begin(), cover.end(), cover.begin());
-    const int few = std::max(3, int(text.size()) / 8), minWidth = std::max(1, lineH * 4 / 5);
+    const int few = std::max(3, int(text.size()) / 8);
     std::vector<Gutter> gutters;
     for (int x = 0; x < width;) {
         if (cover[size_t(x)] > few) {
@@ -78,6 +68,24 @@ void cutAtColumnGutters(std::vector<std::vector<cv::Point2f>>& quads, std::vecto
         if (leftEnds >= 4 && rightStarts >= 4 && bridges > 0 && bridges * 3 <= std::min(leftEnds, rightStarts))
             gutters.push_back(g);
     }
+    return gutters;
+}
+
+}  // namespace
+
+void cutAtColumnGutters(std::vector<std::vector<cv::Point2f>>& quads, std::vector<Box>& boxes, int width, int height) {
+    if (boxes.size() < 8 || width <= 0) return;
+    const int lineH = medianBoxHeight(boxes);
+    // Text lines: about a line high, read across (a vertical line or a picture takes no part).
+    std::vector<size_t> text;
+    for (size_t i = 0; i < boxes.size(); ++i) {
+        const Box& b = boxes[i];
+        if (b.h * 2 >= lineH && b.h <= 2 * lineH && b.h * 3 < b.w * 2) text.push_back(i);
+    }
+    if (text.size() < 8) return;
+
+    const int minWidth = std::max(1, lineH * 4 / 5);
+    const std::vector<Gutter> gutters = findGutters(boxes, text, lineH, minWidth, width);
     if (gutters.empty()) return;
 
     // Each gutter is made white for the XY-cut, 0.8 of a line high about its middle: a box that
