@@ -709,7 +709,8 @@ def self_test():
     print("make_pages self-test: ok")
 
 
-def main():
+def parse_args():
+    """The command line (--out required unless --self-test)."""
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--self-test", action="store_true", help="check the target rules and exit")
     ap.add_argument("--out")
@@ -754,10 +755,15 @@ def main():
                     help="the manifest's ground truth: the reading text (pNNN.target.txt) or the page as printed, "
                     "running heads and folios included (pNNN.page.txt; tools/eval/structure.py's form)")
     args = ap.parse_args()
+    if not args.self_test and not args.out:
+        ap.error("--out is required")
+    return args
+
+
+def main():
+    args = parse_args()
     if args.self_test:
         return self_test()
-    if not args.out:
-        ap.error("--out is required")
     rng = random.Random(args.seed)
     nrng = np.random.default_rng(args.seed)
     os.makedirs(args.out, exist_ok=True)
