@@ -727,7 +727,7 @@ def parse_args():
                     "and books after; without it a document's text fills 3-10 full pages)")
     ap.add_argument("--end-on-hyphen-share", type=float, default=0.0,
                     help="share of English and German documents cut like a partial scan after the first page "
-                    "from the --pages'th on that ends in a word broken over the page (up to 8 pages more)")
+                    "from the --pages'th on that ends in a word broken over the page (up to 24 pages more)")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--punct-share", type=float, default=0.0,
                     help="share of English documents given quotation marks and dashes (punctuate)")
@@ -779,7 +779,7 @@ def main():
         # A volume that ends as a partial scan may: on a word broken over its last page, whose rest no
         # page holds (no draw at all without the option: earlier seeds make the same documents).
         cut_on_hyphen = lang != "zh" and args.end_on_hyphen_share > 0 and rng.random() < args.end_on_hyphen_share
-        wanted = args.pages + (8 if cut_on_hyphen else 0)
+        wanted = args.pages + (24 if cut_on_hyphen else 0)
         if args.text:
             paras, chapter = file_paragraphs(rng, args.text[doc % len(args.text)])
         else:
