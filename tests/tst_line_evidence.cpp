@@ -68,6 +68,26 @@ class TstLineEvidence : public QObject {
     Q_OBJECT
 
 private slots:
+    // `features` prepares a page as a transcription run does: a turn OSD proposes for an upright
+    // page (tst_preprocess's fixture) is read before it is made, so every line's frames run left to
+    // right across the page and the front-end reads its words.
+    void featuresTurnOnlyWhatReadsBetter() {
+        QTemporaryDir dir;
+        const auto r = runCli({"features", sourceDir() + "/tests/fixtures/two_columns_osd_upside_down.png", "--out",
+                               dir.filePath("f")});
+        QVERIFY2(r.exitCode == 0, qPrintable(r.err));
+        const QJsonArray lines = featuresMeta(dir.filePath("f/page-00001.safetensors"))["lines"].toArray();
+        QVERIFY(lines.size() > 50);
+        QString text;
+        for (const auto v : lines) {
+            const QJsonArray x = v.toObject()["frame_x"].toArray();
+            QVERIFY(x.size() > 1);
+            QVERIFY2(x.first().toInt() < x.last().toInt(), qPrintable(v.toObject()["text"].toString()));
+            text += v.toObject()["text"].toString() + "\n";
+        }
+        QVERIFY2(text.contains("righteousness") && text.contains("commandment"), qPrintable(text.left(400)));
+    }
+
     // Equal characters at their places pair; a misread character pairs with the glyph at its place;
     // a word space gets the word break; a glyph the front-end missed goes before the next character.
     void glyphsPairByTextAndPlace() {

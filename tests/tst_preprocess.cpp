@@ -2,6 +2,9 @@
 
 #include <opencv2/imgproc.hpp>
 
+#include <opencv2/imgcodecs.hpp>
+
+#include "quire/preprocess/orientation.h"
 #include "quire/preprocess/preprocess.h"
 #include "test_util.h"
 
@@ -25,6 +28,22 @@ cv::Mat rotated(const cv::Mat& page, double deg) {
 class TestPreprocess : public QObject {
     Q_OBJECT
 private slots:
+    // An upright two-column page (generated, binarised) that Tesseract's OSD takes for upside down
+    // at a confidence above kOrientationConfidence: alone, OSD turns it; read both ways, it stays.
+    void aTurnOsdProposesIsReadBeforeItIsMade() {
+        const cv::Mat page = cv::imread((sourceDir() + "/tests/fixtures/two_columns_osd_upside_down.png").toStdString(),
+                                        cv::IMREAD_GRAYSCALE);
+        QVERIFY(!page.empty());
+        const OrientationGuess alone = detectOrientation(page);
+        if (!alone.available) QSKIP("osd.traineddata is not installed");
+        QCOMPARE(alone.proposedQuarterTurns, 2);
+        QCOMPARE(alone.clockwiseQuarterTurns, 2);  // the trap: OSD alone turns an upright page
+        const OrientationGuess read = detectOrientation(page, "eng");
+        QCOMPARE(read.proposedQuarterTurns, 2);
+        QCOMPARE(read.clockwiseQuarterTurns, 0);
+        QVERIFY(read.uprightReading >= read.turnedReading + kTurnReadingMargin);
+    }
+
     void measuresSkew_data() {
         QTest::addColumn<double>("angle");
         QTest::addColumn<int>("lines");

@@ -85,6 +85,10 @@ int featuresCommand(const Args& args) {
         if (!rec) return fail(exitFor(rec.status()), rec.status().message());
         tesseract = std::move(*rec);
     }
+    // Pages prepared as a transcription run prepares them: a turn OSD proposes is confirmed by
+    // reading (alone, OSD turned a clean two-column page upside down).
+    PreprocessParams pp;
+    pp.orientLanguages = orientationCheckLanguages(ro.languages, ro.tessdataDir);
     int pageNo = 0;
     for (const auto& input : args.positionals()) {
         auto src = openSource(input, so);
@@ -92,7 +96,7 @@ int featuresCommand(const Args& args) {
         for (int i = 0; i < (*src)->pageCount(); ++i) {
             auto img = (*src)->loadPage(i);
             if (!img) return fail(exitFor(img.status()), img.status().message());
-            const PreprocessResult pre = preprocessPage(img->image, PreprocessParams{});
+            const PreprocessResult pre = preprocessPage(img->image, pp);
             for (const auto& region : pre.regions) {
                 ++pageNo;
                 auto page = (*engine)->read(region.image, true);

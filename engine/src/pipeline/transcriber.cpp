@@ -229,11 +229,8 @@ namespace {
 // where Tesseract has them, else English.
 PreprocessParams preprocessOfRun(const TranscribeParams& params) {
     PreprocessParams p = params.preprocess;
-    if (p.orient && p.orientLanguages.empty()) {
-        const std::string& dir = params.recognizer.tessdataDir;
-        if (checkTesseractLanguages(params.recognizer.languages, dir)) p.orientLanguages = params.recognizer.languages;
-        else if (checkTesseractLanguages("eng", dir)) p.orientLanguages = "eng";
-    }
+    if (p.orient && p.orientLanguages.empty())
+        p.orientLanguages = orientationCheckLanguages(params.recognizer.languages, params.recognizer.tessdataDir);
     return p;
 }
 

@@ -182,6 +182,12 @@ Status checkTesseractLanguages(const std::string& languages, const std::string& 
     return Status::ok();
 }
 
+std::string orientationCheckLanguages(const std::string& languages, const std::string& tessdataDir) {
+    if (checkTesseractLanguages(languages, tessdataDir)) return languages;
+    if (checkTesseractLanguages("eng", tessdataDir)) return "eng";
+    return {};
+}
+
 Result<std::unique_ptr<Recognizer>> createTesseractRecognizer(const RecognizerOptions& options) {
     if (options.engine != "tesseract")
         return Status(ErrorCode::InvalidArgument, "unknown recognition engine '" + options.engine + "'");

@@ -151,6 +151,9 @@ public:
 std::vector<std::string> availableTesseractLanguages(const std::string& tessdataDir = {});
 // Checks that every requested language is installed; the message lists what is available.
 Status checkTesseractLanguages(const std::string& languages, const std::string& tessdataDir = {});
+// The Tesseract languages that confirm a proposed page turn by reading it (PreprocessParams::
+// orientLanguages): `languages` where Tesseract has them all, else English, else none (OSD alone).
+std::string orientationCheckLanguages(const std::string& languages, const std::string& tessdataDir = {});
 
 Result<std::unique_ptr<Recognizer>> createRecognizer(const RecognizerOptions& options);
 
