@@ -8,10 +8,14 @@
 #include <string>
 #include <vector>
 
+#include "quire/core/geometry.h"
 #include "quire/decoder/config.h"
 #include "quire/decoder/session.h"
 
 namespace quire::test {
+
+// The same box, field by field (Box has no operator==: its header is also built as C++17).
+inline bool sameBox(const Box& a, const Box& b) { return a.x == b.x && a.y == b.y && a.w == b.w && a.h == b.h; }
 
 // A decoder of the supported family small enough to generate in a test (random weights).
 inline decoder::ModelConfig tinyDecoderConfig(int vocabSize = 48, int visualDim = 12, int maxPositions = 1 << 20) {

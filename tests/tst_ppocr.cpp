@@ -415,8 +415,7 @@ private slots:
                                             {float(b.right()), float(b.bottom())}, {float(b.x), float(b.bottom())}};
         };
         const auto same = [](const std::vector<Box>& a, const std::vector<Box>& b) {
-            return std::equal(a.begin(), a.end(), b.begin(), b.end(),
-                              [](const Box& p, const Box& q) { return p.x == q.x && p.y == q.y && p.w == q.w && p.h == q.h; });
+            return std::equal(a.begin(), a.end(), b.begin(), b.end(), test::sameBox);
         };
         size_t quadCount = 0;
         const auto cut = [&](std::vector<Box> boxes) {
@@ -652,7 +651,6 @@ private slots:
             return std::vector<cv::Point2f>{{float(b.x), float(b.y)}, {float(b.right()), float(b.y)},
                                             {float(b.right()), float(b.bottom())}, {float(b.x), float(b.bottom())}};
         };
-        auto same = [](const Box& a, const Box& b) { return a.x == b.x && a.y == b.y && a.w == b.w && a.h == b.h; };
         // Rows of a page 58 px high: a line cut after a full stop (13 px of white), a line cut
         // around a speck, two columns 120 px apart, and a row whose right piece is in another block.
         const std::vector<Box> boxes = {{141, 1098, 460, 52}, {614, 1100, 918, 60},                    // row 1: cut
@@ -665,10 +663,10 @@ private slots:
         const std::vector<int> blockOf = {0, 0, 0, 0, 0, 1, 2, 3, 4};
         const auto lines = joinLinePieces(quads, boxes, order, blockOf, 1700, 2200);
         QCOMPARE(int(lines.size()), 6);
-        QVERIFY(same(lines[0].box, {142, 513, 1385, 59}));  // the speck's row, one line
-        QVERIFY(same(lines[1].box, {141, 1098, 1391, 62}));
+        QVERIFY(sameBox(lines[0].box, {142, 513, 1385, 59}));  // the speck's row, one line
+        QVERIFY(sameBox(lines[1].box, {141, 1098, 1391, 62}));
         QCOMPARE(lines[1].block, 0);
-        for (int k = 2; k < 6; ++k) QVERIFY(same(lines[size_t(k)].box, boxes[size_t(k + 3)]));
+        for (int k = 2; k < 6; ++k) QVERIFY(sameBox(lines[size_t(k)].box, boxes[size_t(k + 3)]));
         // The joined quad covers both pieces.
         const cv::Rect r = cv::boundingRect(lines[1].quad);
         QVERIFY(r.x <= 141 && r.x + r.width >= 1532 && r.y <= 1098 && r.y + r.height >= 1160);

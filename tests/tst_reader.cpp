@@ -416,8 +416,7 @@ private slots:
                 const auto &wa = a->text.lines[l].words, &wb = b->text.lines[l].words;
                 QCOMPARE(wb.size(), wa.size());
                 for (size_t w = 0; w < wa.size(); ++w, ++words) {
-                    QVERIFY(wb[w].box.x == wa[w].box.x && wb[w].box.y == wa[w].box.y && wb[w].box.w == wa[w].box.w &&
-                            wb[w].box.h == wa[w].box.h);
+                    QVERIFY(test::sameBox(wb[w].box, wa[w].box));
                     QVERIFY(std::abs(wb[w].confidence - wa[w].confidence) < 0.01f);
                 }
             }
@@ -456,8 +455,7 @@ private slots:
                 const auto &wa = a->text.lines[l].words, &wb = b->text.lines[l].words;
                 QCOMPARE(wb.size(), wa.size());
                 for (size_t w = 0; w < wa.size(); ++w, ++words)
-                    sameBoxes += wb[w].box.x == wa[w].box.x && wb[w].box.y == wa[w].box.y && wb[w].box.w == wa[w].box.w &&
-                                 wb[w].box.h == wa[w].box.h;
+                    sameBoxes += test::sameBox(wb[w].box, wa[w].box);
             }
         }
         QVERIFY2((*dev)->deviceNotice().empty(), (*dev)->deviceNotice().c_str());

@@ -17,6 +17,16 @@ namespace {
 struct Gutter {
     int from = 0, to = 0;  // [from, to) along x
     int middle() const { return (from + to) / 2; }
+    // A line of the left column beside it: ending at most `reach` right of its left edge and no
+    // more than three line heights short of it (a column's lines end near their gutter).
+    bool endsBeside(const Box& b, int lineH, int reach = 0) const {
+        return b.right() <= from + reach && b.right() >= from - 3 * lineH;
+    }
+    // A line of the right column beside it: starting at most `reach` left of its right edge and no
+    // more than three line heights past it.
+    bool startsBeside(const Box& b, int lineH, int reach = 0) const {
+        return b.x >= to - reach && b.x <= to + 3 * lineH;
+    }
 };
 
 // A near-horizontal quad (top-left, top-right, bottom-right, bottom-left) cut at x = `from` and
@@ -61,8 +71,8 @@ std::vector<Gutter> findGutters(const std::vector<Box>& boxes, const std::vector
         int leftEnds = 0, rightStarts = 0, bridges = 0;
         for (size_t i : text) {
             const Box& b = boxes[i];
-            if (b.right() <= g.from) leftEnds += b.right() >= g.from - 3 * lineH;
-            else if (b.x >= g.to) rightStarts += b.x <= g.to + 3 * lineH;
+            if (b.right() <= g.from) leftEnds += g.endsBeside(b, lineH);
+            else if (b.x >= g.to) rightStarts += g.startsBeside(b, lineH);
             else bridges += b.x < g.middle() && b.right() > g.middle();
         }
         if (leftEnds >= 4 && rightStarts >= 4 && bridges > 0 && bridges * 3 <= std::min(leftEnds, rightStarts))
@@ -98,8 +108,8 @@ void cutAtColumnGutters(std::vector<std::vector<cv::Point2f>>& quads, std::vecto
         std::vector<int> starts, ends;  // the left column's line starts, the right column's line ends
         for (size_t i : text) {
             const Box& b = boxes[i];
-            if (b.right() <= g.from && b.right() >= g.from - 3 * lineH) starts.push_back(b.x);
-            if (b.x >= g.to && b.x <= g.to + 3 * lineH) ends.push_back(b.right());
+            if (g.endsBeside(b, lineH)) starts.push_back(b.x);
+            if (g.startsBeside(b, lineH)) ends.push_back(b.right());
         }
         if (starts.empty() || ends.empty()) continue;
         std::nth_element(starts.begin(), starts.begin() + long(starts.size() / 2), starts.end());
@@ -110,8 +120,8 @@ void cutAtColumnGutters(std::vector<std::vector<cv::Point2f>>& quads, std::vecto
         const auto columnLine = [&](const Box& c, bool leftSide, int up, int down) {
             return std::any_of(text.begin(), text.end(), [&](size_t i) {
                 const Box& b = boxes[i];
-                const bool side = leftSide ? (b.right() <= hi && b.right() >= g.from - 3 * lineH)
-                                           : (b.x >= lo && b.x <= g.to + 3 * lineH);
+                // (reaching into the gutter as far as the cut: the unclip's margin)
+                const bool side = leftSide ? g.endsBeside(b, lineH, hi - g.from) : g.startsBeside(b, lineH, g.to - lo);
                 return side && b.y - c.y >= up && b.y - c.y <= down;
             });
         };
