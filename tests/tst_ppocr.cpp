@@ -415,7 +415,7 @@ private slots:
                                             {float(b.right()), float(b.bottom())}, {float(b.x), float(b.bottom())}};
         };
         const auto same = [](const std::vector<Box>& a, const std::vector<Box>& b) {
-            return std::equal(a.begin(), a.end(), b.begin(), b.end(), test::sameBox);
+            return std::equal(a.begin(), a.end(), b.begin(), b.end(), sameBox);
         };
         size_t quadCount = 0;
         const auto cut = [&](std::vector<Box> boxes) {

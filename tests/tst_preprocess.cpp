@@ -1,8 +1,7 @@
 #include <QTest>
 
-#include <opencv2/imgproc.hpp>
-
 #include <opencv2/imgcodecs.hpp>
+#include <opencv2/imgproc.hpp>
 
 #include "quire/preprocess/orientation.h"
 #include "quire/preprocess/preprocess.h"

@@ -416,7 +416,7 @@ private slots:
                 const auto &wa = a->text.lines[l].words, &wb = b->text.lines[l].words;
                 QCOMPARE(wb.size(), wa.size());
                 for (size_t w = 0; w < wa.size(); ++w, ++words) {
-                    QVERIFY(test::sameBox(wb[w].box, wa[w].box));
+                    QVERIFY(sameBox(wb[w].box, wa[w].box));
                     QVERIFY(std::abs(wb[w].confidence - wa[w].confidence) < 0.01f);
                 }
             }
@@ -455,7 +455,7 @@ private slots:
                 const auto &wa = a->text.lines[l].words, &wb = b->text.lines[l].words;
                 QCOMPARE(wb.size(), wa.size());
                 for (size_t w = 0; w < wa.size(); ++w, ++words)
-                    sameBoxes += test::sameBox(wb[w].box, wa[w].box);
+                    sameBoxes += sameBox(wb[w].box, wa[w].box);
             }
         }
         QVERIFY2((*dev)->deviceNotice().empty(), (*dev)->deviceNotice().c_str());
