@@ -562,6 +562,44 @@ private slots:
         QVERIFY2(!eng.empty() && !german(eng), eng.c_str());
     }
 
+    // The reader writes no box-drawing character (─ │ ├ ┌), however strongly its model prefers one,
+    // unless asked to (a measurement): the generated model here prefers "─" or "│" at every step,
+    // as the one above prefers ſ or ß.
+    void boxDrawingIsNotWritten() {
+        using namespace reader_vocab;
+        auto ppocr = PpocrEngine::load(PpocrOptions{});
+        QVERIFY2(ppocr, ppocr.status().message().c_str());
+        size_t rule = 0, bar = 0;  // the vocabulary ids of "─" and "│"
+        for (int cls = 1; cls <= kKeyCount; ++cls) {
+            const std::string ch = (*ppocr)->charOf(cls);
+            if (ch == "\u2500") rule = size_t(kFirstChar + cls - 1);
+            if (ch == "\u2502") bar = size_t(kFirstChar + cls - 1);
+        }
+        QVERIFY(rule > 0 && bar > 0);
+        QTemporaryDir tmp;
+        decoder::ModelWeights m = decoder::randomModel(tinyReaderConfig(), 5);
+        const size_t H = size_t(m.config.hiddenSize);
+        std::vector<float>& head = m.lmHead.empty() ? m.embed : m.lmHead;
+        for (size_t v = 0; v < size_t(m.config.vocabSize); ++v) head[v * H] = 0.f;
+        head[rule * H] = 1.f, head[bar * H] = -1.f;
+        m.finalNorm[0] = 1000.f;
+        QVERIFY(decoder::saveModel(m, tmp.filePath("model").toStdString()));
+        const cv::Mat page = textPage({"The sheets were folded", "and sewn on cords"}, 1200, 500, 1.4);
+        auto written = [&](bool boxDrawing) {
+            ReaderOptions o;
+            o.modelDir = tmp.filePath("model").toStdString();
+            o.boxDrawing = boxDrawing;
+            auto reader = ReaderEngine::load(o);
+            if (!reader) return std::string("(no reader) ") + reader.status().message();
+            auto got = (*reader)->readPage(page, 300);  // it may fail (generated weights): a loop names its text
+            return got ? got->text.plainText() + " | " + got->failure : got.status().message();
+        };
+        auto box = [](const std::string& t) { return t.find("\u2500") != std::string::npos || t.find("\u2502") != std::string::npos; };
+        const std::string on = written(true), off = written(false);
+        QVERIFY2(box(on), on.c_str());
+        QVERIFY2(off.find("(no reader)") == std::string::npos && !box(off), off.c_str());
+    }
+
     // An untrained reader model (generated weights) loops or runs to the token cap: each page is a
     // failed page with the reason, nothing is exported for it, and the run exits 3.
     void readerFailuresAreFailedPagesWithTheReason() {

@@ -200,6 +200,7 @@ Result<std::unique_ptr<ReaderEngine>> ReaderEngine::load(const ReaderOptions& op
         if (PrintedPunctuation::isDash(ch)) e->d->dashTokens.push_back(id);
         if (ch == "\u2014" && e->d->options.joinDashes) e->d->emDash = id;
         e->d->idOf.emplace(ch, id);
+        if (reader_vocab::isBoxDrawing(ch) && !e->d->options.boxDrawing) e->d->unwritten.push_back(id);
     }
     for (const std::string& ch : e->d->options.unwritten)
         if (auto it = e->d->idOf.find(ch); it != e->d->idOf.end()) e->d->unwritten.push_back(it->second);

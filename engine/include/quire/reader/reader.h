@@ -52,6 +52,12 @@ constexpr const char* kExtraCharacters[] = {"\u00f6", "\u00d6", "\u00c4", "\u00d
 // German print's letters that English print does not use, not written on English pages
 // (ReaderOptions::unwritten).
 constexpr const char* kNotEnglish[] = {"\u017f", "\u00df", "\u201e", "\u201a"};  // ſ ß „ ‚
+// Box drawing (U+2500-U+257F, "─ │ ├ ┌"): what terminals draw tables with, not what books print
+// (a printed rule is a line, not characters). Not written unless ReaderOptions::boxDrawing.
+inline bool isBoxDrawing(const std::string& ch) {
+    return ch.size() == 3 && static_cast<unsigned char>(ch[0]) == 0xE2 &&
+           (static_cast<unsigned char>(ch[1]) == 0x94 || static_cast<unsigned char>(ch[1]) == 0x95);
+}
 constexpr int kBaseVocabSize = kFirstExtra;
 constexpr int kVocabSize = kFirstExtra + int(std::size(kExtraCharacters));
 constexpr int kVisualDim = 124;
@@ -401,6 +407,11 @@ struct ReaderOptions {
     // are English alone. Models trained on German pages beside English wrote long s on generated
     // English held-out pages, where the print was faint (docs/RUNS_GERMAN.md, runs 23–25).
     std::vector<std::string> unwritten;
+    // Box-drawing characters written (measurement; reader_vocab::isBoxDrawing). Off: no generated
+    // target has held one since run 19 (make_pages.py leaves the fortunes' drawn tables out), and the
+    // models trained on the earlier ones wrote runs of "─" over lines that print no text (a page's
+    // show-through, on generated held-out pages), which then failed as a decoding loop.
+    bool boxDrawing = false;
     // Measurement: every page read with a fresh context (no earlier pages, no recent output), as
     // if each were the volume's first: the ablation of continuous reading (docs/ACCURACY.md).
     bool contextPerPage = false;
