@@ -3,6 +3,8 @@
 #include <opencv2/imgcodecs.hpp>
 #include <opencv2/imgproc.hpp>
 
+#include <atomic>
+
 #include "quire/preprocess/orientation.h"
 #include "quire/preprocess/preprocess.h"
 #include "test_util.h"
@@ -41,6 +43,24 @@ private slots:
         QCOMPARE(read.proposedQuarterTurns, 2);
         QCOMPARE(read.clockwiseQuarterTurns, 0);
         QVERIFY(read.uprightReading >= read.turnedReading + kTurnReadingMargin);
+    }
+
+    // The reading check of a proposed turn (seconds of Tesseract, far more under the sanitizers)
+    // stops at a set cancel flag: nothing read, no turn.
+    void aSetCancelStopsTheReadingCheck() {
+        const cv::Mat page = cv::imread((sourceDir() + "/tests/fixtures/two_columns_osd_upside_down.png").toStdString(),
+                                        cv::IMREAD_GRAYSCALE);
+        QVERIFY(!page.empty());
+        std::atomic<bool> cancel{true};
+        const OrientationGuess stopped = detectOrientation(page, "eng", &cancel);
+        if (!stopped.available) QSKIP("osd.traineddata is not installed");
+        QCOMPARE(stopped.proposedQuarterTurns, 2);
+        QCOMPARE(stopped.clockwiseQuarterTurns, 0);
+        QCOMPARE(stopped.uprightReading, -1.0);
+        QCOMPARE(stopped.turnedReading, -1.0);
+        PreprocessParams p;
+        p.orientLanguages = "eng";
+        QVERIFY(preprocessPage(page, p, &cancel).cancelled);
     }
 
     void measuresSkew_data() {

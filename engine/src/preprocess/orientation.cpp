@@ -3,10 +3,12 @@
 #include "quire/preprocess/orientation.h"
 
 #include <tesseract/baseapi.h>
+#include <tesseract/ocrclass.h>
 #include <tesseract/osdetect.h>
 
 #include <opencv2/imgproc.hpp>
 
+#include <atomic>
 #include <map>
 #include <memory>
 
@@ -51,8 +53,9 @@ tesseract::TessBaseAPI* readerFor(const std::string& languages) {
     return api.get();
 }
 
-// Mean word confidence reading the quarter of the page's height that holds the most ink.
-double bandReading(const cv::Mat& gray, tesseract::TessBaseAPI& api) {
+// Mean word confidence reading the quarter of the page's height that holds the most ink; -1 where
+// `cancel` stopped the reading (a band takes seconds, far more under the sanitizers).
+double bandReading(const cv::Mat& gray, tesseract::TessBaseAPI& api, const std::atomic<bool>* cancel) {
     cv::Mat ink, rows;
     cv::threshold(gray, ink, 0, 1, cv::THRESH_BINARY_INV | cv::THRESH_OTSU);
     cv::reduce(ink, rows, 1, cv::REDUCE_SUM, CV_64F);
@@ -66,14 +69,18 @@ double bandReading(const cv::Mat& gray, tesseract::TessBaseAPI& api) {
     const cv::Mat band = gray(cv::Rect(0, top, gray.cols, std::min(h, gray.rows - top))).clone();
     api.SetImage(band.data, band.cols, band.rows, 1, int(band.step));
     api.SetSourceResolution(300);
-    const double conf = api.MeanTextConf();
+    tesseract::ETEXT_DESC monitor;
+    monitor.cancel = [](void* flag, int) { return flag && static_cast<const std::atomic<bool>*>(flag)->load(std::memory_order_relaxed); };
+    monitor.cancel_this = const_cast<std::atomic<bool>*>(cancel);
+    const bool read = api.Recognize(&monitor) == 0 && !(cancel && cancel->load());
+    const double conf = read ? api.MeanTextConf() : -1;
     api.Clear();
     return conf;
 }
 
 }  // namespace
 
-OrientationGuess detectOrientation(const cv::Mat& gray, const std::string& languages) {
+OrientationGuess detectOrientation(const cv::Mat& gray, const std::string& languages, const std::atomic<bool>* cancel) {
     thread_local OsdApi osd;
     OrientationGuess g;
     if (!osd.ready) {
@@ -108,13 +115,14 @@ OrientationGuess detectOrientation(const cv::Mat& gray, const std::string& langu
     const int proposed = g.proposedQuarterTurns;
     // At most 3,500 px a side (a 200-megapixel scan must not be copied whole three times).
     const cv::Mat read = downscale(gray, std::min(1.0, 3500.0 / std::max(gray.cols, gray.rows)));
-    g.uprightReading = bandReading(read, *api);
+    g.uprightReading = bandReading(read, *api, cancel);
     int best = 0;  // the turn that reads best, and its reading
     for (int turns : {proposed, (proposed + 2) % 4}) {
-        if (turns == 0) continue;
-        const double r = bandReading(turnedClockwise(read, turns * 90), *api);
+        if (turns == 0 || (cancel && cancel->load())) continue;
+        const double r = bandReading(turnedClockwise(read, turns * 90), *api, cancel);
         if (r > g.turnedReading) best = turns, g.turnedReading = r;
     }
+    if (cancel && cancel->load()) return g;  // stopped: no turn (the caller sees the flag)
     if (best != 0 && g.turnedReading >= g.uprightReading + kTurnReadingMargin) g.clockwiseQuarterTurns = best;
     return g;
 }

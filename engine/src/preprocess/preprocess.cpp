@@ -288,7 +288,8 @@ PreprocessResult preprocessPage(const cv::Mat& image, const PreprocessParams& pa
     }
     if (stopped()) return result;
     if (params.orient) {
-        const OrientationGuess o = detectOrientation(gray, params.orientLanguages);
+        const OrientationGuess o = detectOrientation(gray, params.orientLanguages, cancel);
+        if (stopped()) return result;
         gray = turnedClockwise(gray, o.clockwiseQuarterTurns * 90);
         result.quarterTurns = o.clockwiseQuarterTurns;
         result.uprightReading = o.uprightReading;

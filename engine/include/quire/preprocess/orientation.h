@@ -5,6 +5,7 @@
 
 #include <opencv2/core.hpp>
 
+#include <atomic>
 #include <string>
 
 namespace quire {
@@ -38,8 +39,10 @@ constexpr double kTurnReadingMargin = 15.0;
 constexpr double kCheckedProposalConfidence = 1.0;
 
 // The orientation of a gray page (downscaled inside to about 1,800 px a side). With `languages`
-// (Tesseract's, '+'-separated; empty: OSD alone decides) a proposed turn is confirmed by reading.
-OrientationGuess detectOrientation(const cv::Mat& gray, const std::string& languages = {});
+// (Tesseract's, '+'-separated; empty: OSD alone decides) a proposed turn is confirmed by reading;
+// a set `cancel` stops that reading, and then no turn is made.
+OrientationGuess detectOrientation(const cv::Mat& gray, const std::string& languages = {},
+                                   const std::atomic<bool>* cancel = nullptr);
 
 // True for a negative page: most of it dark, as white-on-black microfilm prints are.
 bool looksNegative(const cv::Mat& gray);
