@@ -3,7 +3,6 @@
 #include "quire/preprocess/orientation.h"
 
 #include <tesseract/baseapi.h>
-#include <tesseract/ocrclass.h>
 #include <tesseract/osdetect.h>
 
 #include <opencv2/imgproc.hpp>
@@ -12,6 +11,7 @@
 #include <map>
 #include <memory>
 
+#include "core/tesseract_cancel.h"
 #include "quire/preprocess/preprocess.h"
 #include "quire/source/page_image.h"
 
@@ -70,8 +70,7 @@ double bandReading(const cv::Mat& gray, tesseract::TessBaseAPI& api, const std::
     api.SetImage(band.data, band.cols, band.rows, 1, int(band.step));
     api.SetSourceResolution(300);
     tesseract::ETEXT_DESC monitor;
-    monitor.cancel = [](void* flag, int) { return flag && static_cast<const std::atomic<bool>*>(flag)->load(std::memory_order_relaxed); };
-    monitor.cancel_this = const_cast<std::atomic<bool>*>(cancel);
+    watchCancel(monitor, cancel);
     const bool read = api.Recognize(&monitor) == 0 && !(cancel && cancel->load());
     const double conf = read ? api.MeanTextConf() : -1;
     api.Clear();
@@ -115,14 +114,15 @@ OrientationGuess detectOrientation(const cv::Mat& gray, const std::string& langu
     const int proposed = g.proposedQuarterTurns;
     // At most 3,500 px a side (a 200-megapixel scan must not be copied whole three times).
     const cv::Mat read = downscale(gray, std::min(1.0, 3500.0 / std::max(gray.cols, gray.rows)));
+    const auto stopped = [cancel] { return cancel && cancel->load(); };
     g.uprightReading = bandReading(read, *api, cancel);
     int best = 0;  // the turn that reads best, and its reading
     for (int turns : {proposed, (proposed + 2) % 4}) {
-        if (turns == 0 || (cancel && cancel->load())) continue;
+        if (turns == 0 || stopped()) continue;
         const double r = bandReading(turnedClockwise(read, turns * 90), *api, cancel);
         if (r > g.turnedReading) best = turns, g.turnedReading = r;
     }
-    if (cancel && cancel->load()) return g;  // stopped: no turn (the caller sees the flag)
+    if (stopped()) return g;  // no turn (the caller sees the flag)
     if (best != 0 && g.turnedReading >= g.uprightReading + kTurnReadingMargin) g.clockwiseQuarterTurns = best;
     return g;
 }

@@ -1,6 +1,5 @@
 // Tesseract 5 as a Recognizer (one single-threaded instance per worker) and its installed languages.
 #include <tesseract/baseapi.h>
-#include <tesseract/ocrclass.h>
 #include <tesseract/resultiterator.h>
 
 #include <cstdlib>
@@ -9,6 +8,7 @@
 #include <set>
 #include <sstream>
 
+#include "core/tesseract_cancel.h"
 #include "quire/recognizers/line_stitch.h"
 #include "quire/recognizers/recognizer.h"
 
@@ -72,12 +72,7 @@ public:
         m_api->SetImage(gray.data, gray.cols, gray.rows, 1, int(gray.step));
         m_api->SetSourceResolution(dpi);
         tesseract::ETEXT_DESC monitor;
-        struct CancelCtx { const std::atomic<bool>* flag; } ctx{cancel};
-        monitor.cancel = [](void* p, int) {
-            auto* c = static_cast<CancelCtx*>(p);
-            return c->flag && c->flag->load(std::memory_order_relaxed);
-        };
-        monitor.cancel_this = &ctx;
+        watchCancel(monitor, cancel);
         if (m_api->Recognize(&monitor) != 0) {
             if (cancel && cancel->load()) return Status(ErrorCode::Cancelled, "recognition cancelled");
             return Status(ErrorCode::Engine, "tesseract: recognition failed");
