@@ -32,6 +32,18 @@ static decoder::ModelConfig tinyReaderConfig() {
     return tinyDecoderConfig(reader_vocab::kVocabSize, reader_vocab::kVisualDim, 1 << 16);
 }
 
+// A generated reader model that prefers token `plus` or token `minus` at every step: its last norm
+// magnifies one dimension, which only those two tokens' output rows read, with opposite signs.
+static decoder::ModelWeights preferringOneOf(size_t plus, size_t minus) {
+    decoder::ModelWeights m = decoder::randomModel(tinyReaderConfig(), 5);
+    const size_t H = size_t(m.config.hiddenSize);
+    std::vector<float>& head = m.lmHead.empty() ? m.embed : m.lmHead;
+    for (size_t v = 0; v < size_t(m.config.vocabSize); ++v) head[v * H] = 0.f;
+    head[plus * H] = 1.f, head[minus * H] = -1.f;
+    m.finalNorm[0] = 1000.f;
+    return m;
+}
+
 // The shipped reader's text of `page` with one of its rules on or off (`set`), or nothing where
 // the model is missing or the page fails; the text goes to the test log.
 static std::optional<PageText> readWithRule(const std::string& dir, const cv::Mat& page, bool rule,
@@ -519,19 +531,12 @@ private slots:
 
     // On pages whose languages are English alone the reader writes none of German print's letters
     // that English print lacks (ſ ß „ ‚), however strongly its model prefers them; on German pages
-    // it may. The generated model here prefers ſ or ß at every step: its last norm magnifies one
-    // dimension, which only those two letters' output rows read, with opposite signs.
+    // it may. The generated model here prefers ſ or ß at every step (preferringOneOf).
     void englishPagesGetNoGermanPrintLetters() {
         using namespace reader_vocab;
         QTemporaryDir tmp;
-        decoder::ModelWeights m = decoder::randomModel(tinyReaderConfig(), 5);
-        const size_t H = size_t(m.config.hiddenSize);
-        std::vector<float>& head = m.lmHead.empty() ? m.embed : m.lmHead;
         const size_t longS = size_t(kFirstExtra + 4), sharpS = size_t(kFirstExtra + 3);
-        for (size_t v = 0; v < size_t(m.config.vocabSize); ++v) head[v * H] = 0.f;
-        head[longS * H] = 1.f, head[sharpS * H] = -1.f;
-        m.finalNorm[0] = 1000.f;
-        QVERIFY(decoder::saveModel(m, tmp.filePath("model").toStdString()));
+        QVERIFY(decoder::saveModel(preferringOneOf(longS, sharpS), tmp.filePath("model").toStdString()));
         const QString png = tmp.filePath("page.png");
         QVERIFY(cv::imwrite(png.toStdString(), textPage({"The sheets were folded", "and sewn on cords"}, 1200, 500, 1.4)));
         auto written = [&](const std::string& languages) {
@@ -563,8 +568,8 @@ private slots:
     }
 
     // The reader writes no box-drawing character (─ │ ├ ┌), however strongly its model prefers one,
-    // unless asked to (a measurement): the generated model here prefers "─" or "│" at every step,
-    // as the one above prefers ſ or ß.
+    // unless asked to (a measurement): the generated model here prefers "─" or "│" at every step
+    // (preferringOneOf).
     void boxDrawingIsNotWritten() {
         using namespace reader_vocab;
         auto ppocr = PpocrEngine::load(PpocrOptions{});
@@ -577,13 +582,7 @@ private slots:
         }
         QVERIFY(rule > 0 && bar > 0);
         QTemporaryDir tmp;
-        decoder::ModelWeights m = decoder::randomModel(tinyReaderConfig(), 5);
-        const size_t H = size_t(m.config.hiddenSize);
-        std::vector<float>& head = m.lmHead.empty() ? m.embed : m.lmHead;
-        for (size_t v = 0; v < size_t(m.config.vocabSize); ++v) head[v * H] = 0.f;
-        head[rule * H] = 1.f, head[bar * H] = -1.f;
-        m.finalNorm[0] = 1000.f;
-        QVERIFY(decoder::saveModel(m, tmp.filePath("model").toStdString()));
+        QVERIFY(decoder::saveModel(preferringOneOf(rule, bar), tmp.filePath("model").toStdString()));
         const cv::Mat page = textPage({"The sheets were folded", "and sewn on cords"}, 1200, 500, 1.4);
         auto written = [&](bool boxDrawing) {
             ReaderOptions o;
