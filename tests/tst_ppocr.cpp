@@ -379,6 +379,24 @@ private slots:
         QCOMPARE(readingOrder(boxes), expect);
     }
 
+    // Narrower columns (about 8 line heights, 8 Chinese characters) of short paragraphs, each a
+    // first line indented two characters, a full line and a short last line: fewer than three in
+    // five lines fill the column, yet they are running text, not a table's cells. Seen on a
+    // generated Chinese page once its show-through was trimmed (docs/ACCURACY.md).
+    void readingOrderIndentedNarrowColumnsAreNotATable() {
+        std::vector<Box> boxes;
+        std::vector<int> columns[3];
+        for (int r = 0; r < 15; ++r)
+            for (int c = 0; c < 3; ++c) {
+                const int x = 200 + c * 430, kind = (r + c) % 3;  // 0: first line, 1: full, 2: last
+                columns[c].push_back(int(boxes.size()));
+                boxes.push_back({kind == 0 ? x + 88 : x, 300 + r * 52, kind == 0 ? 272 : (kind == 1 ? 360 : 150), 44});
+            }
+        std::vector<int> expect;
+        for (const auto& col : columns) expect.insert(expect.end(), col.begin(), col.end());
+        QCOMPARE(readingOrder(boxes), expect);
+    }
+
     // A magazine's narrow columns (about 10 line heights wide, 15 Chinese characters), their
     // lines on the same rows: read column by column, not as a table, though they are narrower
     // than the wide columns above. A paragraph's last line is short, its first indented.
@@ -549,6 +567,89 @@ private slots:
             QVERIFY(w.confidence > 80.f);
             QVERIFY(w.box.x >= pt.lines[1].box.x && w.box.right() <= pt.lines[1].box.right());
         }
+    }
+
+    // The facing page's print showing through a thin leaf, mirrored and at a sixth of the
+    // contrast, beside a short line's end and in the white under the last line: the detector boxes
+    // it, and read as found it adds letters to the line and lines to the page. Trimmed, the page
+    // reads as printed.
+    void showThroughIsNotRead() {
+        const std::vector<std::string> text = {"The parish register of a small", "town is seldom",
+                                               "but it keeps 1,847 names."};
+        cv::Mat page = textPage(text, 1700, 700, 1.4);
+        cv::Mat back = textPage({"", "Quarterly accounts of the overseers", "", "", "of the poor of this parish"}, 1700, 700, 1.4);
+        cv::flip(back, back, 1);
+        cv::Mat faint = 255 - (255 - back) / 6;
+        page = cv::min(page, faint);
+        QStringList found[2], printed;
+        for (const auto& t : text) printed << QString::fromStdString(t);
+        for (bool trim : {true, false}) {
+            PpocrOptions o;
+            o.trimShowThrough = trim;
+            auto engine = PpocrEngine::load(o);
+            QVERIFY(engine);
+            auto read = (*engine)->read(page, false);
+            QVERIFY2(read, read.status().message().c_str());
+            for (const auto& l : read->lines) found[trim] << QString::fromStdString(l.text);
+        }
+        QCOMPARE(found[1], printed);
+        QVERIFY2(found[0] != printed, "the detector found no show-through: the page proves nothing");
+    }
+
+    // The trim alone: a line's faint tail is cut a third of a line height past its last ink, a box
+    // of faint ink only is taken out, lines of print and their quads are left as found.
+    void showThroughTrimKeepsThePrint() {
+        cv::Mat page = textPage({"The parish register of a small", "town is seldom", "but it keeps 1,847 names."}, 1700, 700, 1.4);
+        cv::Mat back = textPage({"", "Quarterly accounts of the overseers", "", "", "of the poor of this parish"}, 1700, 700, 1.4);
+        cv::flip(back, back, 1);
+        page = cv::min(page, 255 - (255 - back) / 6);
+        // Each row's ink from the page itself: the print's columns, the show-through's rows.
+        const auto inkBounds = [&](const cv::Mat& img, int below) {
+            cv::Mat mask = img < below;
+            return cv::boundingRect(mask);
+        };
+        std::vector<Box> boxes;
+        std::vector<std::vector<cv::Point2f>> quads;
+        const auto add = [&](const cv::Rect& r) {
+            boxes.push_back({r.x, r.y, r.width, r.height});
+            quads.push_back({{float(r.x), float(r.y)}, {float(r.x + r.width), float(r.y)},
+                             {float(r.x + r.width), float(r.y + r.height)}, {float(r.x), float(r.y + r.height)}});
+        };
+        // The rows of print, found from the page without the show-through; each box as wide as
+        // the page's text or the row with its tail.
+        const cv::Mat print = textPage({"The parish register of a small", "town is seldom", "but it keeps 1,847 names."}, 1700, 700, 1.4);
+        std::vector<cv::Rect> rows;
+        for (int y = 0, from = -1; y <= print.rows; ++y) {
+            const bool ink = y < print.rows && cv::countNonZero(print.row(y) < 128) > 0;
+            if (ink && from < 0) from = y;
+            if (!ink && from >= 0) {
+                rows.push_back(inkBounds(print.rowRange(from, y), 128) + cv::Point(0, from));
+                from = -1;
+            }
+        }
+        QCOMPARE(rows.size(), size_t(3));
+        const int pad = 8;
+        add({rows[0].x - pad, rows[0].y - pad, rows[0].width + 2 * pad, rows[0].height + 2 * pad});
+        const cv::Rect tail = inkBounds(page.rowRange(rows[1].y, rows[1].y + rows[1].height), 250);
+        add({rows[1].x - pad, rows[1].y - pad, tail.x + tail.width - rows[1].x + 2 * pad, rows[1].height + 2 * pad});
+        add({rows[2].x - pad, rows[2].y - pad, rows[2].width + 2 * pad, rows[2].height + 2 * pad});
+        const int under = rows[2].y + rows[2].height + 2 * pad;
+        const cv::Rect lone = inkBounds(page.rowRange(under, page.rows), 250) + cv::Point(0, under);
+        QVERIFY2(lone.width > 200, "no show-through under the last line");
+        add({lone.x - pad, lone.y - pad, lone.width + 2 * pad, lone.height + 2 * pad});
+        QVERIFY2(boxes[1].w > rows[1].width + 200, "no show-through beside the short line");
+
+        const std::vector<Box> before = boxes;
+        trimShowThrough(page, quads, boxes);
+        QCOMPARE(boxes.size(), size_t(3));
+        QCOMPARE(quads.size(), size_t(3));
+        QVERIFY(sameBox(boxes[0], before[0]));
+        QVERIFY(sameBox(boxes[2], before[2]));
+        const int lineH = before[0].h;
+        QCOMPARE(boxes[1].x, before[1].x);
+        QVERIFY2(std::abs(boxes[1].right() - (rows[1].x + rows[1].width + lineH / 3)) <= 3,
+                 qPrintable(QString("trimmed to %1, print ends at %2").arg(boxes[1].right()).arg(rows[1].x + rows[1].width)));
+        QCOMPARE(quadBounds(quads[1], page.cols, page.rows).right(), boxes[1].right());
     }
 
     // A cancel reaches inside the graphs: the detector (a second of a page's work on one core)

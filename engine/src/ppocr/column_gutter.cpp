@@ -29,22 +29,6 @@ struct Gutter {
     }
 };
 
-// A near-horizontal quad (top-left, top-right, bottom-right, bottom-left) cut at x = `from` and
-// `to`: the part between, its top and bottom edges interpolated.
-std::vector<cv::Point2f> quadPart(const std::vector<cv::Point2f>& q, float from, float to) {
-    const auto at = [](cv::Point2f a, cv::Point2f b, float x) {
-        const float dx = b.x - a.x;
-        const float t = dx == 0 ? 0.f : std::clamp((x - a.x) / dx, 0.f, 1.f);
-        return a + (b - a) * t;
-    };
-    return {at(q[0], q[1], from), at(q[0], q[1], to), at(q[3], q[2], to), at(q[3], q[2], from)};
-}
-
-Box boundsOf(const std::vector<cv::Point2f>& quad, int width, int height) {
-    const cv::Rect r = cv::boundingRect(quad) & cv::Rect(0, 0, width, height);
-    return {r.x, r.y, r.width, r.height};
-}
-
 // The gutters among the text lines (`text`, indices into `boxes`) of a page `width` wide.
 std::vector<Gutter> findGutters(const std::vector<Box>& boxes, const std::vector<size_t>& text, int lineH, int minWidth,
                                 int width) {
@@ -159,18 +143,18 @@ void cutAtColumnGutters(std::vector<std::vector<cv::Point2f>>& quads, std::vecto
                 const bool left = lo - qLeft >= least, right = qRight - hi >= least;
                 if (!left && !right) continue;
                 quads[i] = left ? quadPart(q, qLeft, float(lo)) : quadPart(q, float(hi), qRight);
-                boxes[i] = boundsOf(quads[i], width, height);
+                boxes[i] = quadBounds(quads[i], width, height);
                 if (left && right) {
                     quads.push_back(quadPart(q, float(hi), qRight));
-                    boxes.push_back(boundsOf(quads.back(), width, height));
+                    boxes.push_back(quadBounds(quads.back(), width, height));
                     text.push_back(boxes.size() - 1);
                 }
             } else if (longLine && c.x < lo - lineH) {  // a left column's line reaching into it
                 quads[i] = quadPart(q, qLeft, float(lo));
-                boxes[i] = boundsOf(quads[i], width, height);
+                boxes[i] = quadBounds(quads[i], width, height);
             } else if (longLine && c.right() > hi + lineH) {  // a right column's line reaching into it
                 quads[i] = quadPart(q, float(hi), qRight);
-                boxes[i] = boundsOf(quads[i], width, height);
+                boxes[i] = quadBounds(quads[i], width, height);
             }
         }
     }

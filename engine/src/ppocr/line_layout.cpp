@@ -151,8 +151,9 @@ private:
 
     // Narrow columns whose boxes mostly share rows with boxes of another column: a table. Columns
     // of running text are none: one wider than 12 line heights, or all at least 5 wide with lines
-    // that mostly fill them (a magazine's or newspaper's narrow columns, their lines on the same
-    // rows; a table has narrow columns, or cells that vary in width).
+    // that mostly fill them or run to their right edge from an indent (a magazine's or newspaper's
+    // narrow columns, their lines on the same rows; a table has narrow columns, or cells that vary
+    // in width).
     // `byRow`: the region's rows (rows()), `count` boxes in all.
     bool isTable(size_t count, const std::vector<std::vector<int>>& byRow, const std::vector<std::vector<int>>& pieces) const {
         std::map<int, size_t> pieceOf;
@@ -166,7 +167,12 @@ private:
             }
             const int width = right - left;
             if (width > 12 * m_medianH) return false;
-            const auto full = std::count_if(pieces[k].begin(), pieces[k].end(), [&](int i) { return box(i).w * 5 >= width * 4; });
+            // A line of running text fills its column, or (a paragraph's first line, indented)
+            // runs at least half across it to its right edge.
+            const auto full = std::count_if(pieces[k].begin(), pieces[k].end(), [&](int i) {
+                const Box& b = box(i);
+                return b.w * 5 >= width * 4 || (b.w * 2 >= width && right - b.right() <= m_medianH);
+            });
             if (width >= 5 * m_medianH && pieces[k].size() >= 3 && size_t(full) * 5 >= pieces[k].size() * 3) ++textColumns;
         }
         if (textColumns == pieces.size()) return false;

@@ -497,6 +497,11 @@ Result<PpocrPage> PpocrEngine::read(const cv::Mat& image, bool features, const s
         const cv::Rect r = cv::boundingRect(q) & cv::Rect(0, 0, image.cols, image.rows);
         boxes.push_back({r.x, r.y, r.width, r.height});
     }
+    if (m_options.trimShowThrough) {
+        cv::Mat gray;
+        cv::cvtColor(bgr, gray, cv::COLOR_BGR2GRAY);
+        trimShowThrough(gray, *quads, boxes);
+    }
     cutAtColumnGutters(*quads, boxes, image.cols, image.rows);
     std::vector<int> blockOf;
     const std::vector<int> order =

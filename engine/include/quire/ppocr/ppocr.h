@@ -50,6 +50,9 @@ struct PpocrOptions {
     // same characters without the tensor (probabilities within float rounding): the reference the
     // tests compare with.
     bool graphClassifier = false;
+    // Show-through of the facing page cut from the detected lines before they are read
+    // (trimShowThrough): false reads what the detector boxed, as before 2026-12-06.
+    bool trimShowThrough = true;
 };
 
 // The layout for pages in `languages` ('+'-separated Tesseract names): "rows" where Chinese is
@@ -156,6 +159,20 @@ bool sameRow(const Box& a, const Box& b);
 
 // The median height of the boxes (at least 1; 1 for none): a line's height on the page.
 int medianBoxHeight(const std::vector<Box>& boxes);
+
+// The part of a near-horizontal quad (top-left, top-right, bottom-right, bottom-left) between
+// x = `from` and `to`, its top and bottom edges interpolated.
+std::vector<cv::Point2f> quadPart(const std::vector<cv::Point2f>& q, float from, float to);
+
+// A quad's bounding box, inside the page's `width` × `height`.
+Box quadBounds(const std::vector<cv::Point2f>& quad, int width, int height);
+
+// Show-through of the facing page trimmed from the detected lines: the detector boxes the faint
+// mirrored text beside a short line with it (or alone), and the recognizer reads it as letters.
+// Ink is what is darker than a box's paper by 0.4 of the page's text contrast (the median over
+// its line-high boxes); a box's ends without ink for a line height or more are cut off (a third
+// of a line height of margin kept), a box with no ink is taken out. `gray`: the page, 8-bit.
+void trimShowThrough(const cv::Mat& gray, std::vector<std::vector<cv::Point2f>>& quads, std::vector<Box>& boxes);
 
 // Column gutters about a character wide that a few detected boxes bridge (the detector joins a
 // row's pieces across them on some rows, and the XY-cut then reads the page row by row across the
