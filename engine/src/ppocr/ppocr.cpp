@@ -497,15 +497,15 @@ Result<PpocrPage> PpocrEngine::read(const cv::Mat& image, bool features, const s
         const cv::Rect r = cv::boundingRect(q) & cv::Rect(0, 0, image.cols, image.rows);
         boxes.push_back({r.x, r.y, r.width, r.height});
     }
-    if (m_options.trimShowThrough) {
-        cv::Mat gray;
-        cv::cvtColor(bgr, gray, cv::COLOR_BGR2GRAY);
-        trimShowThrough(gray, *quads, boxes);
-    }
+    // The page in gray, once, for the show-through cut and the layout: an 8-bit gray page as it is.
+    const bool layout = m_options.layout == "tesseract";
+    cv::Mat gray;
+    if (image.channels() == 1 && image.depth() == CV_8U) gray = image;
+    else if (m_options.trimShowThrough || layout) cv::cvtColor(bgr, gray, cv::COLOR_BGR2GRAY);
+    if (m_options.trimShowThrough) trimShowThrough(gray, *quads, boxes);
     cutAtColumnGutters(*quads, boxes, image.cols, image.rows);
     std::vector<int> blockOf;
-    const std::vector<int> order =
-        m_options.layout == "tesseract" ? layoutReadingOrder(image, boxes, &blockOf) : readingOrder(boxes, &blockOf);
+    const std::vector<int> order = layout ? layoutReadingOrder(gray, boxes, &blockOf) : readingOrder(boxes, &blockOf);
 
     struct Crop {
         cv::Mat img;         // line image, height 48
