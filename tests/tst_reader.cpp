@@ -34,8 +34,15 @@ static decoder::ModelConfig tinyReaderConfig() {
 
 // A generated reader model that prefers token `plus` or token `minus` at every step: its last norm
 // magnifies one dimension, which only those two tokens' output rows read, with opposite signs.
-static decoder::ModelWeights preferringOneOf(size_t plus, size_t minus) {
-    decoder::ModelWeights m = decoder::randomModel(tinyReaderConfig(), 5);
+// With `lineAligned`, it takes the front-end's ids and line-aligned positions, as the shipped reader.
+static decoder::ModelWeights preferringOneOf(size_t plus, size_t minus, bool lineAligned = false) {
+    decoder::ModelConfig c = tinyReaderConfig();
+    if (lineAligned) {
+        c.visualTokenIds = c.pageAlignedPositions = true;
+        c.lineEndTokenIds = {reader_vocab::kParagraph, reader_vocab::kLineBreak, reader_vocab::kLineJoin};
+        c.visualLineEndTokenId = reader_vocab::kLineBreak;
+    }
+    decoder::ModelWeights m = decoder::randomModel(c, 5);
     const size_t H = size_t(m.config.hiddenSize);
     std::vector<float>& head = m.lmHead.empty() ? m.embed : m.lmHead;
     for (size_t v = 0; v < size_t(m.config.vocabSize); ++v) head[v * H] = 0.f;
@@ -597,6 +604,32 @@ private slots:
         const std::string on = written(true), off = written(false);
         QVERIFY2(box(on), on.c_str());
         QVERIFY2(off.find("(no reader)") == std::string::npos && !box(off), off.c_str());
+    }
+
+    // A model that would end the page at once (it prefers EOS or PAGE_BREAK at every step) leaves
+    // the page empty, with no failure, unless the whole-page rule keeps it reading to the page's
+    // last line end: then the page is written, or fails with its reason (generated weights).
+    void aPageIsNotEndedBeforeItsLastLine() {
+        using namespace reader_vocab;
+        QTemporaryDir tmp;
+        QVERIFY(decoder::saveModel(preferringOneOf(size_t(kEos), size_t(kPageBreak), true), tmp.filePath("model").toStdString()));
+        const cv::Mat page = textPage({"The sheets were folded", "and sewn on cords"}, 1200, 500, 1.4);
+        auto read = [&](bool rule) -> std::optional<ReaderPage> {
+            ReaderOptions o;
+            o.modelDir = tmp.filePath("model").toStdString();
+            o.wholePageRule = rule;
+            auto reader = ReaderEngine::load(o);
+            if (!reader) return std::nullopt;
+            auto got = (*reader)->readPage(page, 300);
+            if (!got) return std::nullopt;
+            return *got;
+        };
+        const auto off = read(false), on = read(true);
+        QVERIFY(off && on);
+        qInfo("with the rule: %s | %s", on->text.plainText().c_str(), on->failure.c_str());
+        QVERIFY2(off->text.plainText().empty() && off->failure.empty(), off->text.plainText().c_str());
+        QVERIFY2(!on->failure.empty() || on->text.plainText().find("sewn") != std::string::npos,
+                 (on->text.plainText() + " | " + on->failure).c_str());
     }
 
     // An untrained reader model (generated weights) loops or runs to the token cap: each page is a

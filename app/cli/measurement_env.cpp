@@ -123,6 +123,8 @@ Status applyMeasurementEnvironment(RecognizerOptions& o) {
         if (Status s = readSwitch("QUIRE_READER_LANGUAGE_LETTERS", v, t.languageLetters); !s) return s;
     if (const char* v = variable("QUIRE_READER_SKIP_RULE"))
         if (Status s = readSwitch("QUIRE_READER_SKIP_RULE", v, t.skipRule); !s) return s;
+    if (const char* v = variable("QUIRE_READER_WHOLE_PAGE"))
+        if (Status s = readSwitch("QUIRE_READER_WHOLE_PAGE", v, t.wholePageRule); !s) return s;
     if (const char* v = variable("QUIRE_READER_TYPESET_PARAGRAPHS"))
         if (Status s = readSwitch("QUIRE_READER_TYPESET_PARAGRAPHS", v, t.typesetParagraphs); !s) return s;
     if (const char* v = variable("QUIRE_READER_CONTEXT")) {

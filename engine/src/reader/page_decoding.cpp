@@ -260,6 +260,8 @@ PageDecoding::Outcome PageDecoding::step(const decoder::StepResult& step, int gu
     const std::vector<float>& logits = *step.logits;
     const bool early = m_lineEnds && options.lineEndRule && !m_lineEndRule.allowsLineEnd();
     const bool noSkip = m_lineEnds && options.skipRule && !m_lineEndRule.allowsSkip();
+    // Training ends a page only after its last line end: no page end while line ends are left.
+    const bool noEnd = m_lineEnds && options.wholePageRule && m_session.lineEndsLeft() > 0;
     const auto [lineLast, nextFirst] = m_lineEnds ? m_lineEndRule.junction() : std::pair<int, int>{-1, -1};
     const bool noJoin = m_lineEnds && options.joinRule && m_spacedScript && m_lineHasText && !early && lineLast >= 0 &&
                         nextFirst >= 0 && m_endsWord[size_t(lineLast)] && m_wordChar[size_t(nextFirst)];
@@ -269,7 +271,7 @@ PageDecoding::Outcome PageDecoding::step(const decoder::StepResult& step, int gu
     // own, so a word written against the model's choice is flagged (docs/DECODING.md).
     const bool prior = options.draftPrior > 0 && guess >= 0;
     const int evidence = guess >= 0 && size_t(guess) < m_evidenceIds.size() ? m_evidenceIds[size_t(guess)] : -1;
-    const bool bias = early || noSkip || prior || noJoin || evidence >= 0 || !m_e.unwritten.empty();
+    const bool bias = early || noSkip || noEnd || prior || noJoin || evidence >= 0 || !m_e.unwritten.empty();
     if (bias) {
         m_biased = logits;
         constexpr float kBanned = -std::numeric_limits<float>::infinity();
@@ -278,6 +280,7 @@ PageDecoding::Outcome PageDecoding::step(const decoder::StepResult& step, int gu
             for (int id : config.lineEndTokenIds) m_biased[size_t(id)] = kBanned;
         if (noJoin) m_biased[size_t(kLineJoin)] = kBanned;
         if (noSkip) m_biased[size_t(kSkip)] = kBanned;
+        if (noEnd) m_biased[size_t(kPageBreak)] = m_biased[size_t(kEos)] = kBanned;
         if (prior) {
             const int id = m_visualIds[size_t(guess)];
             if (config.isLineEnd(id))

@@ -151,6 +151,7 @@ Result<std::unique_ptr<Recognizer>> createReaderRecognizer(const RecognizerOptio
     o.layoutParagraphs = t.layoutParagraphs;
     o.pageEndHyphen = t.pageEndHyphen;
     o.skipRule = t.skipRule;
+    o.wholePageRule = t.wholePageRule;
     if (t.languageLetters && onlyLanguage(options.languages, "eng"))
         o.unwritten.assign(std::begin(reader_vocab::kNotEnglish), std::end(reader_vocab::kNotEnglish));
     o.typesetParagraphs = t.typesetParagraphs;

@@ -389,6 +389,10 @@ struct ReaderOptions {
     // No SKIP past a line's visual tokens (LineEndRule::allowsSkip): on, found and measured on
     // generated held-out pages.
     bool skipRule = true;
+    // No page end (PAGE_BREAK, EOS) while the page has visual line ends left to write: training
+    // ends a page only after its last line end, and a model that ended one early left the rest of
+    // a generated held-out page unread, with no failure to show it (docs/ACCURACY.md, 2026-12-07).
+    bool wholePageRule = true;
     bool hyphenRule = false;
     bool joinRule = false;
     // A line of text set apart from the next by a wide white band (wideWhiteBands: a running head, a

@@ -41,6 +41,7 @@ struct ReaderTuning {
     bool typesetParagraphs = true; // a space at a line end becomes a paragraph where the typesetting ends one (ReaderOptions)
     bool pageEndHyphen = true;    // a word broken over the page break keeps its hyphen (ReaderOptions)
     bool skipRule = true;         // no SKIP past a line's visual tokens (ReaderOptions)
+    bool wholePageRule = true;    // no page end while the page has line ends left (ReaderOptions)
     bool languageLetters = true;  // German print's letters not written on English pages (ReaderOptions::unwritten)
 };
 
