@@ -206,18 +206,30 @@ private slots:
     // The page's last written word gets back the hyphen that ends its line only where its last
     // character read one of the two letters before that hyphen; a hyphen the model wrote, one
     // after a digit, a line without a hyphen, or a word elsewhere on the line is left as written.
+    // A folio written under that line (a line the front-end read as a bare number) does not hide it.
     void aPageEndHyphenIsWrittenBackOnlyAfterItsWord() {
         using namespace reader_vocab;
         const int b = kFirstChar, n = kFirstChar + 1, d = kFirstChar + 2, h = kFirstChar + 3, one = kFirstChar + 4;
-        // Visual tokens: "b" | "bin d-" then the line's end (0; end 1; 2..7; end 8).
-        const std::vector<int> ids = {b, kLineBreak, b, kFirstChar + 5, n, kSpace, d, h, kLineBreak};
-        const std::vector<bool> hyphen = {false, false, false, false, false, false, false, true, false};
-        std::vector<bool> letter = {true, false, true, true, true, false, true, false, false};
+        // Visual tokens: "b" | "bin d-" | "11" (a folio), each line with its end (0; end 1; 2..7;
+        // end 8; 9..10; end 11).
+        const std::vector<int> ids = {b, kLineBreak, b, kFirstChar + 5, n, kSpace, d, h, kLineBreak, one, one, kLineBreak};
+        const std::vector<bool> hyphen = {false, false, false, false, false, false, false, true, false, false, false, false};
+        std::vector<bool> letter = {true, false, true, true, true, false, true, false, false, true, true, false};
+        std::vector<bool> digit = {false, false, false, false, false, false, false, false, false, true, true, false};
         auto keep = [&](std::vector<int> tokens, std::vector<int> attended, const std::vector<bool>& wordChar) {
             std::vector<float> probs(tokens.size(), 0.9f);
-            keepPageEndHyphen(ids, wordChar, hyphen, [](size_t v) { return 0.5f + float(v) / 100; }, tokens, probs, attended);
+            keepPageEndHyphen(ids, wordChar, hyphen, digit, [](size_t v) { return 0.5f + float(v) / 100; }, tokens, probs,
+                              attended);
             return std::make_tuple(tokens, attended, probs);
         };
+        // "bin d", then the folio "11" as a paragraph of its own: the hyphen goes in after "d".
+        QCOMPARE(std::get<0>(keep({b, n, kSpace, d, kParagraph, one, one, kLineBreak}, {2, 4, 5, 6, 8, 9, 10, 11}, letter)),
+                 (std::vector<int>{b, n, kSpace, d, h, kParagraph, one, one, kLineBreak}));
+        // The same line read as a number that is not bare ("1b"): it is not a folio, nothing added.
+        digit[10] = false;
+        QCOMPARE(std::get<0>(keep({b, n, kSpace, d, kParagraph, one, b, kLineBreak}, {2, 4, 5, 6, 8, 9, 10, 11}, letter)),
+                 (std::vector<int>{b, n, kSpace, d, kParagraph, one, b, kLineBreak}));
+        digit[10] = true;
         // "bin d" then the line's end, the last letter read at visual token 6: the hyphen goes in
         // before the line end, with the front-end's probability and place.
         auto [tokens, attended, probs] = keep({b, kLineBreak, b, n, kSpace, d, kLineBreak}, {0, 1, 2, 4, 5, 6, 8}, letter);

@@ -215,6 +215,7 @@ PageDecoding::PageDecoding(const Engine& engine, const PpocrPage& page, const st
     const size_t n = m_visualIds.size();
     m_wordChar.assign(n, false);
     m_hyphen.assign(n, false);  // the front-end's hyphens (LineEndHyphen)
+    m_digit.assign(n, false);   // its digits (a folio under the text: keepPageEndHyphen)
     m_endsWord.assign(n, false);  // a letter, a digit, or what closes a word or sentence
     std::vector<PrintedPunctuation::Kind> kinds(n, PrintedPunctuation::Other);
     int latinLetters = 0, cjkLetters = 0;
@@ -224,6 +225,7 @@ PageDecoding::PageDecoding(const Engine& engine, const PpocrPage& page, const st
         const std::string ch = m_e.ppocr.charOf(m_visualIds[t] - kFirstChar + 1);
         m_wordChar[t] = isLatinWordCharacter(ch);
         m_hyphen[t] = ch == "-" || ch == "\u2010" || ch == "\u00ac";
+        m_digit[t] = ch.size() == 1 && ch[0] >= '0' && ch[0] <= '9';
         kinds[t] = PrintedPunctuation::kindOf(ch);
         m_endsWord[t] = endsLatinWord(ch);
         latinLetters += m_wordChar[t] ? 1 : 0;
@@ -376,7 +378,7 @@ void PageDecoding::finish(PageText& text) {
         if (size_t(line) < m_typesetEnd.size() && m_typesetEnd[size_t(line)]) m_tokens[k] = kParagraph;
     if (m_e.options.pageEndHyphen && m_spacedScript && m_lineEnds) {
         const int stride = m_e.config.visualStride();
-        keepPageEndHyphen(m_visualIds, m_wordChar, m_hyphen, [&](size_t v) { return m_visual[v * size_t(stride) + kCharProb]; },
+        keepPageEndHyphen(m_visualIds, m_wordChar, m_hyphen, m_digit, [&](size_t v) { return m_visual[v * size_t(stride) + kCharProb]; },
                           m_tokens, m_probs, m_attended);
     }
     layoutWords(m_page, m_e.ppocr, m_e.characters, m_tokens, m_probs, m_attended, text);

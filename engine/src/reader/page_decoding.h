@@ -77,7 +77,7 @@ private:
     // what the front-end read (a Latin word character, a hyphen, the end of a word).
     std::vector<int> m_visualIds, m_evidenceIds;
     std::vector<float> m_evidenceConf;
-    std::vector<bool> m_wordChar, m_hyphen, m_endsWord;
+    std::vector<bool> m_wordChar, m_hyphen, m_digit, m_endsWord;
     std::vector<bool> m_laidApart;  // per line: a wide white band follows (layoutParagraphs)
     std::vector<bool> m_typesetEnd;  // per line: the typesetting ends a paragraph after it (typesetParagraphs)
     bool m_spacedScript = false;    // a Latin script: under a tenth of the letters CJK
