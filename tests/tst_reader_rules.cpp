@@ -252,6 +252,8 @@ private slots:
         // Nothing written, or a last character that read no visual token.
         QCOMPARE(std::get<0>(keep({}, {}, letter)), std::vector<int>{});
         QCOMPARE(std::get<0>(keep({b, n, d}, {2, 4, -1}, letter)), (std::vector<int>{b, n, d}));
+        // A last character whose visual token is past the page's (no such token): left as written.
+        QCOMPARE(std::get<0>(keep({b, n, d}, {2, 4, 40}, letter)), (std::vector<int>{b, n, d}));
     }
 
     // Old books' spaced punctuation and long dashes the front-end reads as two dashes come out as

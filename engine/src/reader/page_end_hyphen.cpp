@@ -30,7 +30,7 @@ void keepPageEndHyphen(const std::vector<int>& visualIds, const std::vector<bool
                        std::vector<float>& probs, std::vector<int>& attended) {
     size_t k = tokens.size();
     while (k > 0 && tokens[k - 1] < kFirstChar) --k;  // line ends after the last character
-    if (k == 0 || attended[k - 1] < 0) return;
+    if (k == 0 || attended[k - 1] < 0 || size_t(attended[k - 1]) >= visualIds.size()) return;
     // A folio written under the text: the text's last line is the one written before it.
     if (const size_t folio = lineStart(visualIds, size_t(attended[k - 1])); bareNumberLine(visualIds, digit, folio)) {
         while (k > 0 && (tokens[k - 1] < kFirstChar || (attended[k - 1] >= 0 && size_t(attended[k - 1]) >= folio))) --k;
