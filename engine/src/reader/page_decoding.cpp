@@ -225,8 +225,8 @@ PageDecoding::PageDecoding(const Engine& engine, const PpocrPage& page, const st
         const std::string ch = m_e.ppocr.charOf(m_visualIds[t] - kFirstChar + 1);
         m_wordChar[t] = isLatinWordCharacter(ch);
         m_hyphen[t] = ch == "-" || ch == "\u2010" || ch == "\u00ac";
-        m_digit[t] = ch.size() == 1 && ch[0] >= '0' && ch[0] <= '9';
         kinds[t] = PrintedPunctuation::kindOf(ch);
+        m_digit[t] = kinds[t] == PrintedPunctuation::Digit;
         m_endsWord[t] = endsLatinWord(ch);
         latinLetters += m_wordChar[t] ? 1 : 0;
         cjkLetters += isCjkCharacter(ch) ? 1 : 0;
