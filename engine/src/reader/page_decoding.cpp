@@ -262,8 +262,9 @@ PageDecoding::Outcome PageDecoding::step(const decoder::StepResult& step, int gu
     const std::vector<float>& logits = *step.logits;
     const bool early = m_lineEnds && options.lineEndRule && !m_lineEndRule.allowsLineEnd();
     const bool noSkip = m_lineEnds && options.skipRule && !m_lineEndRule.allowsSkip();
+    const int lineEndsLeft = m_session.lineEndsLeft();  // the page's, before this step's pick
     // Training ends a page only after its last line end: no page end while line ends are left.
-    const bool noEnd = m_lineEnds && options.wholePageRule && m_session.lineEndsLeft() > 0;
+    const bool noEnd = m_lineEnds && options.wholePageRule && lineEndsLeft > 0;
     const auto [lineLast, nextFirst] = m_lineEnds ? m_lineEndRule.junction() : std::pair<int, int>{-1, -1};
     const bool noJoin = m_lineEnds && options.joinRule && m_spacedScript && m_lineHasText && !early && lineLast >= 0 &&
                         nextFirst >= 0 && m_endsWord[size_t(lineLast)] && m_wordChar[size_t(nextFirst)];
@@ -323,7 +324,7 @@ PageDecoding::Outcome PageDecoding::step(const decoder::StepResult& step, int gu
     // With line-aligned positions the reader writes one line end per visual line end, so the
     // page's text is complete once it has written the last one (docs/DECODING.md): decoding
     // stops there rather than letting the model write on past the page's visual tokens.
-    const bool pageDone = nextIsLineEnd && m_session.lineEndsLeft() == 1;
+    const bool pageDone = nextIsLineEnd && lineEndsLeft == 1;
     if (pageDone && next == kLineJoin) return Outcome::Done;
     // A visual token that is not reading text, or lines joined with nothing: nothing to write.
     if (next == kSkip || next == kLineJoin) return Outcome::Go;
