@@ -153,6 +153,8 @@ Status applyMeasurementEnvironment(TranscribeParams& p) {
         p.preparers = *v - '0';
     }
     if (const char* v = variable("QUIRE_READER_PIPELINE"); v && std::string(v) == "0") p.preparers = 0;
+    if (const char* v = variable("QUIRE_REPAIR_LIGATURES"))
+        if (Status s = readSwitch("QUIRE_REPAIR_LIGATURES", v, p.repairLigatures); !s) return s;
     return Status::ok();
 }
 

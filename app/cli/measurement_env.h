@@ -17,7 +17,8 @@ void applyModelLocations(RecognizerOptions& options);
 // A malformed value is an error naming the variable and what it takes.
 Status applyMeasurementEnvironment(RecognizerOptions& options);
 // The same, and QUIRE_READER_PIPELINE=0 (one thread reads and decodes) or
-// QUIRE_READER_PREPARERS=1|2 (prepare threads of the reader's front-end).
+// QUIRE_READER_PREPARERS=1|2 (prepare threads of the reader's front-end), and
+// QUIRE_REPAIR_LIGATURES=0 (words as the engine read them, TranscribeParams::repairLigatures).
 Status applyMeasurementEnvironment(TranscribeParams& params);
 // QUIRE_UNEVEN_LIGHT=SHARE (0-1): the brightness spread above which a page is flattened
 // (PreprocessParams::unevenLight), applied after the run's own preprocessing options.

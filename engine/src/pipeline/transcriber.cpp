@@ -18,6 +18,7 @@
 #include <deque>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <sstream>
 #include <thread>
 #include <utility>
@@ -30,6 +31,7 @@
 #include "quire/store/attempt_log.h"
 #include "quire/store/page_history.h"
 #include "quire/store/page_regions.h"
+#include "quire/text/ligature_repair.h"
 
 #ifdef __linux__
 #include <sys/resource.h>
@@ -78,6 +80,7 @@ std::string TranscribeParams::toJson() const {
     o["pdfDpi"] = source.pdfDpi;
     o["pdfText"] = pdfText == PdfTextPolicy::Keep ? "keep" : "recognize";
     o["threads"] = threads;
+    if (!repairLigatures) o["repairLigatures"] = false;
     o["flagMeanBelow"] = flag.meanBelow;
     o["flagLowShareAbove"] = flag.lowShareAbove;
     return QJsonDocument(o).toJson(QJsonDocument::Compact).toStdString();
@@ -239,9 +242,10 @@ public:
     Run(ProjectStore& store, const TranscribeParams& params, Recognizer& first, AttemptLog* attempts,
         std::vector<PageRecord> queued, std::map<int64_t, std::string> docPath,
         const std::map<int64_t, std::vector<PageRegion>>& regions, const std::map<int64_t, PageText>& readBefore,
-        int threads, int preparers)
+        const LigatureRepair* ligatures, int threads, int preparers)
         : store(store), params(params), first(&first), attempts(attempts), queued(std::move(queued)),
-          docPath(std::move(docPath)), regions(regions), readBefore(readBefore), threads(threads), preparers(preparers),
+          docPath(std::move(docPath)), regions(regions), readBefore(readBefore), ligatures(ligatures),
+          threads(threads), preparers(preparers),
           splitter(preparers > 0 ? &first : nullptr), jobs(size_t(threads) + 1), done(size_t(threads) + 1),
           activeWorkers(threads), preparersLeft(preparers), pixels(params.pixelBudget),
           preprocess(preprocessOfRun(params)) {}
@@ -294,6 +298,7 @@ private:
     const std::map<int64_t, std::string> docPath;
     const std::map<int64_t, std::vector<PageRegion>>& regions;  // hand-drawn, by page id
     const std::map<int64_t, PageText>& readBefore;  // pages of which one region is read again: as they were
+    const LigatureRepair* const ligatures;  // null: words stay as the engine read them
     const int threads, preparers;
     const Recognizer* const splitter;
     BoundedQueue<Job> jobs;
@@ -547,6 +552,7 @@ std::optional<Done> Run::recognizePage(Recognizer& rec, Job& job, const std::vec
                 }
                 PageOutcome o;
                 o.text = std::move(*text);
+                if (ligatures) ligatures->repairPage(o.text);  // before any kept text is merged in
                 for (auto& line : o.text.lines) {
                     line.box = region.toSource(line.box);
                     for (auto& w : line.words) w.box = region.toSource(w.box);
@@ -757,10 +763,18 @@ Result<RunSummary> runTranscription(ProjectStore& store, const TranscribeParams&
         (p.crashes > 0 && (!inOrder || atHead) ? suspects : rest).push_back(std::move(p));
     }
     const CrashMarker crashGuard(crashMarker);
+    std::optional<LigatureRepair> ligatures;
+    if (params.repairLigatures) {
+        Dictionary dictionary = Dictionary::forLanguages(params.recognizer.languages, params.dictionaryDir);
+        if (auto words = store.projectWords())
+            for (const auto& w : *words) dictionary.addWord(w);
+        if (dictionary.available()) ligatures.emplace(std::move(dictionary));
+    }
     RunSummary summary;
     Status runError;
     auto runPages = [&](std::vector<PageRecord> pages, int t, int prep) {
-        Run run(store, params, *first, marks, std::move(pages), docPath, *regions, readBefore, t, prep);
+        Run run(store, params, *first, marks, std::move(pages), docPath, *regions, readBefore,
+                ligatures ? &*ligatures : nullptr, t, prep);
         const RunSummary part = run.execute();
         summary.processed += part.processed;
         summary.inputFailures += part.inputFailures;

@@ -62,6 +62,11 @@ struct TranscribeParams {
     // front-end) while the worker finishes this one: 1 or 2; 0 prepares on the worker itself;
     // -1 picks two on a machine with two cores or more, else one.
     int preparers = -1;
+    // Words read without a ligature's second letter ("frst" for "first") written as printed, where
+    // the languages' dictionary (hunspell, in dictionaryDir) and the project's words allow exactly
+    // one such word (quire/text/ligature_repair.h); false: as the engine read them (measurement).
+    bool repairLigatures = true;
+    std::filesystem::path dictionaryDir = "/usr/share/hunspell";
     bool retryFailed = false;
     // Only the book's pages firstPage..lastPage (1-based, as the page list numbers them) are read
     // (and retried); 0: every page.
