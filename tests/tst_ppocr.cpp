@@ -52,6 +52,21 @@ onnx::NodeProto* addNode(onnx::GraphProto* g, const char* op, std::initializer_l
     return n;
 }
 
+// The bounds of each row of ink (darker than 128) of a generated page, top to bottom.
+std::vector<cv::Rect> inkRows(const cv::Mat& page) {
+    std::vector<cv::Rect> rows;
+    for (int y = 0, from = -1; y <= page.rows; ++y) {
+        const bool ink = y < page.rows && cv::countNonZero(page.row(y) < 128) > 0;
+        if (ink && from < 0) from = y;
+        if (!ink && from >= 0) {
+            const cv::Mat mask = page.rowRange(from, y) < 128;
+            rows.push_back(cv::boundingRect(mask) + cv::Point(0, from));
+            from = -1;
+        }
+    }
+    return rows;
+}
+
 std::string modelDir() {
     auto dir = findPpocrModels();
     return dir ? *dir : std::string();
@@ -618,15 +633,7 @@ private slots:
         // The rows of print, found from the page without the show-through; each box as wide as
         // the page's text or the row with its tail.
         const cv::Mat print = textPage({"The parish register of a small", "town is seldom", "but it keeps 1,847 names."}, 1700, 700, 1.4);
-        std::vector<cv::Rect> rows;
-        for (int y = 0, from = -1; y <= print.rows; ++y) {
-            const bool ink = y < print.rows && cv::countNonZero(print.row(y) < 128) > 0;
-            if (ink && from < 0) from = y;
-            if (!ink && from >= 0) {
-                rows.push_back(inkBounds(print.rowRange(from, y), 128) + cv::Point(0, from));
-                from = -1;
-            }
-        }
+        const std::vector<cv::Rect> rows = inkRows(print);
         QCOMPARE(rows.size(), size_t(3));
         const int pad = 8;
         add({rows[0].x - pad, rows[0].y - pad, rows[0].width + 2 * pad, rows[0].height + 2 * pad});
@@ -650,6 +657,33 @@ private slots:
         QVERIFY2(std::abs(boxes[1].right() - (rows[1].x + rows[1].width + lineH / 3)) <= 3,
                  qPrintable(QString("trimmed to %1, print ends at %2").arg(boxes[1].right()).arg(rows[1].x + rows[1].width)));
         QCOMPARE(quadBounds(quads[1], page.cols, page.rows).right(), boxes[1].right());
+    }
+
+    // A chapter's short last page: one line of print, and under it four lines of the facing
+    // page showing through. The page's text contrast is the print's, not the median box's (here
+    // the show-through's), so the four are taken out and the print is kept as found.
+    void showThroughOutnumberingThePrintIsTakenOut() {
+        const cv::Mat print = textPage({"The parish register of a small"}, 1700, 900, 1.4);
+        cv::Mat back = textPage({"", "", "Quarterly accounts of the overseers", "of the poor of this parish",
+                                 "and of the highways, as kept", "by the vestry clerk"}, 1700, 900, 1.4);
+        cv::flip(back, back, 1);
+        const cv::Mat page = cv::min(print, 255 - (255 - back) / 6);
+        std::vector<Box> boxes;
+        std::vector<std::vector<cv::Point2f>> quads;
+        const int pad = 8;
+        for (const cv::Mat& side : {print, back})
+            for (const cv::Rect& r : inkRows(side)) {
+                const cv::Rect b(r.x - pad, r.y - pad, r.width + 2 * pad, r.height + 2 * pad);
+                boxes.push_back({b.x, b.y, b.width, b.height});
+                quads.push_back({{float(b.x), float(b.y)}, {float(b.x + b.width), float(b.y)},
+                                 {float(b.x + b.width), float(b.y + b.height)}, {float(b.x), float(b.y + b.height)}});
+            }
+        QCOMPARE(boxes.size(), size_t(5));
+        const Box printed = boxes[0];
+        trimShowThrough(page, quads, boxes);
+        QCOMPARE(boxes.size(), size_t(1));
+        QCOMPARE(quads.size(), size_t(1));
+        QVERIFY(sameBox(boxes[0], printed));
     }
 
     // A cancel reaches inside the graphs: the detector (a second of a page's work on one core)

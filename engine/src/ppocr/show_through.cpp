@@ -44,7 +44,9 @@ void trimShowThrough(const cv::Mat& gray, std::vector<std::vector<cv::Point2f>>&
     const cv::Rect page(0, 0, gray.cols, gray.rows);
 
     // Each box's paper (the level 80 % of its pixels are darker than: a line is mostly paper) and
-    // the page's text contrast: the median of its line-high boxes' paper less their ink (2 %).
+    // the page's text contrast: the median of its line-high boxes' paper less their ink (2 %),
+    // over the boxes of at least half the strongest one's — on a short page (a chapter's last) the
+    // facing page's lines can outnumber the print, and their median would be the show-through's.
     std::vector<int> paper(boxes.size(), 0), contrasts;
     for (size_t i = 0; i < boxes.size(); ++i) {
         const cv::Rect r = cv::Rect(boxes[i].x, boxes[i].y, boxes[i].w, boxes[i].h) & page;
@@ -54,6 +56,8 @@ void trimShowThrough(const cv::Mat& gray, std::vector<std::vector<cv::Point2f>>&
         if (boxes[i].h * 2 >= lineH && boxes[i].h <= 2 * lineH) contrasts.push_back(light - ink);
     }
     if (contrasts.size() < 3) return;
+    const int strongest = *std::max_element(contrasts.begin(), contrasts.end());
+    std::erase_if(contrasts, [&](int c) { return 2 * c < strongest; });
     std::nth_element(contrasts.begin(), contrasts.begin() + long(contrasts.size() / 2), contrasts.end());
     const int contrast = contrasts[contrasts.size() / 2];
     if (contrast < 40) return;  // a page of faint print throughout: nothing stands apart
