@@ -271,7 +271,8 @@ Result<std::shared_ptr<const PpocrEngine>> PpocrEngine::load(const PpocrOptions&
                             "|" + std::to_string(options.detThreshold) + "|" + std::to_string(options.detBoxThreshold) +
                             "|" + std::to_string(options.detUnclipRatio) + "|" + std::to_string(options.recMaxWidth) +
                             "|" + options.layout + (options.graphClassifier ? "|graph" : "") + "|" + options.device +
-                            (options.detContourScore ? "" : "|box-score");
+                            (options.detContourScore ? "" : "|box-score") + (options.trimShowThrough ? "" : "|no-trim") +
+                            (options.cutAtRecognizerHeight ? "" : "|enlarge-after");
     if (auto hit = cache[key].lock()) return hit;
 
     if (options.verifyChecksums)
@@ -521,16 +522,21 @@ Result<PpocrPage> PpocrEngine::read(const cv::Mat& image, bool features, const s
         const auto& q = line.quad;
         const float w = float(std::max(cv::norm(q[0] - q[1]), cv::norm(q[3] - q[2])));
         const float h = float(std::max(cv::norm(q[0] - q[3]), cv::norm(q[1] - q[2])));
-        const cv::Point2f dst[4] = {{0, 0}, {w, 0}, {w, h}, {0, h}};
+        // A line of small print (a low-resolution scan) cut at the recognizer's height in one
+        // bicubic step (PpocrOptions::cutAtRecognizerHeight).
+        const float up = m_options.cutAtRecognizerHeight ? std::max(1.f, float(kRecHeight) / std::max(1.f, std::min(w, h)))
+                                                         : 1.f;
+        const cv::Point2f dst[4] = {{0, 0}, {w * up, 0}, {w * up, h * up}, {0, h * up}};
         const cv::Point2f src[4] = {q[0], q[1], q[2], q[3]};
         cv::Mat M = cv::getPerspectiveTransform(src, dst);
         cv::Mat crop;
-        cv::warpPerspective(bgr, crop, M, cv::Size(std::max(1, int(std::lround(w))), std::max(1, int(std::lround(h)))),
+        cv::warpPerspective(bgr, crop, M,
+                            cv::Size(std::max(1, int(std::lround(w * up))), std::max(1, int(std::lround(h * up)))),
                             cv::INTER_CUBIC, cv::BORDER_REPLICATE);
         Crop& c = crops[k];
         c.inverse = M.inv();
-        c.cropW = w;
-        c.cropH = h;
+        c.cropW = w * up;
+        c.cropH = h * up;
         if (crop.rows >= crop.cols * 3 / 2) {  // vertical text: read it rotated, as PaddleOCR does
             cv::rotate(crop, crop, cv::ROTATE_90_COUNTERCLOCKWISE);
             c.rotated = true;

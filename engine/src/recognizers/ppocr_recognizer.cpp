@@ -45,6 +45,7 @@ PpocrOptions ppocrOptionsFor(const RecognizerOptions& options) {
     if (options.ppocrDetMaxSide > 0) o.detMaxSide = options.ppocrDetMaxSide;
     o.detContourScore = options.ppocrContourScore;
     if (options.ppocrRecBatch > 0) o.recBatch = options.ppocrRecBatch;
+    o.cutAtRecognizerHeight = !hasLanguage(options.languages, "chi");
     return o;
 }
 

@@ -41,6 +41,12 @@ struct PpocrOptions {
     // (ModelConfig::frontEndLineBatch): its visual tokens change with the padding.
     int recBatch = 1;
     int recMaxWidth = 3200;       // widest line image (height 48) given to the recognizer
+    // A line lower than the recognizer's 48 pixels (small print, a low-resolution scan) is cut at
+    // that height in one bicubic step instead of cut at its own and enlarged after. On generated
+    // English pages it halved the errors of 150 dpi print; on Chinese ones it changed nothing for
+    // PP-OCR and cost the reader (whose model was trained on the other cut), so ppocrOptionsFor
+    // leaves it off where Chinese is read (docs/ACCURACY.md, 2026-12-07 ninth session).
+    bool cutAtRecognizerHeight = true;
     bool verifyChecksums = true;  // compare model files with the pinned SHA-256 sums
     // Reading order of the detected lines: "tesseract" (Tesseract's page layout analysis, blocks
     // in its order: layoutReadingOrder) or "rows" (readingOrder() alone).
