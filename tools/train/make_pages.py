@@ -729,6 +729,8 @@ def parse_args():
                     help="share of English and German documents cut like a partial scan after the first page "
                     "from the --pages'th on that ends in a word broken over the page (up to 24 pages more)")
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--dpi-out", type=int, default=0,
+                    help="every page scanned at this resolution (default: 300, 200 or 150 drawn per document)")
     ap.add_argument("--punct-share", type=float, default=0.0,
                     help="share of English documents given quotation marks and dashes (punctuate)")
     ap.add_argument("--numbers-share", type=float, default=0.0,
@@ -829,6 +831,8 @@ def main():
         printed = page_texts(pages, lang, st, [first + k for k in range(len(pages))], title, chapter, opening)
         prev = None
         dpi_out = rng.choice([300, 300, 200, 150])
+        if args.dpi_out:  # after the draw: the other pages of a seed stay as they were
+            dpi_out = args.dpi_out
         for k, lines in enumerate(pages):
             clean = render(lines, first + k, st, title, chapter, opening if k == 0 else None, centred)
             img = degrade(clean, rng, nrng, prev, dpi_out)
