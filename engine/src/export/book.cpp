@@ -165,15 +165,6 @@ bool looksLikeHeading(const std::vector<std::string>& para, double heightRatio, 
 
 }  // namespace
 
-bool endsWithHyphen(const std::string& s) {
-    const QString t = q(s).trimmed();
-    if (t.size() < 2) return false;
-    const QChar last = t.back();
-    const bool hyphen = last == '-' || last == QChar(0x00AD) || last == QChar(0x2010) || last == QChar(0x2011) ||
-                        last == QChar(0x00AC);
-    return hyphen && t[t.size() - 2].isLetter();
-}
-
 std::string joinLines(const std::vector<std::string>& lines, const HyphenJudge* hyphens, std::vector<size_t>* starts) {
     static const QRegularExpression lastWord(QStringLiteral("([\\p{L}']+)\\W$")), firstWord(QStringLiteral("^([\\p{L}']+)"));
     QString out;

@@ -4,6 +4,7 @@
 // and words read beginning "ff" are left: on generated pages they were mostly pieces of a word
 // the recognizer had lost letters of ("ffer" for "offer", "frm" for "form"), not lost ligatures.
 #include "quire/text/ligature_repair.h"
+#include "quire/text/line_end_hyphen.h"
 
 #include <QString>
 
@@ -27,10 +28,6 @@ bool splitWord(const QString& w, QString& lead, QString& core, QString& tail) {
         if (w[i].isLetterOrNumber()) return false;
     lead = w.left(a), core = w.mid(a, b - a), tail = w.mid(b);
     return true;
-}
-
-bool endsWithHyphen(const std::string& w) {
-    return !w.empty() && (w.back() == '-' || QString::fromStdString(w).endsWith(u'\u00AD'));
 }
 
 }  // namespace

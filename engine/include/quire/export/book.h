@@ -11,6 +11,7 @@
 #include "quire/core/page_region.h"
 #include "quire/export/hyphen_judge.h"
 #include "quire/store/project_store.h"
+#include "quire/text/line_end_hyphen.h"
 
 namespace quire {
 
@@ -47,7 +48,6 @@ struct Book {
     std::vector<int> sequences;            // each input page's place in the volume (1-based)
 };
 
-bool endsWithHyphen(const std::string& s);
 // Lines joined by spaces; a word hyphenated at a line end is joined without the hyphen when
 // `hyphens` judges it one word (without a judge: when the next line starts in lower case); a soft
 // hyphen always goes; before a capital the hyphen stays ("Anglo-/Saxon").
