@@ -67,6 +67,14 @@ std::vector<cv::Rect> inkRows(const cv::Mat& page) {
     return rows;
 }
 
+// A detected line's box and its quad (clockwise from the top left) for `r`, as the detector hands
+// them to trimShowThrough.
+void addBox(std::vector<Box>& boxes, std::vector<std::vector<cv::Point2f>>& quads, const cv::Rect& r) {
+    boxes.push_back({r.x, r.y, r.width, r.height});
+    quads.push_back({{float(r.x), float(r.y)}, {float(r.x + r.width), float(r.y)},
+                     {float(r.x + r.width), float(r.y + r.height)}, {float(r.x), float(r.y + r.height)}});
+}
+
 std::string modelDir() {
     auto dir = findPpocrModels();
     return dir ? *dir : std::string();
@@ -625,11 +633,7 @@ private slots:
         };
         std::vector<Box> boxes;
         std::vector<std::vector<cv::Point2f>> quads;
-        const auto add = [&](const cv::Rect& r) {
-            boxes.push_back({r.x, r.y, r.width, r.height});
-            quads.push_back({{float(r.x), float(r.y)}, {float(r.x + r.width), float(r.y)},
-                             {float(r.x + r.width), float(r.y + r.height)}, {float(r.x), float(r.y + r.height)}});
-        };
+        const auto add = [&](const cv::Rect& r) { addBox(boxes, quads, r); };
         // The rows of print, found from the page without the show-through; each box as wide as
         // the page's text or the row with its tail.
         const cv::Mat print = textPage({"The parish register of a small", "town is seldom", "but it keeps 1,847 names."}, 1700, 700, 1.4);
@@ -672,12 +676,8 @@ private slots:
         std::vector<std::vector<cv::Point2f>> quads;
         const int pad = 8;
         for (const cv::Mat& side : {print, back})
-            for (const cv::Rect& r : inkRows(side)) {
-                const cv::Rect b(r.x - pad, r.y - pad, r.width + 2 * pad, r.height + 2 * pad);
-                boxes.push_back({b.x, b.y, b.width, b.height});
-                quads.push_back({{float(b.x), float(b.y)}, {float(b.x + b.width), float(b.y)},
-                                 {float(b.x + b.width), float(b.y + b.height)}, {float(b.x), float(b.y + b.height)}});
-            }
+            for (const cv::Rect& r : inkRows(side))
+                addBox(boxes, quads, {r.x - pad, r.y - pad, r.width + 2 * pad, r.height + 2 * pad});
         QCOMPARE(boxes.size(), size_t(5));
         const Box printed = boxes[0];
         trimShowThrough(page, quads, boxes);
