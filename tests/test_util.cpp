@@ -74,6 +74,21 @@ CliResult runCli(const QStringList& args, int timeoutMs) {
     return runProgram(QStringLiteral(QUIRE_CLI_PATH), args, timeoutMs);
 }
 
+int editDistance(const QString& a, const QString& b) {
+    std::vector<int> row(size_t(b.size()) + 1);
+    for (int j = 0; j <= b.size(); ++j) row[size_t(j)] = j;
+    for (int i = 1; i <= a.size(); ++i) {
+        int diag = row[0];
+        row[0] = i;
+        for (int j = 1; j <= b.size(); ++j) {
+            const int up = row[size_t(j)];
+            row[size_t(j)] = std::min({up + 1, row[size_t(j - 1)] + 1, diag + (a[i - 1] == b[j - 1] ? 0 : 1)});
+            diag = up;
+        }
+    }
+    return row[size_t(b.size())];
+}
+
 cv::Mat textPage(const std::vector<std::string>& lines, int width, int height, double scale) {
     cv::Mat page(height, width, CV_8UC1, cv::Scalar(255));
     int y = int(120 * scale);

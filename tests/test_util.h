@@ -68,6 +68,9 @@ CliResult runCli(const QStringList& args, int timeoutMs = 600000);
 // Runs any program; exit code -1 when it could not start.
 CliResult runProgram(const QString& program, const QStringList& args, int timeoutMs = 600000);
 
+// Levenshtein distance between two texts, in UTF-16 code units (the accuracy figures' measure).
+int editDistance(const QString& a, const QString& b);
+
 // A white page with `lines` of black text (Hershey font), at roughly 300 dpi proportions.
 cv::Mat textPage(const std::vector<std::string>& lines, int width = 1700, int height = 2200, double scale = 1.4);
 

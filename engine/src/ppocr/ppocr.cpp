@@ -272,7 +272,8 @@ Result<std::shared_ptr<const PpocrEngine>> PpocrEngine::load(const PpocrOptions&
                             "|" + std::to_string(options.detUnclipRatio) + "|" + std::to_string(options.recMaxWidth) +
                             "|" + options.layout + (options.graphClassifier ? "|graph" : "") + "|" + options.device +
                             (options.detContourScore ? "" : "|box-score") + (options.trimShowThrough ? "" : "|no-trim") +
-                            (options.cutAtRecognizerHeight ? "" : "|enlarge-after");
+                            (options.cutAtRecognizerHeight ? "" : "|enlarge-after") +
+                            (options.stretchLineContrast ? "" : "|no-stretch");
     if (auto hit = cache[key].lock()) return hit;
 
     if (options.verifyChecksums)
@@ -537,6 +538,7 @@ Result<PpocrPage> PpocrEngine::read(const cv::Mat& image, bool features, const s
         c.inverse = M.inv();
         c.cropW = w * up;
         c.cropH = h * up;
+        if (m_options.stretchLineContrast) stretchLineContrast(crop);
         if (crop.rows >= crop.cols * 3 / 2) {  // vertical text: read it rotated, as PaddleOCR does
             cv::rotate(crop, crop, cv::ROTATE_90_COUNTERCLOCKWISE);
             c.rotated = true;

@@ -7,33 +7,8 @@
 #include <opencv2/imgproc.hpp>
 
 #include <algorithm>
-#include <array>
 
 namespace quire {
-
-namespace {
-
-// The gray levels below which `fractions` of the region's pixels lie (ascending fractions).
-template <size_t N>
-std::array<int, N> percentiles(const cv::Mat& region, const std::array<double, N>& fractions) {
-    std::array<int, 256> hist{};
-    for (int y = 0; y < region.rows; ++y) {
-        const uint8_t* row = region.ptr<uint8_t>(y);
-        for (int x = 0; x < region.cols; ++x) ++hist[row[x]];
-    }
-    const double total = double(region.total());
-    std::array<int, N> out{};
-    double seen = 0;
-    size_t k = 0;
-    for (int v = 0; v < 256 && k < N; ++v) {
-        seen += hist[size_t(v)];
-        while (k < N && seen >= fractions[k] * total) out[k++] = v;
-    }
-    for (; k < N; ++k) out[k] = 255;
-    return out;
-}
-
-}  // namespace
 
 void trimShowThrough(const cv::Mat& gray, std::vector<std::vector<cv::Point2f>>& quads, std::vector<Box>& boxes) {
     if (boxes.size() < 3 || gray.empty()) return;
@@ -51,7 +26,8 @@ void trimShowThrough(const cv::Mat& gray, std::vector<std::vector<cv::Point2f>>&
     for (size_t i = 0; i < boxes.size(); ++i) {
         const cv::Rect r = cv::Rect(boxes[i].x, boxes[i].y, boxes[i].w, boxes[i].h) & page;
         if (r.empty()) continue;
-        const auto [ink, light] = percentiles<2>(smooth(r), {0.02, 0.8});
+        const auto levels = grayPercentiles(smooth(r), {0.02, 0.8});
+        const int ink = levels[0], light = levels[1];
         paper[i] = light;
         if (boxes[i].h * 2 >= lineH && boxes[i].h <= 2 * lineH) contrasts.push_back(light - ink);
     }

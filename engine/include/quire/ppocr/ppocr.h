@@ -9,6 +9,7 @@
 #pragma once
 
 #include <atomic>
+#include <initializer_list>
 #include <memory>
 #include <string>
 #include <vector>
@@ -59,6 +60,11 @@ struct PpocrOptions {
     // Show-through of the facing page cut from the detected lines before they are read
     // (trimShowThrough): false reads what the detector boxed, as before 2026-12-06.
     bool trimShowThrough = true;
+    // Each line image's gray levels stretched to the full range before it is read
+    // (stretchLineContrast): faint print, a grey paper, a dark scan. On generated English pages it
+    // took out a third to two thirds of the errors of 150 dpi print and a tenth at 300 dpi
+    // (docs/ACCURACY.md, 2026-12-07 tenth session).
+    bool stretchLineContrast = true;
 };
 
 // The layout for pages in `languages` ('+'-separated Tesseract names): "rows" where Chinese is
@@ -179,6 +185,14 @@ Box quadBounds(const std::vector<cv::Point2f>& quad, int width, int height);
 // its line-high boxes); a box's ends without ink for a line height or more are cut off (a third
 // of a line height of margin kept), a box with no ink is taken out. `gray`: the page, 8-bit.
 void trimShowThrough(const cv::Mat& gray, std::vector<std::vector<cv::Point2f>>& quads, std::vector<Box>& boxes);
+
+// The gray levels below which `fractions` (ascending) of an 8-bit one-channel region's pixels lie.
+std::vector<int> grayPercentiles(const cv::Mat& region, std::initializer_list<double> fractions);
+
+// A line image (8-bit, gray or BGR) stretched to the full gray range before it is read: its 1st
+// percentile (the ink's core) to black, its 99th (the paper) to white. The recognizer drops the
+// letters of faint or low-contrast print that it reads once stretched (PpocrOptions::stretchLineContrast).
+void stretchLineContrast(cv::Mat& line);
 
 // Column gutters about a character wide that a few detected boxes bridge (the detector joins a
 // row's pieces across them on some rows, and the XY-cut then reads the page row by row across the
