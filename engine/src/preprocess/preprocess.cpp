@@ -320,8 +320,9 @@ PreprocessResult preprocessPage(const cv::Mat& image, const PreprocessParams& pa
         const bool flatten = params.normalizeBackground && uneven > params.unevenLight;
         const cv::Mat g = flatten ? flat : gray(rect);
         if (std::abs(region.skewDegrees) >= 0.05) {
+            // Bicubic: a linear rotation blurs small print (docs/ACCURACY.md, 2026-12-07 tenth session).
             cv::warpAffine(g, region.image, rotationMatrix(g.size(), -region.skewDegrees), g.size(),
-                           cv::INTER_LINEAR, cv::BORDER_REPLICATE);
+                           cv::INTER_CUBIC, cv::BORDER_REPLICATE);
         } else {
             region.skewDegrees = 0;
             region.image = g.clone();
