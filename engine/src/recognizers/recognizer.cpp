@@ -105,8 +105,8 @@ std::string chooseEngine(const std::string& engine, const std::string& languages
     if (hasLanguage(languages, "chi")) {
         if (auto model = findReaderModel(readerModel)) {
             if (why)
-                *why = "reader (Chinese in --lang: the reader measured the lowest CER on Chinese pages, by a hair: 11.10 % "
-                       "against PP-OCR's 11.17 % and Tesseract's 34.7 %; on three single pages it took 1.6 times "
+                *why = "reader (Chinese in --lang: the reader measured the lowest CER on Chinese pages, by a hair: 11.08 % "
+                       "against PP-OCR's 11.24 % and Tesseract's 34.7 %; on three single pages it took 1.6 times "
                        "PP-OCR's time, less on a volume, where its decoder overlaps the front-end)";
             return "reader";
         }
@@ -117,7 +117,7 @@ std::string chooseEngine(const std::string& engine, const std::string& languages
     }
     if (why)
         *why = "tesseract (no Chinese in --lang: on English print Tesseract measured the lowest CER, 2.12 % against "
-               "the reader's 2.48 % and PP-OCR's 2.43 %, at 2.2 times the reader's speed; on German print it is far "
+               "the reader's 2.48 % and PP-OCR's 2.42 %, at 2.2 times the reader's speed; on German print it is far "
                "better than the reader and PP-OCR)";
     return "tesseract";
 }

@@ -62,8 +62,8 @@ struct PpocrOptions {
     bool trimShowThrough = true;
     // Each line image's gray levels stretched to the full range before it is read
     // (stretchLineContrast): faint print, a grey paper, a dark scan. On generated English pages it
-    // took out a third to two thirds of the errors of 150 dpi print and a tenth at 300 dpi
-    // (docs/ACCURACY.md, 2026-12-07 tenth session).
+    // took out a third of PP-OCR's errors on 150 dpi print and a fifth at 300 dpi (through
+    // quire-cli; docs/ACCURACY.md, 2026-12-07 tenth session).
     bool stretchLineContrast = true;
 };
 
