@@ -52,6 +52,15 @@ onnx::NodeProto* addNode(onnx::GraphProto* g, const char* op, std::initializer_l
     return n;
 }
 
+// `page` read by an engine whose boolean `option` is `value`, the others their defaults.
+Result<PpocrPage> readWith(const cv::Mat& page, bool PpocrOptions::*option, bool value) {
+    PpocrOptions o;
+    o.*option = value;
+    auto engine = PpocrEngine::load(o);
+    if (!engine) return engine.status();
+    return (*engine)->read(page, false);
+}
+
 // The bounds of each row of ink (darker than 128) of a generated page, top to bottom.
 std::vector<cv::Rect> inkRows(const cv::Mat& page) {
     std::vector<cv::Rect> rows;
@@ -607,11 +616,7 @@ private slots:
         QStringList found[2], printed;
         for (const auto& t : text) printed << QString::fromStdString(t);
         for (bool trim : {true, false}) {
-            PpocrOptions o;
-            o.trimShowThrough = trim;
-            auto engine = PpocrEngine::load(o);
-            QVERIFY(engine);
-            auto read = (*engine)->read(page, false);
+            auto read = readWith(page, &PpocrOptions::trimShowThrough, trim);
             QVERIFY2(read, read.status().message().c_str());
             for (const auto& l : read->lines) found[trim] << QString::fromStdString(l.text);
         }
@@ -724,11 +729,7 @@ private slots:
                               "sons of Ham; Cush, and Mizraim, and Phut, and Canaan.";
         int errors[2] = {0, 0};
         for (const bool stretch : {false, true}) {
-            PpocrOptions o;
-            o.stretchLineContrast = stretch;
-            auto engine = PpocrEngine::load(o);
-            QVERIFY(engine);
-            auto read = (*engine)->read(page, false);
+            auto read = readWith(page, &PpocrOptions::stretchLineContrast, stretch);
             QVERIFY2(read, read.status().message().c_str());
             QString got;
             for (const auto& l : read->lines)  // the text's lines: not the head, the folio, the cut line under them
