@@ -516,6 +516,33 @@ private slots:
     // Two columns with a pull quote across the gutter halfway down: no x range is empty in every
     // row, so rows alone read the columns interleaved; Tesseract's layout analysis finds the
     // columns above and below the quote, and the lines are read column by column in each.
+    // Blocks put top-down within a column, the given order kept otherwise: a column's short lines
+    // that came out of turn (as Tesseract gave a generated page's, y 1056, 1105, 1035, 1080),
+    // two columns read one after the other, a heading over both given last.
+    void blocksTopDownWithinAColumn() {
+        const std::vector<Box> column = {{150, 1056, 640, 28}, {114, 1105, 680, 28}, {115, 1035, 360, 21}, {115, 1080, 680, 28}};
+        QCOMPARE(blocksTopDown(column), (std::vector<int>{2, 0, 3, 1}));
+        const std::vector<Box> columns = {{100, 300, 400, 800}, {100, 1150, 400, 600}, {560, 300, 400, 700}, {560, 1050, 400, 700}};
+        QCOMPARE(blocksTopDown(columns), (std::vector<int>{0, 1, 2, 3}));
+        const std::vector<Box> headed = {{100, 300, 400, 800}, {560, 300, 400, 800}, {100, 150, 860, 60}};
+        QCOMPARE(blocksTopDown(headed), (std::vector<int>{2, 0, 1}));
+        QVERIFY(blocksTopDown({}).empty());
+    }
+
+    // A block whose lines lie above and below another block's line in their column is cut there
+    // (a generated page's paragraph end, y 1035, between Tesseract's block of 1007 and 1059);
+    // a block beside another column's lines is left whole.
+    void interleavedBlocksAreCut() {
+        const std::vector<Box> lines = {{111, 1007, 676, 25}, {147, 1059, 640, 22}, {112, 1035, 361, 18}, {111, 1083, 679, 22}};
+        std::vector<int> from;
+        QCOMPARE(cutInterleavedBlocks({{0, 1}, {2}, {3}}, lines, &from),
+                 (std::vector<std::vector<int>>{{0}, {1}, {2}, {3}}));
+        QCOMPARE(from, (std::vector<int>{0, 0, 1, 2}));
+        const std::vector<Box> columns = {{100, 300, 400, 22}, {100, 330, 400, 22}, {560, 315, 400, 22}};
+        QCOMPARE(cutInterleavedBlocks({{1, 0}, {2}}, columns, &from), (std::vector<std::vector<int>>{{0, 1}, {2}}));
+        QCOMPARE(from, (std::vector<int>{0, 1}));
+    }
+
     void layoutOrderReadsColumnsAcrossAPullQuote() {
         cv::Mat page(1400, 1700, CV_8UC1, cv::Scalar(255));
         const std::vector<std::string> words = {"archive", "register", "parish", "ledger", "volume", "scan"};

@@ -52,7 +52,64 @@ int overlap(const Box& a, const Box& b) {
     return w > 0 && h > 0 ? w * h : 0;
 }
 
+// Two boxes share a column: their x ranges overlap.
+bool sharesColumn(const Box& a, const Box& b) { return std::min(a.right(), b.right()) > std::max(a.x, b.x); }
+
 }  // namespace
+
+std::vector<int> blocksTopDown(const std::vector<Box>& blocks) {
+    // `a` lies above `b` in its column: wholly above it, sharing half the narrower one's width.
+    const auto above = [](const Box& a, const Box& b) {
+        const int shared = std::min(a.right(), b.right()) - std::max(a.x, b.x);
+        return a.bottom() <= b.y + std::min(a.h, b.h) / 2 && shared * 2 >= std::min(a.w, b.w);
+    };
+    std::vector<int> order;
+    std::vector<bool> done(blocks.size(), false);
+    while (order.size() < blocks.size()) {
+        for (size_t k = 0; k < blocks.size(); ++k) {
+            if (done[k]) continue;
+            bool free = true;
+            for (size_t j = 0; j < blocks.size() && free; ++j) free = done[j] || j == k || !above(blocks[j], blocks[k]);
+            if (!free) continue;
+            done[k] = true;
+            order.push_back(int(k));
+            break;
+        }
+    }
+    return order;
+}
+
+std::vector<std::vector<int>> cutInterleavedBlocks(const std::vector<std::vector<int>>& blocks, const std::vector<Box>& boxes,
+                                                   std::vector<int>* pieceBlock) {
+    std::vector<int> blockOf(boxes.size(), -1);
+    for (size_t g = 0; g < blocks.size(); ++g)
+        for (int i : blocks[g]) blockOf[size_t(i)] = int(g);
+    std::vector<std::vector<int>> pieces;
+    if (pieceBlock) pieceBlock->clear();
+    for (size_t g = 0; g < blocks.size(); ++g) {
+        std::vector<int> ids = blocks[g];
+        std::stable_sort(ids.begin(), ids.end(), [&](int a, int b) { return boxes[size_t(a)].y < boxes[size_t(b)].y; });
+        for (size_t k = 0; k < ids.size(); ++k) {
+            bool cut = k == 0;
+            if (k > 0) {
+                const Box& a = boxes[size_t(ids[k - 1])];
+                const Box& b = boxes[size_t(ids[k])];
+                for (size_t i = 0; i < boxes.size() && !cut; ++i) {
+                    const Box& x = boxes[i];
+                    const int cy = x.y + x.h / 2;
+                    cut = blockOf[i] >= 0 && blockOf[i] != int(g) && cy > a.y + a.h / 2 && cy < b.y + b.h / 2 &&
+                          (sharesColumn(x, a) || sharesColumn(x, b));
+                }
+            }
+            if (cut) {
+                pieces.push_back({});
+                if (pieceBlock) pieceBlock->push_back(int(g));
+            }
+            pieces.back().push_back(ids[k]);
+        }
+    }
+    return pieces;
+}
 
 std::vector<int> layoutReadingOrder(const cv::Mat& image, const std::vector<Box>& boxes, std::vector<int>* blockOfLine) {
     cv::Mat gray;
@@ -104,7 +161,6 @@ std::vector<int> layoutReadingOrder(const cv::Mat& image, const std::vector<Box>
     for (auto& [id, ids] : members) groups.push_back(std::move(ids));
     std::map<size_t, std::vector<int>> before;  // group -> unplaced lines read just before it
     std::vector<int> last;
-    auto sharesColumn = [&](const Box& a, const Box& b) { return std::min(a.right(), b.right()) > std::max(a.x, b.x); };
     std::vector<int> groupOf(boxes.size(), -1);
     for (size_t g = 0; g < groups.size(); ++g)
         for (int i : groups[g]) groupOf[size_t(i)] = int(g);
@@ -142,9 +198,23 @@ std::vector<int> layoutReadingOrder(const cv::Mat& image, const std::vector<Box>
         }
         block += maxSub + 1;
     };
-    for (size_t g = 0; g < groups.size(); ++g) {
-        if (auto it = before.find(g); it != before.end()) emit(it->second);
-        emit(groups[g]);
+    // A block is cut where a line of another block lies between two of its lines in their column,
+    // and the pieces are read top-down within a column (blocksTopDown).
+    std::vector<int> pieceGroup;
+    const std::vector<std::vector<int>> pieces = cutInterleavedBlocks(groups, boxes, &pieceGroup);
+    std::vector<std::vector<int>> piecePre(pieces.size());
+    for (size_t p = 0; p < pieces.size(); ++p)
+        if (auto pre = before.find(size_t(pieceGroup[p])); pre != before.end() && (p == 0 || pieceGroup[p - 1] != pieceGroup[p]))
+            piecePre[p] = pre->second;
+    std::vector<Box> bounds;
+    for (const auto& ids : pieces) {
+        Box b = boxes[size_t(ids.front())];
+        for (int i : ids) b = b.united(boxes[size_t(i)]);
+        bounds.push_back(b);
+    }
+    for (const int p : blocksTopDown(bounds)) {
+        if (!piecePre[size_t(p)].empty()) emit(piecePre[size_t(p)]);
+        emit(pieces[size_t(p)]);
     }
     if (!last.empty()) emit(last);
     return order;

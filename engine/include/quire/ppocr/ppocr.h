@@ -229,9 +229,23 @@ std::vector<PpocrLine> joinLinePieces(const std::vector<std::vector<cv::Point2f>
 // recognizer's space.
 void tidySpaces(PpocrLine& line, int spaceClass);
 
+// Blocks (their bounds) in their given order, except that a block lying above another in its
+// column (wholly above it, sharing half the narrower one's width) is read before it: Tesseract
+// splits a single column's short lines into blocks of their own and may order them out of turn.
+// Returns indices into `blocks`.
+std::vector<int> blocksTopDown(const std::vector<Box>& blocks);
+
+// Blocks of lines (indices into `boxes`) cut where a line of another block lies between two of a
+// block's lines in their column: Tesseract may give a column's short line a block of its own and
+// the lines above and below it another. Each piece's lines top to bottom; `pieceBlock` gets the
+// block each piece came from (pieces in the blocks' order).
+std::vector<std::vector<int>> cutInterleavedBlocks(const std::vector<std::vector<int>>& blocks, const std::vector<Box>& boxes,
+                                                   std::vector<int>* pieceBlock = nullptr);
+
 // Orders line boxes by the page's layout as Tesseract's layout analysis finds it (no recognition):
-// the lines of each Tesseract text block together, blocks in Tesseract's reading order, each block
-// in readingOrder()'s order; lines outside every text block last. `image` is the page the boxes
+// the lines of each Tesseract text block together (cut where another block's line lies between
+// them: cutInterleavedBlocks), blocks in Tesseract's reading order put top-down within a column
+// (blocksTopDown), each block in readingOrder()'s order; lines outside every text block last. `image` is the page the boxes
 // are in (8-bit gray or BGR). Without text blocks, readingOrder().
 std::vector<int> layoutReadingOrder(const cv::Mat& image, const std::vector<Box>& boxes,
                                     std::vector<int>* blockOfLine = nullptr);
