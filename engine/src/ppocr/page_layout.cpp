@@ -46,22 +46,24 @@ std::vector<LayoutLine> tesseractLines(const cv::Mat& gray, std::map<int, Box>& 
     return lines;
 }
 
+// The width two boxes' x ranges share (negative: the gap between them).
+int sharedWidth(const Box& a, const Box& b) { return std::min(a.right(), b.right()) - std::max(a.x, b.x); }
+
 int overlap(const Box& a, const Box& b) {
-    const int w = std::min(a.right(), b.right()) - std::max(a.x, b.x);
+    const int w = sharedWidth(a, b);
     const int h = std::min(a.bottom(), b.bottom()) - std::max(a.y, b.y);
     return w > 0 && h > 0 ? w * h : 0;
 }
 
 // Two boxes share a column: their x ranges overlap.
-bool sharesColumn(const Box& a, const Box& b) { return std::min(a.right(), b.right()) > std::max(a.x, b.x); }
+bool sharesColumn(const Box& a, const Box& b) { return sharedWidth(a, b) > 0; }
 
 }  // namespace
 
 std::vector<int> blocksTopDown(const std::vector<Box>& blocks) {
     // `a` lies above `b` in its column: wholly above it, sharing half the narrower one's width.
     const auto above = [](const Box& a, const Box& b) {
-        const int shared = std::min(a.right(), b.right()) - std::max(a.x, b.x);
-        return a.bottom() <= b.y + std::min(a.h, b.h) / 2 && shared * 2 >= std::min(a.w, b.w);
+        return a.bottom() <= b.y + std::min(a.h, b.h) / 2 && sharedWidth(a, b) * 2 >= std::min(a.w, b.w);
     };
     std::vector<int> order;
     std::vector<bool> done(blocks.size(), false);
@@ -79,8 +81,8 @@ std::vector<int> blocksTopDown(const std::vector<Box>& blocks) {
     return order;
 }
 
-std::vector<std::vector<int>> cutInterleavedBlocks(const std::vector<std::vector<int>>& blocks, const std::vector<Box>& boxes,
-                                                   std::vector<int>* pieceBlock) {
+std::vector<std::vector<int>> cutInterleavedBlocks(const std::vector<std::vector<int>>& blocks,
+                                                   const std::vector<Box>& boxes, std::vector<int>* pieceBlock) {
     std::vector<int> blockOf(boxes.size(), -1);
     for (size_t g = 0; g < blocks.size(); ++g)
         for (int i : blocks[g]) blockOf[size_t(i)] = int(g);
@@ -203,9 +205,10 @@ std::vector<int> layoutReadingOrder(const cv::Mat& image, const std::vector<Box>
     std::vector<int> pieceGroup;
     const std::vector<std::vector<int>> pieces = cutInterleavedBlocks(groups, boxes, &pieceGroup);
     std::vector<std::vector<int>> piecePre(pieces.size());
-    for (size_t p = 0; p < pieces.size(); ++p)
-        if (auto pre = before.find(size_t(pieceGroup[p])); pre != before.end() && (p == 0 || pieceGroup[p - 1] != pieceGroup[p]))
-            piecePre[p] = pre->second;
+    for (size_t p = 0; p < pieces.size(); ++p) {
+        const bool top = p == 0 || pieceGroup[p - 1] != pieceGroup[p];  // its block's first piece
+        if (auto pre = before.find(size_t(pieceGroup[p])); top && pre != before.end()) piecePre[p] = pre->second;
+    }
     std::vector<Box> bounds;
     for (const auto& ids : pieces) {
         Box b = boxes[size_t(ids.front())];

@@ -239,14 +239,14 @@ std::vector<int> blocksTopDown(const std::vector<Box>& blocks);
 // block's lines in their column: Tesseract may give a column's short line a block of its own and
 // the lines above and below it another. Each piece's lines top to bottom; `pieceBlock` gets the
 // block each piece came from (pieces in the blocks' order).
-std::vector<std::vector<int>> cutInterleavedBlocks(const std::vector<std::vector<int>>& blocks, const std::vector<Box>& boxes,
-                                                   std::vector<int>* pieceBlock = nullptr);
+std::vector<std::vector<int>> cutInterleavedBlocks(const std::vector<std::vector<int>>& blocks,
+                                                   const std::vector<Box>& boxes, std::vector<int>* pieceBlock = nullptr);
 
 // Orders line boxes by the page's layout as Tesseract's layout analysis finds it (no recognition):
 // the lines of each Tesseract text block together (cut where another block's line lies between
 // them: cutInterleavedBlocks), blocks in Tesseract's reading order put top-down within a column
-// (blocksTopDown), each block in readingOrder()'s order; lines outside every text block last. `image` is the page the boxes
-// are in (8-bit gray or BGR). Without text blocks, readingOrder().
+// (blocksTopDown), each block in readingOrder()'s order; lines outside every text block last.
+// `image` is the page the boxes are in (8-bit gray or BGR). Without text blocks, readingOrder().
 std::vector<int> layoutReadingOrder(const cv::Mat& image, const std::vector<Box>& boxes,
                                     std::vector<int>* blockOfLine = nullptr);
 
