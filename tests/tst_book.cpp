@@ -108,6 +108,33 @@ private slots:
         QCOMPARE(book.paragraphs[3].lastPage, 3);
     }
 
+    // A running head and its folio read as two lines, the folio after the head (and glued to the
+    // body's first line) or before it: both leave the body, the folio is the page's number, and the
+    // word broken over the page break is joined (the held-out licence volumes' odd pages).
+    void headAndFolioOnTwoLinesLeaveTheBody() {
+        const Book book = assembleBook({page("GNU GENERAL PUBLIC LICENSE Version 3, 29\n\n211\n\nMoreover, your "
+                                             "licence from a copyright holder is re-"),
+                                        page("COLLECTED LICENCES\n\n212\ninstated for good, and the parties agree "
+                                             "that the con-"),
+                                        page("GNU GENERAL PUBLIC LICENSE Version 3, 29\n\n213\ntributor version stands."),
+                                        page("214\n\nCOLLECTED LICENCES\n\nIn the following paragraphs a licence is "
+                                             "any agreement.")});
+        QCOMPARE(int(book.paragraphs.size()), 2);
+        QCOMPARE(QString::fromStdString(book.paragraphs[0].text),
+                 QString("Moreover, your licence from a copyright holder is reinstated for good, and the parties "
+                         "agree that the contributor version stands."));
+        QCOMPARE(QString::fromStdString(book.paragraphs[1].text),
+                 QString("In the following paragraphs a licence is any agreement."));
+        const char* numbers[] = {"211", "212", "213", "214"};
+        for (size_t i = 0; i < 4; ++i)
+            QCOMPARE(QString::fromStdString(book.furniture[i].pageNumber), QString(numbers[i]));
+        QCOMPARE(QString::fromStdString(book.furniture[1].header), QString("COLLECTED LICENCES 212"));
+        QCOMPARE(QString::fromStdString(book.furniture[3].header), QString("214 COLLECTED LICENCES"));
+        // A number under a line of body text is not taken for a folio.
+        const Book plain = assembleBook({page("Some text.\n\n3\nthree things were counted.")});
+        QCOMPARE(QString::fromStdString(plain.paragraphs.back().text), QString("3 three things were counted."));
+    }
+
     // Regions drawn by hand: a paragraph in a heading region is a heading, one in a marginal-note
     // region is set apart (never joined to the text around it), whatever they look like.
     void drawnHeadingsAndMarginalNotes() {

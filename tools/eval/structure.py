@@ -47,17 +47,25 @@ def gt_paragraphs(text):
 
 def paragraphs(text):
     """A text's paragraphs: runs of non-empty lines between empty lines (Quire's page text),
-    whitespace collapsed."""
-    out, cur = [], []
+    whitespace collapsed. A bare number on a line of its own at the top of the page (the first
+    line of its first or second paragraph) or at its foot stands apart: the book takes such a folio
+    out of the body (engine/src/export/book.cpp)."""
+    blocks, cur = [], []
     for line in text.splitlines():
         if line.strip():
-            cur.append(line.strip())
+            cur.append(" ".join(line.split()))
         elif cur:
-            out.append(" ".join(cur))
+            blocks.append(cur)
             cur = []
     if cur:
-        out.append(" ".join(cur))
-    return out
+        blocks.append(cur)
+    for k in range(min(2, len(blocks))):
+        if len(blocks[k]) > 1 and FOLIO.match(blocks[k][0]):
+            blocks[k:k + 1] = [blocks[k][:1], blocks[k][1:]]
+            break
+    if blocks and len(blocks[-1]) > 1 and FOLIO.match(blocks[-1][-1]):
+        blocks[-1:] = [blocks[-1][:-1], blocks[-1][-1:]]
+    return [" ".join(b) for b in blocks]
 
 
 def letters(s):
@@ -84,7 +92,9 @@ def furniture(gt_pages):
                 folio, paras = first, paras[1:]
             elif recurs and len(first.split()) <= 10:
                 head, paras = first, paras[1:]
-                num = [w for w in first.split() if FOLIO.match(w) and any(c.isdigit() for c in w)]
+                # The folio stands at the head's edge ("… Version 3, 29 213", "10 BOOK OF TALES").
+                ws = first.split()
+                num = [w for w in (ws[-1], ws[0]) if FOLIO.match(w) and any(c.isdigit() for c in w)]
                 folio = num[0] if num else None
         if paras and FOLIO.match(paras[-1]):
             folio, paras = paras[-1], paras[:-1]
@@ -288,6 +298,11 @@ def self_test():
     # The hyphen kept at the page's end: not whole in the page texts, joined in the book.
     kept = [good[0].replace("is\nhyphenated", "is hyphen-"), good[1].replace("across it", "ated across it"), good[2]]
     assert figures(kept)[2] == (False, True), figures(kept)[2]
+    # The folio read on a line of its own after the head, above the word's rest: joined in the book.
+    apart = [kept[0], "BOOK OF TALES\n\n10\nated across it. Then it goes on.\n\nA third paragraph.", good[2]]
+    assert paragraphs(apart[1])[:3] == ["BOOK OF TALES", "10", "ated across it. Then it goes on."], paragraphs(apart[1])
+    assert figures(apart)[2] == (False, True), figures(apart)[2]
+    assert furniture(["A HEAD OF 3, 29 213\n\nText.", "A HEAD OF 3, 29 214\n\nMore."])[0][1] == "213"
     # A hyphen kept before a capital (a new sentence, not the word's rest) is not a join.
     capital = [kept[0], kept[1].replace("ated across it", "Ated across it"), good[2]]
     assert figures(capital)[2] == (False, False), figures(capital)[2]

@@ -230,41 +230,75 @@ Book assembleBook(const std::vector<BookPageInput>& pages, const Dictionary* dic
     for (size_t i = 0; i < n; ++i) book.sequences.push_back(pages[i].page.sequence > 0 ? pages[i].page.sequence : int(i) + 1);
     std::vector<std::vector<std::vector<std::string>>> paras(n);
     std::vector<Candidate> heads(n), foots(n);
+    // Per page, the keys a running head (footer) elsewhere is compared with: the first (last) line,
+    // and the line after (before) it where that one is a bare number.
+    std::vector<std::vector<QString>> headKeys(n), footKeys(n);
     for (size_t i = 0; i < n; ++i) {
         paras[i] = splitParagraphs(pages[i].text);
         if (paras[i].empty()) continue;
-        const std::string& first = paras[i].front().front();
-        const std::string& last = paras[i].back().back();
+        std::vector<std::string> lines;
+        for (const auto& p : paras[i]) lines.insert(lines.end(), p.begin(), p.end());
+        const std::string& first = lines.front();
+        const std::string& last = lines.back();
         if (isShortLine(first)) heads[i] = candidateOf(first);
-        if (isShortLine(last) && !(paras[i].size() == 1 && paras[i][0].size() == 1)) foots[i] = candidateOf(last);
+        if (isShortLine(last) && lines.size() > 1) foots[i] = candidateOf(last);
+        headKeys[i] = {heads[i].key};
+        footKeys[i] = {foots[i].key};
+        if (heads[i].isNumber && lines.size() > 1) headKeys[i].push_back(candidateOf(lines[1]).key);
+        if (foots[i].isNumber && lines.size() > 1) footKeys[i].push_back(candidateOf(lines[lines.size() - 2]).key);
     }
     // A candidate is furniture when it is a bare page number, or when a similar line stands at the
     // same edge within two pages (running heads alternate between verso and recto).
     // Four pages either side: chapter openings without a running head interrupt the pattern.
-    auto repeated = [&](const std::vector<Candidate>& c, size_t i) {
-        if (c[i].key.size() < 2) return false;
+    auto repeated = [&](const std::vector<std::vector<QString>>& keys, const Candidate& x, size_t i) {
+        if (x.key.size() < 2) return false;
         for (size_t j = (i >= 4 ? i - 4 : 0); j <= std::min(n - 1, i + 4); ++j)
-            if (j != i && similarity(c[i].key, c[j].key) >= 0.7) return true;
+            for (const QString& k : keys[j])
+                if (j != i && similarity(x.key, k) >= 0.7) return true;
         return false;
+    };
+    // A running head and its folio read as two lines ("COLLECTED LICENCES" over "212", or the folio
+    // first): the line after the first piece of furniture is furniture too when it is the other kind.
+    auto otherPiece = [&](const std::vector<std::vector<QString>>& keys, const Candidate& first, const std::string& line, size_t i) {
+        if (!isShortLine(line)) return Candidate{};
+        Candidate next = candidateOf(line);
+        const bool piece = first.isNumber ? !next.isNumber && !next.line.empty() && repeated(keys, next, i)
+                                          : next.isNumber;
+        return piece ? next : Candidate{};
     };
     for (size_t i = 0; i < n; ++i) {
         if (paras[i].empty()) continue;
         const bool head = !heads[i].line.empty() &&
-                          (heads[i].isNumber || repeated(heads, i) || capsWithNumber(heads[i].line));
+                          (heads[i].isNumber || repeated(headKeys, heads[i], i) || capsWithNumber(heads[i].line));
         if (head) {
             book.furniture[i].header = heads[i].line;
             book.furniture[i].pageNumber = extractNumber(heads[i].line);
             paras[i].front().erase(paras[i].front().begin());
             if (paras[i].front().empty()) paras[i].erase(paras[i].begin());
+            const Candidate more = paras[i].empty() ? Candidate{} : otherPiece(headKeys, heads[i], paras[i].front().front(), i);
+            if (!more.line.empty()) {
+                book.furniture[i].header += " " + more.line;
+                book.furniture[i].pageNumber = extractNumber(more.isNumber ? more.line : heads[i].line);
+                paras[i].front().erase(paras[i].front().begin());
+                if (paras[i].front().empty()) paras[i].erase(paras[i].begin());
+            }
         }
         if (paras[i].empty()) continue;
         const std::string& last = paras[i].back().back();
-        const bool foot = !foots[i].line.empty() && last == foots[i].line && (foots[i].isNumber || repeated(foots, i));
+        const bool foot = !foots[i].line.empty() && last == foots[i].line &&
+                          (foots[i].isNumber || repeated(footKeys, foots[i], i));
         if (foot) {
             book.furniture[i].footer = foots[i].line;
             if (book.furniture[i].pageNumber.empty()) book.furniture[i].pageNumber = extractNumber(foots[i].line);
             paras[i].back().pop_back();
             if (paras[i].back().empty()) paras[i].pop_back();
+            const Candidate more = paras[i].empty() ? Candidate{} : otherPiece(footKeys, foots[i], paras[i].back().back(), i);
+            if (!more.line.empty()) {
+                book.furniture[i].footer = more.line + " " + book.furniture[i].footer;
+                if (more.isNumber) book.furniture[i].pageNumber = extractNumber(more.line);
+                paras[i].back().pop_back();
+                if (paras[i].back().empty()) paras[i].pop_back();
+            }
         }
     }
     // Median line height per page, for headings set in larger type.

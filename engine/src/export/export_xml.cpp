@@ -159,11 +159,12 @@ std::string toAlto(const BookPageInput& in, int pageNumber, const BookPageInput*
         xmlEscape(in.page.pageNumber) + "\"") + ">\n<PrintSpace HPOS=\"" + num(pb.x) + "\" VPOS=\"" + num(pb.y) +
         "\" WIDTH=\"" + num(std::max(1, pb.w)) + "\" HEIGHT=\"" + num(std::max(1, pb.h)) + "\">\n";
     const auto& lines = in.layout.lines;
-    // The first body line of the next page, for words hyphenated across the page break.
+    // The first body line of the next page, for words hyphenated across the page break: past the
+    // running head's lines (the book joins a head and its folio read as two lines with a space).
     const Line* nextFirst = nullptr;
     if (next)
         for (const auto& l : next->layout.lines)
-            if (!l.words.empty() && l.text() != next->page.header) {
+            if (!l.words.empty() && (" " + next->page.header + " ").find(" " + l.text() + " ") == std::string::npos) {
                 nextFirst = &l;
                 break;
             }
