@@ -169,11 +169,16 @@ def paragraph_scores(gt_body, hyp_paras):
     """(true positives, hypothesis starts, ground-truth starts) of paragraph starts on one page."""
     gw, gs = paragraph_starts(gt_body)
     hw, hs = paragraph_starts(hyp_paras)
-    # Each hypothesis word's ground-truth index, from the matching blocks.
+    # Each hypothesis word's ground-truth index: matching words, and a misread word in the place of
+    # another ("1d" for "(d)", "fyou" for "you"): a break in the right place counts whatever its
+    # first word reads.
     where = {}
-    for a, b, size in difflib.SequenceMatcher(None, hw, gw, autojunk=False).get_matching_blocks():
-        for k in range(size):
-            where[a + k] = b + k
+    for op, i1, i2, j1, j2 in difflib.SequenceMatcher(None, hw, gw, autojunk=False).get_opcodes():
+        if op == "equal" or (op == "replace" and i2 - i1 == j2 - j1):
+            for k in range(i2 - i1):
+                where[i1 + k] = j1 + k
+        elif op == "replace":
+            where[i1] = j1
     tp = 0
     for s in hs:
         if s in where and where[s] in gs:
@@ -303,6 +308,9 @@ def self_test():
     assert paragraphs(apart[1])[:3] == ["BOOK OF TALES", "10", "ated across it. Then it goes on."], paragraphs(apart[1])
     assert figures(apart)[2] == (False, True), figures(apart)[2]
     assert furniture(["A HEAD OF 3, 29 213\n\nText.", "A HEAD OF 3, 29 214\n\nMore."])[0][1] == "213"
+    # A paragraph break in its place whose first word is misread counts; one a word early does not.
+    assert paragraph_scores(["First one.", "(d) if the work is"], ["First one.", "1d if the work is"]) == (1, 1, 1)
+    assert paragraph_scores(["First one.", "(d) if the work is"], ["First one. 1d", "if the work is"]) == (0, 1, 1)
     # A hyphen kept before a capital (a new sentence, not the word's rest) is not a join.
     capital = [kept[0], kept[1].replace("ated across it", "Ated across it"), good[2]]
     assert figures(capital)[2] == (False, False), figures(capital)[2]
