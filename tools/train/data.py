@@ -29,6 +29,7 @@ import difflib
 import functools
 import json
 import os
+import re
 import struct
 import subprocess
 import sys
@@ -337,9 +338,36 @@ def document_language(doc_dir, first_page):
         return "chi_sim" if any("\u4e00" <= ch <= "\u9fff" for ch in f.read()) else "eng"
 
 
-def prepare_document(doc_dir, quire_cli, vocab, evidence=False):
+FOLIO = re.compile(r"^[\divxlcIVXLC]{1,6}\.?$")  # a page number as printed (tools/eval/structure.py's)
+
+
+def target_as_printed(target, page):
+    """The reading text (pNNN.target.txt) with the page's running head and folio as printed
+    (pNNN.page.txt, a paragraph a line), each a paragraph of its own: the page's first line where
+    the reading text does not begin with it, its last where that is a bare number the reading text
+    does not end with. The rest stays the reading text's (a word broken over the page break whole
+    where it begins), so a model trained on it writes the page as printed, which the book
+    (engine/src/export/book.cpp) takes the running heads and folios out of."""
+    lines = [" ".join(line.split()) for line in page.splitlines() if line.strip()]
+    paras = [" ".join(p.split()) for p in target.strip().split("\n\n") if p.strip()]
+    if not lines:
+        return target
+
+    def same(line, para):  # the same paragraph, but for a broken word's half at the page's top
+        return difflib.SequenceMatcher(None, line[:120], para[:120], autojunk=False).ratio() >= 0.6
+
+    out = target.strip()
+    if not paras or not same(lines[0], paras[0]):
+        out = lines[0] + ("\n\n" + out if out else "")
+    if len(lines) > 1 and FOLIO.match(lines[-1]) and (not paras or paras[-1] != lines[-1]):
+        out += "\n\n" + lines[-1]
+    return out
+
+
+def prepare_document(doc_dir, quire_cli, vocab, evidence=False, as_printed=False):
     """Runs the front-end on a generated document's pages and returns its training record; with
-    `evidence`, Tesseract's evidence too (features --evidence; the record gains "evidence")."""
+    `evidence`, Tesseract's evidence too (features --evidence; the record gains "evidence"); with
+    `as_printed`, targets with the pages' running heads and folios (target_as_printed)."""
     pages = sorted(f for f in os.listdir(doc_dir) if f.endswith(".png"))
     feat_dir = os.path.join(doc_dir, "features")
     # The language picks the front-end's reading order as `transcribe --lang` does, and the
@@ -362,7 +390,11 @@ def prepare_document(doc_dir, quire_cli, vocab, evidence=False):
         if evidence:
             record["evidence"].append(got[2])
         with open(os.path.join(doc_dir, p.replace(".png", ".target.txt")), encoding="utf-8") as f:
-            record["targets"].append(aligned_output(ids, vocab.encode(f.read())))
+            text = f.read()
+        if as_printed:
+            with open(os.path.join(doc_dir, p.replace(".png", ".page.txt")), encoding="utf-8") as f:
+                text = target_as_printed(text, f.read())
+        record["targets"].append(aligned_output(ids, vocab.encode(text)))
     return record
 
 
@@ -406,6 +438,15 @@ def self_test():
         assert read_counts(path) == {"a": 3, "b": 4, "天": 1, " ": 2}, read_counts(path)
         assert read_counts(os.path.join(tmp, "none.tsv")) == {}
     print("character counts: ok")
+    # The page as printed: the head (and a foot's folio) added as paragraphs; a word broken over the
+    # page break stays whole where it begins; a chapter's title, already reading text, not doubled.
+    body = "with them, and shalt be turned.\n\nAnd it was so."
+    assert target_as_printed(body, "1Sa 6 93\nesy with them, and shalt be turned.\nAnd it was so.") == \
+        "1Sa 6 93\n\n" + body
+    assert target_as_printed(body, "esy with them, and shalt be turned.\nAnd it was so.\n93") == body + "\n\n93"
+    assert target_as_printed("CHAPTER II\n\nIt began.", "CHAPTER II\nIt began.") == "CHAPTER II\n\nIt began."
+    assert target_as_printed("", "12 A HEAD") == "12 A HEAD"
+    print("targets as printed: ok")
 
 
 if __name__ == "__main__":

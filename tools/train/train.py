@@ -106,21 +106,21 @@ def held_out_count(documents):
     return min(20, max(1, documents // 10))
 
 
-def load_records(docs, loaded, quire_cli, vocab, jobs=1, evidence=False):
-    """Training records of the documents not in `loaded` (cached in DOC/record3.npz, or with
-    Tesseract's evidence DOC/record3e.npz); the front-end runs on `jobs` documents at once (each is
-    a quire-cli process)."""
+def load_records(docs, loaded, quire_cli, vocab, jobs=1, evidence=False, as_printed=False):
+    """Training records of the documents not in `loaded` (cached in DOC/record3.npz; with
+    Tesseract's evidence record3e.npz, with targets as printed record3p.npz or record3pe.npz); the
+    front-end runs on `jobs` documents at once (each is a quire-cli process)."""
     todo = [d for d in docs if d not in loaded]
     loaded.update(todo)
     keys = ["visual", "ids", "targets"] + (["evidence"] if evidence else [])
 
     def one(d):
         # visual tokens with line ends, line-aligned outputs
-        cache = os.path.join(d, "record3e.npz" if evidence else "record3.npz")
+        cache = os.path.join(d, "record3" + ("p" if as_printed else "") + ("e" if evidence else "") + ".npz")
         if os.path.exists(cache):
             z = np.load(cache, allow_pickle=True)
             return {k: list(z[k]) for k in keys}
-        r = prepare_document(d, quire_cli, vocab, evidence)
+        r = prepare_document(d, quire_cli, vocab, evidence, as_printed)
         with open(cache + ".part", "wb") as f:  # renamed when whole: a killed run leaves no torn cache
             np.savez(f, **{k: object_array(r[k]) for k in keys})
         os.replace(cache + ".part", cache)
@@ -221,8 +221,11 @@ def main():
     loaded = set()
     # Models with visual_evidence_ids read Tesseract's evidence beside each visual token.
     evidence = cfg["model"].get("visual_evidence_ids", 0) > 0
+    # "targets": "as_printed" in the training config: the pages' running heads and folios written
+    # as printed (data.target_as_printed); "reading" (the default): the reading text alone.
+    as_printed = train_cfg.get("targets", "reading") == "as_printed"
     docs = find_documents(args.data, args.ready_only)
-    records = load_records(docs, loaded, quire_cli, vocab, args.jobs, evidence)
+    records = load_records(docs, loaded, quire_cli, vocab, args.jobs, evidence, as_printed)
     _, records = covered(docs, records, args.min_coverage)
     # The reader runs a model with the front-end's line batch its features were made with.
     line_batch = front_end_line_batch(docs)
@@ -275,7 +278,7 @@ def main():
         """--refresh-every: the sequences of documents that became ready since (their counts added)."""
         nonlocal counts
         more = [d for d in find_documents(args.data, True) if d not in loaded]
-        new = load_records(more, loaded, quire_cli, vocab, evidence=evidence)
+        new = load_records(more, loaded, quire_cli, vocab, evidence=evidence, as_printed=as_printed)
         more, new = covered(more, new, args.min_coverage)
         if not new:
             return []
