@@ -15,7 +15,8 @@ number at the outer edge, or a centred folio at the foot; justified or ragged pa
 without first-line indents; English words hyphenated at line ends (pyphen); paragraphs and
 hyphenated words carried across page breaks; occasionally two columns, or (--columns-share) narrow
 columns: two or three for Chinese, two for English. Degradations: skew, blur,
-noise, JPEG, uneven light, a gutter shadow, bleed-through of the facing page, low resolution.
+noise, JPEG, uneven light, a gutter shadow, bleed-through of the facing page, low resolution, and
+(--colour-share) colour scans of aged paper.
 
 Targets: the reading text of each page — headers and folios left out, line-end hyphens joined
 (a word split over a page break belongs to the page where it starts), paragraphs separated by a
@@ -647,7 +648,10 @@ def page_texts(pages, lang, st, numbers, title, chapter, opening=None):
     return out
 
 
-def degrade(img, rng, nrng, facing, dpi_out):
+def degrade(img, rng, nrng, facing, dpi_out, tint=None):
+    """The page as scanned: the facing page's bleed-through, ink and paper levels, a skew, blur,
+    uneven light, a gutter's shadow, noise, the resolution, JPEG. With `tint` (the paper's red,
+    green and blue against white) a colour scan of aged paper, returned in RGB."""
     a = np.asarray(img).astype(np.float32)
     if facing is not None and rng.random() < 0.4:  # bleed-through of the facing page
         back = np.asarray(facing.transpose(Image.FLIP_LEFT_RIGHT).resize(img.size)).astype(np.float32)
@@ -667,9 +671,13 @@ def degrade(img, rng, nrng, facing, dpi_out):
     img = Image.fromarray(a.clip(0, 255).astype(np.uint8))
     if dpi_out != 300:
         img = img.resize((int(w * dpi_out / 300), int(h * dpi_out / 300)), Image.LANCZOS)
+    if tint is not None:  # each channel scaled: yellowed paper, the ink browned with it; chroma noise
+        a = np.asarray(img).astype(np.float32)[:, :, None] * np.asarray(tint, np.float32)
+        a = a + nrng.normal(0, rng.uniform(1, 4), a.shape)
+        img = Image.fromarray(a.clip(0, 255).astype(np.uint8), "RGB")
     buf = io.BytesIO()
     img.save(buf, "JPEG", quality=rng.randint(35, 92))
-    return Image.open(io.BytesIO(buf.getvalue())).convert("L")
+    return Image.open(io.BytesIO(buf.getvalue())).convert("L" if tint is None else "RGB")
 
 
 def self_test():
@@ -731,6 +739,9 @@ def parse_args():
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--dpi-out", type=int, default=0,
                     help="every page scanned at this resolution (default: 300, 200 or 150 drawn per document)")
+    ap.add_argument("--colour-share", type=float, default=0.0,
+                    help="share of documents scanned in colour on aged paper (yellowed, the ink browned with "
+                    "it; RGB pages), as archives scan old books")
     ap.add_argument("--punct-share", type=float, default=0.0,
                     help="share of English documents given quotation marks and dashes (punctuate)")
     ap.add_argument("--numbers-share", type=float, default=0.0,
@@ -833,9 +844,13 @@ def main():
         dpi_out = rng.choice([300, 300, 200, 150])
         if args.dpi_out:  # after the draw: the other pages of a seed stay as they were
             dpi_out = args.dpi_out
+        # (no draw at all without the option: earlier seeds make the same documents)
+        tint = None
+        if args.colour_share > 0 and rng.random() < args.colour_share:
+            tint = (rng.uniform(0.97, 1.0), rng.uniform(0.88, 0.97), rng.uniform(0.68, 0.88))
         for k, lines in enumerate(pages):
             clean = render(lines, first + k, st, title, chapter, opening if k == 0 else None, centred)
-            img = degrade(clean, rng, nrng, prev, dpi_out)
+            img = degrade(clean, rng, nrng, prev, dpi_out, tint)
             prev = clean
             name = f"p{k + 1:03d}"
             img.save(os.path.join(ddir, name + ".png"), dpi=(dpi_out, dpi_out))
