@@ -57,13 +57,15 @@ class TestExporters : public QObject {
         {"2 A TALE OF TESTS", "", "Archivists read every page & check", "each <word> \"twice\"."},
     };
 
-    // Two scanned pages with their engine text, in `store`; the scans are written under `prefix`.
-    void fillProject(ProjectStore& store, const QString& prefix) {
+    // Scanned pages with their engine text (kPages unless given), in `store`; the scans are written
+    // under `prefix`.
+    void fillProject(ProjectStore& store, const QString& prefix, std::vector<std::vector<std::string>> texts = {}) {
+        if (texts.empty()) texts = kPages;
         std::vector<std::pair<std::string, int>> files;
-        for (size_t i = 0; i < kPages.size(); ++i) {
+        for (size_t i = 0; i < texts.size(); ++i) {
             // The scan the text layer goes on: a real image file on disk.
             const QString img = m_dir.filePath(QString("%1scan%2.png").arg(prefix).arg(i + 1));
-            QVERIFY(cv::imwrite(img.toStdString(), textPage(kPages[i], 1700, 2200, 1.2)));
+            QVERIFY(cv::imwrite(img.toStdString(), textPage(texts[i], 1700, 2200, 1.2)));
             files.emplace_back(img.toStdString(), 0);
             DocumentRecord d{0, img.toStdString(), "image", "h" + std::to_string(i), 1, 0, 0};
             QVERIFY(store.addDocument(d, {files.back()}));
@@ -71,7 +73,7 @@ class TestExporters : public QObject {
         auto pages = *store.pages();
         for (size_t i = 0; i < pages.size(); ++i) {
             PageOutcome o;
-            o.text = makeLayout(kPages[i], 1700, 2200);
+            o.text = makeLayout(texts[i], 1700, 2200);
             o.region = {0, 0, 1700, 2200};
             QVERIFY(store.saveResult(pages[i].id, {o}));
         }
@@ -99,6 +101,24 @@ private slots:
         QVERIFY(!md.contains("hyphen-"));
         const QString txt = QString::fromStdString(readFile(m_out + "/book.txt"));
         QVERIFY(txt.contains("Archivists read every page & check each <word> \"twice\"."));
+    }
+
+    // A running head and its folio read as two lines at the top of the next page: ALTO's
+    // page-end hyphen looks past both to the word's rest, as the book joins it.
+    void altoHyphenLooksPastAHeadAndItsFolio() {
+        auto store = ProjectStore::open(m_dir.filePath("heads.quire").toStdString());
+        QVERIFY(store);
+        fillProject(**store, "heads-", {{"The story goes on and it is con-"},
+                                        {"A TALE OF TESTS", "2", "", "tinued on this page."},
+                                        {"A TALE OF TESTS", "3", "", "And it ends here."}});
+        ExportOptions opt;
+        opt.outDir = m_dir.filePath("heads-out").toStdString();
+        opt.formats = *parseExportFormats("alto,md");
+        QVERIFY(exportProject(**store, opt));
+        const QString alto = QString::fromStdString(readFile(m_dir.filePath("heads-out/book.alto/0001.xml")));
+        QVERIFY2(alto.contains("SUBS_TYPE=\"HypPart1\" SUBS_CONTENT=\"continued\""), qPrintable(alto.right(900)));
+        const QString md = QString::fromStdString(readFile(m_dir.filePath("heads-out/book.md")));
+        QVERIFY2(md.contains("it is continued on this page.") && !md.contains("TALE"), qPrintable(md));
     }
 
     void altoAndPageValidateAgainstTheirSchemas() {
