@@ -29,7 +29,6 @@ import difflib
 import functools
 import json
 import os
-import re
 import struct
 import subprocess
 import sys
@@ -38,6 +37,7 @@ import numpy as np
 
 sys.path.append(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "eval"))
 import eval as evaluation  # noqa: E402  (tools/eval/eval.py: the manifest and its language names)
+from structure import FOLIO  # noqa: E402  (tools/eval/structure.py: a page number as printed)
 
 BOS, EOS, PAGE_BREAK, PARAGRAPH, LINE_BREAK, SPACE = 1, 2, 3, 4, 5, 6
 FIRST_CHAR = 7
@@ -336,9 +336,6 @@ def document_language(doc_dir, first_page):
         return manifest_languages(manifest)[image]
     with open(os.path.join(doc_dir, first_page.replace(".png", ".target.txt")), encoding="utf-8") as f:
         return "chi_sim" if any("\u4e00" <= ch <= "\u9fff" for ch in f.read()) else "eng"
-
-
-FOLIO = re.compile(r"^[\divxlcIVXLC]{1,6}\.?$")  # a page number as printed (tools/eval/structure.py's)
 
 
 def target_as_printed(target, page):

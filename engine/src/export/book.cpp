@@ -266,6 +266,15 @@ Book assembleBook(const std::vector<BookPageInput>& pages, const Dictionary* dic
                                           : next.isNumber;
         return piece ? next : Candidate{};
     };
+    // A page's first (last) line taken out of its paragraphs, with the paragraph if it empties.
+    auto dropFirstLine = [&](size_t i) {
+        paras[i].front().erase(paras[i].front().begin());
+        if (paras[i].front().empty()) paras[i].erase(paras[i].begin());
+    };
+    auto dropLastLine = [&](size_t i) {
+        paras[i].back().pop_back();
+        if (paras[i].back().empty()) paras[i].pop_back();
+    };
     for (size_t i = 0; i < n; ++i) {
         if (paras[i].empty()) continue;
         const bool head = !heads[i].line.empty() &&
@@ -273,14 +282,12 @@ Book assembleBook(const std::vector<BookPageInput>& pages, const Dictionary* dic
         if (head) {
             book.furniture[i].header = heads[i].line;
             book.furniture[i].pageNumber = extractNumber(heads[i].line);
-            paras[i].front().erase(paras[i].front().begin());
-            if (paras[i].front().empty()) paras[i].erase(paras[i].begin());
+            dropFirstLine(i);
             const Candidate more = paras[i].empty() ? Candidate{} : otherPiece(headKeys, heads[i], paras[i].front().front(), i);
             if (!more.line.empty()) {
                 book.furniture[i].header += " " + more.line;
                 book.furniture[i].pageNumber = extractNumber(more.isNumber ? more.line : heads[i].line);
-                paras[i].front().erase(paras[i].front().begin());
-                if (paras[i].front().empty()) paras[i].erase(paras[i].begin());
+                dropFirstLine(i);
             }
         }
         if (paras[i].empty()) continue;
@@ -290,14 +297,12 @@ Book assembleBook(const std::vector<BookPageInput>& pages, const Dictionary* dic
         if (foot) {
             book.furniture[i].footer = foots[i].line;
             if (book.furniture[i].pageNumber.empty()) book.furniture[i].pageNumber = extractNumber(foots[i].line);
-            paras[i].back().pop_back();
-            if (paras[i].back().empty()) paras[i].pop_back();
+            dropLastLine(i);
             const Candidate more = paras[i].empty() ? Candidate{} : otherPiece(footKeys, foots[i], paras[i].back().back(), i);
             if (!more.line.empty()) {
                 book.furniture[i].footer = more.line + " " + book.furniture[i].footer;
                 if (more.isNumber) book.furniture[i].pageNumber = extractNumber(more.line);
-                paras[i].back().pop_back();
-                if (paras[i].back().empty()) paras[i].pop_back();
+                dropLastLine(i);
             }
         }
     }
