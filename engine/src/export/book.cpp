@@ -220,21 +220,17 @@ std::string withPageMarks(const Book& book, const BookParagraph& p, const std::f
     return out + p.text.substr(done);
 }
 
-Book assembleBook(const std::vector<BookPageInput>& pages, const Dictionary* dictionary) {
-    Book book;
-    std::vector<std::string> texts;
-    for (const auto& p : pages) texts.push_back(p.text);
-    const HyphenJudge hyphens(texts, dictionary);
-    const size_t n = pages.size();
-    book.furniture.resize(n);
-    for (size_t i = 0; i < n; ++i) book.sequences.push_back(pages[i].page.sequence > 0 ? pages[i].page.sequence : int(i) + 1);
-    std::vector<std::vector<std::vector<std::string>>> paras(n);
+namespace {
+
+// Running heads, footers and folios found across the pages' paragraphs (`paras`, one entry a
+// page) and taken out of them, into `furniture` (one a page).
+void takeFurniture(std::vector<std::vector<std::vector<std::string>>>& paras, std::vector<PageFurniture>& furniture) {
+    const size_t n = paras.size();
     std::vector<Candidate> heads(n), foots(n);
     // Per page, the keys a running head (footer) elsewhere is compared with: the first (last) line,
     // and the line after (before) it where that one is a bare number.
     std::vector<std::vector<QString>> headKeys(n), footKeys(n);
     for (size_t i = 0; i < n; ++i) {
-        paras[i] = splitParagraphs(pages[i].text);
         if (paras[i].empty()) continue;
         std::vector<std::string> lines;
         for (const auto& p : paras[i]) lines.insert(lines.end(), p.begin(), p.end());
@@ -280,13 +276,13 @@ Book assembleBook(const std::vector<BookPageInput>& pages, const Dictionary* dic
         const bool head = !heads[i].line.empty() &&
                           (heads[i].isNumber || repeated(headKeys, heads[i], i) || capsWithNumber(heads[i].line));
         if (head) {
-            book.furniture[i].header = heads[i].line;
-            book.furniture[i].pageNumber = extractNumber(heads[i].line);
+            furniture[i].header = heads[i].line;
+            furniture[i].pageNumber = extractNumber(heads[i].line);
             dropFirstLine(i);
             const Candidate more = paras[i].empty() ? Candidate{} : otherPiece(headKeys, heads[i], paras[i].front().front(), i);
             if (!more.line.empty()) {
-                book.furniture[i].header += " " + more.line;
-                book.furniture[i].pageNumber = extractNumber(more.isNumber ? more.line : heads[i].line);
+                furniture[i].header += " " + more.line;
+                furniture[i].pageNumber = extractNumber(more.isNumber ? more.line : heads[i].line);
                 dropFirstLine(i);
             }
         }
@@ -295,17 +291,32 @@ Book assembleBook(const std::vector<BookPageInput>& pages, const Dictionary* dic
         const bool foot = !foots[i].line.empty() && last == foots[i].line &&
                           (foots[i].isNumber || repeated(footKeys, foots[i], i));
         if (foot) {
-            book.furniture[i].footer = foots[i].line;
-            if (book.furniture[i].pageNumber.empty()) book.furniture[i].pageNumber = extractNumber(foots[i].line);
+            furniture[i].footer = foots[i].line;
+            if (furniture[i].pageNumber.empty()) furniture[i].pageNumber = extractNumber(foots[i].line);
             dropLastLine(i);
             const Candidate more = paras[i].empty() ? Candidate{} : otherPiece(footKeys, foots[i], paras[i].back().back(), i);
             if (!more.line.empty()) {
-                book.furniture[i].footer = more.line + " " + book.furniture[i].footer;
-                if (more.isNumber) book.furniture[i].pageNumber = extractNumber(more.line);
+                furniture[i].footer = more.line + " " + furniture[i].footer;
+                if (more.isNumber) furniture[i].pageNumber = extractNumber(more.line);
                 dropLastLine(i);
             }
         }
     }
+}
+
+}  // namespace
+
+Book assembleBook(const std::vector<BookPageInput>& pages, const Dictionary* dictionary) {
+    Book book;
+    std::vector<std::string> texts;
+    for (const auto& p : pages) texts.push_back(p.text);
+    const HyphenJudge hyphens(texts, dictionary);
+    const size_t n = pages.size();
+    book.furniture.resize(n);
+    for (size_t i = 0; i < n; ++i) book.sequences.push_back(pages[i].page.sequence > 0 ? pages[i].page.sequence : int(i) + 1);
+    std::vector<std::vector<std::vector<std::string>>> paras(n);
+    for (size_t i = 0; i < n; ++i) paras[i] = splitParagraphs(pages[i].text);
+    takeFurniture(paras, book.furniture);
     // Median line height per page, for headings set in larger type.
     auto heightRatio = [&](size_t page, const std::string& line) {
         std::vector<int> hs;
