@@ -141,6 +141,9 @@ private slots:
         QVERIFY2(log.contains(QRegularExpression("turned_mixed_liberation\\.png page 1: turned 180° clockwise")), qPrintable(log));
         QVERIFY2(log.contains(QRegularExpression("turned_columns_liberation\\.png page 1: turned 90° clockwise")), qPrintable(log));
         QVERIFY2(log.contains(QRegularExpression("turned_single_dejavu\\.png page 1: turned 270° clockwise")), qPrintable(log));
+        // Tesseract reads each page first: the upright page, read level and sure, skips the
+        // orientation check; each turned one (upside down: unsure; on its side: tall lines) meets it.
+        QVERIFY2(log.contains("\"orientationChecks\":3"), qPrintable(log));
     }
 };
 

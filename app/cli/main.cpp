@@ -316,6 +316,7 @@ int cmdTranscribe(const cli::Args& args) {
     if (json) {
         printJson({{"event", "summary"}, {"total", s.total}, {"done", s.done}, {"failed", s.failed},
                    {"flagged", s.flagged}, {"processed", s.processed}, {"cancelled", s.cancelled},
+                   {"orientationChecks", s.orientationChecks},
                    {"matrixKernels", QString::fromStdString(quire::blasKernels())},
                    {"productKernel", QString::fromStdString(quire::productKernel())}});
     } else {

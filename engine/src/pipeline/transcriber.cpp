@@ -163,6 +163,7 @@ struct Done {
     std::vector<PageOutcome> outcomes;
     Status error;
     std::optional<DecoderCheckpoint> checkpoint;  // the reader's context after this page
+    bool orientationChecked = false;  // OSD looked at the page (not read upright first)
 };
 
 // Takes up the context the last reader run saved with its last committed page, when the pages now
@@ -285,6 +286,9 @@ private:
     void recognizePages();
     // `after`: the prepared regions of the pages held after it (Recognizer::pagesAhead).
     std::optional<Done> recognizePage(Recognizer& rec, Job& job, const std::vector<PreparedPage*>& after);
+    Result<std::vector<PageOutcome>> readRegions(Recognizer& rec, const Job& job, const PreprocessResult& pre,
+                                                 const std::vector<PreparedPage*>& after,
+                                                 const std::string& contentHash, bool* upright);
     void commitPages(RunSummary& summary);
 
     ProjectStore& store;
@@ -313,6 +317,7 @@ private:
     std::atomic<int> activeWorkers, preparersLeft;
     PixelBudget pixels;
     const PreprocessParams preprocess;  // params.preprocess and the languages that confirm a turn
+    const PreprocessParams unturned = [p = preprocess]() mutable { p.orient = false; return p; }();  // read first
     std::mutex initMutex;
     bool firstTaken = false;
 };
@@ -507,9 +512,33 @@ std::optional<Done> Run::recognizePage(Recognizer& rec, Job& job, const std::vec
             if (const auto r = regions.find(job.page.id); r != regions.end()) arrangeByRegions(o.text, r->second);
             d.outcomes.push_back(std::move(o));
         } else {
-            const PreprocessResult pre =
-                job.pre ? std::move(*job.pre) : preprocessPage(img.image, preprocess, params.cancel);
+            // An engine that tells from its own reading whether a page was upright reads it first;
+            // the orientation check (OSD, a third of a second a page) runs only where it doubts.
+            const bool readFirst = !job.pre && preprocess.orient && rec.judgesUpright();
+            PreprocessResult pre = job.pre ? std::move(*job.pre)
+                                           : preprocessPage(img.image, readFirst ? unturned : preprocess, params.cancel);
             if (pre.cancelled) return std::nullopt;  // its regions are incomplete: the page stays queued
+            const auto hand = regions.find(job.page.id);
+            const std::vector<PageRegion>* handRegions = hand != regions.end() ? &hand->second : nullptr;
+            const auto one = params.rereadRegion.find(job.page.id);
+            const int onlyRegion = handRegions && one != params.rereadRegion.end() ? one->second : -1;
+            bool upright = true;
+            auto outcomes = readRegions(rec, job, pre, after, contentHash, readFirst ? &upright : nullptr);
+            d.orientationChecked = preprocess.orient && (!readFirst || !upright);
+            if (outcomes && !upright) {
+                PreprocessResult checked = preprocessPage(img.image, preprocess, params.cancel);
+                if (checked.cancelled) return std::nullopt;
+                if (checked.quarterTurns != 0) {
+                    pre = std::move(checked);
+                    outcomes = readRegions(rec, job, pre, after, contentHash, nullptr);
+                } else {  // read as it was; what the check saw goes to the log
+                    pre.orientationConfidence = checked.orientationConfidence;
+                    pre.script = checked.script;
+                    pre.scriptConfidence = checked.scriptConfidence;
+                    pre.uprightReading = checked.uprightReading;
+                    pre.turnedReading = checked.turnedReading;
+                }
+            }
             if (pre.inverted) log(pageName(job.page) + ": white text on black; inverted before reading");
             const std::string typeDoubt =
                 scriptDoubt(pre.script, pre.scriptConfidence, params.recognizer.engine, params.recognizer.languages);
@@ -525,55 +554,19 @@ std::optional<Done> Run::recognizePage(Recognizer& rec, Job& job, const std::vec
                                                   " turned against " + std::to_string(int(pre.uprightReading))
                                             : std::string()) +
                     ")");
-            const auto hand = regions.find(job.page.id);
-            const std::vector<PageRegion>* handRegions = hand != regions.end() ? &hand->second : nullptr;
-            const auto one = params.rereadRegion.find(job.page.id);
-            const int onlyRegion = handRegions && one != params.rereadRegion.end() ? one->second : -1;
             if (onlyRegion >= 0)
                 log(pageName(job.page) + ": its region " + std::to_string(onlyRegion + 1) + " (" +
                     regionKindName((*handRegions)[size_t(onlyRegion)].kind) + ") read again; the rest of its text kept");
             else if (handRegions)
                 log(pageName(job.page) + ": read in its " + std::to_string(handRegions->size()) + " region(s) drawn by hand");
-            for (size_t r = 0; r < pre.regions.size(); ++r) {
-                const auto& region = pre.regions[r];
-                std::function<void(const std::string&)> stream;
-                if (params.onText)
-                    stream = [&, id = job.page.id](const std::string& piece) { params.onText(id, piece); };
-                std::vector<PreparedPage*> ahead;  // this page's later regions, then the pages after it
-                for (size_t n = r + 1; n < job.prepared.size(); ++n)
-                    if (job.prepared[n]) ahead.push_back(job.prepared[n].get());
-                ahead.insert(ahead.end(), after.begin(), after.end());
-                auto text = r < job.prepared.size() && job.prepared[r]
-                                ? rec.recognizePrepared(*job.prepared[r], ahead, params.cancel, stream)
-                                : rec.recognize(region.image, img.dpi, params.cancel, stream);
-                if (!text) {
-                    d.error = text.status();
-                    break;
+            if (!outcomes) {
+                d.error = outcomes.status();
+            } else {
+                for (PageOutcome& o : *outcomes) {
+                    if (!typeDoubt.empty()) o.flagReason += (o.flagReason.empty() ? "" : "; ") + typeDoubt;
+                    o.flagged = !o.flagReason.empty();
                 }
-                PageOutcome o;
-                o.text = std::move(*text);
-                if (ligatures) ligatures->repairPage(o.text);  // before any kept text is merged in
-                for (auto& line : o.text.lines) {
-                    line.box = region.toSource(line.box);
-                    for (auto& w : line.words) w.box = region.toSource(w.box);
-                }
-                if (handRegions && onlyRegion >= 0)
-                    o.text = replaceRegionText(readBefore.at(job.page.id), o.text, *handRegions, onlyRegion);
-                else if (handRegions)
-                    arrangeByRegions(o.text, *handRegions);
-                o.text.width = img.image.cols;
-                o.text.height = img.image.rows;
-                o.region = {region.sourceRect.x, region.sourceRect.y, region.sourceRect.width,
-                            region.sourceRect.height};
-                o.skewDegrees = region.skewDegrees;
-                o.preprocess = params.preprocess.toJson();
-                o.contentSha256 = contentHash;
-                o.textLayer = job.textLayer;
-                o.flagReason = params.flag.reason(o.text, inkShare(region.image));
-                if (!img.doubt.empty()) o.flagReason += (o.flagReason.empty() ? "" : "; ") + img.doubt;
-                if (!typeDoubt.empty()) o.flagReason += (o.flagReason.empty() ? "" : "; ") + typeDoubt;
-                o.flagged = !o.flagReason.empty();
-                d.outcomes.push_back(std::move(o));
+                d.outcomes = std::move(*outcomes);
             }
         }
         if (!img.note.empty()) log(pageName(job.page) + ": " + img.note);
@@ -584,6 +577,55 @@ std::optional<Done> Run::recognizePage(Recognizer& rec, Job& job, const std::vec
         d.error = pageException(job.page, e);
     }
     return d;
+}
+
+// The regions of `pre` read by `rec`, one outcome each, boxes in the source page. With `upright`,
+// set false when a region's reading did not show the page upright (Recognizer::lastReadUpright).
+Result<std::vector<PageOutcome>> Run::readRegions(Recognizer& rec, const Job& job, const PreprocessResult& pre,
+                                                  const std::vector<PreparedPage*>& after,
+                                                  const std::string& contentHash, bool* upright) {
+    const PageImage& img = job.image;
+    const auto hand = regions.find(job.page.id);
+    const std::vector<PageRegion>* handRegions = hand != regions.end() ? &hand->second : nullptr;
+    const auto one = params.rereadRegion.find(job.page.id);
+    const int onlyRegion = handRegions && one != params.rereadRegion.end() ? one->second : -1;
+    std::vector<PageOutcome> outcomes;
+    for (size_t r = 0; r < pre.regions.size(); ++r) {
+        const auto& region = pre.regions[r];
+        std::function<void(const std::string&)> stream;
+        if (params.onText) stream = [&, id = job.page.id](const std::string& piece) { params.onText(id, piece); };
+        std::vector<PreparedPage*> ahead;  // this page's later regions, then the pages after it
+        for (size_t n = r + 1; n < job.prepared.size(); ++n)
+            if (job.prepared[n]) ahead.push_back(job.prepared[n].get());
+        ahead.insert(ahead.end(), after.begin(), after.end());
+        auto text = r < job.prepared.size() && job.prepared[r]
+                        ? rec.recognizePrepared(*job.prepared[r], ahead, params.cancel, stream)
+                        : rec.recognize(region.image, img.dpi, params.cancel, stream);
+        if (!text) return text.status();
+        if (upright && !rec.lastReadUpright()) *upright = false;
+        PageOutcome o;
+        o.text = std::move(*text);
+        if (ligatures) ligatures->repairPage(o.text);  // before any kept text is merged in
+        for (auto& line : o.text.lines) {
+            line.box = region.toSource(line.box);
+            for (auto& w : line.words) w.box = region.toSource(w.box);
+        }
+        if (handRegions && onlyRegion >= 0)
+            o.text = replaceRegionText(readBefore.at(job.page.id), o.text, *handRegions, onlyRegion);
+        else if (handRegions)
+            arrangeByRegions(o.text, *handRegions);
+        o.text.width = img.image.cols;
+        o.text.height = img.image.rows;
+        o.region = {region.sourceRect.x, region.sourceRect.y, region.sourceRect.width, region.sourceRect.height};
+        o.skewDegrees = region.skewDegrees;
+        o.preprocess = params.preprocess.toJson();
+        o.contentSha256 = contentHash;
+        o.textLayer = job.textLayer;
+        o.flagReason = params.flag.reason(o.text, inkShare(region.image));
+        if (!img.doubt.empty()) o.flagReason += (o.flagReason.empty() ? "" : "; ") + img.doubt;
+        outcomes.push_back(std::move(o));
+    }
+    return outcomes;
 }
 
 // The committer (the calling thread): each finished page in its own transaction, with progress.
@@ -614,6 +656,7 @@ void Run::commitPages(RunSummary& summary) {
             break;
         }
         ++summary.processed;
+        if (d->orientationChecked) ++summary.orientationChecks;
         if (Status b = store.backupIfDue(); !b && !backupWarned) {
             log("the project's rolling backup failed (it is tried again later): " + b.message());
             backupWarned = true;
@@ -779,6 +822,7 @@ Result<RunSummary> runTranscription(ProjectStore& store, const TranscribeParams&
         summary.processed += part.processed;
         summary.inputFailures += part.inputFailures;
         summary.engineFailures += part.engineFailures;
+        summary.orientationChecks += part.orientationChecks;
         summary.cancelled = part.cancelled;
         if (!run.workerInitError.isOk()) runError = run.workerInitError;
         else if (!run.writeError) runError = run.writeError;

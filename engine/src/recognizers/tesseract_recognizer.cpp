@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "core/tesseract_cancel.h"
+#include "quire/preprocess/orientation.h"
 #include "quire/recognizers/line_stitch.h"
 #include "quire/recognizers/recognizer.h"
 
@@ -64,11 +65,14 @@ public:
         : m_api(std::move(api)), m_langs(std::move(langs)), m_glyphs(glyphs) {}
     std::string name() const override { return "tesseract"; }
     std::string version() const override { return tesseract::TessBaseAPI::Version(); }
+    bool judgesUpright() const override { return true; }
+    bool lastReadUpright() const override { return m_upright; }
 
     Result<PageText> recognize(const cv::Mat& gray, int dpi, const std::atomic<bool>* cancel,
                                const std::function<void(const std::string&)>& /*onText: not streamed*/) override {
         if (gray.empty() || gray.type() != CV_8UC1)
             return Status(ErrorCode::Internal, "tesseract: expected an 8-bit gray image");
+        m_upright = false;
         m_api->SetImage(gray.data, gray.cols, gray.rows, 1, int(gray.step));
         m_api->SetSourceResolution(dpi);
         tesseract::ETEXT_DESC monitor;
@@ -116,6 +120,11 @@ public:
         std::erase_if(page.lines, [](const Line& l) { return l.words.empty(); });
         stitchSplitLines(page);
         m_api->Clear();
+        // Level: its lines wider than tall, all told. A page on its side can read well as vertical
+        // text (a quarter turn clockwise: 95, every block reported upright), its lines tall.
+        long wide = 0, tall = 0;
+        for (const Line& l : page.lines) wide += l.box.w, tall += l.box.h;
+        m_upright = wide > tall && page.meanConfidence() >= kUprightReadingConfidence;
         return page;
     }
 
@@ -146,6 +155,7 @@ private:
     TessPtr m_api;
     std::string m_langs;
     bool m_glyphs = false;
+    bool m_upright = false;  // the last page read showed itself upright (judgesUpright)
 };
 
 }  // namespace

@@ -106,6 +106,7 @@ struct RunSummary {
     int processed = 0;     // pages processed in this run
     int inputFailures = 0; // failed because the source could not be decoded
     int engineFailures = 0;
+    int orientationChecks = 0;  // pages the orientation check looked at (the rest were read upright first)
     bool cancelled = false;
 };
 

@@ -38,6 +38,12 @@ constexpr double kTurnReadingMargin = 15.0;
 // it missed 5 of 20 turned generated pages; an upright page was proposed turned at 3.7).
 constexpr double kCheckedProposalConfidence = 1.0;
 
+// Tesseract's own reading shows a page upright from this mean word confidence (and its lines
+// level: a page on its side can read as vertical text at 95). Generated pages (docs/BENCHMARKS.md, 2026-12-07): upright English 90–95 (a page of one
+// line and a folio 39; smaller 825 x 1,275 pages 76–90), the same upside down 28–37, Fraktur read with `eng`
+// 66–80, Chinese 18–26 — so a page in a script its languages miss still meets OSD's script check.
+constexpr double kUprightReadingConfidence = 85.0;
+
 // The orientation of a gray page (downscaled inside to about 1,800 px a side). With `languages`
 // (Tesseract's, '+'-separated; empty: OSD alone decides) a proposed turn is confirmed by reading;
 // a set `cancel` stops that reading, and then no turn is made.
