@@ -289,6 +289,14 @@ private:
     Result<std::vector<PageOutcome>> readRegions(Recognizer& rec, const Job& job, const PreprocessResult& pre,
                                                  const std::vector<PreparedPage*>& after,
                                                  const std::string& contentHash, bool* upright);
+    void logPreparation(const PageRecord& page, const PreprocessResult& pre, const std::string& typeDoubt) const;
+    // The page's regions drawn by hand (null: none) and the one of them read again (-1: all).
+    std::pair<const std::vector<PageRegion>*, int> handRegionsOf(int64_t pageId) const {
+        const auto hand = regions.find(pageId);
+        const std::vector<PageRegion>* drawn = hand != regions.end() ? &hand->second : nullptr;
+        const auto one = params.rereadRegion.find(pageId);
+        return {drawn, drawn && one != params.rereadRegion.end() ? one->second : -1};
+    }
     void commitPages(RunSummary& summary);
 
     ProjectStore& store;
@@ -518,10 +526,6 @@ std::optional<Done> Run::recognizePage(Recognizer& rec, Job& job, const std::vec
             PreprocessResult pre = job.pre ? std::move(*job.pre)
                                            : preprocessPage(img.image, readFirst ? unturned : preprocess, params.cancel);
             if (pre.cancelled) return std::nullopt;  // its regions are incomplete: the page stays queued
-            const auto hand = regions.find(job.page.id);
-            const std::vector<PageRegion>* handRegions = hand != regions.end() ? &hand->second : nullptr;
-            const auto one = params.rereadRegion.find(job.page.id);
-            const int onlyRegion = handRegions && one != params.rereadRegion.end() ? one->second : -1;
             bool upright = true;
             auto outcomes = readRegions(rec, job, pre, after, contentHash, readFirst ? &upright : nullptr);
             d.orientationChecked = preprocess.orient && (!readFirst || !upright);
@@ -539,26 +543,9 @@ std::optional<Done> Run::recognizePage(Recognizer& rec, Job& job, const std::vec
                     pre.turnedReading = checked.turnedReading;
                 }
             }
-            if (pre.inverted) log(pageName(job.page) + ": white text on black; inverted before reading");
             const std::string typeDoubt =
                 scriptDoubt(pre.script, pre.scriptConfidence, params.recognizer.engine, params.recognizer.languages);
-            if (!typeDoubt.empty()) log(pageName(job.page) + ": " + typeDoubt);
-            if (pre.turnDeclined())
-                log(pageName(job.page) + ": left as it is: it reads better upright than turned (mean word confidence " +
-                    std::to_string(int(pre.uprightReading)) + " against " + std::to_string(int(pre.turnedReading)) + ")");
-            if (pre.quarterTurns != 0)
-                log(pageName(job.page) + ": turned " + std::to_string(pre.quarterTurns * 90) +
-                    "° clockwise before reading (it was scanned " + (pre.quarterTurns == 2 ? "upside down" : "on its side") +
-                    "; orientation confidence " + std::to_string(int(pre.orientationConfidence)) +
-                    (pre.turnedReading >= 0 ? "; it reads at " + std::to_string(int(pre.turnedReading)) +
-                                                  " turned against " + std::to_string(int(pre.uprightReading))
-                                            : std::string()) +
-                    ")");
-            if (onlyRegion >= 0)
-                log(pageName(job.page) + ": its region " + std::to_string(onlyRegion + 1) + " (" +
-                    regionKindName((*handRegions)[size_t(onlyRegion)].kind) + ") read again; the rest of its text kept");
-            else if (handRegions)
-                log(pageName(job.page) + ": read in its " + std::to_string(handRegions->size()) + " region(s) drawn by hand");
+            logPreparation(job.page, pre, typeDoubt);
             if (!outcomes) {
                 d.error = outcomes.status();
             } else {
@@ -579,16 +566,37 @@ std::optional<Done> Run::recognizePage(Recognizer& rec, Job& job, const std::vec
     return d;
 }
 
+// The run's log of what preparing the page did: inverted, the script doubted, turned or not.
+void Run::logPreparation(const PageRecord& page, const PreprocessResult& pre, const std::string& typeDoubt) const {
+    const std::string name = pageName(page);
+    if (pre.inverted) log(name + ": white text on black; inverted before reading");
+    if (!typeDoubt.empty()) log(name + ": " + typeDoubt);
+    if (pre.turnDeclined())
+        log(name + ": left as it is: it reads better upright than turned (mean word confidence " +
+            std::to_string(int(pre.uprightReading)) + " against " + std::to_string(int(pre.turnedReading)) + ")");
+    if (pre.quarterTurns != 0)
+        log(name + ": turned " + std::to_string(pre.quarterTurns * 90) + "° clockwise before reading (it was scanned " +
+            (pre.quarterTurns == 2 ? "upside down" : "on its side") + "; orientation confidence " +
+            std::to_string(int(pre.orientationConfidence)) +
+            (pre.turnedReading >= 0 ? "; it reads at " + std::to_string(int(pre.turnedReading)) + " turned against " +
+                                          std::to_string(int(pre.uprightReading))
+                                    : std::string()) +
+            ")");
+    const auto [handRegions, onlyRegion] = handRegionsOf(page.id);
+    if (onlyRegion >= 0)
+        log(name + ": its region " + std::to_string(onlyRegion + 1) + " (" +
+            regionKindName((*handRegions)[size_t(onlyRegion)].kind) + ") read again; the rest of its text kept");
+    else if (handRegions)
+        log(name + ": read in its " + std::to_string(handRegions->size()) + " region(s) drawn by hand");
+}
+
 // The regions of `pre` read by `rec`, one outcome each, boxes in the source page. With `upright`,
 // set false when a region's reading did not show the page upright (Recognizer::lastReadUpright).
 Result<std::vector<PageOutcome>> Run::readRegions(Recognizer& rec, const Job& job, const PreprocessResult& pre,
                                                   const std::vector<PreparedPage*>& after,
                                                   const std::string& contentHash, bool* upright) {
     const PageImage& img = job.image;
-    const auto hand = regions.find(job.page.id);
-    const std::vector<PageRegion>* handRegions = hand != regions.end() ? &hand->second : nullptr;
-    const auto one = params.rereadRegion.find(job.page.id);
-    const int onlyRegion = handRegions && one != params.rereadRegion.end() ? one->second : -1;
+    const auto [handRegions, onlyRegion] = handRegionsOf(job.page.id);
     std::vector<PageOutcome> outcomes;
     for (size_t r = 0; r < pre.regions.size(); ++r) {
         const auto& region = pre.regions[r];
