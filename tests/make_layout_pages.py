@@ -19,6 +19,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 TEXT = os.path.join(HERE, "..", "tools", "sample", "volume_text.md")
 FONTS = ["/usr/share/fonts/truetype/liberation2/LiberationSerif-Regular.ttf",
          "/usr/share/fonts/truetype/dejavu/DejaVuSerif.ttf"]
+FRAKTUR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tools", "train", "fonts",
+                       "BertholdMainzerFraktur-UNZ1A.ttf")
 DPI = 300
 
 
@@ -99,6 +101,9 @@ def main():
     os.makedirs(out, exist_ok=True)
     ws = words() * 3
     rng = random.Random(7)
+    if sys.argv[2:] == ["--fraktur"]:  # one page in Fraktur type (the repository's OFL font), alone
+        page("fraktur_mainzer", out, rng, ws, 1, False, FRAKTUR, 40, 0.7)
+        return
     page("columns_liberation", out, rng, ws, 2, False, FONTS[0], 40, 1.1)
     page("columns_dejavu", out, rng, ws, 2, False, FONTS[1], 36, -0.8)
     page("mixed_liberation", out, rng, ws, 2, True, FONTS[0], 38, 0.6)

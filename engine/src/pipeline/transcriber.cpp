@@ -521,8 +521,10 @@ std::optional<Done> Run::recognizePage(Recognizer& rec, Job& job, const std::vec
             d.outcomes.push_back(std::move(o));
         } else {
             // An engine that tells from its own reading whether a page was upright reads it first;
-            // the orientation check (OSD, a third of a second a page) runs only where it doubts.
-            const bool readFirst = !job.pre && preprocess.orient && rec.judgesUpright();
+            // the orientation check (OSD, a third of a second a page) runs only where it doubts,
+            // and on the pages that sample the book's script (kScriptCheckEvery).
+            const bool sample = (job.page.sequence - 1) % kScriptCheckEvery == 0;
+            const bool readFirst = !job.pre && preprocess.orient && rec.judgesUpright() && !sample;
             PreprocessResult pre = job.pre ? std::move(*job.pre)
                                            : preprocessPage(img.image, readFirst ? unturned : preprocess, params.cancel);
             if (pre.cancelled) return std::nullopt;  // its regions are incomplete: the page stays queued
