@@ -19,8 +19,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 TEXT = os.path.join(HERE, "..", "tools", "sample", "volume_text.md")
 FONTS = ["/usr/share/fonts/truetype/liberation2/LiberationSerif-Regular.ttf",
          "/usr/share/fonts/truetype/dejavu/DejaVuSerif.ttf"]
-FRAKTUR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tools", "train", "fonts",
-                       "BertholdMainzerFraktur-UNZ1A.ttf")
+FRAKTUR = os.path.join(HERE, "..", "tools", "train", "fonts", "BertholdMainzerFraktur-UNZ1A.ttf")
 DPI = 300
 
 

@@ -534,16 +534,9 @@ std::optional<Done> Run::recognizePage(Recognizer& rec, Job& job, const std::vec
             if (outcomes && !upright) {
                 PreprocessResult checked = preprocessPage(img.image, preprocess, params.cancel);
                 if (checked.cancelled) return std::nullopt;
-                if (checked.quarterTurns != 0) {
-                    pre = std::move(checked);
-                    outcomes = readRegions(rec, job, pre, after, contentHash, nullptr);
-                } else {  // read as it was; what the check saw goes to the log
-                    pre.orientationConfidence = checked.orientationConfidence;
-                    pre.script = checked.script;
-                    pre.scriptConfidence = checked.scriptConfidence;
-                    pre.uprightReading = checked.uprightReading;
-                    pre.turnedReading = checked.turnedReading;
-                }
+                // Not turned, its regions are the first pass's: the reading stands, the log tells the check.
+                pre = std::move(checked);
+                if (pre.quarterTurns != 0) outcomes = readRegions(rec, job, pre, after, contentHash, nullptr);
             }
             const std::string typeDoubt =
                 scriptDoubt(pre.script, pre.scriptConfidence, params.recognizer.engine, params.recognizer.languages);
