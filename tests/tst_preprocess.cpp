@@ -63,6 +63,34 @@ private slots:
         QVERIFY(preprocessPage(page, p, &cancel).cancelled);
     }
 
+    // A page read first and checked after (orientPreparedPage) ends as one checked first: upright,
+    // the first pass's regions stand; upside down, it is prepared again turned.
+    void aPageCheckedAfterItWasPreparedEndsAsOneCheckedFirst() {
+        if (!detectOrientation(textPage(someLines(3))).available) QSKIP("osd.traineddata is not installed");
+        const cv::Mat upright = rotated(textPage(someLines(24)), 0.8);
+        cv::Mat upsideDown;
+        cv::rotate(upright, upsideDown, cv::ROTATE_180);
+        PreprocessParams checking, unturned;
+        checking.orientLanguages = "eng";
+        unturned.orient = false;
+        for (const cv::Mat& page : {upright, upsideDown}) {
+            const PreprocessResult first = preprocessPage(page, checking);
+            const PreprocessResult after = orientPreparedPage(page, preprocessPage(page, unturned), checking);
+            QCOMPARE(after.quarterTurns, first.quarterTurns);
+            QCOMPARE(after.orientationConfidence, first.orientationConfidence);
+            QCOMPARE(after.script, first.script);
+            QCOMPARE(after.uprightReading, first.uprightReading);
+            QCOMPARE(int(after.regions.size()), int(first.regions.size()));
+            for (size_t i = 0; i < first.regions.size(); ++i) {
+                QCOMPARE(after.regions[i].skewDegrees, first.regions[i].skewDegrees);
+                QCOMPARE(after.regions[i].quarterTurns, first.regions[i].quarterTurns);
+                QCOMPARE(cv::norm(after.regions[i].image, first.regions[i].image, cv::NORM_INF), 0.0);
+            }
+        }
+        QCOMPARE(preprocessPage(upsideDown, checking).quarterTurns, 2);
+        QCOMPARE(preprocessPage(upright, checking).quarterTurns, 0);
+    }
+
     void measuresSkew_data() {
         QTest::addColumn<double>("angle");
         QTest::addColumn<int>("lines");

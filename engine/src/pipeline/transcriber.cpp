@@ -532,10 +532,9 @@ std::optional<Done> Run::recognizePage(Recognizer& rec, Job& job, const std::vec
             auto outcomes = readRegions(rec, job, pre, after, contentHash, readFirst ? &upright : nullptr);
             d.orientationChecked = preprocess.orient && (!readFirst || !upright);
             if (outcomes && !upright) {
-                PreprocessResult checked = preprocessPage(img.image, preprocess, params.cancel);
-                if (checked.cancelled) return std::nullopt;
-                // Not turned, its regions are the first pass's: the reading stands, the log tells the check.
-                pre = std::move(checked);
+                // Not turned, the regions are the first pass's: the reading stands, the log tells the check.
+                pre = orientPreparedPage(img.image, std::move(pre), preprocess, params.cancel);
+                if (pre.cancelled) return std::nullopt;
                 if (pre.quarterTurns != 0) outcomes = readRegions(rec, job, pre, after, contentHash, nullptr);
             }
             const std::string typeDoubt =

@@ -277,34 +277,43 @@ Box PreparedRegion::toSource(const Box& b) const {
     }
 }
 
-PreprocessResult preprocessPage(const cv::Mat& image, const PreprocessParams& params, const std::atomic<bool>* cancel) {
-    PreprocessResult result;
-    auto stopped = [&] { return cancel && cancel->load(std::memory_order_relaxed) && (result.cancelled = true); };
+namespace {
+
+// The page in 8-bit gray, a negative inverted (noted in `result`).
+cv::Mat grayPage(const cv::Mat& image, const PreprocessParams& params, PreprocessResult& result) {
     cv::Mat gray = toGray8(image);
-    const cv::Size pageSize = gray.size();
     if (params.invertNegative && looksNegative(gray)) {
         gray = 255 - gray;
         result.inverted = true;
     }
-    if (stopped()) return result;
-    if (params.orient) {
-        const OrientationGuess o = detectOrientation(gray, params.orientLanguages, cancel);
-        if (stopped()) return result;
-        gray = turnedClockwise(gray, o.clockwiseQuarterTurns * 90);
-        result.quarterTurns = o.clockwiseQuarterTurns;
-        result.uprightReading = o.uprightReading;
-        result.turnedReading = o.turnedReading;
-        result.orientationConfidence = o.confidence;
-        result.script = o.script;
-        result.scriptConfidence = o.scriptConfidence;
-    }
+    return gray;
+}
+
+// OSD's turn of `gray` (orientation.h) and what it saw, kept in `result`.
+int findOrientation(const cv::Mat& gray, const PreprocessParams& params, PreprocessResult& result,
+                    const std::atomic<bool>* cancel) {
+    const OrientationGuess o = detectOrientation(gray, params.orientLanguages, cancel);
+    result.quarterTurns = o.clockwiseQuarterTurns;
+    result.uprightReading = o.uprightReading;
+    result.turnedReading = o.turnedReading;
+    result.orientationConfidence = o.confidence;
+    result.script = o.script;
+    result.scriptConfidence = o.scriptConfidence;
+    return o.clockwiseQuarterTurns;
+}
+
+// The upright page's regions (split, flattened, deskewed, binarised as `params` say) into `result`;
+// false where `stopped` said stop between two stages.
+template <class Stopped>
+bool prepareRegions(const cv::Mat& gray, cv::Size pageSize, const PreprocessParams& params, PreprocessResult& result,
+                    Stopped stopped) {
     std::vector<cv::Rect> rects{{0, 0, gray.cols, gray.rows}};
     if (params.split == SplitMode::Auto) {
         const int gutter = findSpreadGutter(gray);
         if (gutter > 0) rects = {{0, 0, gutter, gray.rows}, {gutter, 0, gray.cols - gutter, gray.rows}};
     }
     for (const auto& rect : rects) {
-        if (stopped()) return result;
+        if (stopped()) return false;
         PreparedRegion region;
         region.sourceRect = rect;
         region.quarterTurns = result.quarterTurns;
@@ -312,7 +321,7 @@ PreprocessResult preprocessPage(const cv::Mat& image, const PreprocessParams& pa
         // Flatten once; the skew is measured on the flat page and the flat page is rotated.
         double uneven = 0;
         const cv::Mat flat = normalizeBackground(gray(rect), &uneven);
-        if (stopped()) return result;
+        if (stopped()) return false;
         if (params.deskew) region.skewDegrees = skewOfFlatPage(flat, params.maxSkewDegrees);
         // An evenly lit scan is given to the recognizer as it is (flattening it only stretched its
         // noise: -0.9 CER points on a Fraktur page); uneven light is flattened.
@@ -327,10 +336,44 @@ PreprocessResult preprocessPage(const cv::Mat& image, const PreprocessParams& pa
             region.skewDegrees = 0;
             region.image = g.clone();
         }
-        if (stopped()) return result;
+        if (stopped()) return false;
         if (params.binarize) region.image = binarizeAdaptive(region.image);
         result.regions.push_back(std::move(region));
     }
+    return true;
+}
+
+}  // namespace
+
+PreprocessResult preprocessPage(const cv::Mat& image, const PreprocessParams& params, const std::atomic<bool>* cancel) {
+    PreprocessResult result;
+    auto stopped = [&] { return cancel && cancel->load(std::memory_order_relaxed) && (result.cancelled = true); };
+    cv::Mat gray = grayPage(image, params, result);
+    const cv::Size pageSize = gray.size();
+    if (stopped()) return result;
+    if (params.orient) {
+        const int turns = findOrientation(gray, params, result, cancel);
+        if (stopped()) return result;
+        gray = turnedClockwise(gray, turns * 90);
+    }
+    prepareRegions(gray, pageSize, params, result, stopped);
+    return result;
+}
+
+PreprocessResult orientPreparedPage(const cv::Mat& image, PreprocessResult first, const PreprocessParams& params,
+                                    const std::atomic<bool>* cancel) {
+    PreprocessResult result;
+    auto stopped = [&] { return cancel && cancel->load(std::memory_order_relaxed) && (result.cancelled = true); };
+    cv::Mat gray = grayPage(image, params, result);
+    const cv::Size pageSize = gray.size();
+    if (stopped()) return result;
+    const int turns = findOrientation(gray, params, result, cancel);
+    if (stopped()) return result;
+    if (turns == 0) {  // the page as it was prepared: its regions stand
+        result.regions = std::move(first.regions);
+        return result;
+    }
+    prepareRegions(turnedClockwise(gray, turns * 90), pageSize, params, result, stopped);
     return result;
 }
 

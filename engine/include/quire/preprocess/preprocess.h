@@ -78,5 +78,11 @@ int findSpreadGutter(const cv::Mat& gray);
 // the whole, with orientation detection, about a second under load) with `cancelled` set.
 PreprocessResult preprocessPage(const cv::Mat& image, const PreprocessParams& params,
                                 const std::atomic<bool>* cancel = nullptr);
+// The orientation check of a page prepared without it (`first`: preprocessPage with `orient`
+// false): where OSD leaves the page as it is, `first`'s regions stand, with what the check saw;
+// where it turns the page, the page is prepared again turned. Either way the same as
+// preprocessPage(image, params), without flattening and deskewing an upright page twice.
+PreprocessResult orientPreparedPage(const cv::Mat& image, PreprocessResult first, const PreprocessParams& params,
+                                    const std::atomic<bool>* cancel = nullptr);
 
 }  // namespace quire
