@@ -38,8 +38,10 @@ class TstLayout : public QObject {
     QString m_pages;
 
     // The pages' texts as Quire's Tesseract path reads them, by file name.
-    QMap<QString, QString> quireTexts(const QStringList& files, const QString& project, QString* log) {
-        auto r = runCli(QStringList{"transcribe"} + files + QStringList{"--project", project, "--threads", "2", "--json"});
+    QMap<QString, QString> quireTexts(const QStringList& files, const QString& project, QString* log,
+                                      const QString& engine = "tesseract") {
+        auto r = runCli(QStringList{"transcribe"} + files +
+                        QStringList{"--project", project, "--threads", "2", "--json", "--engine", engine});
         if (log) *log = r.out;
         if (r.exitCode != 0) return {};
         r = runCli({"status", "--project", project, "--json", "--pages"});
@@ -113,7 +115,14 @@ private slots:
 
     // Pages scanned on their side or upside down are turned upright (the log says so) and read; an
     // upright page is left as it is.
+    void turnedPagesAreReadUpright_data() {
+        QTest::addColumn<QString>("engine");
+        QTest::newRow("tesseract") << "tesseract";
+        QTest::newRow("ppocr") << "ppocr";
+        QTest::newRow("reader") << "reader";  // judged from its front-end's reading, before the decoder
+    }
     void turnedPagesAreReadUpright() {
+        QFETCH(QString, engine);
         struct Case { const char* page; int turn; };  // turn: cv::RotateFlags applied to the scan
         const Case cases[] = {{"columns_liberation", cv::ROTATE_90_COUNTERCLOCKWISE},
                               {"mixed_liberation", cv::ROTATE_180},
@@ -128,7 +137,7 @@ private slots:
             QVERIFY(cv::imwrite(files.back().toStdString(), scan));
         }
         QString log;
-        const auto texts = quireTexts(files, m_dir.filePath("turned.quire"), &log);
+        const auto texts = quireTexts(files, m_dir.filePath("turned_" + engine + ".quire"), &log, engine);
         QVERIFY2(texts.size() == files.size(), qPrintable(log));
         for (const auto& c : cases) {
             const QString name = QString("turned_%1").arg(c.page);
@@ -141,8 +150,8 @@ private slots:
         QVERIFY2(log.contains(QRegularExpression("turned_mixed_liberation\\.png page 1: turned 180° clockwise")), qPrintable(log));
         QVERIFY2(log.contains(QRegularExpression("turned_columns_liberation\\.png page 1: turned 90° clockwise")), qPrintable(log));
         QVERIFY2(log.contains(QRegularExpression("turned_single_dejavu\\.png page 1: turned 270° clockwise")), qPrintable(log));
-        // Tesseract reads each page first: the upright page, read level and sure, skips the
-        // orientation check; each turned one (upside down: unsure; on its side: tall lines) meets it.
+        // Each engine reads a page first: the upright page, read level and sure, skips the
+        // orientation check; each turned one (upside down: unsure; on its side: tall) meets it.
         QVERIFY2(log.contains("\"orientationChecks\":3"), qPrintable(log));
     }
 

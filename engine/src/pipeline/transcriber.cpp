@@ -155,6 +155,7 @@ struct Job {
     // prepared work, done by the prepare stage ahead of the worker.
     std::optional<PreprocessResult> pre;
     std::vector<std::unique_ptr<PreparedPage>> prepared;
+    bool orientationChecked = false;  // the prepare stage ran OSD on the page
     int64_t heldPixels = 0;  // taken from the run's PixelBudget, given back when the page is read
 };
 
@@ -283,6 +284,7 @@ private:
 
     void loadPages();
     void preparePages();
+    void prepareJob(Job& job) const;
     void recognizePages();
     // `after`: the prepared regions of the pages held after it (Recognizer::pagesAhead).
     std::optional<Done> recognizePage(Recognizer& rec, Job& job, const std::vector<PreparedPage*>& after);
@@ -409,9 +411,7 @@ void Run::preparePages() {
         if (!job) break;
         if (!cancelled() && job->loadError && !(job->textLayer && params.pdfText == PdfTextPolicy::Keep)) {
             try {
-                job->pre = preprocessPage(job->image.image, preprocess, params.cancel);
-                for (const auto& region : job->pre->regions)
-                    job->prepared.push_back(splitter->prepare(region.image, job->image.dpi, params.cancel));
+                prepareJob(*job);
             } catch (const std::exception& e) {
                 job->pre.reset();
                 job->prepared.clear();
@@ -432,6 +432,29 @@ void Run::preparePages() {
         if (!pushed) break;
     }
     if (--preparersLeft == 0) preparedJobs.close();
+}
+
+// The page's regions and the split engine's first part of each. An engine that judges a page
+// upright from that part prepares it without the orientation check and checks only where it
+// doubts, or on a page that samples the book's script (as recognizePage does for the others).
+void Run::prepareJob(Job& job) const {
+    const auto prepareRegions = [&] {
+        job.prepared.clear();
+        for (const auto& region : job.pre->regions)
+            job.prepared.push_back(splitter->prepare(region.image, job.image.dpi, params.cancel));
+    };
+    const bool sample = (job.page.sequence - 1) % kScriptCheckEvery == 0;
+    const bool readFirst = preprocess.orient && splitter->judgesUpright() && !sample;
+    job.pre = preprocessPage(job.image.image, readFirst ? unturned : preprocess, params.cancel);
+    job.orientationChecked = preprocess.orient && !readFirst;
+    if (job.pre->cancelled) return;
+    prepareRegions();
+    if (!readFirst || std::all_of(job.prepared.begin(), job.prepared.end(),
+                                  [&](const auto& p) { return p && splitter->preparedUpright(*p); }))
+        return;
+    job.orientationChecked = true;
+    job.pre = orientPreparedPage(job.image.image, std::move(*job.pre), preprocess, params.cancel);
+    if (!job.pre->cancelled && job.pre->quarterTurns != 0) prepareRegions();
 }
 
 // A worker: recognises prepared or loaded pages and hands them to the committer.
@@ -524,13 +547,14 @@ std::optional<Done> Run::recognizePage(Recognizer& rec, Job& job, const std::vec
             // the orientation check (OSD, a third of a second a page) runs only where it doubts,
             // and on the pages that sample the book's script (kScriptCheckEvery).
             const bool sample = (job.page.sequence - 1) % kScriptCheckEvery == 0;
-            const bool readFirst = !job.pre && preprocess.orient && rec.judgesUpright() && !sample;
+            const bool prepared = job.pre.has_value();  // by the prepare stage, checked there
+            const bool readFirst = !prepared && preprocess.orient && rec.judgesUpright() && !rec.splitsPages() && !sample;
             PreprocessResult pre = job.pre ? std::move(*job.pre)
                                            : preprocessPage(img.image, readFirst ? unturned : preprocess, params.cancel);
             if (pre.cancelled) return std::nullopt;  // its regions are incomplete: the page stays queued
             bool upright = true;
             auto outcomes = readRegions(rec, job, pre, after, contentHash, readFirst ? &upright : nullptr);
-            d.orientationChecked = preprocess.orient && (!readFirst || !upright);
+            d.orientationChecked = prepared ? job.orientationChecked : preprocess.orient && (!readFirst || !upright);
             if (outcomes && !upright) {
                 // Not turned, the regions are the first pass's: the reading stands, the log tells the check.
                 pre = orientPreparedPage(img.image, std::move(pre), preprocess, params.cancel);

@@ -19,6 +19,10 @@ Result<std::unique_ptr<Recognizer>> createPpocrRecognizer(const RecognizerOption
 // `device`: options.device as createRecognizer parsed and checked it.
 Result<std::unique_ptr<Recognizer>> createReaderRecognizer(const RecognizerOptions& options, decoder::StepDevice device);
 
+// PP-OCR's reading of a page shows it upright (Recognizer::judgesUpright): its mean word confidence
+// at least kUprightReadingConfidence and its words wider than tall, all told.
+bool readsUprightByWords(const PageText& page);
+
 // Whether one of the '+'-separated Tesseract language names in `languages` starts with `prefix`.
 bool hasLanguage(const std::string& languages, const std::string& prefix);
 // Whether every one of the '+'-separated languages starts with `prefix` (and there is one).

@@ -13,13 +13,17 @@ public:
         : m_engine(std::move(engine)), m_langs(std::move(langs)) {}
     std::string name() const override { return "ppocr"; }
     std::string version() const override { return "PP-OCRv4"; }
+    bool judgesUpright() const override { return true; }
+    bool lastReadUpright() const override { return m_upright; }
 
     Result<PageText> recognize(const cv::Mat& gray, int dpi, const std::atomic<bool>* cancel,
                                const std::function<void(const std::string&)>& /*onText: not streamed*/) override {
+        m_upright = false;
         auto page = m_engine->read(gray, false, cancel);
         if (!page) return page.status();
         PageText text = m_engine->toPageText(*page, dpi);
         text.language = m_langs;
+        m_upright = readsUprightByWords(text);
         return text;
     }
     std::string takeNotice() override { return m_notice.take(m_engine->deviceNotice(), "ppocr"); }
@@ -33,6 +37,7 @@ private:
     std::shared_ptr<const PpocrEngine> m_engine;
     std::string m_langs;
     NoticeOnce m_notice;
+    bool m_upright = false;  // the last page read showed itself upright (judgesUpright)
 };
 
 }  // namespace

@@ -38,6 +38,11 @@ public:
         int dpi;
     };
     bool splitsPages() const override { return true; }
+    bool judgesUpright() const override { return true; }
+    bool preparedUpright(const PreparedPage& page) const override {
+        const auto* encoded = dynamic_cast<const Encoded*>(&page);
+        return encoded && encoded->page && readsUprightByWords(m_engine->frontEnd().toPageText(*encoded->page, encoded->dpi));
+    }
     std::unique_ptr<PreparedPage> prepare(const cv::Mat& gray, int dpi, const std::atomic<bool>* cancel) const override {
         return std::make_unique<Encoded>(encode(gray, dpi, cancel), dpi);
     }

@@ -7,6 +7,7 @@
 
 #include "quire/decoder/session.h"
 #include "quire/ppocr/ppocr.h"
+#include "quire/preprocess/orientation.h"
 #include "quire/reader/reader.h"
 #include "quire/recognizers/recognizer.h"
 #include "recognizers/engines.h"
@@ -24,6 +25,16 @@ std::vector<std::string> languageItems(const std::string& languages) {
 }
 
 }  // namespace
+
+// Generated pages (docs/BENCHMARKS.md, 2026-12-07 thirteenth session): English 91–100, upside down
+// 20–35, Chinese 65–87 and Fraktur 66–76 (both still checked); on its side a page reads at up to 99
+// with its word boxes tall (its lines, as the layout joins them, need not be).
+bool readsUprightByWords(const PageText& page) {
+    long wide = 0, tall = 0;
+    for (const Line& l : page.lines)
+        for (const Word& w : l.words) wide += w.box.w, tall += w.box.h;
+    return wide > tall && page.meanConfidence() >= kUprightReadingConfidence;
+}
 
 bool hasLanguage(const std::string& languages, const std::string& prefix) {
     const auto items = languageItems(languages);

@@ -42,6 +42,7 @@ constexpr double kCheckedProposalConfidence = 1.0;
 // level: a page on its side can read as vertical text at 95). Generated pages (docs/BENCHMARKS.md, 2026-12-07): upright English 90–95 (a page of one
 // line and a folio 39; smaller 825 x 1,275 pages 76–90), the same upside down 28–37, Fraktur read with `eng`
 // 66–80, Chinese 18–26 — so a page in a script its languages miss still meets OSD's script check.
+// PP-OCR's reading is judged by the same figure (its words level): English 91–100, upside down 20–35.
 constexpr double kUprightReadingConfidence = 85.0;
 
 // Reading first skips OSD's script check too, and a clean Fraktur page can read at 85 with `eng`

@@ -135,12 +135,16 @@ public:
     // a resumed run continues from the last one; `pages(i)` gives back the inputs of the context's
     // page i as the checkpoints listed them. Engines without context have no checkpoint.
     virtual bool carriesContext() const { return false; }
-    // Engines that can tell from their own reading of a page that it was upright (Tesseract: a
-    // confidence a turned page or one in another script does not reach, its lines level) say so;
+    // Engines that can tell from their own reading of a page that it was upright (Tesseract and
+    // PP-OCR: a confidence a turned page or one in another script does not reach, level) say so;
     // a transcription then reads each page first and checks the orientation only where the last
     // recognize() was not lastReadUpright(), reading the page again if it turns it.
+    // A split engine (splitsPages) judges from a page's prepared part instead (the reader: its
+    // front-end's reading), so its context never sees a page it then turns; without a prepare
+    // stage its pages are checked first.
     virtual bool judgesUpright() const { return false; }
     virtual bool lastReadUpright() const { return false; }
+    virtual bool preparedUpright(const PreparedPage& /*page*/) const { return false; }
     // A note for the run's log, given once when it is new (the reader's decoder falling back from
     // the GPU to the CPU, and why); empty otherwise.
     virtual std::string takeNotice() { return {}; }
