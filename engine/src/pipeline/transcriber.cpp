@@ -285,6 +285,7 @@ private:
     void loadPages();
     void preparePages();
     void prepareJob(Job& job) const;
+    bool readsFirst(const Recognizer& rec, const PageRecord& page) const;
     void recognizePages();
     // `after`: the prepared regions of the pages held after it (Recognizer::pagesAhead).
     std::optional<Done> recognizePage(Recognizer& rec, Job& job, const std::vector<PreparedPage*>& after);
@@ -443,8 +444,7 @@ void Run::prepareJob(Job& job) const {
         for (const auto& region : job.pre->regions)
             job.prepared.push_back(splitter->prepare(region.image, job.image.dpi, params.cancel));
     };
-    const bool sample = (job.page.sequence - 1) % kScriptCheckEvery == 0;
-    const bool readFirst = preprocess.orient && splitter->judgesUpright() && !sample;
+    const bool readFirst = readsFirst(*splitter, job.page);
     job.pre = preprocessPage(job.image.image, readFirst ? unturned : preprocess, params.cancel);
     job.orientationChecked = preprocess.orient && !readFirst;
     if (job.pre->cancelled) return;
@@ -455,6 +455,13 @@ void Run::prepareJob(Job& job) const {
     job.orientationChecked = true;
     job.pre = orientPreparedPage(job.image.image, std::move(*job.pre), preprocess, params.cancel);
     if (!job.pre->cancelled && job.pre->quarterTurns != 0) prepareRegions();
+}
+
+// Whether `rec` reads `page` before the orientation check: an engine that judgesUpright, where
+// the check is on, except on the pages that sample the book's script (kScriptCheckEvery). A split
+// engine judges in the prepare stage (preparedUpright), the others from their reading.
+bool Run::readsFirst(const Recognizer& rec, const PageRecord& page) const {
+    return preprocess.orient && rec.judgesUpright() && (page.sequence - 1) % kScriptCheckEvery != 0;
 }
 
 // A worker: recognises prepared or loaded pages and hands them to the committer.
@@ -544,11 +551,10 @@ std::optional<Done> Run::recognizePage(Recognizer& rec, Job& job, const std::vec
             d.outcomes.push_back(std::move(o));
         } else {
             // An engine that tells from its own reading whether a page was upright reads it first;
-            // the orientation check (OSD, a third of a second a page) runs only where it doubts,
-            // and on the pages that sample the book's script (kScriptCheckEvery).
-            const bool sample = (job.page.sequence - 1) % kScriptCheckEvery == 0;
+            // the orientation check (OSD, a third of a second a page) runs only where it doubts.
+            // A split engine without a prepare stage checks first: its decoder must see a page once.
             const bool prepared = job.pre.has_value();  // by the prepare stage, checked there
-            const bool readFirst = !prepared && preprocess.orient && rec.judgesUpright() && !rec.splitsPages() && !sample;
+            const bool readFirst = !prepared && !rec.splitsPages() && readsFirst(rec, job.page);
             PreprocessResult pre = job.pre ? std::move(*job.pre)
                                            : preprocessPage(img.image, readFirst ? unturned : preprocess, params.cancel);
             if (pre.cancelled) return std::nullopt;  // its regions are incomplete: the page stays queued

@@ -279,27 +279,27 @@ Box PreparedRegion::toSource(const Box& b) const {
 
 namespace {
 
-// The page in 8-bit gray, a negative inverted (noted in `result`).
-cv::Mat grayPage(const cv::Mat& image, const PreprocessParams& params, PreprocessResult& result) {
+// The page in 8-bit gray, a negative inverted and, where `orient`, turned as OSD finds
+// (orientation.h); what was done and seen goes to `result`. Empty where `stopped` said stop.
+template <class Stopped>
+cv::Mat uprightGray(const cv::Mat& image, const PreprocessParams& params, bool orient, PreprocessResult& result,
+                    const std::atomic<bool>* cancel, Stopped stopped) {
     cv::Mat gray = toGray8(image);
     if (params.invertNegative && looksNegative(gray)) {
         gray = 255 - gray;
         result.inverted = true;
     }
-    return gray;
-}
-
-// OSD's turn of `gray` (orientation.h) and what it saw, kept in `result`.
-int findOrientation(const cv::Mat& gray, const PreprocessParams& params, PreprocessResult& result,
-                    const std::atomic<bool>* cancel) {
+    if (stopped()) return {};
+    if (!orient) return gray;
     const OrientationGuess o = detectOrientation(gray, params.orientLanguages, cancel);
+    if (stopped()) return {};
     result.quarterTurns = o.clockwiseQuarterTurns;
     result.uprightReading = o.uprightReading;
     result.turnedReading = o.turnedReading;
     result.orientationConfidence = o.confidence;
     result.script = o.script;
     result.scriptConfidence = o.scriptConfidence;
-    return o.clockwiseQuarterTurns;
+    return turnedClockwise(gray, o.clockwiseQuarterTurns * 90);
 }
 
 // The upright page's regions (split, flattened, deskewed, binarised as `params` say) into `result`;
@@ -348,15 +348,8 @@ bool prepareRegions(const cv::Mat& gray, cv::Size pageSize, const PreprocessPara
 PreprocessResult preprocessPage(const cv::Mat& image, const PreprocessParams& params, const std::atomic<bool>* cancel) {
     PreprocessResult result;
     auto stopped = [&] { return cancel && cancel->load(std::memory_order_relaxed) && (result.cancelled = true); };
-    cv::Mat gray = grayPage(image, params, result);
-    const cv::Size pageSize = gray.size();
-    if (stopped()) return result;
-    if (params.orient) {
-        const int turns = findOrientation(gray, params, result, cancel);
-        if (stopped()) return result;
-        gray = turnedClockwise(gray, turns * 90);
-    }
-    prepareRegions(gray, pageSize, params, result, stopped);
+    const cv::Mat gray = uprightGray(image, params, params.orient, result, cancel, stopped);
+    if (!result.cancelled) prepareRegions(gray, image.size(), params, result, stopped);
     return result;
 }
 
@@ -364,16 +357,12 @@ PreprocessResult orientPreparedPage(const cv::Mat& image, PreprocessResult first
                                     const std::atomic<bool>* cancel) {
     PreprocessResult result;
     auto stopped = [&] { return cancel && cancel->load(std::memory_order_relaxed) && (result.cancelled = true); };
-    cv::Mat gray = grayPage(image, params, result);
-    const cv::Size pageSize = gray.size();
-    if (stopped()) return result;
-    const int turns = findOrientation(gray, params, result, cancel);
-    if (stopped()) return result;
-    if (turns == 0) {  // the page as it was prepared: its regions stand
+    const cv::Mat gray = uprightGray(image, params, true, result, cancel, stopped);
+    if (result.cancelled) return result;
+    if (result.quarterTurns == 0)  // the page as it was prepared: its regions stand
         result.regions = std::move(first.regions);
-        return result;
-    }
-    prepareRegions(turnedClockwise(gray, turns * 90), pageSize, params, result, stopped);
+    else
+        prepareRegions(gray, image.size(), params, result, stopped);
     return result;
 }
 
