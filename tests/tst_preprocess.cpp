@@ -75,7 +75,10 @@ private slots:
         unturned.orient = false;
         for (const cv::Mat& page : {upright, upsideDown}) {
             const PreprocessResult first = preprocessPage(page, checking);
-            const PreprocessResult after = orientPreparedPage(page, preprocessPage(page, unturned), checking);
+            const PreprocessResult unchecked = preprocessPage(page, unturned);
+            QVERIFY(!unchecked.orientationChecked);
+            const PreprocessResult after = orientPreparedPage(page, unchecked, checking);
+            QVERIFY(first.orientationChecked && after.orientationChecked);
             QCOMPARE(after.quarterTurns, first.quarterTurns);
             QCOMPARE(after.orientationConfidence, first.orientationConfidence);
             QCOMPARE(after.script, first.script);

@@ -3,9 +3,6 @@
 #include "quire/pipeline/transcriber.h"
 
 #include <QCryptographicHash>
-#include <QJsonArray>
-#include <QJsonDocument>
-#include <QJsonObject>
 
 #include <opencv2/imgproc.hpp>
 
@@ -42,49 +39,6 @@
 namespace fs = std::filesystem;
 
 namespace quire {
-
-std::string FlagPolicy::reason(const PageText& text, double inkShare) const {
-    if (text.wordCount() == 0) return inkShare > 0.01 ? "ink on the page but no words read" : "";
-    std::string why;
-    if (const double mean = text.meanConfidence(); mean < meanBelow)
-        why = "mean word confidence " + std::to_string(int(mean)) + " is below " + std::to_string(int(meanBelow));
-    if (const double share = text.lowConfidenceShare(lowWordConfidence); share > lowShareAbove)
-        why += (why.empty() ? "" : "; ") + std::to_string(int(std::lround(share * 100))) + "% of words are below confidence " +
-               std::to_string(int(lowWordConfidence)) + " (more than " + std::to_string(int(std::lround(lowShareAbove * 100))) + "%)";
-    return why;
-}
-
-std::string scriptDoubt(const std::string& script, double confidence, const std::string& engine,
-                        const std::string& languages) {
-    if (script != "Fraktur" || confidence < kScriptConfidence) return {};
-    bool fraktur = false;
-    std::stringstream codes(languages);
-    for (std::string code; std::getline(codes, code, '+');)
-        fraktur |= code == "frk" || code == "deu_latf" || code == "script/Fraktur" || code == "Fraktur";
-    const bool tesseract = engine == "tesseract" || engine == "auto";  // auto reads Latin scripts with Tesseract
-    if (tesseract && fraktur) return {};
-    char conf[16];
-    std::snprintf(conf, sizeof conf, "%.1f", confidence);
-    return std::string("the type looks like Fraktur (script confidence ") + conf + "), which " +
-           (tesseract ? "the languages " + languages + " do not read"
-                                  : engine + " does not read") +
-           "; read it again with Tesseract and German (Fraktur), frk";
-}
-
-std::string TranscribeParams::toJson() const {
-    QJsonObject o;
-    o["engine"] = QString::fromStdString(recognizer.engine);
-    if (!recognizer.readerModel.empty()) o["readerModel"] = QString::fromStdString(recognizer.readerModel);
-    o["languages"] = QString::fromStdString(recognizer.languages);
-    o["preprocess"] = QJsonDocument::fromJson(QByteArray::fromStdString(preprocess.toJson())).object();
-    o["pdfDpi"] = source.pdfDpi;
-    o["pdfText"] = pdfText == PdfTextPolicy::Keep ? "keep" : "recognize";
-    o["threads"] = threads;
-    if (!repairLigatures) o["repairLigatures"] = false;
-    o["flagMeanBelow"] = flag.meanBelow;
-    o["flagLowShareAbove"] = flag.lowShareAbove;
-    return QJsonDocument(o).toJson(QJsonDocument::Compact).toStdString();
-}
 
 namespace {
 
@@ -155,7 +109,6 @@ struct Job {
     // prepared work, done by the prepare stage ahead of the worker.
     std::optional<PreprocessResult> pre;
     std::vector<std::unique_ptr<PreparedPage>> prepared;
-    bool orientationChecked = false;  // the prepare stage ran OSD on the page
     int64_t heldPixels = 0;  // taken from the run's PixelBudget, given back when the page is read
 };
 
@@ -192,44 +145,6 @@ Status resumeContext(ProjectStore& store, Recognizer& engine, const std::vector<
     return Status::ok();
 }
 
-}  // namespace
-
-Status registerInputs(ProjectStore& store, const TranscribeParams& params) {
-    for (const auto& input : params.inputs) {
-        auto src = openSource(input, params.source);
-        if (!src) return src.status();
-        const std::string abs = canonicalPath(input);
-        auto hash = (*src)->contentSha256();
-        if (!hash) return hash.status();
-        std::vector<std::pair<std::string, int>> files;
-        for (int i = 0; i < (*src)->pageCount(); ++i)
-            files.emplace_back(canonicalPath((*src)->pageFile(i)), (*src)->pageIndexInFile(i));
-        auto existing = store.findDocument(abs);
-        if (!existing) return existing.status();
-        if (!existing->has_value()) {
-            DocumentRecord doc;
-            doc.path = abs;
-            doc.kind = sourceKindName((*src)->kind());
-            doc.sha256 = *hash;
-            doc.sizeBytes = (*src)->sizeBytes();
-            if (auto id = store.addDocument(doc, files); !id) return id.status();
-        } else if ((*existing)->sha256 != *hash) {
-            if (params.onLog)
-                params.onLog(abs + ": the file changed on disk since it was added; its pages are queued again "
-                                   "(corrections made so far are kept)");
-            if (Status s = store.requeueDocument((*existing)->id, *hash, (*src)->sizeBytes(), files); !s) return s;
-        }
-    }
-    return Status::ok();
-}
-
-namespace {
-
-// One run's threads and what they share. The loader decodes the queued pages in book order, one
-// source open at a time; for a recognizer that splits its work (Recognizer::splitsPages) the
-// prepare stage runs the page-only part ahead on `preparers` threads, handing pages on in the
-// volume's order; `threads` workers recognise; the calling thread commits each finished page in
-// its own transaction.
 // The run's preprocessing, with the languages that confirm a proposed turn by reading: the run's
 // where Tesseract has them, else English.
 PreprocessParams preprocessOfRun(const TranscribeParams& params) {
@@ -239,6 +154,11 @@ PreprocessParams preprocessOfRun(const TranscribeParams& params) {
     return p;
 }
 
+// One run's threads and what they share. The loader decodes the queued pages in book order, one
+// source open at a time; for a recognizer that splits its work (Recognizer::splitsPages) the
+// prepare stage runs the page-only part ahead on `preparers` threads, handing pages on in the
+// volume's order; `threads` workers recognise; the calling thread commits each finished page in
+// its own transaction.
 class Run {
 public:
     Run(ProjectStore& store, const TranscribeParams& params, Recognizer& first, AttemptLog* attempts,
@@ -446,13 +366,11 @@ void Run::prepareJob(Job& job) const {
     };
     const bool readFirst = readsFirst(*splitter, job.page);
     job.pre = preprocessPage(job.image.image, readFirst ? unturned : preprocess, params.cancel);
-    job.orientationChecked = preprocess.orient && !readFirst;
     if (job.pre->cancelled) return;
     prepareRegions();
     if (!readFirst || std::all_of(job.prepared.begin(), job.prepared.end(),
                                   [&](const auto& p) { return p && splitter->preparedUpright(*p); }))
         return;
-    job.orientationChecked = true;
     job.pre = orientPreparedPage(job.image.image, std::move(*job.pre), preprocess, params.cancel);
     if (!job.pre->cancelled && job.pre->quarterTurns != 0) prepareRegions();
 }
@@ -560,13 +478,13 @@ std::optional<Done> Run::recognizePage(Recognizer& rec, Job& job, const std::vec
             if (pre.cancelled) return std::nullopt;  // its regions are incomplete: the page stays queued
             bool upright = true;
             auto outcomes = readRegions(rec, job, pre, after, contentHash, readFirst ? &upright : nullptr);
-            d.orientationChecked = prepared ? job.orientationChecked : preprocess.orient && (!readFirst || !upright);
             if (outcomes && !upright) {
                 // Not turned, the regions are the first pass's: the reading stands, the log tells the check.
                 pre = orientPreparedPage(img.image, std::move(pre), preprocess, params.cancel);
                 if (pre.cancelled) return std::nullopt;
                 if (pre.quarterTurns != 0) outcomes = readRegions(rec, job, pre, after, contentHash, nullptr);
             }
+            d.orientationChecked = pre.orientationChecked;
             const std::string typeDoubt =
                 scriptDoubt(pre.script, pre.scriptConfidence, params.recognizer.engine, params.recognizer.languages);
             logPreparation(job.page, pre, typeDoubt);

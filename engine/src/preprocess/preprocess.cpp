@@ -291,6 +291,7 @@ cv::Mat uprightGray(const cv::Mat& image, const PreprocessParams& params, bool o
     }
     if (stopped()) return {};
     if (!orient) return gray;
+    result.orientationChecked = true;
     const OrientationGuess o = detectOrientation(gray, params.orientLanguages, cancel);
     if (stopped()) return {};
     result.quarterTurns = o.clockwiseQuarterTurns;

@@ -51,6 +51,7 @@ struct PreprocessResult {
     std::vector<PreparedRegion> regions;  // one, or two for a split spread (left, right)
     int quarterTurns = 0;  // clockwise quarter turns that made the page upright
     double orientationConfidence = 0;
+    bool orientationChecked = false;  // orientation detection (OSD) looked at the page
     std::string script;  // the script orientation detection saw (empty when it did not run)
     double scriptConfidence = 0;
     // Where OSD proposed a turn and reading checked it: mean word confidence as it is and turned
