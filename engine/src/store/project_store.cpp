@@ -1,20 +1,16 @@
-// ProjectStore: the SQLite project (schema and migrations, documents, pages, results,
-// corrections, runs, the reader's context), every page committed in one transaction.
+// ProjectStore: the SQLite project (opening and creating it, documents, pages, results,
+// corrections, runs), every page committed in one transaction. The reader's saved context is in
+// decoder_state.cpp, the one-writer lock in project_lock.cpp.
 #include "quire/store/project_store.h"
 
-#include <array>
-#include <cstring>
 #include <fstream>
-#include <map>
 #include <set>
-#include <mutex>
 #include <fcntl.h>
-#include <sys/file.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "quire/store/project_backups.h"
 #include "store/page_order.h"
+#include "store/project_lock.h"
 #include "store/project_schema.h"
 #include "store/sqlite_util.h"
 
@@ -61,81 +57,6 @@ bool looksLikeSqlite(const fs::path& path, std::string* why) {
         return false;
     }
     return true;
-}
-
-// One writer process per project: an advisory lock on "<project>.lock", held while any store of
-// this process has the project open for writing (several connections of one process share it).
-// The kernel drops it when the process dies, so a killed run never leaves a stale lock; a clean
-// close removes the file (unlinked while still locked: a process that opened it just before
-// finds, once it has the lock, that the name no longer leads to its file, and tries again).
-struct ProcessLock {
-    int fd = -1;
-    int users = 0;
-    std::string path;
-};
-std::mutex g_lockMutex;
-std::map<std::string, ProcessLock> g_locks;
-
-Status acquireLock(const fs::path& project) {
-    std::error_code ec;
-    const std::string key = fs::weakly_canonical(fs::absolute(project), ec).string();
-    std::lock_guard guard(g_lockMutex);
-    ProcessLock& l = g_locks[key];
-    if (l.users > 0) {
-        ++l.users;
-        return Status::ok();
-    }
-    const std::string lockPath = project.string() + ".lock";
-    int fd = -1;
-    for (int attempt = 0; attempt < 8; ++attempt) {
-        fd = ::open(lockPath.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-        if (fd < 0) break;
-        if (flock(fd, LOCK_EX | LOCK_NB) != 0) break;
-        struct stat held {}, named {};
-        if (fstat(fd, &held) == 0 && ::stat(lockPath.c_str(), &named) == 0 && held.st_ino == named.st_ino &&
-            held.st_dev == named.st_dev)
-            break;  // locked, and still the file of that name
-        ::close(fd);  // its holder removed it as we took it: take the new one
-        fd = -1;
-    }
-    if (fd < 0) {
-        g_locks.erase(key);
-        return Status::ok();  // cannot create a lock file (read-only folder): SQLite's own locking still applies
-    }
-    if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
-        char holder[256] = {};
-        const ssize_t n = pread(fd, holder, sizeof holder - 1, 0);
-        ::close(fd);
-        g_locks.erase(key);
-        std::string who = n > 0 ? std::string(holder, size_t(n)) : std::string("another process");
-        while (!who.empty() && (who.back() == '\n' || who.back() == ' ')) who.pop_back();
-        return Status(ErrorCode::Unreadable, project.string() + ": the project is open in another Quire process (" +
-                                                 who + "); close it there first, or open this one read-only");
-    }
-    char host[128] = {};
-    gethostname(host, sizeof host - 1);
-    std::ifstream comm("/proc/self/comm");
-    std::string prog;
-    std::getline(comm, prog);
-    const std::string info = prog + " pid " + std::to_string(getpid()) + " on " + host + "\n";
-    if (ftruncate(fd, 0) == 0) (void)!pwrite(fd, info.data(), info.size(), 0);
-    l.fd = fd;
-    l.users = 1;
-    l.path = lockPath;
-    return Status::ok();
-}
-
-void releaseLock(const fs::path& project) {
-    std::error_code ec;
-    const std::string key = fs::weakly_canonical(fs::absolute(project), ec).string();
-    std::lock_guard guard(g_lockMutex);
-    auto it = g_locks.find(key);
-    if (it == g_locks.end()) return;
-    if (--it->second.users == 0) {
-        ::unlink(it->second.path.c_str());  // while still locked (see ProcessLock)
-        ::close(it->second.fd);
-        g_locks.erase(it);
-    }
 }
 
 // Brings the schema from user_version `from` to the newest in one transaction: a process killed
@@ -216,7 +137,7 @@ Result<std::unique_ptr<ProjectStore>> ProjectStore::open(const fs::path& path, M
     }
     store->m_readOnly = readOnly;
     if (!readOnly) {
-        if (Status s = acquireLock(path); !s) return s;
+        if (Status s = lockProject(path); !s) return s;
         store->m_locked = true;
         if (!exists || fs::file_size(path, ec) == 0) {
             if (Status s = createProjectFile(path); !s) return s;
@@ -322,9 +243,9 @@ Result<std::unique_ptr<ProjectStore>> ProjectStore::open(const fs::path& path, M
 }
 
 Result<fs::path> ProjectStore::restore(const fs::path& path, const fs::path& backup) {
-    if (Status s = acquireLock(path); !s) return s;
+    if (Status s = lockProject(path); !s) return s;
     auto moved = restoreBackup(path, backup);
-    releaseLock(path);
+    unlockProject(path);
     return moved;
 }
 
@@ -342,7 +263,7 @@ ProjectStore::~ProjectStore() {
     // A clean close keeps a backup of whatever changed since the last one.
     if (!m_readOnly && m_db && sqlite3_total_changes(m_db) != m_changesAtBackup) (void)writeBackup(m_db, m_path);
     sqlite3_close_v2(m_db);
-    if (m_locked) releaseLock(m_path);
+    if (m_locked) unlockProject(m_path);
 }
 
 Status ProjectStore::exec(const char* sqlText) {
@@ -902,63 +823,6 @@ Status ProjectStore::setMeta(const std::string& key, const std::string& value) {
     Stmt q(m_db, "INSERT INTO meta(key, value) VALUES(?,?) ON CONFLICT(key) DO UPDATE SET value=excluded.value");
     q.bind(1, key).bind(2, value);
     return q.run();
-}
-
-Status ProjectStore::writeCheckpoint(const DecoderCheckpoint& cp, int64_t lastPageId) {
-    if (cp.restartPages)
-        if (Status s = exec("DELETE FROM context_pages"); !s) return s;
-    Stmt ins(m_db, "INSERT OR REPLACE INTO context_pages(idx, data) VALUES(?, ?)");
-    for (size_t i = 0; i < cp.newPages.size(); ++i) {
-        const auto& page = cp.newPages[i];
-        ins.reset();
-        ins.bind(1, cp.firstNewPage + int(i))
-            .bindBlob(2, std::string(reinterpret_cast<const char*>(page.data()), page.size() * sizeof(float)));
-        if (Status s = ins.run(); !s) return s;
-    }
-    Stmt q(m_db, "INSERT INTO decoder_state(id, state, last_page_id) VALUES(1, ?, ?) ON CONFLICT(id) DO UPDATE SET "
-                 "state=excluded.state, last_page_id=excluded.last_page_id, "
-                 "saved_at=strftime('%Y-%m-%dT%H:%M:%fZ','now')");
-    q.bindBlob(1, cp.state).bind(2, lastPageId);
-    return q.run();
-}
-
-Status ProjectStore::saveDecoderState(const DecoderCheckpoint& checkpoint, int64_t lastPageId) {
-    Transaction tx(m_db);
-    if (!tx.status()) return tx.status();
-    if (Status s = writeCheckpoint(checkpoint, lastPageId); !s) return s;
-    return tx.commit();
-}
-
-Result<std::optional<SavedDecoder>> ProjectStore::decoderState() {
-    Stmt q(m_db, "SELECT state, last_page_id FROM decoder_state WHERE id=1");
-    if (q.step()) return std::optional<SavedDecoder>(SavedDecoder{q.blob(0), q.i64(1)});
-    if (!q.status()) return q.status();
-    return std::optional<SavedDecoder>();
-}
-
-Result<std::vector<float>> ProjectStore::contextPage(int index) {
-    Stmt q(m_db, "SELECT data FROM context_pages WHERE idx=?");
-    q.bind(1, index);
-    if (!q.step()) {
-        if (!q.status()) return q.status();
-        return Status(ErrorCode::NotFound, m_path.string() + ": the decoder's context page " + std::to_string(index) +
-                                               " is missing");
-    }
-    const std::string blob = q.blob(0);
-    if (blob.size() % sizeof(float) != 0)
-        return Status(ErrorCode::Corrupt, m_path.string() + ": the decoder's context page " + std::to_string(index) +
-                                              " is damaged (" + std::to_string(blob.size()) + " bytes)");
-    std::vector<float> out(blob.size() / sizeof(float));
-    std::memcpy(out.data(), blob.data(), blob.size());
-    return out;
-}
-
-Status ProjectStore::clearDecoderState() {
-    Transaction tx(m_db);
-    if (!tx.status()) return tx.status();
-    if (Status s = exec("DELETE FROM decoder_state"); !s) return s;
-    if (Status s = exec("DELETE FROM context_pages"); !s) return s;
-    return tx.commit();
 }
 
 Result<std::string> ProjectStore::integrityCheck() {
