@@ -112,12 +112,12 @@ std::string chooseEngine(const std::string& engine, const std::string& languages
     if (engine != "auto") return engine;
     // From the accuracies in docs/ACCURACY.md: the reader for Chinese (PP-OCR without a reader
     // model), Tesseract for German print (its Fraktur data; the others are far below it) and for
-    // English (PP-OCR and the reader are 8 % and 4 % fewer errors there since 2026-12-07, tenth
-    // session, at half its speed or less: issue #29 item 9 decides when the reader takes over).
+    // English (PP-OCR and the reader are 8 % fewer errors each there since 2026-12-07, at half
+    // its speed or less: issue #29 item 9 decides when the reader takes over).
     if (hasLanguage(languages, "chi")) {
         if (auto model = findReaderModel(readerModel)) {
             if (why)
-                *why = "reader (Chinese in --lang: the reader measured the lowest CER on Chinese pages, by a hair: 11.08 % "
+                *why = "reader (Chinese in --lang: the reader measured the lowest CER on Chinese pages, by a hair: 11.03 % "
                        "against PP-OCR's 11.24 % and Tesseract's 34.7 %; on three single pages it took 1.6 times "
                        "PP-OCR's time, less on a volume, where its decoder overlaps the front-end)";
             return "reader";
@@ -129,7 +129,7 @@ std::string chooseEngine(const std::string& engine, const std::string& languages
     }
     if (why)
         *why = "tesseract (no Chinese in --lang: Tesseract is the fastest engine and on German print far better than "
-               "the others; on English print PP-OCR and the reader now measure lower CER, 1.95 % and 2.03 % against "
+               "the others; on English print PP-OCR and the reader now measure lower CER, 1.95 % each against "
                "its 2.12 %, at a fraction of its speed: --engine ppocr or reader for the last errors)";
     return "tesseract";
 }
