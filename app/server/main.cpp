@@ -2,8 +2,9 @@
 #include <httplib.h>
 #include <QCoreApplication>
 
-#include <pthread.h>
+#include <fcntl.h>
 
+#include <cerrno>
 #include <csignal>
 #include <cstdlib>
 #include <iostream>
@@ -20,6 +21,41 @@
 #include "server_metrics.h"
 #include "server_options.h"
 
+namespace {
+
+// SIGTERM and SIGINT write their number to this pipe and nothing more (async-signal-safe); one
+// thread reads it and stops the server, since stopping takes locks and joins threads, which a
+// handler may not. A signal mask and sigwait were not enough: threads that libraries start before
+// main (OpenBLAS's workers) do not inherit the mask, and a SIGTERM the kernel gave one of them
+// ended the process at once, without the stop (docs/RELIABILITY.md).
+int g_stopPipe[2] = {-1, -1};
+
+extern "C" void onStopSignal(int sig) {
+    const int saved = errno;
+    const char c = char(sig);
+    (void)!write(g_stopPipe[1], &c, 1);
+    errno = saved;
+}
+
+bool catchStopSignals() {
+    if (pipe2(g_stopPipe, O_CLOEXEC) != 0) return false;  // not inherited by quire-render
+    struct sigaction sa {};
+    sa.sa_handler = onStopSignal;
+    sigemptyset(&sa.sa_mask);
+    sa.sa_flags = SA_RESTART;
+    return sigaction(SIGTERM, &sa, nullptr) == 0 && sigaction(SIGINT, &sa, nullptr) == 0;
+}
+
+// Blocks until a stop signal (or wakeStopper) arrives.
+void waitForStopSignal() {
+    char c = 0;
+    while (read(g_stopPipe[0], &c, 1) < 0 && errno == EINTR) {
+    }
+}
+
+void wakeStopper() { (void)!write(g_stopPipe[1], "", 1); }
+
+}  // namespace
 
 int main(int argc, char** argv) {
     quire::runTesseractSingleThreaded(argv);
@@ -31,13 +67,10 @@ int main(int argc, char** argv) {
             std::cout << "quire-server " << QUIRE_VERSION_STRING << "\n";
             return 0;
         }
-    // SIGTERM and SIGINT are taken by one thread (sigwait, below), never by a handler: stopping
-    // takes locks and joins threads, which a signal handler may not.
-    sigset_t stopSignals;
-    sigemptyset(&stopSignals);
-    sigaddset(&stopSignals, SIGTERM);
-    sigaddset(&stopSignals, SIGINT);
-    pthread_sigmask(SIG_BLOCK, &stopSignals, nullptr);
+    if (!catchStopSignals()) {
+        std::cerr << "quire-server: cannot take SIGTERM and SIGINT\n";
+        return 1;
+    }
     std::signal(SIGPIPE, SIG_IGN);
     quire::tuneHeapForLargeBuffers();
     QCoreApplication app(argc, argv);  // Qt's JSON and file classes; no event loop runs
@@ -94,8 +127,7 @@ int main(int argc, char** argv) {
     // The jobs stop first (event streams end with them), then the listener; the pages in flight
     // are committed, and running jobs resume at the next start.
     std::thread stopper([&] {
-        int signal = 0;
-        sigwait(&stopSignals, &signal);
+        waitForStopSignal();
         spdlog::info("stopping: running jobs resume at the next start");
         board.stop();
         server->stop();
@@ -103,7 +135,7 @@ int main(int argc, char** argv) {
     const bool listened = server->listen_after_bind();
     if (!listened) {
         spdlog::error("the listener failed");
-        pthread_kill(stopper.native_handle(), SIGTERM);  // wakes the stopper
+        wakeStopper();
     }
     stopper.join();
     return listened ? 0 : 1;
