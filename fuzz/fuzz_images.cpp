@@ -4,16 +4,13 @@
 #include <cstdint>
 #include <cstdio>
 #include <string>
-#include <unistd.h>
 
 #include "quire/source/document_source.h"
+#include "scratch_file.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-    static const std::string path = "/tmp/quire-fuzz-" + std::to_string(getpid()) + ".img";
-    FILE* f = std::fopen(path.c_str(), "wb");
-    if (!f) return 0;
-    std::fwrite(data, 1, size, f);
-    std::fclose(f);
+    const std::string path = writeScratchFile(".img", data, size);
+    if (path.empty()) return 0;
     quire::SourceOptions o;
     o.maxPixels = 4'000'000;
     o.maxSide = 8'000;

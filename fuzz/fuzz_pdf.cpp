@@ -8,9 +8,9 @@
 #include <cstdio>
 #include <filesystem>
 #include <string>
-#include <unistd.h>
 
 #include "quire/source/document_source.h"
+#include "scratch_file.h"
 
 extern "C" int LLVMFuzzerInitialize(int* argc, char*** argv) {
     static QCoreApplication app(*argc, *argv);
@@ -18,11 +18,8 @@ extern "C" int LLVMFuzzerInitialize(int* argc, char*** argv) {
 }
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-    static const std::string path = "/tmp/quire-fuzz-" + std::to_string(getpid()) + ".pdf";
-    FILE* f = std::fopen(path.c_str(), "wb");
-    if (!f) return 0;
-    std::fwrite(data, 1, size, f);
-    std::fclose(f);
+    const std::string path = writeScratchFile(".pdf", data, size);
+    if (path.empty()) return 0;
     quire::SourceOptions o;
     o.pdfDpi = 36;  // small renders: the fuzzer looks for crashes, not for text
     o.maxPixels = 4'000'000;

@@ -4,19 +4,14 @@
 #include <cstdio>
 #include <filesystem>
 #include <string>
-#include <unistd.h>
 
 #include "quire/export/book.h"
 #include "quire/store/project_store.h"
+#include "scratch_file.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-    static const std::string path = "/tmp/quire-fuzz-" + std::to_string(getpid()) + ".quire";
-    std::error_code ec;
-    for (const char* suffix : {"", "-wal", "-shm", ".lock"}) std::filesystem::remove(path + suffix, ec);
-    FILE* f = std::fopen(path.c_str(), "wb");
-    if (!f) return 0;
-    std::fwrite(data, 1, size, f);
-    std::fclose(f);
+    const std::string path = writeScratchFile(".quire", data, size);
+    if (path.empty()) return 0;
     auto store = quire::ProjectStore::open(path, quire::ProjectStore::Mode::ReadOnly);
     if (store) {
         (void)(*store)->counts();

@@ -4,17 +4,14 @@
 #include <cstdio>
 #include <string>
 #include <vector>
-#include <unistd.h>
 
 #include "quire/decoder/safetensors.h"
 #include "quire/reader/reader.h"
+#include "scratch_file.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-    static const std::string path = "/tmp/quire-fuzz-" + std::to_string(getpid()) + ".safetensors";
-    FILE* f = std::fopen(path.c_str(), "wb");
-    if (!f) return 0;
-    std::fwrite(data, 1, size, f);
-    std::fclose(f);
+    const std::string path = writeScratchFile(".safetensors", data, size);
+    if (path.empty()) return 0;
     auto st = quire::decoder::SafeTensors::open(path);
     if (st) {
         for (const auto& [name, t] : (*st)->tensors())

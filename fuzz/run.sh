@@ -11,6 +11,9 @@ CC=clang CXX=clang++ cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWit
 cmake --build build-fuzz -j "$(nproc)" --target fuzz_safetensors fuzz_project fuzz_exporters fuzz_onnx fuzz_decoder_state fuzz_pdf fuzz_images quire-cli
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
+# The targets' scratch files and anything the engine writes to the temporary folder stay in $work.
+mkdir -p "$work/tmp"
+export TMPDIR="$work/tmp"
 mkdir -p fuzz/findings "$work/safetensors" "$work/project" "$work/exporters" "$work/onnx" "$work/decoder_state" "$work/pdf" "$work/images"
 cp fuzz/corpus/safetensors/* "$work/safetensors/"
 cp fuzz/corpus/exporters/* "$work/exporters/"

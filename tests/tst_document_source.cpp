@@ -1,9 +1,13 @@
+#include <QScopeGuard>
 #include <QTemporaryDir>
 #include <QTest>
 
 #include <opencv2/imgcodecs.hpp>
 #include <opencv2/imgproc.hpp>
 #include <tiffio.h>
+
+#include <filesystem>
+#include <fstream>
 
 #include "quire/source/document_source.h"
 #include "test_util.h"
@@ -258,6 +262,39 @@ private slots:
         (void)(*src)->textLayer(0);  // returns (it once looped)
         if (pageError.isEmpty()) QVERIFY2(page, page.status().message().c_str());
         else QVERIFY2(!page && QString::fromStdString(page.status().message()).contains(pageError), page.status().message().c_str());
+    }
+    // A repaired copy, and a file whose name is not UTF-8, are read through descriptors: nothing is
+    // named in the temporary folder even while the PDF is open, so a killed process leaves nothing.
+    // The JBIG2 scan with a lying page count is read by both QtPdf and poppler from the copy.
+    void noTemporaryFileIsNamed() {
+        QTemporaryDir tmp;
+        const QByteArray before = qgetenv("TMPDIR");
+        qputenv("TMPDIR", tmp.path().toUtf8());
+        auto restore = qScopeGuard([&] { before.isNull() ? qunsetenv("TMPDIR") : qputenv("TMPDIR", before); });
+        std::string jbig2 = readFile(sourceDir() + "/fuzz/corpus/pdf/jbig2.pdf");
+        const size_t count = jbig2.find("/Count 1");
+        QVERIFY(count != std::string::npos);
+        jbig2.replace(count, 8, "/Count 7");
+        std::string name = m_dir.path().toStdString() + "/scan-";
+        name += char(0xe9);  // Latin-1 é: not UTF-8
+        name += "-lies.pdf";
+        std::ofstream(name, std::ios::binary) << jbig2;
+        auto removeOdd = qScopeGuard([&] { std::filesystem::remove(name); });  // QDir cannot name it
+        for (const std::string file : {(sourceDir() + "/fuzz/corpus/pdf/count-lies.pdf").toStdString(), name}) {
+            auto src = openSource(file);
+            QVERIFY2(src, src.status().message().c_str());
+            QVERIFY2(QString::fromStdString((*src)->openNote()).contains("repaired copy"), (*src)->openNote().c_str());
+            auto page = (*src)->loadPage(0);
+            QVERIFY2(page, page.status().message().c_str());
+            QVERIFY2(QDir(tmp.path()).isEmpty(), "a file is named in the temporary folder while the PDF is open");
+            if (file == name) {
+                QVERIFY2(page->note.find("poppler") != std::string::npos, page->note.c_str());
+                cv::Mat gray = page->image;
+                if (gray.channels() == 3) cv::cvtColor(gray, gray, cv::COLOR_BGR2GRAY);
+                QVERIFY2(cv::countNonZero(gray < 128) > 100, "the JBIG2 page came back blank");
+            }
+        }
+        QVERIFY(QDir(tmp.path()).isEmpty());
     }
     void jbig2ScanIsRenderedByPoppler() {
         auto src = openSource((sourceDir() + "/fuzz/corpus/pdf/jbig2.pdf").toStdString());

@@ -23,6 +23,9 @@ class TestHostile : public QObject {
 
 private slots:
     void initTestCase() {
+        // quire-cli and its helpers get a temporary folder of their own, checked at the end.
+        QVERIFY(QDir().mkpath(m_dir.filePath("tmp")));
+        qputenv("TMPDIR", m_dir.filePath("tmp").toUtf8());
         m_corpus = m_dir.filePath("corpus");
         const auto gen = runProgram("/usr/bin/python3", {sourceDir() + "/tests/make_hostile_corpus.py", m_corpus, samplePdf()});
         QVERIFY2(gen.exitCode == 0, qPrintable(gen.err));
@@ -163,6 +166,13 @@ private slots:
         qunsetenv("QUIRE_PPOCR_DIR");
         QCOMPARE(r.exitCode, 2);
         QVERIFY2(r.err.contains(named), qPrintable(r.err));
+    }
+
+    // After every case above (damaged page trees read from repaired copies, names that are not
+    // UTF-8; quire-render killed at each run's end) nothing is left in the temporary folder.
+    void nothingLeftInTheTemporaryFolder() {
+        const QStringList left = QDir(m_dir.filePath("tmp")).entryList(QDir::AllEntries | QDir::NoDotAndDotDot | QDir::Hidden);
+        QVERIFY2(left.isEmpty(), qPrintable("left behind: " + left.join(", ")));
     }
 };
 

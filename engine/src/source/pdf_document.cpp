@@ -12,10 +12,13 @@
 
 #include <opencv2/core.hpp>
 
+#include <fcntl.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
+#include <cstring>
 #include <cstdio>
 #include <functional>
 #include <map>
@@ -207,21 +210,28 @@ bool validUtf8(const std::string& s) {
     return QString::fromUtf8(b).toUtf8() == b;
 }
 
-fs::path temporaryPath(const std::string& suffix) {
+// A descriptor's name, for QtPdf in this process and for pdftoppm in a child.
+fs::path descriptorPath(int fd) { return "/proc/" + std::to_string(::getpid()) + "/fd/" + std::to_string(fd); }
+
+// A file in the temporary folder that has no name from the start (or loses it at once), so that
+// nothing is left there however the process ends: quire-render is killed when its run is done.
+int unnamedTemporaryFile() {
     std::error_code ec;
-    std::string tmpl = (fs::temp_directory_path(ec) / ("quire-XXXXXX" + suffix)).string();
-    const int fd = mkstemps(tmpl.data(), int(suffix.size()));
-    if (fd < 0) return {};
-    ::close(fd);
-    return tmpl;
+    fs::path dir = fs::temp_directory_path(ec);
+    if (ec) dir = "/tmp";
+    int fd = ::open(dir.c_str(), O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+    if (fd >= 0) return fd;
+    std::string tmpl = (dir / "quire-XXXXXX").string();  // a file system without O_TMPFILE
+    fd = ::mkostemp(tmpl.data(), O_CLOEXEC);
+    if (fd >= 0) ::unlink(tmpl.c_str());
+    return fd;
 }
 
 }  // namespace
 
 PdfDocument::~PdfDocument() {
     m_doc.close();
-    std::error_code ec;
-    for (const auto& p : m_temporary) fs::remove(p, ec);
+    for (const int fd : m_held) ::close(fd);
 }
 
 Result<std::unique_ptr<PdfDocument>> PdfDocument::open(const fs::path& path) {
@@ -276,9 +286,11 @@ Result<std::unique_ptr<PdfDocument>> PdfDocument::open(const fs::path& path) {
             flat.replaceKey("/Count", QPDFObjectHandle::newInteger((long long)leaves.size()));
             q.getRoot().replaceKey("/Pages", flat);
             q.updateAllPagesCache();
-            const fs::path repaired = temporaryPath(".pdf");
-            if (repaired.empty()) return Status(ErrorCode::Io, path.string() + ": cannot write a repaired copy to the temporary folder");
-            doc->m_temporary.push_back(repaired);
+            const int fd = unnamedTemporaryFile();
+            if (fd < 0)
+                return Status(ErrorCode::Io, path.string() + ": cannot write a repaired copy to the temporary folder: " + std::strerror(errno));
+            doc->m_held.push_back(fd);
+            const fs::path repaired = descriptorPath(fd);
             // QPDFWriter keeps the name's pointer until write(): the string must outlive it.
             const std::string repairedName = repaired.string();
             QPDFWriter w(q, repairedName.c_str());
@@ -293,15 +305,12 @@ Result<std::unique_ptr<PdfDocument>> PdfDocument::open(const fs::path& path) {
         // qpdf could not read it: PDFium, which repairs more, decides below.
         if (!qpdfRead) checked.clear();
     }
-    // QtPdf takes a QString: a name that is not UTF-8 is reached through a link with a UTF-8 name.
+    // QtPdf takes a QString: a name that is not UTF-8 is read through its descriptor's name.
     if (!validUtf8(doc->m_readPath.string())) {
-        const fs::path link = temporaryPath(".pdf");
-        std::error_code ec;
-        fs::remove(link, ec);
-        fs::create_symlink(fs::absolute(doc->m_readPath), link, ec);
-        if (ec) return Status(ErrorCode::Io, path.string() + ": cannot link the file from the temporary folder: " + ec.message());
-        doc->m_temporary.push_back(link);
-        doc->m_readPath = link;
+        const int fd = ::open(doc->m_readPath.c_str(), O_RDONLY | O_CLOEXEC);
+        if (fd < 0) return Status(errno == ENOENT ? ErrorCode::NotFound : ErrorCode::Io, path.string() + ": " + std::strerror(errno));
+        doc->m_held.push_back(fd);
+        doc->m_readPath = descriptorPath(fd);
     }
     const auto err = doc->m_doc.load(QString::fromStdString(doc->m_readPath.string()));
     switch (err) {

@@ -42,8 +42,8 @@ public:
 private:
     PdfDocument() = default;
     std::filesystem::path m_path;      // the file as given
-    std::filesystem::path m_readPath;  // what QtPdf reads: the file, a repaired copy, or a link
-    std::vector<std::filesystem::path> m_temporary;
+    std::filesystem::path m_readPath;  // what QtPdf reads: the file, or a held descriptor's /proc name
+    std::vector<int> m_held;           // descriptors of the repaired copy and of a file not named in UTF-8
     std::vector<PdfPageInfo> m_pages;
     std::string m_repairNote;
     QPdfDocument m_doc;
