@@ -127,18 +127,11 @@ def furniture_fate(head, folio, hyp_paras):
     """'own' (a paragraph of its own), 'dropped' or 'leaked' for the head (letters) and the folio."""
     fates = {}
     if head and letters(head):
+        # A head standing as a paragraph of its own is "own" even where its words also occur in the
+        # body ("NOTICES" over a page that speaks of "copyright notices"): the page prints it once.
         needle = letters(head).lower().split()
-        fate = "dropped"
-        for p in hyp_paras:
-            hw = [w for w in letters(p).lower().split()]
-            at = find_run(needle, hw)
-            if at < 0:
-                continue
-            body = len(hw) - len(needle)
-            fate = "own" if body <= 2 else "leaked"
-            if fate == "leaked":
-                break
-        fates["head"] = fate
+        found = [len(hw) - len(needle) for hw in (letters(p).lower().split() for p in hyp_paras) if find_run(needle, hw) >= 0]
+        fates["head"] = "dropped" if not found else "own" if min(found) <= 2 else "leaked"
     if folio:
         fate = "dropped"
         for p in hyp_paras:
@@ -300,6 +293,9 @@ def self_test():
     assert furniture_fate(long_head, "29", [long_head, "The body text of the page runs on for a while."]) == \
         {"head": "own", "folio": "own"}
     assert furniture_fate(long_head, "29", [long_head + " The body text of the page runs on."])["head"] == "leaked"
+    # A one-word head in its place, its word also in the body: not a leak; with the body, a leak.
+    assert furniture_fate("96 NOTICES", None, ["96", "NOTICES", "Any copyright notices of the work are kept."])["head"] == "own"
+    assert furniture_fate("96 NOTICES", None, ["96", "NOTICES You may convey a covered work."])["head"] == "leaked"
     # The hyphen kept at the page's end: not whole in the page texts, joined in the book.
     kept = [good[0].replace("is\nhyphenated", "is hyphen-"), good[1].replace("across it", "ated across it"), good[2]]
     assert figures(kept)[2] == (False, True), figures(kept)[2]
