@@ -373,6 +373,55 @@ private slots:
         QCOMPARE(off.words, on.words);
     }
 
+    // A justified line set with wide word spaces, which the detector cuts into pieces, each short:
+    // the pieces are one line of one paragraph with the lines around it, as printed (the typeset
+    // rule took each piece for a paragraph's short last line, and the model ended a paragraph after
+    // the row), and the words are the same.
+    void aLineCutAtWideSpacesStaysOneLine() {
+        auto dir = findReaderModel();
+        if (!dir) QSKIP("no reader model is shipped");
+        const double scale = 1.3;
+        cv::Mat page = textPage({"covered in calf or vellum, and the edges", "gilt or sprinkled with red; the boards", "",
+                                 "spine was lettered in gold, with bands", "and panels; the sewing was done on"},
+                                1500, 760, scale);
+        // Justified to the first line's width: word spaces of about twice the type's height.
+        const int y = int(120 * scale) + 2 * int(60 * scale), left = int(100 * scale);
+        const int right = left + cv::getTextSize("covered in calf or vellum, and the edges", cv::FONT_HERSHEY_DUPLEX, scale, 2, nullptr).width;
+        const std::vector<std::string> spaced = {"were", "of", "oaken", "or", "beech", "boards,"};
+        int inked = 0;
+        for (const auto& w : spaced) inked += cv::getTextSize(w, cv::FONT_HERSHEY_DUPLEX, scale, 2, nullptr).width;
+        const double space = double(right - left - inked) / double(spaced.size() - 1);
+        double x = left;
+        for (const auto& w : spaced) {
+            cv::putText(page, w, {int(x), y}, cv::FONT_HERSHEY_DUPLEX, scale, cv::Scalar(0), 2, cv::LINE_AA);
+            x += cv::getTextSize(w, cv::FONT_HERSHEY_DUPLEX, scale, 2, nullptr).width + space;
+        }
+        auto front = (*PpocrEngine::load(PpocrOptions{}))->read(page, true);
+        QVERIFY(front);
+        int pieces = 0;
+        for (const auto& l : front->lines) pieces += std::abs(l.box.y + l.box.h / 2 - y) < 20 ? 1 : 0;
+        QVERIFY2(pieces >= 2, "the detector did not cut the spaced line: the test shows nothing");
+        auto readWith = [&](bool rule) {
+            std::map<std::string, std::pair<int, int>> at;  // word: (line, paragraph)
+            QStringList words;
+            const auto text = readWithRule(*dir, page, rule, [](ReaderOptions& o, bool on) { o.typesetParagraphs = on; });
+            if (text)
+                for (size_t l = 0; l < text->lines.size(); ++l)
+                    for (const auto& w : text->lines[l].words) {
+                        at[w.text] = {int(l), text->lines[l].paragraph};
+                        words << QString::fromStdString(w.text);
+                    }
+            return std::make_pair(at, words);
+        };
+        const auto [on, onWords] = readWith(true);
+        for (const char* w : {"were", "oaken", "boards,", "gilt", "spine"}) QVERIFY2(on.count(w), w);
+        QCOMPARE(on.at("oaken").first, on.at("were").first);
+        QCOMPARE(on.at("boards,").first, on.at("were").first);
+        QCOMPARE(on.at("were").second, on.at("gilt").second);
+        QCOMPARE(on.at("spine").second, on.at("were").second);  // a stretched row ends no paragraph
+        QCOMPARE(readWith(false).second, onWords);
+    }
+
     // A word broken over the page break keeps its hyphen at the end of the page's text, above the
     // folio (skipped, or kept as a paragraph of its own), so that the book joins it
     // (tests/make_page_end_hyphen_page.py). The

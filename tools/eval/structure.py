@@ -48,8 +48,8 @@ def gt_paragraphs(text):
 def paragraphs(text):
     """A text's paragraphs: runs of non-empty lines between empty lines (Quire's page text),
     whitespace collapsed. A bare number on a line of its own at the top of the page (the first
-    line of its first or second paragraph) or at its foot stands apart: the book takes such a folio
-    out of the body (engine/src/export/book.cpp)."""
+    line of its first or second paragraph, or the second line of the first, under a head) or at its
+    foot stands apart: the book takes such a folio out of the body (engine/src/export/book.cpp)."""
     blocks, cur = [], []
     for line in text.splitlines():
         if line.strip():
@@ -63,6 +63,10 @@ def paragraphs(text):
         if len(blocks[k]) > 1 and FOLIO.match(blocks[k][0]):
             blocks[k:k + 1] = [blocks[k][:1], blocks[k][1:]]
             break
+    else:
+        # A head with its folio on the next line of the same paragraph: the book takes both.
+        if blocks and len(blocks[0]) > 1 and FOLIO.match(blocks[0][1]):
+            blocks[0:1] = [blocks[0][:1], blocks[0][1:2]] + ([blocks[0][2:]] if len(blocks[0]) > 2 else [])
     if blocks and len(blocks[-1]) > 1 and FOLIO.match(blocks[-1][-1]):
         blocks[-1:] = [blocks[-1][:-1], blocks[-1][-1:]]
     return [" ".join(b) for b in blocks]
@@ -302,6 +306,8 @@ def self_test():
     # The folio read on a line of its own after the head, above the word's rest: joined in the book.
     apart = [kept[0], "BOOK OF TALES\n\n10\nated across it. Then it goes on.\n\nA third paragraph.", good[2]]
     assert paragraphs(apart[1])[:3] == ["BOOK OF TALES", "10", "ated across it. Then it goes on."], paragraphs(apart[1])
+    under = "BOOK OF TALES\n10\nated across it. Then it goes on.\n\nA third paragraph."
+    assert paragraphs(under)[:3] == ["BOOK OF TALES", "10", "ated across it. Then it goes on."], paragraphs(under)
     assert figures(apart)[2] == (False, True), figures(apart)[2]
     assert furniture(["A HEAD OF 3, 29 213\n\nText.", "A HEAD OF 3, 29 214\n\nMore."])[0][1] == "213"
     # A paragraph break in its place whose first word is misread counts; one a word early does not.

@@ -679,7 +679,7 @@ PageText PpocrEngine::toPageText(const PpocrPage& page, int dpi) const {
         if (words.empty()) continue;
         Line* last = out.lines.empty() ? nullptr : &out.lines.back();
         if (last && last->block == l.block) {
-            if (sameRow(lastPiece, l.box) && l.box.x >= lastPiece.right() - lastPiece.h) {
+            if (continuesRow(lastPiece, l.box)) {
                 for (auto& w : words) last->words.push_back(std::move(w));
                 last->box = last->box.united(l.box);
                 lastPiece = l.box;

@@ -140,13 +140,18 @@ void layoutWords(const PpocrPage& page, const PpocrEngine& ppocr, const std::vec
             w.box = {int(std::max(x0, float(lb.x))), lb.y, std::max(1, int(x1 - std::max(x0, float(lb.x)))), lb.h};
         }
         lastLine = srcLine;
-        if (!current || currentSource != srcLine || current->paragraph != paragraph) {
+        // A further piece of the printed line being written stays on it, as the PP-OCR path lays it out.
+        const auto pieceOfCurrent = [&] {
+            return currentSource >= 0 && srcLine >= 0 && size_t(srcLine) < page.lines.size() &&
+                   continuesRow(page.lines[size_t(currentSource)].box, page.lines[size_t(srcLine)].box);
+        };
+        if (!current || current->paragraph != paragraph || (currentSource != srcLine && !pieceOfCurrent())) {
             text.lines.emplace_back();
             current = &text.lines.back();
             current->paragraph = paragraph;
             current->box = w.box;
-            currentSource = srcLine;
         }
+        currentSource = srcLine;
         current->words.push_back(w);
         current->box = current->box.united(w.box);
         w = Word{};
@@ -201,9 +206,23 @@ PageDecoding::PageDecoding(const Engine& engine, const PpocrPage& page, const st
     if (m_e.options.typesetParagraphs) {
         std::map<int, int> blockRight;
         for (size_t k = 0; k < boxes.size(); ++k) blockRight[blocks[k]] = std::max(blockRight[blocks[k]], boxes[k].right());
-        for (size_t k = 0; k + 1 < boxes.size(); ++k)
-            m_typesetEnd.push_back(blocks[k] == blocks[k + 1] &&
-                                   typesetParagraphEnd(boxes[k], boxes[k + 1], blockRight[blocks[k]], lineHeight));
+        // The detector cuts a justified line at a wide word space: a further piece of the row is
+        // neither indented nor does it leave the piece before short, and a row of pieces is
+        // stretched to its measure, so no paragraph's last line; the typesetting is judged on the
+        // whole row. Not on the page's first row, where a running head and its folio stand apart.
+        size_t firstRow = boxes.empty() ? 0 : 1;
+        while (firstRow < boxes.size() && sameRow(boxes[0], boxes[firstRow])) ++firstRow;
+        auto goesOn = [&](size_t k) { return blocks[k] == blocks[k + 1] && k + 1 >= firstRow && continuesRow(boxes[k], boxes[k + 1]); };
+        Box row;
+        for (size_t k = 0; k + 1 < boxes.size(); ++k) {
+            const bool piece = k > 0 && goesOn(k - 1);
+            row = piece ? row.united(boxes[k]) : boxes[k];
+            const bool sameBlock = blocks[k] == blocks[k + 1], on = goesOn(k);
+            const bool ends = sameBlock && !on && typesetParagraphEnd(row, boxes[k + 1], blockRight[blocks[k]], lineHeight);
+            const bool apart = k < m_laidApart.size() && m_laidApart[k];
+            m_typesetEnd.push_back(ends);
+            m_noParagraph.push_back(on || (piece && sameBlock && !ends && !apart));
+        }
     }
     // Lines of a Latin script join with nothing only at a hyphen or a dash: on a page of such a
     // script (under a tenth of its letters CJK), where the front-end read a letter or digit at the
@@ -330,7 +349,7 @@ PageDecoding::Outcome PageDecoding::step(const decoder::StepResult& step, int gu
     if (next == kSkip || next == kLineJoin) return Outcome::Go;
     if (hyphenBack >= 0 && !m_printed.inWrittenDash(hyphenBack)) write(m_visualIds[size_t(hyphenBack)], prob, hyphenBack);
     write(next, prob, step.attendedVisual);
-    if (next == kLineBreak) m_spaces.emplace_back(m_tokens.size() - 1, int(line));
+    if (next == kLineBreak || next == kParagraph) m_writtenEnds.emplace_back(m_tokens.size() - 1, int(line));
     m_reread.push(step.attendedVisual);
     if (const int span = m_sampler.loopSpan(); span > 0) {
         m_failure = loopFailure(span);
@@ -373,10 +392,16 @@ int PageDecoding::nextGuess() const {
 }
 
 void PageDecoding::finish(PageText& text) {
-    // A line end the model wrote as a space where the typesetting ends the paragraph: a paragraph
-    // (after decoding, not fed to the model, so the characters stay as read).
-    for (const auto& [k, line] : m_spaces)
-        if (size_t(line) < m_typesetEnd.size() && m_typesetEnd[size_t(line)]) m_tokens[k] = kParagraph;
+    // A line end the model wrote as a space where the typesetting ends the paragraph: a paragraph;
+    // one it wrote as a paragraph where the printed line goes on, or after a row stretched to its
+    // measure that the typesetting does not end (a justified line the detector cut at wide word
+    // spaces, each piece short): a space. After decoding, not fed to the model, so the characters
+    // stay as read.
+    for (const auto& [k, line] : m_writtenEnds) {
+        const size_t l = size_t(line);
+        if (m_tokens[k] == kLineBreak && l < m_typesetEnd.size() && m_typesetEnd[l]) m_tokens[k] = kParagraph;
+        else if (m_tokens[k] == kParagraph && l < m_noParagraph.size() && m_noParagraph[l]) m_tokens[k] = kLineBreak;
+    }
     if (m_e.options.pageEndHyphen && m_spacedScript && m_lineEnds) {
         const int stride = m_e.config.visualStride();
         keepPageEndHyphen(m_visualIds, m_wordChar, m_hyphen, m_digit, [&](size_t v) { return m_visual[v * size_t(stride) + kCharProb]; },

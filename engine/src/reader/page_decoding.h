@@ -80,6 +80,7 @@ private:
     std::vector<bool> m_wordChar, m_hyphen, m_digit, m_endsWord;
     std::vector<bool> m_laidApart;  // per line: a wide white band follows (layoutParagraphs)
     std::vector<bool> m_typesetEnd;  // per line: the typesetting ends a paragraph after it (typesetParagraphs)
+    std::vector<bool> m_noParagraph;  // per line: the typesetting ends no paragraph after it, whatever the model wrote (typesetParagraphs)
     bool m_spacedScript = false;    // a Latin script: under a tenth of the letters CJK
 
     LineEndRule m_lineEndRule;
@@ -94,7 +95,7 @@ private:
     bool m_textSinceBreak = false;
 
     std::vector<int> m_tokens, m_attended;  // written: the tokens, the visual token each read (-1: none)
-    std::vector<std::pair<size_t, int>> m_spaces;  // written LINE_BREAKs: the token's index, the line it ends
+    std::vector<std::pair<size_t, int>> m_writtenEnds;  // written LINE_BREAKs and PARAGRAPHs: the token's index, the line it ends
     std::vector<float> m_probs;
     std::vector<float> m_biased;
     int m_steps = 0, m_chosen = -1, m_chosenFrom = -1;
