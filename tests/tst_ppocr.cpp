@@ -673,6 +673,21 @@ private slots:
         QVERIFY2(read->lines[9].text.find("Line 10") != std::string::npos, read->lines[9].text.c_str());
     }
 
+    // Pieces of one printed line: across, on one row, the next to the right (overlapping by at most
+    // a line height); never the next row, a piece to the left, or columns of vertical text.
+    void piecesOfARowContinueIt() {
+        const Box is{100, 200, 60, 45}, licensed{230, 202, 220, 45}, below{100, 260, 800, 45};
+        QVERIFY(continuesRow(is, licensed));
+        QVERIFY(!continuesRow(licensed, is));
+        QVERIFY(!continuesRow(is, below));
+        QVERIFY(continuesRow(is, Box{130, 200, 100, 45}));  // boxes grown by unclip overlap a little
+        // Two columns of vertical Chinese side by side, read right to left: not a row.
+        const Box right{900, 100, 50, 1200}, left{830, 110, 50, 1180};
+        QVERIFY(isVerticalLine(right) && !isVerticalLine(is));
+        QVERIFY(!continuesRow(right, left));
+        QVERIFY(!continuesRow(left, right));
+    }
+
     // Wide white bands: over a line high and over the page's usual white by half a line; lines
     // side by side or going up (a column's top after the last) are never apart.
     void wideWhiteBandsFollowThePagesSpacing() {

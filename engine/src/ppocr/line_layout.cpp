@@ -14,7 +14,11 @@ bool sameRow(const Box& a, const Box& b) {
     return std::abs((a.y + a.h / 2) - (b.y + b.h / 2)) * 10 < std::min(a.h, b.h) * 3;
 }
 
-bool continuesRow(const Box& piece, const Box& next) { return sameRow(piece, next) && next.x >= piece.right() - piece.h; }
+bool isVerticalLine(const Box& box) { return box.h * 2 >= box.w * 3; }
+
+bool continuesRow(const Box& piece, const Box& next) {
+    return !isVerticalLine(piece) && !isVerticalLine(next) && sameRow(piece, next) && next.x >= piece.right() - piece.h;
+}
 
 int medianBoxHeight(const std::vector<Box>& boxes) {
     if (boxes.empty()) return 1;

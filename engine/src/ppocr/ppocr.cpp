@@ -417,7 +417,6 @@ Result<std::vector<std::vector<cv::Point2f>>> PpocrEngine::detect(const cv::Mat&
 
 std::vector<PpocrLine> joinLinePieces(const std::vector<std::vector<cv::Point2f>>& quads, const std::vector<Box>& boxes,
                                       const std::vector<int>& order, const std::vector<int>& blockOf, int width, int height) {
-    const auto vertical = [](const Box& x) { return x.h * 2 >= x.w * 3; };  // read rotated (read())
     std::vector<PpocrLine> lines;
     for (const int idx : order) {
         const auto& q = quads[size_t(idx)];
@@ -425,7 +424,7 @@ std::vector<PpocrLine> joinLinePieces(const std::vector<std::vector<cv::Point2f>
         if (!lines.empty()) {
             PpocrLine& last = lines.back();
             const int h = std::max(last.box.h, b.h), gap = b.x - last.box.right();
-            if (last.block == blockOf[size_t(idx)] && !vertical(b) && !vertical(last.box) && sameRow(last.box, b) &&
+            if (last.block == blockOf[size_t(idx)] && !isVerticalLine(b) && !isVerticalLine(last.box) && sameRow(last.box, b) &&
                 gap >= -h && gap * 5 < h * 4) {
                 std::vector<cv::Point2f> pts = last.quad;
                 pts.insert(pts.end(), q.begin(), q.end());

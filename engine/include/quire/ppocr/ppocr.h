@@ -168,8 +168,11 @@ private:
 // Two detected boxes on one text row. Detected boxes are grown by DB's unclip and overlap their
 // neighbours above and below, so rows are told by their centres, not by overlap.
 bool sameRow(const Box& a, const Box& b);
-// Whether `next` is a further piece of `piece`'s printed line: on its row and to its right (the
-// detector splits a justified line at a wide word space).
+// A box of vertical text (half again as tall as wide): read rotated, and on no row of pieces.
+bool isVerticalLine(const Box& box);
+
+// Whether `next` is a further piece of `piece`'s printed line: both across, on one row, `next` to
+// the right (the detector splits a justified line at a wide word space).
 bool continuesRow(const Box& piece, const Box& next);
 
 // The median height of the boxes (at least 1; 1 for none): a line's height on the page.
