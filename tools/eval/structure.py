@@ -146,7 +146,8 @@ def furniture_fate(head, folio, hyp_paras):
             others = [w for w in letters(p).split() if not head or w not in letters(head).split()]
             if len(ws) <= 6 or (head and len(others) <= 2):
                 fate = "own" if fate == "dropped" else fate
-            elif folio in [re.sub(r"\W+$", "", w) for w in ws[:2] + ws[-2:]]:
+            # A paragraph numbered as the page is ("9. You are not required …") has not leaked it.
+            elif folio in [re.sub(r"\W+$", "", w) for w in ws[:2] + ws[-2:]] and not re.fullmatch(re.escape(folio) + r"[.)]", ws[0]):
                 fate = "leaked"
         fates["folio"] = fate
     return fates
@@ -292,6 +293,10 @@ def self_test():
     assert fates[("head", "leaked")] == 1 and fates[("folio", "leaked")] == 1, fates
     assert para == (0, 0, 2), para
     assert joined == (False, False), joined
+    # A paragraph numbered as the page is numbered is no leaked folio; the bare number is.
+    numbered = "You are not required to accept this License, since you have not signed it."
+    assert furniture_fate(None, "9", ["9. " + numbered])["folio"] == "dropped"
+    assert furniture_fate(None, "9", ["9 " + numbered])["folio"] == "leaked"
     # A head of more than five words with its folio, as a paragraph of their own, is not a leak.
     long_head = "GNU GENERAL PUBLIC LICENSE Version 3, 29"
     assert furniture_fate(long_head, "29", [long_head, "The body text of the page runs on for a while."]) == \
