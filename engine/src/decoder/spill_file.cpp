@@ -1,11 +1,11 @@
 // SpillFile: an unlinked temporary file that pages' visual inputs are appended to and read from.
 #include "decoder/spill_file.h"
 
-#include <fcntl.h>
+#include "core/unnamed_file.h"
+
 #include <unistd.h>
 
 #include <cerrno>
-#include <cstdlib>
 #include <cstring>
 
 namespace quire::decoder {
@@ -42,16 +42,7 @@ Status SpillFile::read(int64_t at, float* out, size_t count) const {
 }
 
 Status SpillFile::open() {
-    const char* tmp = std::getenv("TMPDIR");
-    m_dir = tmp && *tmp ? tmp : "/tmp";
-#ifdef O_TMPFILE
-    m_fd = ::open(m_dir.c_str(), O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
-#endif
-    if (m_fd < 0) {  // a file system without O_TMPFILE: a named file, unlinked at once
-        std::string name = m_dir + "/quire-decoder-XXXXXX";
-        m_fd = ::mkstemp(name.data());
-        if (m_fd >= 0) ::unlink(name.c_str());
-    }
+    m_fd = openUnnamedFile(m_dir);
     if (m_fd < 0) return Status(ErrorCode::Io, "decoder: cannot make its page spill file in " + m_dir + ": " + std::strerror(errno));
     return Status::ok();
 }

@@ -27,6 +27,7 @@
 #include <set>
 
 #include "../core/subprocess.h"
+#include "../core/unnamed_file.h"
 
 namespace fs = std::filesystem;
 
@@ -213,20 +214,6 @@ bool validUtf8(const std::string& s) {
 // A descriptor's name, for QtPdf in this process and for pdftoppm in a child.
 fs::path descriptorPath(int fd) { return "/proc/" + std::to_string(::getpid()) + "/fd/" + std::to_string(fd); }
 
-// A file in the temporary folder that has no name from the start (or loses it at once), so that
-// nothing is left there however the process ends: quire-render is killed when its run is done.
-int unnamedTemporaryFile() {
-    std::error_code ec;
-    fs::path dir = fs::temp_directory_path(ec);
-    if (ec) dir = "/tmp";
-    int fd = ::open(dir.c_str(), O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
-    if (fd >= 0) return fd;
-    std::string tmpl = (dir / "quire-XXXXXX").string();  // a file system without O_TMPFILE
-    fd = ::mkostemp(tmpl.data(), O_CLOEXEC);
-    if (fd >= 0) ::unlink(tmpl.c_str());
-    return fd;
-}
-
 }  // namespace
 
 PdfDocument::~PdfDocument() {
@@ -286,9 +273,10 @@ Result<std::unique_ptr<PdfDocument>> PdfDocument::open(const fs::path& path) {
             flat.replaceKey("/Count", QPDFObjectHandle::newInteger((long long)leaves.size()));
             q.getRoot().replaceKey("/Pages", flat);
             q.updateAllPagesCache();
-            const int fd = unnamedTemporaryFile();
+            std::string folder;
+            const int fd = openUnnamedFile(folder);
             if (fd < 0)
-                return Status(ErrorCode::Io, path.string() + ": cannot write a repaired copy to the temporary folder: " + std::strerror(errno));
+                return Status(ErrorCode::Io, path.string() + ": cannot write a repaired copy to the temporary folder " + folder + ": " + std::strerror(errno));
             doc->m_held.push_back(fd);
             const fs::path repaired = descriptorPath(fd);
             // QPDFWriter keeps the name's pointer until write(): the string must outlive it.
