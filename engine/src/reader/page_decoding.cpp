@@ -212,16 +212,17 @@ PageDecoding::PageDecoding(const Engine& engine, const PpocrPage& page, const st
         // whole row. Not on the page's first row, where a running head and its folio stand apart.
         size_t firstRow = boxes.empty() ? 0 : 1;
         while (firstRow < boxes.size() && sameRow(boxes[0], boxes[firstRow])) ++firstRow;
-        auto goesOn = [&](size_t k) { return blocks[k] == blocks[k + 1] && k + 1 >= firstRow && continuesRow(boxes[k], boxes[k + 1]); };
         Box row;
+        bool piece = false;  // line k continues the row of line k - 1
         for (size_t k = 0; k + 1 < boxes.size(); ++k) {
-            const bool piece = k > 0 && goesOn(k - 1);
             row = piece ? row.united(boxes[k]) : boxes[k];
-            const bool sameBlock = blocks[k] == blocks[k + 1], on = goesOn(k);
+            const bool sameBlock = blocks[k] == blocks[k + 1];
+            const bool on = sameBlock && k + 1 >= firstRow && continuesRow(boxes[k], boxes[k + 1]);
             const bool ends = sameBlock && !on && typesetParagraphEnd(row, boxes[k + 1], blockRight[blocks[k]], lineHeight);
             const bool apart = k < m_laidApart.size() && m_laidApart[k];
             m_typesetEnd.push_back(ends);
             m_noParagraph.push_back(on || (piece && sameBlock && !ends && !apart));
+            piece = on;
         }
     }
     // Lines of a Latin script join with nothing only at a hyphen or a dash: on a page of such a
